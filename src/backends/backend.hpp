@@ -1,0 +1,151 @@
+// The Backend interface: the only door through which anything above src/backends/ reaches a vendor.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "caliber/context.hpp"
+
+namespace caliber::backends {
+
+struct Capabilities {
+  bool graph_capture = false;        // the device interface can capture and replay graphs
+  bool graph_timer_default = false;  // --timer auto picks the graph timer
+  bool clusters = false;             // thread-block clusters (cluster-fix stage applies)
+  bool default_rng = false;          // a default generator callers see (RNG capture guard applies)
+  bool l2_known = false;             // the L2 size is known (cold-L2 flush can be sized)
+  bool host = false;                 // runs on the host (cpu): host clock, host memory
+};
+
+struct DeviceDesc {
+  int index = 0;              // as the caller sees it (after the caller's visibility variable)
+  std::string physical_id;    // what a child process is pinned to (index or UUID as the runtime sees it)
+  std::string name;
+  std::string uuid;
+  std::uint64_t mem_total = 0;
+  std::uint64_t mem_used = 0;
+  std::string driver_version;
+  std::string runtime_version;
+  int sm_count = 0;
+  std::uint64_t l2_bytes = 0;
+  int sm_clock_mhz = 0;       // current, 0 when unknown
+  int sm_clock_max_mhz = 0;   // 0 when unknown
+  int mem_clock_mhz = 0;
+  std::string compute_capability;
+  std::map<std::string, std::string> extra;  // anything else worth recording (cores, notes)
+};
+
+// How an error from a vendor runtime is classified (DESIGN.md, Timing).
+enum class Failure {
+  ok,                // not an error
+  refused_capture,   // the kernel refused capture: end capture, clear, fall back to direct
+  fatal_on_device,   // the kernel is broken: the case fails, nothing more is timed in this process
+  capture_poisoned,  // the capture attempt left the context unusable
+  other,             // an ordinary error: the case fails, the process goes on
+};
+[[nodiscard]] const char* to_string(Failure f) noexcept;
+
+// A compat rule lifts one op's skip for one exact reason, on its own backend only.
+struct CompatRule {
+  std::string op;
+  std::string reason;  // the exact skip reason it lifts
+  std::string why;     // why the skip is wrong on this backend
+};
+
+struct ClockSample {
+  int sm_mhz = 0;
+  int sm_max_mhz = 0;
+  std::uint64_t throttle_reasons = 0;  // vendor bit mask, 0 when none or unknown
+};
+
+// A captured, instantiated graph of launches.
+class Graph {
+ public:
+  virtual ~Graph() = default;
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  virtual void launch() = 0;  // on the device's stream
+};
+
+// An event pair's handle; opaque to the timers.
+class Event {
+ public:
+  virtual ~Event() = default;
+  Event() = default;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+};
+
+// The device interface the timers use, and the DeviceContext the ops see.
+class Device : public caliber::DeviceContext {
+ public:
+  [[nodiscard]] virtual const DeviceDesc& desc() const = 0;
+  [[nodiscard]] virtual Capabilities capabilities() const = 0;
+
+  [[nodiscard]] virtual std::unique_ptr<Event> create_event() = 0;
+  virtual void record(Event& e) = 0;  // on the device's stream
+  // Milliseconds between two recorded events (synchronizes on `end`).
+  [[nodiscard]] virtual double elapsed_ms(Event& start, Event& end) = 0;
+
+  // Graph capture on the device's stream. end_capture returns the instantiated graph; it throws
+  // NativeError when the capture was refused or failed. abort_capture ends a capture in progress,
+  // discards it and clears the error state where the runtime allows it.
+  virtual void begin_capture() = 0;
+  [[nodiscard]] virtual std::unique_ptr<Graph> end_capture() = 0;
+  virtual void abort_capture() noexcept = 0;
+
+  // Evict the last-level cache: touch a persistent buffer the size of the L2, on the stream.
+  virtual void flush_l2() = 0;
+  // The SM clock now, when the backend can read it.
+  [[nodiscard]] virtual std::optional<ClockSample> clocks() = 0;
+  // Is the context still usable? (after a capture attempt, a cheap probe launch)
+  [[nodiscard]] virtual bool healthy() noexcept = 0;
+  // The last error the runtime holds, cleared (0 when none).
+  [[nodiscard]] virtual int take_last_error() noexcept = 0;
+
+  // RNG capture guard: save and restore the state of the default generator callers see.
+  // Backends without a default generator leave both empty (capabilities().default_rng == false).
+  virtual void save_rng_state() {}
+  virtual void restore_rng_state() {}
+};
+
+struct Availability {
+  bool runtime_found = false;
+  std::string looked_for;   // "libcudart.so (CUDA runtime)"
+  std::string detail;       // what was found, or why not
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  [[nodiscard]] virtual std::string name() const = 0;
+  [[nodiscard]] virtual std::vector<std::string> aliases() const = 0;
+  // Visibility variables, in the order the runtime applies them (ROCr before HIP).
+  [[nodiscard]] virtual std::vector<std::string> visibility_vars() const = 0;
+  [[nodiscard]] virtual Capabilities capabilities() const = 0;
+  [[nodiscard]] virtual Availability availability() const = 0;
+  // Devices as the caller sees them (after the caller's own visibility variable).
+  [[nodiscard]] virtual std::vector<DeviceDesc> enumerate() const = 0;
+  [[nodiscard]] virtual std::unique_ptr<Device> open(int visible_index, std::uint64_t seed) const = 0;
+  [[nodiscard]] virtual Failure classify(int native_code) const = 0;
+  [[nodiscard]] virtual std::vector<CompatRule> compat_rules() const { return {}; }
+  // Ops whose capture attempt is known to poison the context: never attempted.
+  [[nodiscard]] virtual std::vector<std::string> capture_deny_ops() const { return {}; }
+  // The environment a child process needs to run on the caller's visible device `index`
+  // (pinned by its physical id, never by the bare index).
+  [[nodiscard]] virtual std::map<std::string, std::string> child_env(int visible_index) const = 0;
+  // Throws BackendUnavailable naming the backend, what was looked for and what is available.
+  virtual void setup_guard() const;
+};
+
+class BackendUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace caliber::backends

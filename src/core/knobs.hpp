@@ -1,0 +1,87 @@
+// The knob table: every knob of a run in one place, with its flag, its environment spelling
+// (the old runner's, kept exactly), its default, its validation and its help group.
+// Precedence: flag > environment > default. A bad value throws KnobError naming the knob,
+// the value and what is allowed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace caliber::core {
+
+class KnobError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// The validated values of one run (or batch) invocation.
+struct Knobs {
+  // selection
+  std::string backend = "auto";
+  std::vector<int> devices;  // as the caller sees them; empty: the first device
+  std::vector<std::string> ops;
+  std::string op_file;
+  std::string node;
+  std::vector<std::string> dtypes;  // empty: each op's own list
+  std::string level = "core";
+  std::string shape_mode = "file";
+  std::string shapes_file;
+  std::string ops_lib;
+  // timing
+  std::string timer = "auto";
+  int repeat = 1;
+  std::vector<double> quantiles;
+  std::string return_mode = "median";
+  std::string l2 = "cold";
+  int min_samples = 10;
+  double min_time_s = 0.01;
+  double max_noise = 0.005;
+  double timeout_s = 1.0;
+  double warmup_s = 0.02;
+  double throttle_fraction = 0.75;
+  std::vector<std::string> capture_deny;
+  // autotune
+  std::string tune = "live";
+  std::string replay_from;
+  int parallel_warmup = 0;  // 0: unset
+  std::string tune_cache;   // shared cache path; empty: the default location
+  // output
+  std::string out = "runs";
+  std::string name;  // run directory name prefix; empty: derived from the ops
+  std::uint64_t seed = 0;  // 0: fresh per run
+  bool quiet = false;
+};
+
+struct KnobSpec {
+  std::string name;   // "level"
+  std::string flag;   // "--level"
+  std::string env;    // "BENCH_LEVEL" or empty
+  std::string group;  // "Selection", "Timing", "Autotune", "Output"
+  std::string default_text;
+  std::string allowed;  // "core, comprehensive"
+  std::string help;
+  // Parse and validate `value` into `k`; throws KnobError.
+  std::function<void(Knobs& k, const std::string& value)> apply;
+};
+
+// The whole table, in help order.
+[[nodiscard]] const std::vector<KnobSpec>& knob_table();
+[[nodiscard]] const KnobSpec* find_knob(const std::string& name);
+
+// Build Knobs from explicit flag values (knob name -> raw value, only those given) and the
+// environment (a lookup function, so tests need not touch the process environment).
+// Positional ops are passed as the "ops" knob. Throws KnobError on the first bad value.
+[[nodiscard]] Knobs resolve_knobs(const std::map<std::string, std::string>& flags,
+                                  const std::function<std::optional<std::string>(const std::string&)>& env);
+[[nodiscard]] std::optional<std::string> process_env(const std::string& name);
+
+// The message format of every refusal: "caliber: --level: 'bogus' is not allowed (core, comprehensive)".
+[[nodiscard]] std::string knob_message(const KnobSpec& spec, const std::string& value,
+                                       const std::string& why = "");
+
+}  // namespace caliber::core

@@ -1,0 +1,60 @@
+// Shapes from YAML, by level. FlagGems' core_shapes.yaml pattern: keyed by op, falling back to
+// the op's family default; comprehensive = core plus the additions.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace caliber::core {
+
+enum class Level { core, comprehensive };
+[[nodiscard]] std::optional<Level> parse_level(std::string_view s) noexcept;
+[[nodiscard]] std::string_view to_string(Level l) noexcept;
+
+using Shape = std::vector<std::int64_t>;
+
+class ShapeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A shape file:
+//   families: {pointwise: [[1073741824], [64, 64]], blas: [[2, 384, 384, 384]]}
+//   ops: {mm: [[...]], softmax: {family: norm}}       # an op's own list, or its family
+//   comprehensive:                                     # additions at the comprehensive level
+//     families: {...}
+//     ops: {...}
+//     include: [models/llama3_8b.yaml]                 # files of further additions (same layout
+//                                                      # as `comprehensive`), relative to this file
+class ShapeSet {
+ public:
+  // Throws ShapeError with the file name and what is wrong (unreadable, malformed YAML, bad entry).
+  [[nodiscard]] static ShapeSet load(const std::filesystem::path& file);
+  [[nodiscard]] static ShapeSet parse(const std::string& yaml_text, const std::filesystem::path& base_dir);
+
+  // The shapes of `op` (of `family`) at `level`: the op's own list or its family's, then at
+  // comprehensive the additions, in order, without duplicates.
+  [[nodiscard]] std::vector<Shape> shapes_for(const std::string& op, const std::string& family,
+                                              Level level) const;
+
+  // YAML of exactly the shapes used, with the level written in it (the archived shapes.yaml).
+  [[nodiscard]] static std::string archive_yaml(Level level, const std::string& source,
+                                                const std::map<std::string, std::vector<Shape>>& used);
+
+ private:
+  struct Table {
+    std::map<std::string, std::vector<Shape>> families;
+    std::map<std::string, std::vector<Shape>> ops;
+    std::map<std::string, std::string> op_family;  // ops: {softmax: {family: norm}}
+  };
+  Table core_;
+  Table extra_;
+};
+
+}  // namespace caliber::core
