@@ -1,0 +1,34 @@
+// Subcommands register themselves here; main() parses and runs the chosen one. The CLI stays thin:
+// a subcommand turns flags into knobs and calls the rooms below it.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace caliber::cli {
+
+// Adds a subcommand to `root`. The subcommand's callback stores its exit code in `exit_code`.
+using CommandAdder = std::function<void(CLI::App& root, int& exit_code)>;
+
+bool register_command(int order, CommandAdder adder);
+[[nodiscard]] std::vector<std::pair<int, CommandAdder>>& commands();
+
+// Exit codes (DESIGN.md): 0 success, 1 the work ran and something failed, 2 bad usage or input.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+
+// Prints "caliber: <message>" on stderr and returns kExitUsage.
+int usage_error(const std::string& message);
+
+}  // namespace caliber::cli
+
+#define CALIBER_CLI_CAT_INNER(a, b) a##b
+#define CALIBER_CLI_CAT(a, b) CALIBER_CLI_CAT_INNER(a, b)
+// CALIBER_COMMAND(order, adder) at namespace scope in src/cli/cmd_<name>.cpp; order sorts --help.
+#define CALIBER_COMMAND(order, adder)                                                  \
+  [[maybe_unused]] static const bool CALIBER_CLI_CAT(caliber_command_, __LINE__) = \
+      ::caliber::cli::register_command(order, adder)
