@@ -20,6 +20,21 @@ struct DeviceProps {
   bool host = false;            // true for the cpu backend: pointers are host memory
 };
 
+// The default generator callers see (torch's default CUDA generator in the old runner): a Philox
+// seed and a counter offset. Random ops reserve offsets from it; the RNG capture guard saves and
+// restores it so that capturing an RNG op does not advance what callers see.
+struct GeneratorState {
+  std::uint64_t seed = 0;
+  std::uint64_t offset = 0;
+  // Reserve `n` counter values; returns the first.
+  std::uint64_t advance(std::uint64_t n) noexcept {
+    const std::uint64_t first = offset;
+    offset += n;
+    return first;
+  }
+  bool operator==(const GeneratorState&) const = default;
+};
+
 enum class CopyKind { host_to_device, device_to_host, device_to_device };
 
 // An error from a vendor runtime or library, with its native code. The backend classifies it.
@@ -73,6 +88,8 @@ class DeviceContext {
   [[nodiscard]] virtual std::uint64_t seed() const = 0;
   // True while launches are being captured into a graph.
   [[nodiscard]] virtual bool capturing() const = 0;
+  // The default generator, or nullptr where the backend has none (then the RNG guard is skipped).
+  [[nodiscard]] virtual GeneratorState* default_generator() noexcept { return nullptr; }
 };
 
 // RAII device buffer on a context.

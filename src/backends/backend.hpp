@@ -108,10 +108,8 @@ class Device : public caliber::DeviceContext {
   // The last error the runtime holds, cleared (0 when none).
   [[nodiscard]] virtual int take_last_error() noexcept = 0;
 
-  // RNG capture guard: save and restore the state of the default generator callers see.
-  // Backends without a default generator leave both empty (capabilities().default_rng == false).
-  virtual void save_rng_state() {}
-  virtual void restore_rng_state() {}
+  // The RNG capture guard uses default_generator() (DeviceContext): saved before a capture and
+  // restored after it; skipped where it is nullptr (capabilities().default_rng == false).
 };
 
 struct Availability {
