@@ -1,0 +1,123 @@
+// Process control for child processes: spawn in its own process group, wait with a timeout,
+// terminate the whole group (SIGTERM, grace period, SIGKILL) and reap, classify how it ended.
+// A SignalGuard turns SIGINT/SIGTERM in the parent into a flag so that the parent can terminate
+// and reap every live child before it exits: no child is left holding a device.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace caliber::run {
+
+struct SpawnSpec {
+  std::vector<std::string> argv;  // argv[0]: a path, or a name looked up in PATH
+  // Set in the child on top of the parent's environment; a nullopt value unsets the variable.
+  std::map<std::string, std::optional<std::string>> env;
+  std::filesystem::path log_file;  // stdout and stderr (appended); empty: inherit the parent's
+  std::filesystem::path cwd;       // empty: the parent's
+};
+
+enum class ExitKind {
+  exited,    // returned an exit code
+  signaled,  // killed by a signal nobody here sent (a crash, or an outside kill)
+  timeout,   // still running at its deadline: terminated by us
+  stopped,   // terminated by us for another reason (the parent was interrupted)
+};
+
+struct ExitStatus {
+  ExitKind kind = ExitKind::exited;
+  int code = 0;  // exit code (kind exited)
+  int signal =
+      0;  // the signal that ended it (signaled), or the last one we sent (timeout, stopped)
+  double duration_s = 0;
+
+  [[nodiscard]] bool ok() const noexcept { return kind == ExitKind::exited && code == 0; }
+  // Ended by a signal that means the program broke (SIGSEGV, SIGABRT, SIGBUS, SIGILL, SIGFPE, ...),
+  // or by any signal we did not send; also a shell's 128+N exit code for such a signal.
+  [[nodiscard]] bool crashed() const noexcept;
+  // "exit 0", "exit 3", "SIGSEGV (signal 11)", "timeout after 5 s (SIGKILL)", ...
+  [[nodiscard]] std::string describe() const;
+};
+
+// "SIGSEGV" for 11, "signal 77" for an unknown number.
+[[nodiscard]] std::string signal_name(int sig);
+
+struct Captured;
+
+// One child process in its own process group. Move-only; the destructor terminates and reaps a
+// child still running, so an exception cannot leave one behind.
+class Child {
+ public:
+  // Forks and execs; throws std::system_error when the program cannot be started (the exec
+  // failure is reported back through a close-on-exec pipe, so a missing binary is an error here,
+  // not a mysterious exit code 127 later).
+  [[nodiscard]] static Child spawn(const SpawnSpec& spec);
+
+  Child() = default;
+  Child(Child&& other) noexcept;
+  Child& operator=(Child&& other) noexcept;
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child();
+
+  [[nodiscard]] pid_t pid() const noexcept { return pid_; }
+  [[nodiscard]] bool running() const noexcept { return pid_ > 0 && !status_; }
+  [[nodiscard]] double elapsed_s() const;
+
+  // Non-blocking: the exit status once the child has ended (and has been reaped), else nullopt.
+  std::optional<ExitStatus> poll();
+  // Waits up to `seconds` (negative: forever); nullopt when still running.
+  std::optional<ExitStatus> wait_for(double seconds);
+  // Waits until the child ends or `timeout_s` passes (<= 0: no timeout); a child still running
+  // then is terminated (kind timeout). Returns early with nullopt when `interrupted` is set.
+  std::optional<ExitStatus> wait(double timeout_s, double grace_s = 5.0,
+                                 const volatile bool* interrupted = nullptr);
+  // SIGTERM to the whole group, up to `grace_s` for it to end, then SIGKILL to the group; reaps.
+  // kind is `as` (timeout or stopped) unless the child had already ended on its own.
+  ExitStatus terminate(double grace_s = 5.0, ExitKind as = ExitKind::stopped);
+
+ private:
+  friend Captured run_capture(const std::vector<std::string>& argv, double timeout_s);
+  void release() noexcept;
+  pid_t pid_ = -1;
+  std::chrono::steady_clock::time_point start_{};
+  std::optional<ExitStatus> status_;
+};
+
+// Runs a command to its end and returns its exit status and stdout (stderr goes to the parent's).
+struct Captured {
+  ExitStatus status;
+  std::string out;
+};
+[[nodiscard]] Captured run_capture(const std::vector<std::string>& argv, double timeout_s = 60.0);
+
+// While one exists, SIGINT and SIGTERM set a flag instead of killing the parent; every Child is
+// registered, and a second signal kills the registered groups at once and exits (the user asked
+// twice). Restores the previous handlers when destroyed.
+class SignalGuard {
+ public:
+  SignalGuard();
+  ~SignalGuard();
+  SignalGuard(const SignalGuard&) = delete;
+  SignalGuard& operator=(const SignalGuard&) = delete;
+
+  // The signal received (0 when none).
+  [[nodiscard]] static int received() noexcept;
+  [[nodiscard]] static bool interrupted() noexcept { return received() != 0; }
+  // For tests: forget a received signal.
+  static void reset() noexcept;
+};
+
+// The flag SignalGuard sets, for Child::wait's `interrupted` argument.
+[[nodiscard]] const volatile bool* interrupt_flag() noexcept;
+
+// Process groups of live children (maintained by Child; used by the second-signal path).
+[[nodiscard]] std::vector<pid_t> live_children();
+
+}  // namespace caliber::run
