@@ -202,7 +202,7 @@ struct GemmTolerance {
   g.out_rel = 2.0 * unit_roundoff(t);
   g.acc_rel = 2.0 * 0x1p-24 * sk + 1e-7;
   const double base = t == DType::f16 ? 1e-3 : t == DType::bf16 ? 1e-2 : 1e-5;
-  g.norm_rel = std::max(base, 4.0 * 0x1p-24 * sk);
+  g.norm_rel = std::max(base, 2.0 * 0x1p-24 * sk);
   return g;
 }
 
