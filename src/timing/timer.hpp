@@ -1,8 +1,20 @@
 // Timers built on the backend's device interface. Nothing here names a vendor.
+//
+// Two timers (DESIGN.md, Timing):
+//  - direct: an event pair around each launch; in cold mode the L2 is flushed before each sample,
+//    outside the events.
+//  - graph: K launches captured into one graph (K from a short estimate, so that one replay lasts
+//    about TimingOptions::graph_replay_ms and event resolution and launch cost vanish), replayed
+//    with an event pair around each replay; per-launch time = replay time / K. In cold mode the L2
+//    is flushed between replays, outside the events: only the first of the K launches of a replay
+//    sees a cold cache, which the row records as l2_method "flush-per-replay".
+// A case whose capture is refused falls back to the direct timer (markers below); a kernel that
+// fails on the device fails its case with no latency and the process must time nothing more.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,47 +26,108 @@ namespace caliber::timing {
 enum class TimerKind { automatic, graph, direct };
 enum class L2Policy { cold, warm };
 
+// Marker strings (DESIGN.md, Files): exact spellings the old runner's users know.
+inline constexpr const char* kMarkerDirectNoGraph = "BENCHMARK_DIRECT_NO_CUDAGRAPH";
+inline constexpr const char* kMarkerCapturePoisoned = "BENCHMARK_CAPTURE_POISONED";
+inline constexpr const char* kMarkerTimerDirect = "timer=direct";
+// "repeat=N"
+[[nodiscard]] std::string repeat_marker(int n);
+
+// When one measurement (one call of the direct timer, or the graph timer) stops sampling.
+// It stops once n >= min_samples AND summed sample time >= min_time_s AND noise <= max_noise, or
+// when timeout_s of wall time (warmup included) has passed; then stop_reason names what was missed.
+//
+// Noise is the relative standard error of the median, estimated robustly:
+//   noise = 1.2533 * (1.4826 * MAD) / (median * sqrt(n))
+// 1.4826 * MAD estimates the standard deviation without letting one outlier (a preempted launch,
+// a clock dip) dominate, as stdev/mean would; 1.2533 / sqrt(n) turns it into the standard error of
+// the median, the statistic we report. So max_noise is the relative precision of the reported
+// number, and a kernel with a steady 3% jitter still converges once it has enough samples.
 struct StopRule {
   int min_samples = 10;
-  double min_time_s = 0.01;     // summed sample time
-  double max_noise = 0.005;     // relative noise target (stdev / mean of the kept samples)
-  double timeout_s = 1.0;       // wall time for the measurement of one provider
-  double warmup_s = 0.02;       // long enough for clocks to ramp
+  double min_time_s = 0.01;  // summed time of the kept samples (a graph sample: one replay)
+  double max_noise = 0.005;  // relative standard error of the median (above)
+  double timeout_s = 1.0;    // wall time for one measurement, warmup included
+  double warmup_s = 0.02;    // device-busy time before sampling: long enough for clocks to ramp
+  int max_samples = 100000;  // a hard cap, so that a sub-microsecond kernel cannot exhaust memory
 };
+
+// Relative standard error of the median, as defined above (0 for fewer than two samples or a
+// zero median).
+[[nodiscard]] double median_rel_std_error(std::span<const double> xs);
+
+struct StopState {
+  bool stop = false;
+  bool converged = false;
+  std::string reason;  // "converged", "timeout after 1.0 s: noise 1.3% > 0.5%", ...
+};
+// The decision of the rule for `kept` samples whose summed time is `sum_s`, `elapsed_s` of wall
+// time after the start, with `noise` reached. `discarded` only enriches a timeout's reason.
+[[nodiscard]] StopState evaluate_stop(const StopRule& rule, int kept, double sum_s, double noise,
+                                      double elapsed_s, int discarded = 0);
 
 struct TimingOptions {
   TimerKind timer = TimerKind::automatic;
-  int repeat = 1;                        // median of N direct-timer call medians
+  int repeat = 1;  // median of N direct-timer call medians
   core::ReturnMode return_mode = core::ReturnMode::median;
-  std::vector<double> quantiles;         // non-empty: report these, skip repetition
+  std::vector<double> quantiles;  // non-empty: report these, skip repetition
   L2Policy l2 = L2Policy::cold;
   StopRule stop;
-  double throttle_fraction = 0.75;       // samples below this fraction of max SM clock are discarded
-  bool capture_denied = false;           // op is on the capture deny list
-  bool rng = false;                      // op draws from a generator: guard around capture
+  double throttle_fraction = 0.75;  // samples below this fraction of max SM clock are discarded
+  bool capture_denied = false;      // op is on the capture deny list
+  bool rng = false;                 // op draws from a generator: guard around capture
+  std::string op;                   // the op's name, for messages (capture-incompatible, ...)
+  double graph_replay_ms = 1.0;     // the graph timer aims one replay at this long
+  // Bounds K (and so the graph's memory: one node per launch; a provider whose launch enqueues
+  // several kernels gets several nodes per launch).
+  int max_graph_launches = 1000;
+  int max_kept_samples = 200;  // Measurement::samples_ms is thinned evenly to this many
+  // Wall clock in seconds (tests script it); empty: a steady host clock.
+  std::function<double()> now;
 };
 
 struct Measurement {
   bool ok = false;
-  std::string timer;                     // "graph" or "direct": what really produced the number
-  double latency_ms = 0;                 // per the return mode
-  std::vector<double> quantile_ms;       // when quantiles were asked
-  std::vector<double> samples_ms;        // per-launch samples kept (for A/B statistics)
-  std::vector<std::string> markers;      // BENCHMARK_DIRECT_NO_CUDAGRAPH, timer=direct, repeat=N, ...
-  int repeat = 1;                        // calls actually made
-  bool repeat_skipped = false;           // asked for but skipped (quantiles / return mode all)
-  double noise = 0;                      // relative noise reached
-  std::string stop_reason;               // "converged", or "timeout: noise 1.2% > 0.5%"
+  std::string timer;                 // "graph" or "direct": what really produced the number
+  double latency_ms = 0;             // per the return mode
+  std::vector<double> quantile_ms;   // when quantiles were asked
+  std::vector<double> samples_ms;    // per-launch samples kept (for A/B statistics)
+  std::vector<std::string> markers;  // BENCHMARK_DIRECT_NO_CUDAGRAPH, timer=direct, repeat=N, ...
+  int repeat = 1;                    // calls actually made
+  bool repeat_skipped = false;       // asked for but skipped (quantiles / return mode all)
+  double noise = 0;                  // relative noise reached (worst call when repeated)
+  std::string stop_reason;           // "converged", or "timeout after 1.0 s: noise 1.2% > 0.5%"
   int throttled_discarded = 0;
-  int launches_per_sample = 1;           // K of the graph timer
-  std::string l2_method;                 // "flush" or "warm"
+  int launches_per_sample = 1;  // K of the graph timer
+  std::string l2_method;        // "flush-per-launch", "flush-per-replay" or "warm"
   backends::Failure failure = backends::Failure::ok;
-  std::string error;                     // when !ok
-  double wall_s = 0;                     // cost of this measurement, warmup and capture included
+  std::string error;  // when !ok
+  double wall_s = 0;  // cost of this measurement, warmup and capture included
+  // Added by the timing room:
+  std::string note;                     // why the timer differs from the one asked, when it does
+  std::vector<double> call_medians_ms;  // per call of the direct timer (repeat > 1)
+  double estimate_ms = 0;               // per-launch estimate from the warmup
+  int total_samples = 0;                // samples kept before thinning to samples_ms
 };
 
 // Time `launch` (which only enqueues on the device's stream) on `dev`.
+// Errors the device raises (caliber::NativeError) are classified by `backend` and end up in the
+// Measurement (ok=false, failure, error); any other exception (ConfigRejected, ...) propagates,
+// after a capture in progress has been aborted and the generator restored.
 [[nodiscard]] Measurement measure(backends::Device& dev, const backends::Backend& backend,
                                   const std::function<void()>& launch, const TimingOptions& opt);
+
+// The timer `measure` will use for this backend and request, and why when it is not the one asked.
+struct TimerChoice {
+  TimerKind kind = TimerKind::direct;
+  std::string note;
+};
+[[nodiscard]] TimerChoice choose_timer(const backends::Capabilities& caps, TimerKind requested);
+
+// True when the process must time nothing more (fatal_on_device, capture_poisoned).
+[[nodiscard]] bool process_unusable(const Measurement& m) noexcept;
+
+// Evenly thinned copy of xs with at most `cap` values (first and last kept).
+[[nodiscard]] std::vector<double> thin_evenly(std::span<const double> xs, int cap);
 
 }  // namespace caliber::timing

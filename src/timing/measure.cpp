@@ -1,0 +1,334 @@
+// measure(): timer choice, the graph timer with its classified per-case fallback, the direct timer
+// with repetition across calls.
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "timing/sampler.hpp"
+#include "timing/timer.hpp"
+
+namespace caliber::timing {
+
+using backends::Failure;
+
+std::string repeat_marker(int n) {
+  return "repeat=" + std::to_string(n);
+}
+
+bool process_unusable(const Measurement& m) noexcept {
+  return m.failure == Failure::fatal_on_device || m.failure == Failure::capture_poisoned;
+}
+
+std::vector<double> thin_evenly(std::span<const double> xs, int cap) {
+  const std::size_t n = xs.size();
+  if (cap <= 0) return {};
+  const auto c = static_cast<std::size_t>(cap);
+  if (n <= c) return {xs.begin(), xs.end()};
+  std::vector<double> out;
+  out.reserve(c);
+  if (c == 1) {
+    out.push_back(xs[n / 2]);
+    return out;
+  }
+  for (std::size_t i = 0; i < c; ++i) out.push_back(xs[i * (n - 1) / (c - 1)]);
+  return out;
+}
+
+TimerChoice choose_timer(const backends::Capabilities& caps, TimerKind requested) {
+  switch (requested) {
+    case TimerKind::direct:
+      return {TimerKind::direct, ""};
+    case TimerKind::graph:
+      if (caps.graph_capture) return {TimerKind::graph, ""};
+      return {TimerKind::direct,
+              "graph timer requested but this backend cannot capture graphs: timed with the "
+              "direct timer"};
+    case TimerKind::automatic:
+      break;
+  }
+  if (caps.graph_timer_default && caps.graph_capture) return {TimerKind::graph, ""};
+  return {TimerKind::direct, ""};
+}
+
+namespace {
+
+using detail::Clock;
+
+// How a row ended up on the direct timer, which decides its markers and how errors are read.
+enum class DirectMode { chosen, fallback, denied };
+
+std::string op_label(const TimingOptions& opt) {
+  return opt.op.empty() ? std::string("this op") : "op '" + opt.op + "'";
+}
+
+void fail(Measurement& m, Failure f, std::string error) {
+  m.ok = false;
+  m.failure = f;
+  m.error = std::move(error);
+  m.latency_ms = 0;
+  m.quantile_ms.clear();
+  m.samples_ms.clear();
+}
+
+void fail_fatal(Measurement& m, const std::string& what) {
+  fail(m, Failure::fatal_on_device,
+       "kernel failed on the device: " + what +
+           "; no latency is reported and nothing more can be timed in this process");
+}
+
+void fail_poisoned(Measurement& m, const TimingOptions& opt, const std::string& what) {
+  fail(m, Failure::capture_poisoned,
+       std::string(kMarkerCapturePoisoned) + ": " + op_label(opt) +
+           " is capture-incompatible (not broken): its graph capture attempt left the device "
+           "context unusable (" +
+           what + "); nothing more can be timed in this process");
+  m.markers = {kMarkerCapturePoisoned};
+}
+
+// An error outside any capture: fatal stays fatal, the rest fails the case only.
+void fail_classified(Measurement& m, const backends::Backend& backend, const NativeError& e,
+                     const std::string& during) {
+  const Failure f = backend.classify(e.code());
+  if (f == Failure::fatal_on_device) {
+    fail_fatal(m, e.what());
+  } else if (f == Failure::capture_poisoned) {
+    fail(m, f, during + ": " + e.what());
+  } else {
+    fail(m, Failure::other, during + ": " + e.what());
+  }
+}
+
+// Latency and quantiles of the kept samples per the return mode; repeated calls give the median of
+// the per-call values (the median of medians in the default mode).
+void summarize(Measurement& m, const std::vector<std::vector<double>>& calls,
+               const TimingOptions& opt) {
+  std::vector<double> all;
+  for (const auto& c : calls) all.insert(all.end(), c.begin(), c.end());
+  if (calls.size() > 1) {
+    if (opt.return_mode == core::ReturnMode::median) {
+      m.latency_ms = core::median_of_medians(calls);
+    } else {
+      std::vector<double> per_call;
+      for (const auto& c : calls) per_call.push_back(core::reduce(c, opt.return_mode));
+      m.latency_ms = core::median(per_call);
+    }
+    for (const auto& c : calls) m.call_medians_ms.push_back(core::median(c));
+  } else {
+    m.latency_ms = core::reduce(all, opt.return_mode);
+  }
+  if (!opt.quantiles.empty()) m.quantile_ms = core::quantiles(all, opt.quantiles);
+  m.total_samples = static_cast<int>(all.size());
+  m.samples_ms = thin_evenly(all, opt.max_kept_samples);
+  m.ok = true;
+  m.failure = Failure::ok;
+}
+
+std::string l2_method_for(const TimingOptions& opt, bool graph) {
+  if (opt.l2 == L2Policy::warm) return "warm";
+  return graph ? "flush-per-replay" : "flush-per-launch";
+}
+
+// One whole call of the direct timer: warmup, then an event pair around each launch.
+detail::SampleRun direct_call(backends::Device& dev, const std::function<void()>& launch,
+                              const TimingOptions& opt, const Clock& now, double& estimate_ms) {
+  const double start_s = now();
+  const detail::WarmupResult w = detail::warmup(dev, launch, opt.stop, now);
+  estimate_ms = w.estimate_ms;
+  auto start = dev.create_event();
+  auto end = dev.create_event();
+  const bool cold = opt.l2 == L2Policy::cold;
+  auto one = [&]() {
+    if (cold) dev.flush_l2();  // outside the events: its time is never measured
+    dev.record(*start);
+    launch();
+    dev.record(*end);
+    return dev.elapsed_ms(*start, *end);
+  };
+  return detail::sample_until_stop(dev, one, 1, w.estimate_ms, opt, now, start_s);
+}
+
+Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& backend,
+                               const std::function<void()>& launch, const TimingOptions& opt,
+                               const Clock& now, DirectMode mode) {
+  Measurement m;
+  m.timer = "direct";
+  m.l2_method = l2_method_for(opt, false);
+  const int asked = std::max(1, opt.repeat);
+  const bool sequence_wanted = !opt.quantiles.empty() || opt.return_mode == core::ReturnMode::all;
+  // A median across calls is undefined for a sequence (quantiles, return mode all).
+  m.repeat_skipped = asked > 1 && sequence_wanted;
+  const int calls = m.repeat_skipped ? 1 : asked;
+  m.repeat = calls;
+  std::vector<std::vector<double>> samples;
+  std::string first_timeout;
+  try {
+    for (int i = 0; i < calls; ++i) {
+      double estimate = 0;
+      detail::SampleRun r = direct_call(dev, launch, opt, now, estimate);
+      if (i == 0) m.estimate_ms = estimate;
+      m.throttled_discarded += r.discarded;
+      m.noise = std::max(m.noise, r.noise);
+      if (!r.converged && first_timeout.empty()) {
+        first_timeout = calls > 1 ? "call " + std::to_string(i + 1) + "/" + std::to_string(calls) +
+                                        ": " + r.stop_reason
+                                  : r.stop_reason;
+      }
+      if (r.per_launch_ms.empty()) {
+        fail(m, Failure::other,
+             "no sample kept: " + r.stop_reason);  // every sample was taken while throttled
+        m.stop_reason = r.stop_reason;
+        return m;
+      }
+      samples.push_back(std::move(r.per_launch_ms));
+    }
+  } catch (const NativeError& e) {
+    if (mode == DirectMode::fallback) {
+      // The capture was refused and the context looked healthy, yet the fallback failed: the
+      // capture attempt is what broke it.
+      fail_poisoned(m, opt, std::string("the direct fallback then failed: ") + e.what());
+    } else {
+      fail_classified(m, backend, e, "direct timing failed");
+    }
+    return m;
+  }
+  m.stop_reason = first_timeout.empty() ? "converged" : first_timeout;
+  summarize(m, samples, opt);
+  if (mode == DirectMode::chosen) {
+    m.markers = {kMarkerTimerDirect};
+    if (calls > 1) m.markers.push_back(repeat_marker(calls));
+  } else {
+    m.markers = {kMarkerDirectNoGraph, kMarkerTimerDirect, repeat_marker(calls)};
+  }
+  return m;
+}
+
+Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& backend,
+                                const std::function<void()>& launch, const TimingOptions& opt,
+                                const Clock& now) {
+  Measurement m;
+  m.timer = "graph";
+  m.l2_method = l2_method_for(opt, true);
+  const double start_s = now();
+  detail::WarmupResult w;
+  try {
+    w = detail::warmup(dev, launch, opt.stop, now);
+  } catch (const NativeError& e) {
+    fail_classified(m, backend, e, "launch failed before capture");
+    return m;
+  }
+  m.estimate_ms = w.estimate_ms;
+  const double want = w.estimate_ms > 0 ? std::ceil(opt.graph_replay_ms / w.estimate_ms) : 1.0;
+  const int k =
+      static_cast<int>(std::clamp(want, 1.0, double(std::max(1, opt.max_graph_launches))));
+  m.launches_per_sample = k;
+
+  std::unique_ptr<backends::Graph> graph;
+  int code = 0;
+  std::string what;
+  {
+    detail::RngCaptureGuard guard(dev, opt.rng);
+    try {
+      dev.begin_capture();
+      for (int i = 0; i < k; ++i) launch();
+      graph = dev.end_capture();
+    } catch (const NativeError& e) {
+      code = e.code();
+      what = e.what();
+      dev.abort_capture();
+    } catch (...) {
+      dev.abort_capture();
+      throw;
+    }
+  }
+  if (code != 0 || !graph) {
+    const Failure f = code != 0 ? backend.classify(code) : Failure::other;
+    if (what.empty()) what = "capture produced no graph";
+    switch (f) {
+      case Failure::refused_capture: {
+        (void)dev.take_last_error();
+        if (!dev.healthy()) {
+          fail_poisoned(m, opt, "capture refused: " + what);
+          return m;
+        }
+        Measurement d = direct_with_repeat(dev, backend, launch, opt, now, DirectMode::fallback);
+        if (d.ok) d.note = "capture refused (" + what + "): timed with the direct timer";
+        return d;
+      }
+      case Failure::fatal_on_device:
+        fail_fatal(m, what);
+        return m;
+      case Failure::capture_poisoned:
+        fail_poisoned(m, opt, what);
+        return m;
+      case Failure::ok:
+      case Failure::other:
+        fail(m, Failure::other, "graph capture failed: " + what);
+        return m;
+    }
+  }
+
+  auto start = dev.create_event();
+  auto end = dev.create_event();
+  const bool cold = opt.l2 == L2Policy::cold;
+  auto one = [&]() {
+    if (cold) dev.flush_l2();  // between replays, outside the events
+    dev.record(*start);
+    graph->launch();
+    dev.record(*end);
+    return dev.elapsed_ms(*start, *end);
+  };
+  detail::SampleRun r;
+  try {
+    // The first replay uploads the graph: not a sample.
+    dev.record(*start);
+    graph->launch();
+    dev.record(*end);
+    (void)dev.elapsed_ms(*start, *end);
+    r = detail::sample_until_stop(dev, one, k, w.estimate_ms * k, opt, now, start_s);
+  } catch (const NativeError& e) {
+    fail_classified(m, backend, e, "graph replay failed");
+    return m;
+  }
+  m.throttled_discarded = r.discarded;
+  m.noise = r.noise;
+  m.stop_reason = r.stop_reason;
+  if (r.per_launch_ms.empty()) {
+    fail(m, Failure::other, "no sample kept: " + r.stop_reason);
+    return m;
+  }
+  summarize(m, {r.per_launch_ms}, opt);
+  return m;
+}
+
+}  // namespace
+
+Measurement measure(backends::Device& dev, const backends::Backend& backend,
+                    const std::function<void()>& launch, const TimingOptions& opt) {
+  const Clock now = detail::clock_of(opt);
+  const double t0 = now();
+  backends::Capabilities caps = backend.capabilities();
+  caps.graph_capture = caps.graph_capture && dev.capabilities().graph_capture;
+  const TimerChoice choice = choose_timer(caps, opt.timer);
+  Measurement m;
+  if (choice.kind == TimerKind::graph && opt.capture_denied) {
+    m = direct_with_repeat(dev, backend, launch, opt, now, DirectMode::denied);
+    if (m.ok) {
+      m.note = op_label(opt) +
+               " is on the capture deny list (its capture attempt poisons the context): timed "
+               "with the direct timer";
+    }
+  } else if (choice.kind == TimerKind::graph) {
+    m = graph_with_fallback(dev, backend, launch, opt, now);
+  } else {
+    m = direct_with_repeat(dev, backend, launch, opt, now, DirectMode::chosen);
+    if (m.note.empty()) m.note = choice.note;
+  }
+  m.wall_s = now() - t0;
+  return m;
+}
+
+}  // namespace caliber::timing

@@ -1,0 +1,68 @@
+// Internal to src/timing/: warmup, the sampling loop shared by both timers, the RNG capture guard.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "timing/timer.hpp"
+
+namespace caliber::timing::detail {
+
+using Clock = std::function<double()>;  // seconds
+
+[[nodiscard]] Clock clock_of(const TimingOptions& opt);
+
+struct WarmupResult {
+  double estimate_ms = 0;  // per launch, from the last warmup batch
+  int launches = 0;
+};
+
+// Launches in batches of growing size, each batch between two events, until the device has been
+// busy for rule.warmup_s (clocks ramp: Triton issue #2306) or twice that wall time has passed.
+// At least two batches run, so that the estimate never includes a first launch's lazy loading.
+[[nodiscard]] WarmupResult warmup(backends::Device& dev, const std::function<void()>& launch,
+                                  const StopRule& rule, const Clock& now);
+
+struct SampleRun {
+  std::vector<double> per_launch_ms;  // kept samples, divided by launches_per_sample
+  double noise = 0;
+  bool converged = false;
+  std::string stop_reason;
+  int discarded = 0;
+};
+
+// Takes samples until the stop rule says so. `one_interval_ms` times one sample (its events, and
+// the L2 flush before them, are its business) and returns the interval in ms; a sample covers
+// `launches_per_sample` launches. Clocks are read every few samples (about every 0.2 ms of device
+// time, so that reading them costs little): the samples of a window whose start or end reading
+// shows the SM clock below throttle_fraction of its maximum are discarded.
+[[nodiscard]] SampleRun sample_until_stop(backends::Device& dev,
+                                          const std::function<double()>& one_interval_ms,
+                                          int launches_per_sample, double interval_estimate_ms,
+                                          const TimingOptions& opt, const Clock& now,
+                                          double start_s);
+
+// Saves the default generator before a capture and restores it when destroyed, so that capturing
+// an RNG op does not advance the state callers see. Does nothing when the op draws no random
+// numbers or the device has no default generator.
+class RngCaptureGuard {
+ public:
+  RngCaptureGuard(backends::Device& dev, bool rng_op) noexcept
+      : gen_(rng_op ? dev.default_generator() : nullptr) {
+    if (gen_ != nullptr) saved_ = *gen_;
+  }
+  ~RngCaptureGuard() {
+    if (gen_ != nullptr) *gen_ = saved_;
+  }
+  RngCaptureGuard(const RngCaptureGuard&) = delete;
+  RngCaptureGuard& operator=(const RngCaptureGuard&) = delete;
+  [[nodiscard]] bool active() const noexcept { return gen_ != nullptr; }
+
+ private:
+  GeneratorState* gen_;
+  GeneratorState saved_{};
+};
+
+}  // namespace caliber::timing::detail
