@@ -1,0 +1,740 @@
+// Row reductions over the last dimension: sum, amax, argmax (int64), cumsum (inclusive).
+// Baseline: CUB (device-wide for one row, segmented otherwise; fp32 accumulation through a
+// converting iterator so that half inputs are not summed in half). Candidate: own kernels, a
+// warp per row for short rows, blocks per row for long ones, and long rows split over several
+// blocks when there are too few rows to fill the device. Accumulation is fp32 throughout.
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_segmented_reduce.cuh>
+#include <cuda/std/functional>
+#include <limits>
+#include <memory>
+
+#include "common/cuda_common.cuh"
+#include "common/rows_b.cuh"
+
+namespace caliber::ops::cuda::reduceb {
+namespace {
+
+using rowsb::RowShape;
+
+enum class Kind { sum, amax, argmax, cumsum };
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::sum:
+      return "sum";
+    case Kind::amax:
+      return "amax";
+    case Kind::argmax:
+      return "argmax";
+    default:
+      return "cumsum";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Accumulators. Argmax carries the index; ties keep the lower index (torch's rule).
+
+struct SumAcc {
+  float v;
+};
+struct MaxAcc {
+  float v;
+};
+struct ArgAcc {
+  float v;
+  unsigned pad;
+  long long i;
+};
+
+template <Kind K>
+struct AccOf {
+  using type = SumAcc;
+};
+template <>
+struct AccOf<Kind::amax> {
+  using type = MaxAcc;
+};
+template <>
+struct AccOf<Kind::argmax> {
+  using type = ArgAcc;
+};
+
+struct CombineSum {
+  __device__ SumAcc operator()(SumAcc a, SumAcc b) const { return {a.v + b.v}; }
+};
+struct CombineMax {
+  __device__ MaxAcc operator()(MaxAcc a, MaxAcc b) const { return {fmaxf(a.v, b.v)}; }
+};
+struct CombineArg {
+  __device__ ArgAcc operator()(ArgAcc a, ArgAcc b) const {
+    return (b.v > a.v || (b.v == a.v && b.i < a.i)) ? b : a;
+  }
+};
+
+template <Kind K>
+struct Ops;
+template <>
+struct Ops<Kind::sum> {
+  using Acc = SumAcc;
+  using Comb = CombineSum;
+  __device__ static Acc identity() { return {0.f}; }
+  __device__ static Acc one(float x, long long) { return {x}; }
+};
+template <>
+struct Ops<Kind::amax> {
+  using Acc = MaxAcc;
+  using Comb = CombineMax;
+  __device__ static Acc identity() { return {-INFINITY}; }
+  __device__ static Acc one(float x, long long) { return {x}; }
+};
+template <>
+struct Ops<Kind::argmax> {
+  using Acc = ArgAcc;
+  using Comb = CombineArg;
+  __device__ static Acc identity() { return {-INFINITY, 0u, 0x7fffffffffffffffLL}; }
+  __device__ static Acc one(float x, long long i) { return {x, 0u, i}; }
+};
+
+// Final write of one row's result: the value (sum, amax) or the index (argmax).
+template <Kind K, class T>
+__device__ __forceinline__ void write_result(void* out, long long row, typename Ops<K>::Acc a) {
+  if constexpr (K == Kind::argmax) {
+    static_cast<long long*>(out)[row] = a.i;
+  } else {
+    static_cast<T*>(out)[row] = from_float<T>(a.v);
+  }
+}
+
+// One task = (row, split): reduce elements [split*chunk, min(cols, split*chunk+chunk)) of the
+// row. WARP: a warp per task (short rows); otherwise the whole block. With splits == 1 the
+// result is final; otherwise the partial goes to `partial[task]`, finished by finalize_kernel.
+template <Kind K, class T, int V, bool WARP>
+__global__ void reduce_rows_kernel(const T* __restrict__ x, long long rows, long long cols,
+                                   long long chunk, long long splits, void* out,
+                                   typename Ops<K>::Acc* partial) {
+  using O = Ops<K>;
+  using Acc = typename O::Acc;
+  __shared__ Acc scratch[33];
+  const typename O::Comb comb;
+  const int lanes = WARP ? 32 : static_cast<int>(blockDim.x);
+  const int lane = WARP ? static_cast<int>(threadIdx.x & 31) : static_cast<int>(threadIdx.x);
+  const long long units_per_block = WARP ? blockDim.x / 32 : 1;
+  const long long unit = WARP ? (threadIdx.x >> 5) : 0;
+  const long long tasks = rows * splits;
+  for (long long base = static_cast<long long>(blockIdx.x) * units_per_block; base < tasks;
+       base += static_cast<long long>(gridDim.x) * units_per_block) {
+    const long long task = base + unit;
+    Acc a = O::identity();
+    if (task < tasks) {
+      const long long row = task / splits;
+      const long long s = task % splits;
+      const long long begin = s * chunk;
+      const long long end = min(cols, begin + chunk);
+      const T* p = x + row * cols;
+      if constexpr (V > 1) {
+        // cols and chunk are multiples of V here, so every vector lies inside the range.
+        for (long long j = begin + static_cast<long long>(lane) * V; j < end;
+             j += static_cast<long long>(lanes) * V) {
+          const Vec<T, V> v = load_vec<T, V>(p + j);
+#pragma unroll
+          for (int k = 0; k < V; ++k) a = comb(a, O::one(to_float(v.v[k]), j + k));
+        }
+      } else {
+        for (long long j = begin + lane; j < end; j += lanes) {
+          a = comb(a, O::one(to_float(p[j]), j));
+        }
+      }
+    }
+    if constexpr (WARP) {
+      a = rowsb::warp_reduce(a, comb);
+    } else {
+      a = rowsb::block_reduce(a, comb, O::identity(), scratch);
+    }
+    if (lane == 0 && task < tasks) {
+      if (splits == 1) {
+        write_result<K, T>(out, task, a);
+      } else {
+        partial[task] = a;
+      }
+    }
+  }
+}
+
+// A warp per row combines the row's `splits` partials.
+template <Kind K, class T>
+__global__ void finalize_kernel(const typename Ops<K>::Acc* __restrict__ partial, long long rows,
+                                long long splits, void* out) {
+  using O = Ops<K>;
+  const typename O::Comb comb;
+  const long long warps = blockDim.x / 32;
+  for (long long row = blockIdx.x * warps + (threadIdx.x >> 5); row < rows;
+       row += static_cast<long long>(gridDim.x) * warps) {
+    typename O::Acc a = O::identity();
+    for (long long s = threadIdx.x & 31; s < splits; s += 32)
+      a = comb(a, partial[row * splits + s]);
+    a = rowsb::warp_reduce(a, comb);
+    if ((threadIdx.x & 31) == 0) write_result<K, T>(out, row, a);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inclusive scan. Each thread owns 4 consecutive elements of a tile of blockDim*4; tiles carry
+// their total forward. For few long rows, the row is split: partial sums per chunk (reduce
+// kernel), an exclusive scan of those per row, then every chunk scans with its carry-in.
+
+constexpr int kScanItems = 4;
+
+// Exclusive block scan of one float per thread; `total` gets the block's sum. Ends with a
+// barrier so the scratch can be reused.
+__device__ __forceinline__ float block_exclusive_scan(float v, float& total, float* warp_sums) {
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int warps = (blockDim.x + 31) >> 5;
+  float inc = v;
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const float o = __shfl_up_sync(0xffffffffu, inc, off);
+    if (lane >= off) inc += o;
+  }
+  if (lane == 31) warp_sums[warp] = inc;
+  __syncthreads();
+  if (warp == 0) {
+    float w = lane < warps ? warp_sums[lane] : 0.f;
+    float winc = w;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+      const float o = __shfl_up_sync(0xffffffffu, winc, off);
+      if (lane >= off) winc += o;
+    }
+    if (lane < 32) warp_sums[lane] = winc - w;  // exclusive prefix of warp totals
+    if (lane == 31) warp_sums[32] = winc;
+  }
+  __syncthreads();
+  const float excl = warp_sums[warp] + inc - v;
+  total = warp_sums[32];
+  __syncthreads();
+  return excl;
+}
+
+template <class T, bool VEC>
+__global__ void cumsum_kernel(const T* __restrict__ x, T* __restrict__ y, long long rows,
+                              long long cols, long long chunk, long long splits,
+                              const float* __restrict__ carry_in) {
+  __shared__ float warp_sums[33];
+  const long long tasks = rows * splits;
+  const long long tile = static_cast<long long>(blockDim.x) * kScanItems;
+  for (long long task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const long long row = task / splits;
+    const long long begin = (task % splits) * chunk;
+    const long long end = min(cols, begin + chunk);
+    const T* xr = x + row * cols;
+    T* yr = y + row * cols;
+    float carry = carry_in != nullptr ? carry_in[task] : 0.f;
+    for (long long t0 = begin; t0 < end; t0 += tile) {
+      const long long j0 = t0 + static_cast<long long>(threadIdx.x) * kScanItems;
+      float v[kScanItems];
+      if (VEC && j0 + kScanItems <= end) {
+        const Vec<T, kScanItems> in = load_vec<T, kScanItems>(xr + j0);
+#pragma unroll
+        for (int k = 0; k < kScanItems; ++k) v[k] = to_float(in.v[k]);
+      } else {
+#pragma unroll
+        for (int k = 0; k < kScanItems; ++k) v[k] = j0 + k < end ? to_float(xr[j0 + k]) : 0.f;
+      }
+#pragma unroll
+      for (int k = 1; k < kScanItems; ++k) v[k] += v[k - 1];
+      float total = 0.f;
+      const float excl = carry + block_exclusive_scan(v[kScanItems - 1], total, warp_sums);
+      if (VEC && j0 + kScanItems <= end) {
+        Vec<T, kScanItems> o;
+#pragma unroll
+        for (int k = 0; k < kScanItems; ++k) o.v[k] = from_float<T>(excl + v[k]);
+        store_vec<T, kScanItems>(yr + j0, o);
+      } else {
+#pragma unroll
+        for (int k = 0; k < kScanItems; ++k) {
+          if (j0 + k < end) yr[j0 + k] = from_float<T>(excl + v[k]);
+        }
+      }
+      carry += total;
+    }
+  }
+}
+
+// Exclusive scan of each row's chunk sums (one block per row): the carry-in of every chunk.
+__global__ void carry_scan_kernel(const SumAcc* __restrict__ partial, float* __restrict__ carry,
+                                  long long rows, long long splits) {
+  __shared__ float warp_sums[33];
+  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+    float run = 0.f;
+    for (long long s0 = 0; s0 < splits; s0 += blockDim.x) {
+      const long long s = s0 + threadIdx.x;
+      const float v = s < splits ? partial[row * splits + s].v : 0.f;
+      float total = 0.f;
+      const float excl = block_exclusive_scan(v, total, warp_sums);
+      if (s < splits) carry[row * splits + s] = run + excl;
+      run += total;
+    }
+  }
+}
+
+// Segmented CUB ArgMax gives (int offset, value) pairs; torch's argmax is int64.
+template <class T>
+__global__ void pair_to_index_kernel(const cub::KeyValuePair<int, T>* __restrict__ kv,
+                                     long long* __restrict__ idx, long long rows) {
+  for (long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; r < rows;
+       r += static_cast<long long>(gridDim.x) * blockDim.x) {
+    idx[r] = kv[r].key;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Iterator functors for the CUB baseline.
+
+template <class T>
+struct ToFloat {
+  __host__ __device__ float operator()(T v) const { return to_float(v); }
+};
+struct RowStart {
+  long long cols;
+  __host__ __device__ long long operator()(long long r) const { return r * cols; }
+};
+struct RowOf {
+  long long cols;
+  __host__ __device__ long long operator()(long long i) const { return i / cols; }
+};
+struct MaxF {
+  __host__ __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+// ---------------------------------------------------------------------------------------------
+
+class ReduceWorkload final : public Workload {
+ public:
+  ReduceWorkload(DeviceContext& ctx, const Case& c, Kind kind)
+      : ctx_(ctx), case_(c), kind_(kind), rs_(rowsb::row_shape(c)), s_(stream_of(ctx)) {
+    const std::size_t es = size_of(c.dtype);
+    x_ = Buffer(ctx, static_cast<std::size_t>(rs_.numel()) * es);
+    // Sums and scans of values in [-1, 1) stay well inside fp16's range even for 1G elements.
+    ctx.fill_uniform(x_.get(), c.dtype, static_cast<std::size_t>(rs_.numel()), -1.0, 1.0,
+                     ctx.seed());
+    out_ = Buffer(ctx, out_bytes());
+  }
+
+  [[nodiscard]] std::vector<ProviderInfo> providers() const override {
+    ProviderInfo base;
+    base.name = "cub";
+    base.role = Role::baseline;
+    if (kind_ == Kind::cumsum) {
+      base.label = rs_.rows == 1
+                       ? "cub::DeviceScan::InclusiveScan, fp32 accumulation"
+                       : "cub::DeviceScan::InclusiveScanByKey (row keys), fp32 accumulation";
+    } else {
+      const char* what = kind_ == Kind::sum    ? "Reduce(plus)"
+                         : kind_ == Kind::amax ? "Reduce(max)"
+                                               : "ArgMax";
+      base.label =
+          std::string(rs_.rows == 1 ? "cub::DeviceReduce::" : "cub::DeviceSegmentedReduce::") +
+          what;
+      if (kind_ == Kind::argmax && rs_.rows > 1) base.label += " + int64 index conversion";
+    }
+    ProviderInfo cand;
+    cand.name = "caliber";
+    cand.role = Role::candidate;
+    cand.label = "own row kernels (warp per short row, split blocks per long row)";
+    cand.space = rowsb::block_space(rs_);
+    return {base, cand};
+  }
+
+  void prepare(std::size_t p, const Config& c) override {
+    if (p == 0) {
+      prepare_cub();
+    } else {
+      prepare_own(rowsb::block_of(c));
+    }
+  }
+
+  void launch(std::size_t p) override {
+    dispatch_float(case_.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if (p == 0) {
+        run_cub<T>(temp_.get(), temp_bytes_);
+      } else {
+        run_own<T>();
+      }
+    });
+  }
+
+  [[nodiscard]] Accuracy check(std::size_t p) override {
+    poison(out_.get(), out_bytes(), s_);
+    launch(p);
+    sync(s_);
+    return kind_ == Kind::cumsum ? check_scan() : check_reduction();
+  }
+
+  [[nodiscard]] double flops() const override { return static_cast<double>(rs_.numel()); }
+  [[nodiscard]] double bytes() const override {
+    return static_cast<double>(rs_.numel() * static_cast<std::int64_t>(size_of(case_.dtype)) +
+                               static_cast<std::int64_t>(out_bytes()));
+  }
+
+ private:
+  [[nodiscard]] std::size_t out_bytes() const {
+    const auto n = static_cast<std::size_t>(kind_ == Kind::cumsum ? rs_.numel() : rs_.rows);
+    return n * (kind_ == Kind::argmax ? sizeof(long long) : size_of(case_.dtype));
+  }
+
+  // CUB calls with a null temp pointer only size the workspace.
+  template <class T>
+  void run_cub(void* temp, std::size_t& temp_bytes) {
+    const T* x = x_.as<const T>();
+    auto xf = thrust::make_transform_iterator(x, ToFloat<T>{});
+    auto starts = thrust::make_transform_iterator(thrust::counting_iterator<long long>(0),
+                                                  RowStart{rs_.cols});
+    const bool one_row = rs_.rows == 1;
+    const auto n = rs_.numel();
+    switch (kind_) {
+      case Kind::sum:
+        if (one_row) {
+          CALIBER_CUDA_CHECK(cub::DeviceReduce::Reduce(temp, temp_bytes, xf, out_.as<T>(), n,
+                                                       ::cuda::std::plus<float>{}, 0.f, s_));
+        } else {
+          CALIBER_CUDA_CHECK(cub::DeviceSegmentedReduce::Reduce(
+              temp, temp_bytes, xf, out_.as<T>(), rs_.rows, starts, starts + 1,
+              ::cuda::std::plus<float>{}, 0.f, s_));
+        }
+        break;
+      case Kind::amax:
+        if (one_row) {
+          CALIBER_CUDA_CHECK(cub::DeviceReduce::Reduce(temp, temp_bytes, xf, out_.as<T>(), n,
+                                                       MaxF{}, -INFINITY, s_));
+        } else {
+          CALIBER_CUDA_CHECK(cub::DeviceSegmentedReduce::Reduce(temp, temp_bytes, xf, out_.as<T>(),
+                                                                rs_.rows, starts, starts + 1,
+                                                                MaxF{}, -INFINITY, s_));
+        }
+        break;
+      case Kind::argmax:
+        if (one_row) {
+          CALIBER_CUDA_CHECK(cub::DeviceReduce::ArgMax(temp, temp_bytes, x, pair_scratch_.as<T>(),
+                                                       out_.as<long long>(), n, s_));
+        } else {
+          using KV = cub::KeyValuePair<int, T>;
+          CALIBER_CUDA_CHECK(cub::DeviceSegmentedReduce::ArgMax(
+              temp, temp_bytes, x, pair_scratch_.as<KV>(), rs_.rows, starts, starts + 1, s_));
+          if (temp != nullptr) {
+            pair_to_index_kernel<T><<<grid_for(rs_.rows, 256, ctx_.props()), 256, 0, s_>>>(
+                pair_scratch_.as<const KV>(), out_.as<long long>(), rs_.rows);
+            CALIBER_LAUNCH_CHECK("pair_to_index_kernel");
+          }
+        }
+        break;
+      case Kind::cumsum:
+        if (one_row) {
+          CALIBER_CUDA_CHECK(cub::DeviceScan::InclusiveScan(temp, temp_bytes, xf, out_.as<T>(),
+                                                            ::cuda::std::plus<float>{}, n, s_));
+        } else {
+          auto keys = thrust::make_transform_iterator(thrust::counting_iterator<long long>(0),
+                                                      RowOf{rs_.cols});
+          CALIBER_CUDA_CHECK(cub::DeviceScan::InclusiveScanByKey(
+              temp, temp_bytes, keys, xf, out_.as<T>(), ::cuda::std::plus<float>{}, n,
+              ::cuda::std::equal_to<long long>{}, s_));
+        }
+        break;
+    }
+  }
+
+  void prepare_cub() {
+    if (kind_ == Kind::argmax) {
+      // Room for the segmented (int, T) pairs, or for the one-row max value.
+      pair_scratch_ = Buffer(ctx_, static_cast<std::size_t>(rs_.rows) * 16);
+    }
+    dispatch_float(case_.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      std::size_t bytes = 0;
+      run_cub<T>(nullptr, bytes);
+      temp_bytes_ = std::max<std::size_t>(bytes, 1);
+    });
+    temp_ = Buffer(ctx_, temp_bytes_);
+  }
+
+  void prepare_own(int block) {
+    block_ = block;
+    const std::int64_t vec = static_cast<std::int64_t>(max_vec_for());
+    warp_mode_ = kind_ != Kind::cumsum && rs_.cols <= 1024;
+    splits_ = 1;
+    chunk_ = rs_.cols;
+    const std::int64_t target = rowsb::fill_blocks(ctx_.props(), block);
+    if (!warp_mode_ && rs_.rows < target) {
+      // Each split keeps at least 4 full passes of the block so the partials stay cheap.
+      const std::int64_t per_pass =
+          static_cast<std::int64_t>(block) * (kind_ == Kind::cumsum ? kScanItems : vec);
+      const std::int64_t min_chunk = per_pass * 4;
+      const std::int64_t want = ceil_div(target, rs_.rows);
+      const std::int64_t most = std::max<std::int64_t>(1, rs_.cols / min_chunk);
+      const std::int64_t splits = std::min(want, most);
+      chunk_ = ceil_div(ceil_div(rs_.cols, splits), per_pass) * per_pass;
+      splits_ = ceil_div(rs_.cols, chunk_);
+    }
+    if (splits_ > 1) {
+      partial_ = Buffer(ctx_, static_cast<std::size_t>(rs_.rows * splits_) * sizeof(ArgAcc));
+      if (kind_ == Kind::cumsum) {
+        carry_ = Buffer(ctx_, static_cast<std::size_t>(rs_.rows * splits_) * sizeof(float));
+      }
+    }
+    dispatch_float(case_.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if (kind_ == Kind::cumsum) {
+        require_launchable(cumsum_kernel<T, true>, block, 0, "cumsum_kernel");
+      } else {
+        require_launchable(reduce_rows_kernel<Kind::sum, T, 1, false>, block, 0,
+                           "reduce_rows_kernel");
+      }
+    });
+  }
+
+  [[nodiscard]] int max_vec_for() const {
+    const int v = static_cast<int>(16 / size_of(case_.dtype));
+    return rs_.cols % v == 0 ? v : 1;
+  }
+
+  template <Kind K, class T, bool WARP>
+  void launch_reduce(std::int64_t rows, std::int64_t cols, std::int64_t chunk, std::int64_t splits,
+                     void* out, void* partial) {
+    using Acc = typename Ops<K>::Acc;
+    const std::int64_t tasks = rows * splits;
+    const unsigned grid =
+        grid_for(tasks, WARP ? block_ / 32 : 1, ctx_.props(), 4, std::max(1, 2048 / block_));
+    const bool vec = max_vec_for() > 1 && aligned_to(x_.get(), 16);
+    constexpr int V = max_vec<T>();
+    if (vec) {
+      reduce_rows_kernel<K, T, V, WARP><<<grid, block_, 0, s_>>>(
+          x_.as<const T>(), rows, cols, chunk, splits, out, static_cast<Acc*>(partial));
+    } else {
+      reduce_rows_kernel<K, T, 1, WARP><<<grid, block_, 0, s_>>>(
+          x_.as<const T>(), rows, cols, chunk, splits, out, static_cast<Acc*>(partial));
+    }
+    CALIBER_LAUNCH_CHECK("reduce_rows_kernel");
+  }
+
+  template <Kind K, class T>
+  void run_reduce() {
+    if (warp_mode_) {
+      launch_reduce<K, T, true>(rs_.rows, rs_.cols, rs_.cols, 1, out_.get(), nullptr);
+      return;
+    }
+    launch_reduce<K, T, false>(rs_.rows, rs_.cols, chunk_, splits_, out_.get(), partial_.get());
+    if (splits_ > 1) {
+      finalize_kernel<K, T><<<grid_for(rs_.rows, 8, ctx_.props()), 256, 0, s_>>>(
+          partial_.as<const typename Ops<K>::Acc>(), rs_.rows, splits_, out_.get());
+      CALIBER_LAUNCH_CHECK("finalize_kernel");
+    }
+  }
+
+  template <class T>
+  void run_own() {
+    switch (kind_) {
+      case Kind::sum:
+        run_reduce<Kind::sum, T>();
+        break;
+      case Kind::amax:
+        run_reduce<Kind::amax, T>();
+        break;
+      case Kind::argmax:
+        run_reduce<Kind::argmax, T>();
+        break;
+      case Kind::cumsum: {
+        const float* carry = nullptr;
+        if (splits_ > 1) {
+          // Chunk sums (the reduce kernel's partial path), then their per-row exclusive scan.
+          launch_reduce<Kind::sum, T, false>(rs_.rows, rs_.cols, chunk_, splits_, nullptr,
+                                             partial_.get());
+          carry_scan_kernel<<<grid_for(rs_.rows, 1, ctx_.props()), 1024, 0, s_>>>(
+              partial_.as<const SumAcc>(), carry_.as<float>(), rs_.rows, splits_);
+          CALIBER_LAUNCH_CHECK("carry_scan_kernel");
+          carry = carry_.as<const float>();
+        }
+        const unsigned grid =
+            grid_for(rs_.rows * splits_, 1, ctx_.props(), 4, std::max(1, 2048 / block_));
+        const bool vec = rs_.cols % kScanItems == 0 &&
+                         aligned_to(x_.get(), sizeof(T) * kScanItems) &&
+                         aligned_to(out_.get(), sizeof(T) * kScanItems);
+        if (vec) {
+          cumsum_kernel<T, true><<<grid, block_, 0, s_>>>(x_.as<const T>(), out_.as<T>(), rs_.rows,
+                                                          rs_.cols, chunk_, splits_, carry);
+        } else {
+          cumsum_kernel<T, false><<<grid, block_, 0, s_>>>(x_.as<const T>(), out_.as<T>(), rs_.rows,
+                                                           rs_.cols, chunk_, splits_, carry);
+        }
+        CALIBER_LAUNCH_CHECK("cumsum_kernel");
+        break;
+      }
+    }
+  }
+
+  // sum / amax / argmax on sampled rows, each row streamed back and reduced in double.
+  [[nodiscard]] Accuracy check_reduction() {
+    const auto rows = rowsb::sample_rows(rs_, ctx_.seed() ^ 0x5eed, 1 << 24);
+    std::vector<double> ref_v;
+    std::vector<long long> ref_i, out_i;
+    std::vector<double> out_v;
+    std::vector<double> row_max;  // for argmax: the value at the reported index must be the max
+    std::vector<double> at_idx;
+    if (kind_ == Kind::argmax) {
+      out_i = download_raw<long long>(out_.get(), static_cast<std::size_t>(rs_.rows), s_);
+    } else {
+      const auto all = download(out_.get(), case_.dtype, static_cast<std::size_t>(rs_.rows), s_);
+      for (auto r : rows) out_v.push_back(all[static_cast<std::size_t>(r)]);
+    }
+    std::size_t bad_idx = 0;
+    for (auto r : rows) {
+      double s = 0, m = -std::numeric_limits<double>::infinity();
+      long long mi = -1;
+      double v_at = std::numeric_limits<double>::quiet_NaN();
+      const long long want = kind_ == Kind::argmax ? out_i[static_cast<std::size_t>(r)] : -1;
+      rowsb::stream_back(x_.get(), case_.dtype, r * rs_.cols, rs_.cols, s_,
+                         [&](const std::vector<double>& v, std::int64_t off) {
+                           for (std::size_t k = 0; k < v.size(); ++k) {
+                             s += v[k];
+                             if (v[k] > m) m = v[k], mi = off + static_cast<long long>(k);
+                             if (off + static_cast<long long>(k) == want) v_at = v[k];
+                           }
+                         });
+      if (kind_ == Kind::sum) ref_v.push_back(s);
+      if (kind_ == Kind::amax) ref_v.push_back(m);
+      if (kind_ == Kind::argmax) {
+        ref_i.push_back(mi);
+        // Ties: any index holding the maximum is accepted (the values are what matter).
+        if (!(v_at == m)) ++bad_idx;
+      }
+    }
+    const std::string what = std::string(kind_name(kind_)) + " on " +
+                             rowsb::rows_detail(rs_, rows.size()) + " vs host float64";
+    if (kind_ == Kind::argmax) {
+      Accuracy a;
+      a.passed = bad_idx == 0 && !rows.empty();
+      a.rel_err = static_cast<double>(bad_idx) / static_cast<double>(rows.size());
+      a.max_abs_err = bad_idx > 0 ? 1 : 0;
+      a.detail = what + ": " + std::to_string(bad_idx) +
+                 " rows whose index does not hold the row maximum (ties accepted)";
+      return a;
+    }
+    ref::Tolerance tol = ref::reduction_tolerance(case_.dtype, rs_.cols);
+    if (kind_ == Kind::amax) {
+      tol = {0, 0, 0};  // the maximum is an input element: exact
+      tol.norm_rel = 0;
+    } else {
+      // fp32 accumulation of n values in [-1,1) errs by ~u32*sqrt(n) absolute around a sum
+      // that can cancel to near zero.
+      tol.atol = std::max(tol.atol, 16.0 * 0x1p-24 * std::sqrt(static_cast<double>(rs_.cols)));
+    }
+    return ref::compare(out_v, ref_v, tol, what);
+  }
+
+  // cumsum: sampled rows streamed back with their host prefix in double. Every element is
+  // checked for NaN (poison); values are compared on all of them, or on a strided sample of a
+  // row longer than 4M elements.
+  [[nodiscard]] Accuracy check_scan() {
+    const auto rows = rowsb::sample_rows(rs_, ctx_.seed() ^ 0x5ca9, 1 << 24);
+    const std::int64_t stride = rs_.cols > (1 << 22) ? rs_.cols / (1 << 20) : 1;
+    std::vector<double> out_s, ref_s;
+    std::size_t nonfinite = 0;
+    for (auto r : rows) {
+      std::vector<double> prefix;
+      double s = 0;
+      rowsb::stream_back(x_.get(), case_.dtype, r * rs_.cols, rs_.cols, s_,
+                         [&](const std::vector<double>& v, std::int64_t off) {
+                           for (std::size_t k = 0; k < v.size(); ++k) {
+                             s += v[k];
+                             const auto j = off + static_cast<std::int64_t>(k);
+                             if (j % stride == 0 || j == rs_.cols - 1) prefix.push_back(s);
+                           }
+                         });
+      std::size_t at = 0;
+      rowsb::stream_back(out_.get(), case_.dtype, r * rs_.cols, rs_.cols, s_,
+                         [&](const std::vector<double>& v, std::int64_t off) {
+                           for (std::size_t k = 0; k < v.size(); ++k) {
+                             if (!std::isfinite(v[k])) ++nonfinite;
+                             const auto j = off + static_cast<std::int64_t>(k);
+                             if (j % stride == 0 || j == rs_.cols - 1) {
+                               out_s.push_back(v[k]);
+                               ref_s.push_back(prefix[at++]);
+                             }
+                           }
+                         });
+    }
+    ref::Tolerance tol = ref::reduction_tolerance(case_.dtype, rs_.cols);
+    tol.atol = std::max(tol.atol, 16.0 * 0x1p-24 * std::sqrt(static_cast<double>(rs_.cols)));
+    std::string what = "cumsum on " + rowsb::rows_detail(rs_, rows.size()) + " vs host float64";
+    if (stride > 1)
+      what += " (every " + std::to_string(stride) + "th element compared, all NaN-checked)";
+    Accuracy a = ref::compare(out_s, ref_s, tol, what);
+    if (nonfinite > 0) {
+      a.passed = false;
+      a.detail += "; " + std::to_string(nonfinite) + " NaN/unwritten elements";
+    }
+    return a;
+  }
+
+  DeviceContext& ctx_;
+  Case case_;
+  Kind kind_;
+  RowShape rs_;
+  cudaStream_t s_;
+  Buffer x_, out_, temp_, pair_scratch_, partial_, carry_;
+  std::size_t temp_bytes_ = 0;
+  int block_ = 256;
+  bool warp_mode_ = false;
+  std::int64_t splits_ = 1, chunk_ = 1;
+};
+
+class ReduceOp : public Op {
+ public:
+  explicit ReduceOp(Kind k) : kind_(k) {}
+  [[nodiscard]] OpInfo info() const override {
+    OpInfo i;
+    i.name = kind_name(kind_);
+    i.family = "reduction";
+    i.dtypes = {DType::f32, DType::f16, DType::bf16};
+    i.description = std::string(kind_name(kind_)) + " over the last dimension";
+    return i;
+  }
+  [[nodiscard]] std::size_t bytes_needed(const Case& c) const override {
+    const auto rs = rowsb::row_shape(c);
+    const auto in = static_cast<std::size_t>(rs.numel()) * size_of(c.dtype);
+    const auto out = kind_ == Kind::cumsum ? in : static_cast<std::size_t>(rs.rows) * 16;
+    return in + out + (std::size_t{64} << 20);  // workspaces and partials
+  }
+  [[nodiscard]] std::unique_ptr<Workload> setup(DeviceContext& ctx, const Case& c) const override {
+    return std::make_unique<ReduceWorkload>(ctx, c, kind_);
+  }
+
+ private:
+  Kind kind_;
+};
+
+struct SumOp final : ReduceOp {
+  SumOp() : ReduceOp(Kind::sum) {}
+};
+struct AmaxOp final : ReduceOp {
+  AmaxOp() : ReduceOp(Kind::amax) {}
+};
+struct ArgmaxOp final : ReduceOp {
+  ArgmaxOp() : ReduceOp(Kind::argmax) {}
+};
+struct CumsumOp final : ReduceOp {
+  CumsumOp() : ReduceOp(Kind::cumsum) {}
+};
+
+}  // namespace
+}  // namespace caliber::ops::cuda::reduceb
+
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::reduceb::SumOp);
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::reduceb::AmaxOp);
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::reduceb::ArgmaxOp);
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::reduceb::CumsumOp);
