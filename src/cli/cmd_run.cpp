@@ -1,0 +1,47 @@
+// caliber run [OP...]: the built-in corpus (or the named ops) on one device, one run directory.
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/knob_options.hpp"
+#include "core/shapes.hpp"
+#include "run/driver.hpp"
+
+namespace caliber::cli {
+namespace {
+
+void add_run(CLI::App& root, int& exit_code) {
+  auto* sub = root.add_subcommand(
+      "run",
+      "Run ops (default: the whole corpus) at a shape level on one device: check every candidate against a\n"
+      "reference, time baseline and candidate, write one run directory (run.log, run_identity.json,\n"
+      "shapes.yaml) and print the table. Exit 0 all ok, 1 a case failed, 2 bad usage or input.");
+  auto knobs = std::make_shared<KnobOptions>();
+  knobs->add_to(*sub);
+  auto shard = std::make_shared<std::string>();
+  auto shard_cache = std::make_shared<std::string>();
+  sub->add_option("--tune-shard", *shard, "internal: parallel-warmup child i/N")->group("");
+  sub->add_option("--shard-cache", *shard_cache, "internal: parallel-warmup child cache")->group("");
+  auto quiet = std::make_shared<bool>(false);
+  sub->add_flag("--quiet", *quiet, "No tuning progress line")->group("Output");
+  sub->callback([knobs, shard, shard_cache, quiet, &exit_code] {
+    try {
+      run::RunRequest req;
+      req.knobs = knobs->resolve();
+      req.knobs.quiet = *quiet;
+      req.tune_shard = *shard;
+      req.shard_cache = *shard_cache;
+      exit_code = run::run_benchmark(req, std::cout, std::cerr).exit_code;
+    } catch (const core::KnobError& e) {
+      exit_code = usage_error(e.what());
+    } catch (const run::UsageError& e) {
+      exit_code = usage_error(e.what());
+    } catch (const core::ShapeError& e) {
+      exit_code = usage_error(e.what());
+    }
+  });
+}
+
+CALIBER_COMMAND(10, add_run);
+
+}  // namespace
+}  // namespace caliber::cli

@@ -1,0 +1,50 @@
+#include "cli/knob_options.hpp"
+
+namespace caliber::cli {
+
+void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool with_ops) {
+  for (const auto& spec : core::knob_table()) {
+    if (skip.count(spec.name)) continue;
+    std::string desc = spec.help;
+    if (!spec.env.empty()) desc += "\n  env " + spec.env;
+    if (!spec.default_text.empty()) desc += "; default " + spec.default_text;
+    if (!spec.allowed.empty()) desc += "; allowed: " + spec.allowed;
+    if (spec.name == "ops") {
+      if (with_ops) app.add_option("ops", positional_ops, desc)->group(spec.group);
+      continue;
+    }
+    std::string names = spec.flag;
+    if (spec.name == "devices") names += ",--gpus";
+    auto* opt = app.add_option(names, values[spec.name], desc)->group(spec.group);
+    if (!spec.allowed.empty() && spec.allowed.find(',') != std::string::npos &&
+        spec.allowed.find(' ') != std::string::npos)
+      opt->type_name("VALUE");
+    options[spec.name] = opt;
+  }
+}
+
+std::map<std::string, std::string> KnobOptions::given() const {
+  std::map<std::string, std::string> out;
+  for (const auto& [name, opt] : options)
+    if (opt->count() > 0) out[name] = values.at(name);
+  if (!positional_ops.empty()) {
+    std::string joined;
+    for (const auto& o : positional_ops) joined += (joined.empty() ? "" : ",") + o;
+    out["ops"] = joined;
+  }
+  return out;
+}
+
+core::Knobs KnobOptions::resolve() const { return core::resolve_knobs(given(), core::process_env); }
+
+std::vector<std::string> KnobOptions::as_args(const std::set<std::string>& skip) const {
+  std::vector<std::string> args;
+  for (const auto& [name, value] : given()) {
+    if (skip.count(name) || name == "ops") continue;
+    const auto* spec = core::find_knob(name);
+    args.push_back(spec->flag + "=" + value);
+  }
+  return args;
+}
+
+}  // namespace caliber::cli

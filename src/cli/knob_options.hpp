@@ -1,0 +1,31 @@
+// Turns the knob table into CLI11 options, so every subcommand that takes run flags shows them
+// grouped by purpose, with their environment spelling, default and allowed values.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/knobs.hpp"
+
+namespace caliber::cli {
+
+struct KnobOptions {
+  std::map<std::string, std::string> values;  // knob name -> raw value, filled by CLI11
+  std::map<std::string, CLI::Option*> options;
+  std::vector<std::string> positional_ops;
+
+  // Adds every knob except those in `skip` (and the positional ops unless `with_ops`).
+  void add_to(CLI::App& app, const std::set<std::string>& skip = {}, bool with_ops = true);
+  // The raw values actually given on the command line (positional ops as "ops").
+  [[nodiscard]] std::map<std::string, std::string> given() const;
+  // Resolves against the process environment; throws core::KnobError.
+  [[nodiscard]] core::Knobs resolve() const;
+  // The given flags as arguments again (for child processes), skipping `skip`.
+  [[nodiscard]] std::vector<std::string> as_args(const std::set<std::string>& skip = {}) const;
+};
+
+}  // namespace caliber::cli

@@ -1,0 +1,339 @@
+#include "run/case_runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include "tune/tuner.hpp"
+
+namespace caliber::run {
+
+using nlohmann::json;
+
+namespace {
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+void add_markers(json& row, const std::vector<std::string>& ms) {
+  if (!row.contains("markers")) row["markers"] = json::array();
+  for (const auto& m : ms)
+    if (std::find(row["markers"].begin(), row["markers"].end(), m) == row["markers"].end()) row["markers"].push_back(m);
+}
+
+const char* role_name(Role r) { return r == Role::baseline ? "baseline" : "candidate"; }
+
+std::string gib(double bytes) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2) << bytes / (1024.0 * 1024 * 1024) << " GiB";
+  return os.str();
+}
+
+timing::TimerKind timer_kind(const std::string& t) {
+  if (t == "graph") return timing::TimerKind::graph;
+  if (t == "direct") return timing::TimerKind::direct;
+  return timing::TimerKind::automatic;
+}
+
+}  // namespace
+
+CaseRunner::CaseRunner(const backends::Backend& backend, int device_index, std::uint64_t seed,
+                       const core::Knobs& knobs, std::string timer, const std::filesystem::path& run_dir)
+    : backend_(backend), knobs_(knobs), timer_(std::move(timer)) {
+  device_ = backend_.open(device_index, seed);
+  deny_ = backend_.capture_deny_ops();
+  deny_.insert(deny_.end(), knobs_.capture_deny.begin(), knobs_.capture_deny.end());
+  tune::Settings ts;
+  ts.mode = tune::parse_mode(knobs_.tune).value_or(tune::Mode::live);
+  ts.shared_cache = knobs_.tune_cache;
+  ts.run_dir = run_dir;
+  ts.replay_from = knobs_.replay_from;
+  ts.show_progress = !knobs_.quiet;
+  tuner_ = std::make_unique<tune::Tuner>(ts);
+}
+
+CaseRunner::~CaseRunner() = default;
+
+timing::TimingOptions CaseRunner::timing_options(const OpInfo& info, bool short_budget) const {
+  timing::TimingOptions o;
+  o.timer = timer_kind(timer_);
+  o.repeat = knobs_.repeat;
+  o.return_mode = core::parse_return_mode(knobs_.return_mode).value_or(core::ReturnMode::median);
+  o.quantiles = knobs_.quantiles;
+  o.l2 = knobs_.l2 == "warm" ? timing::L2Policy::warm : timing::L2Policy::cold;
+  o.stop.min_samples = knobs_.min_samples;
+  o.stop.min_time_s = knobs_.min_time_s;
+  o.stop.max_noise = knobs_.max_noise;
+  o.stop.timeout_s = knobs_.timeout_s;
+  o.stop.warmup_s = knobs_.warmup_s;
+  o.throttle_fraction = knobs_.throttle_fraction;
+  o.capture_denied = contains(deny_, info.name);
+  o.rng = info.rng;
+  o.op = info.name;
+  if (short_budget) {
+    // The sweep uses the measurement's timer with a shorter budget (issue 6): enough to rank configs.
+    o.repeat = 1;
+    o.quantiles.clear();
+    o.return_mode = core::ReturnMode::median;
+    o.stop.min_samples = std::min(o.stop.min_samples, 5);
+    o.stop.min_time_s = std::min(o.stop.min_time_s, 0.002);
+    o.stop.max_noise = std::max(o.stop.max_noise, 0.02);
+    o.stop.timeout_s = std::min(o.stop.timeout_s, 0.25);
+    o.stop.warmup_s = std::min(o.stop.warmup_s, 0.005);
+  }
+  return o;
+}
+
+Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w, std::size_t p,
+                                 const ProviderInfo& pi, json& prow) {
+  if (!pi.space.tunable()) return pi.space.default_config;
+  tune::CacheKey key{info.name, pi.name, pi.version, backend_.name(), device_->desc().name,
+                     std::string(to_string(c.dtype)), tune_key(pi.space.key)};
+  auto time_config = [&](const Config& cfg) -> double {
+    w.prepare(p, cfg);
+    auto m = timing::measure(*device_, backend_, [&] { w.launch(p); }, timing_options(info, true));
+    if (!m.ok) throw ConfigRejected(m.error.empty() ? "measurement failed" : m.error);
+    return m.latency_ms;
+  };
+  tune::Selection s = tuner_->select(key, pi.space, time_config);
+  prow["config"] = s.config.str();
+  prow["tune"] = {{"source", s.source}, {"tried", s.tried}, {"rejected", s.rejected},
+                  {"sweep_s", s.sweep_s}, {"key", key.key}};
+  if (!s.note.empty()) prow["tune"]["note"] = s.note;
+  if (!s.markers.empty()) prow["markers"] = s.markers;
+  for (auto& wmsg : tuner_->take_warnings()) warnings_.push_back(wmsg);
+  // Prepare the winner (a failure here is a config that failed at launch: evict and retune).
+  try {
+    w.prepare(p, s.config);
+  } catch (const ConfigRejected& e) {
+    tune::Selection r = tuner_->on_launch_failure(key, pi.space, s.config, "tune", time_config);
+    prow["config"] = r.config.str();
+    prow["tune"]["evicted"] = s.config.str();
+    prow["tune"]["source"] = r.source;
+    if (!r.note.empty()) prow["tune"]["note"] = r.note;
+    if (!r.markers.empty()) {
+      prow["markers"] = r.markers;
+      warnings_.push_back(r.note);
+    }
+    w.prepare(p, r.config);
+    return r.config;
+  }
+  return s.config;
+}
+
+void CaseRunner::tune_case(const Op& op, const Case& c) {
+  const OpInfo info = op.info();
+  if (!fatal_.empty()) return;
+  try {
+    if (op.bytes_needed(c) > device_->free_bytes()) return;
+    auto w = op.setup(*device_, c);
+    auto providers = w->providers();
+    for (std::size_t p = 0; p < providers.size(); ++p) {
+      if (providers[p].role != Role::candidate || !providers[p].space.tunable()) continue;
+      json scratch;
+      (void)choose_config(info, c, *w, p, providers[p], scratch);
+    }
+  } catch (const NativeError& e) {
+    auto f = backend_.classify(e.code());
+    if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned) fatal_ = c.node_id();
+    warnings_.push_back("tuning " + c.node_id() + " failed: " + e.what());
+  } catch (const std::exception& e) {
+    warnings_.push_back("tuning " + c.node_id() + " failed: " + e.what());
+  }
+}
+
+json CaseRunner::run_case(const Op& op, const Case& c) {
+  const OpInfo info = op.info();
+  json row = {{"type", "case"},
+              {"op", c.op},
+              {"dtype", std::string(to_string(c.dtype))},
+              {"shape", c.size_detail()},
+              {"dims", c.shape},
+              {"node", c.node_id()},
+              {"family", info.family},
+              {"timer", timer_},
+              {"markers", json::array()},
+              {"repeat", knobs_.repeat}};
+  if (!c.params.empty()) row["params"] = c.params;
+  auto fail = [&](const std::string& msg) {
+    row["status"] = "failed";
+    row["error"] = msg;
+    return row;
+  };
+  if (!fatal_.empty()) {
+    row["status"] = "skipped";
+    row["reason"] = "not run: the device context is unusable after " + fatal_;
+    return row;
+  }
+  // Skip guards, and the backend's compat rules that may lift exactly one (op, reason).
+  if (auto reason = op.skip_reason(c, *device_)) {
+    bool lifted = false;
+    for (const auto& rule : backend_.compat_rules())
+      if (rule.op == c.op && rule.reason == *reason) lifted = true;
+    if (!lifted) {
+      row["status"] = "skipped";
+      row["reason"] = *reason;
+      return row;
+    }
+    add_markers(row, {"compat_lifted"});
+  }
+  const double need = static_cast<double>(op.bytes_needed(c));
+  const double have = static_cast<double>(device_->free_bytes());
+  if (need > 0.9 * have) {
+    row["status"] = "skipped";
+    row["reason"] = "needs " + gib(need) + ", device has " + gib(have) + " free";
+    return row;
+  }
+
+  std::unique_ptr<Workload> w;
+  std::vector<ProviderInfo> providers;
+  json prows = json::array();
+  try {
+    w = op.setup(*device_, c);
+    providers = w->providers();
+    // Prepare every provider (handles, plans, workspaces, tuned configs) outside any timing.
+    for (std::size_t p = 0; p < providers.size(); ++p) {
+      const auto& pi = providers[p];
+      json prow = {{"name", pi.name}, {"role", role_name(pi.role)}};
+      if (!pi.label.empty()) prow["label"] = pi.label;
+      if (pi.role == Role::candidate && pi.space.tunable()) {
+        (void)choose_config(info, c, *w, p, pi, prow);
+      } else {
+        w->prepare(p, pi.space.default_config);
+        if (!pi.space.default_config.empty()) prow["config"] = pi.space.default_config.str();
+      }
+      prows.push_back(std::move(prow));
+    }
+    // The correctness gate: every candidate against the reference, before anything is timed.
+    for (std::size_t p = 0; p < providers.size(); ++p) {
+      if (providers[p].role != Role::candidate) continue;
+      Accuracy a = w->check(p);
+      prows[p]["accuracy"] = a.passed;
+      prows[p]["accuracy_detail"] = a.detail;
+      prows[p]["rel_err"] = a.rel_err;
+      prows[p]["max_abs_err"] = a.max_abs_err;
+      // The check may have re-prepared nothing, but it did launch: keep the tuned config prepared.
+    }
+  } catch (const CaseSkipped& e) {
+    row["status"] = "skipped";
+    row["reason"] = e.what();
+    return row;
+  } catch (const NativeError& e) {
+    auto f = backend_.classify(e.code());
+    if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned) fatal_ = c.node_id();
+    row["providers"] = prows;
+    return fail(std::string(e.what()) + " [" + backends::to_string(f) + "]");
+  } catch (const std::exception& e) {
+    row["providers"] = prows;
+    return fail(e.what());
+  }
+
+  // Time every provider (a candidate that failed its gate is not timed).
+  const double flops = w->flops();
+  const double bytes = w->bytes();
+  bool any_fail = false;
+  std::string first_error;
+  for (std::size_t p = 0; p < providers.size(); ++p) {
+    json& prow = prows[p];
+    if (prow.contains("accuracy") && !prow["accuracy"].get<bool>()) continue;
+    timing::Measurement m;
+    try {
+      m = timing::measure(*device_, backend_, [&] { w->launch(p); }, timing_options(info, false));
+    } catch (const std::exception& e) {
+      m.ok = false;
+      m.error = e.what();
+    }
+    prow["timer"] = m.timer;
+    prow["markers"] = m.markers;
+    prow["noise"] = m.noise;
+    prow["stop_reason"] = m.stop_reason;
+    prow["throttled_discarded"] = m.throttled_discarded;
+    prow["repeat"] = m.repeat;
+    prow["launches_per_sample"] = m.launches_per_sample;
+    prow["l2_method"] = m.l2_method;
+    prow["wall_s"] = m.wall_s;
+    if (!m.note.empty()) prow["note"] = m.note;
+    add_markers(row, m.markers);
+    if (m.ok && m.latency_ms > 0) {
+      prow["latency_ms"] = m.latency_ms;
+      prow["samples_ms"] = m.samples_ms;
+      if (!m.quantile_ms.empty()) prow["quantiles_ms"] = m.quantile_ms;
+      const double s = m.latency_ms * 1e-3;
+      if (flops > 0) prow["tflops"] = flops / s / 1e12;
+      if (bytes > 0) prow["gbps"] = bytes / s / 1e9;
+      if (m.timer == "direct" && timer_ == "graph") row["timer"] = "direct";
+    } else {
+      any_fail = true;
+      prow["error"] = m.error;
+      prow["failure"] = backends::to_string(m.failure);
+      if (first_error.empty()) first_error = providers[p].name + ": " + m.error;
+      if (timing::process_unusable(m)) {
+        fatal_ = c.node_id();
+        break;  // time nothing more in this process
+      }
+    }
+  }
+  row["providers"] = prows;
+
+  // Row-level fields: the first baseline and the first candidate.
+  const json* base = nullptr;
+  const json* cand = nullptr;
+  for (const auto& prow : prows) {
+    if (prow["role"] == "baseline" && base == nullptr) base = &prow;
+    if (prow["role"] == "candidate" && cand == nullptr) cand = &prow;
+  }
+  const json* main = cand != nullptr ? cand : base;
+  if (base != nullptr && base->contains("latency_ms")) row["latency_base_ms"] = (*base)["latency_ms"];
+  if (main != nullptr && main->contains("latency_ms")) {
+    row["latency_ms"] = (*main)["latency_ms"];
+    if (main->contains("tflops")) row["tflops"] = (*main)["tflops"];
+    if (main->contains("gbps")) row["gbps"] = (*main)["gbps"];
+    if (main->contains("noise")) row["noise"] = (*main)["noise"];
+  }
+  row["accuracy"] = cand != nullptr && cand->contains("accuracy") ? (*cand)["accuracy"] : json(nullptr);
+  const bool accurate = cand == nullptr || !cand->contains("accuracy") || (*cand)["accuracy"].get<bool>();
+  if (cand != nullptr && base != nullptr && accurate && cand->contains("latency_ms") && base->contains("latency_ms"))
+    row["speedup"] = (*base)["latency_ms"].get<double>() / (*cand)["latency_ms"].get<double>();
+  else
+    row["speedup"] = nullptr;
+  if (!accurate) {
+    row["status"] = "failed";
+    row["error"] = "accuracy check failed: " + (*cand)["accuracy_detail"].get<std::string>();
+  } else if (any_fail) {
+    row["status"] = "failed";
+    row["error"] = first_error;
+  } else {
+    row["status"] = "ok";
+  }
+  return row;
+}
+
+void print_run_table(std::ostream& out, const std::vector<json>& rows) {
+  auto num = [](const json& r, const char* k, int prec) -> std::string {
+    if (!r.contains(k) || !r[k].is_number()) return "-";
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(prec) << r[k].get<double>();
+    return os.str();
+  };
+  out << "\n"
+      << std::left << std::setw(12) << "op" << std::setw(6) << "dtype" << std::setw(30) << "shape" << std::right
+      << std::setw(12) << "base ms" << std::setw(12) << "cand ms" << std::setw(9) << "speedup" << std::setw(9)
+      << "TFLOPS" << std::setw(10) << "GB/s" << "  status\n";
+  for (const auto& r : rows) {
+    std::string status = r.value("status", "?");
+    if (r.contains("markers"))
+      for (const auto& m : r["markers"])
+        if (m == "BENCHMARK_DIRECT_NO_CUDAGRAPH" || m == "BENCHMARK_CAPTURE_POISONED") status += " " + m.get<std::string>();
+    std::string shape = r.value("shape", "");
+    if (shape.size() > 29) shape = shape.substr(0, 28) + "~";
+    out << std::left << std::setw(12) << r.value("op", "") << std::setw(6) << r.value("dtype", "") << std::setw(30)
+        << shape << std::right << std::setw(12) << num(r, "latency_base_ms", 4) << std::setw(12)
+        << num(r, "latency_ms", 4) << std::setw(9) << num(r, "speedup", 2) << std::setw(9) << num(r, "tflops", 2)
+        << std::setw(10) << num(r, "gbps", 1) << "  " << status << "\n";
+  }
+}
+
+}  // namespace caliber::run

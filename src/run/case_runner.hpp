@@ -1,0 +1,57 @@
+// One case, start to finish: skip guards and compat rules, memory check, inputs, tuned configs,
+// the correctness gate, the timers, and the row written to run.log.
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/backend.hpp"
+#include "caliber/caliber.hpp"
+#include "core/knobs.hpp"
+#include "timing/timer.hpp"
+
+namespace caliber::tune {
+class Tuner;
+}
+
+namespace caliber::run {
+
+class CaseRunner {
+ public:
+  CaseRunner(const backends::Backend& backend, int device_index, std::uint64_t seed, const core::Knobs& knobs,
+             std::string timer, const std::filesystem::path& run_dir);
+  ~CaseRunner();
+  CaseRunner(const CaseRunner&) = delete;
+  CaseRunner& operator=(const CaseRunner&) = delete;
+
+  // The run.log row of one case. Never throws for a failure of the case itself.
+  [[nodiscard]] nlohmann::json run_case(const Op& op, const Case& c);
+  // Tune only (parallel-warmup shard): selects the configs of every tunable candidate of the case.
+  void tune_case(const Op& op, const Case& c);
+  [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
+  [[nodiscard]] backends::Device& device() { return *device_; }
+
+ private:
+  [[nodiscard]] timing::TimingOptions timing_options(const OpInfo& info, bool short_budget) const;
+  [[nodiscard]] Config choose_config(const OpInfo& info, const Case& c, Workload& w, std::size_t p,
+                                     const ProviderInfo& pi, nlohmann::json& prow);
+
+  const backends::Backend& backend_;
+  core::Knobs knobs_;
+  std::string timer_;
+  std::unique_ptr<backends::Device> device_;
+  std::unique_ptr<tune::Tuner> tuner_;
+  std::vector<std::string> deny_;
+  std::string fatal_;  // node id of the case after which the device context is unusable
+  std::vector<std::string> warnings_;
+};
+
+// The table printed at the end of a run: one line per case row.
+void print_run_table(std::ostream& out, const std::vector<nlohmann::json>& rows);
+
+}  // namespace caliber::run

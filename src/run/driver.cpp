@@ -1,0 +1,235 @@
+#include "run/driver.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/registry.hpp"
+#include "core/identity.hpp"
+#include "core/rundir.hpp"
+#include "core/runlog.hpp"
+#include "core/stats.hpp"
+#include "run/cases.hpp"
+#include "run/case_runner.hpp"
+#include "timing/timer.hpp"
+
+namespace caliber::run {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::uint64_t fresh_seed() {
+  std::random_device rd;
+  std::uint64_t s = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  return s == 0 ? 1 : s;
+}
+
+std::string fmt(double v, int prec = 3) {
+  if (!std::isfinite(v) || v <= 0) return "-";
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(prec) << v;
+  return os.str();
+}
+
+std::string fmt_ms(double ms) {
+  if (!std::isfinite(ms) || ms <= 0) return "-";
+  std::ostringstream os;
+  if (ms < 0.1)
+    os << std::fixed << std::setprecision(4) << ms;
+  else if (ms < 10)
+    os << std::fixed << std::setprecision(3) << ms;
+  else
+    os << std::fixed << std::setprecision(2) << ms;
+  return os.str();
+}
+
+json device_json(const backends::DeviceDesc& d) {
+  json j = {{"index", d.index},
+            {"physical_id", d.physical_id},
+            {"name", d.name},
+            {"uuid", d.uuid},
+            {"memory_total_bytes", d.mem_total},
+            {"memory_used_bytes", d.mem_used},
+            {"driver_version", d.driver_version},
+            {"runtime_version", d.runtime_version},
+            {"sm_count", d.sm_count},
+            {"l2_bytes", d.l2_bytes},
+            {"compute_capability", d.compute_capability},
+            {"clocks", {{"sm_mhz", d.sm_clock_mhz}, {"sm_max_mhz", d.sm_clock_max_mhz}, {"mem_mhz", d.mem_clock_mhz}}}};
+  for (const auto& [k, v] : d.extra) j["extra"][k] = v;
+  return j;
+}
+
+std::string devices_list(const std::vector<backends::DeviceDesc>& devs) {
+  std::string s;
+  for (const auto& d : devs) s += (s.empty() ? "" : "; ") + std::to_string(d.index) + ": " + d.name;
+  return s.empty() ? "(none)" : s;
+}
+
+}  // namespace
+
+RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream& err) {
+  const core::Knobs& k = req.knobs;
+  const auto t_start = std::chrono::steady_clock::now();
+  const auto wall_start = std::chrono::system_clock::now();
+
+  // 1-3. Backend, setup guard, device: all before anything is written.
+  const backends::Backend* backend = nullptr;
+  try {
+    backend = &backends::resolve_backend(k.backend);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--backend (ZL_BACKEND): ") + e.what());
+  }
+  try {
+    backend->setup_guard();
+  } catch (const backends::BackendUnavailable& e) {
+    throw UsageError(e.what());
+  }
+  const auto caps = backend->capabilities();
+  const auto devices = backend->enumerate();
+  const int dev_index = k.devices.empty() ? 0 : k.devices.front();
+  auto dev_it = std::find_if(devices.begin(), devices.end(), [&](const auto& d) { return d.index == dev_index; });
+  if (dev_it == devices.end())
+    throw UsageError("--devices: '" + std::to_string(dev_index) + "' is not a " + backend->name() +
+                     " device; devices: " + devices_list(devices));
+  if (k.parallel_warmup > 0 && req.tune_shard.empty()) {
+    const int selected = k.devices.empty() ? 1 : static_cast<int>(k.devices.size());
+    if (k.parallel_warmup > selected)
+      throw UsageError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" + std::to_string(k.parallel_warmup) +
+                       "' is more than the " + std::to_string(selected) +
+                       " device(s) selected with --devices");
+  }
+
+  // 4. Cases.
+  Selection sel;
+  try {
+    sel = select_cases(k, backend->name(), caps.host);
+  } catch (const SelectionError& e) {
+    throw UsageError(e.what());
+  }
+
+  // The timer from capabilities (the planner prints the same choice).
+  std::string timer = k.timer;
+  std::string timer_note;
+  if (timer == "auto") timer = caps.graph_timer_default ? "graph" : "direct";
+  if (timer == "graph" && !caps.graph_capture) {
+    timer = "direct";
+    timer_note = "backend " + backend->name() + " has no graph capture: timer=direct";
+  }
+  const bool sequence_mode = !k.quantiles.empty() || k.return_mode == "all";
+
+  // 5. Claim the run directory and record the caliber.
+  std::string name = k.name;
+  if (name.empty()) name = sel.ops.size() == 1 ? sel.ops.front().info.name : "run";
+  const std::uint64_t seed = k.seed != 0 ? k.seed : fresh_seed();
+  const fs::path run_dir = core::claim_run_dir(k.out, name, wall_start);
+
+  std::vector<std::string> op_names;
+  for (const auto& e : sel.ops) op_names.push_back(e.info.name);
+  json identity = {
+      {"backend", backend->name()},
+      {"device", device_json(*dev_it)},
+      {"timer", timer},
+      {"timer_requested", k.timer},
+      {"tune", k.tune},
+      {"level", k.level},
+      {"shape_mode", k.shape_mode},
+      {"shapes_file", sel.shapes_file.string()},
+      {"ops", op_names},
+      {"node", k.node},
+      {"dtypes", k.dtypes},
+      {"repeat", k.repeat},
+      {"repeat_skipped", sequence_mode && k.repeat > 1},
+      {"return_mode", k.return_mode},
+      {"quantiles", k.quantiles},
+      {"l2", k.l2},
+      {"stop", {{"min_samples", k.min_samples}, {"min_time_s", k.min_time_s}, {"max_noise", k.max_noise},
+                {"timeout_s", k.timeout_s}, {"warmup_s", k.warmup_s}}},
+      {"throttle_fraction", k.throttle_fraction},
+      {"replay_from", k.replay_from},
+      {"parallel_warmup", k.parallel_warmup},
+      {"seed", seed},
+      {"caliber_version", core::caliber_version()},
+      {"git_commit", core::caliber_git_commit()},
+      {"start_time", core::iso8601_utc(wall_start)},
+      {"host", core::host_name()},
+      {"capabilities", {{"graph_capture", caps.graph_capture}, {"graph_timer_default", caps.graph_timer_default},
+                        {"clusters", caps.clusters}, {"default_rng", caps.default_rng}, {"l2_known", caps.l2_known},
+                        {"host", caps.host}}},
+  };
+  core::write_identity(run_dir, identity);
+  core::write_file_atomic(run_dir / "shapes.yaml",
+                          core::ShapeSet::archive_yaml(sel.level, sel.shapes_file.string(), sel.used_shapes));
+  core::RunLogWriter log(run_dir / "run.log");
+  json header = identity;
+  header["type"] = "header";
+  header["cases"] = sel.cases.size();
+  log.append(header);
+
+  out << "caliber run: " << run_dir.string() << "\n"
+      << "  backend " << backend->name() << " | device " << dev_index << " (" << dev_it->name
+      << ", physical " << dev_it->physical_id << ") | timer " << timer << " | level " << k.level
+      << " | autotune " << k.tune << " | repeat " << k.repeat << " | l2 " << k.l2 << "\n"
+      << "  " << sel.cases.size() << " cases over " << sel.ops.size() << " ops, seed " << seed << "\n";
+  if (!timer_note.empty()) out << "  note: " << timer_note << "\n";
+  if (sequence_mode && k.repeat > 1)
+    out << "  note: --repeat " << k.repeat << " is skipped: --quantiles/--return-mode all return a sequence\n";
+  out.flush();
+
+  // 6. Cases, one by one; each row flushed before the next starts.
+  CaseRunner runner(*backend, dev_index, seed, k, timer, run_dir);
+  RunOutcome outcome;
+  outcome.run_dir = run_dir;
+  std::vector<json> rows;
+  const std::size_t n = sel.cases.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Case& c = sel.cases[i];
+    json row = runner.run_case(*sel.case_op[i], c);
+    log.append(row);
+    const std::string status = row.value("status", "failed");
+    if (status == "ok")
+      ++outcome.ok;
+    else if (status == "skipped")
+      ++outcome.skipped;
+    else
+      ++outcome.failed;
+    out << "[" << std::setw(std::to_string(n).size()) << (i + 1) << "/" << n << "] " << std::left
+        << std::setw(44) << c.node_id() << std::right << " " << status;
+    if (row.contains("latency_base_ms")) out << "  base " << fmt_ms(row["latency_base_ms"].get<double>()) << " ms";
+    if (row.contains("latency_ms")) out << "  cand " << fmt_ms(row["latency_ms"].get<double>()) << " ms";
+    if (row.contains("speedup") && row["speedup"].is_number()) out << "  x" << fmt(row["speedup"].get<double>(), 2);
+    if (row.contains("error")) out << "  " << row["error"].get<std::string>();
+    if (row.contains("reason")) out << "  " << row["reason"].get<std::string>();
+    out << "\n";
+    out.flush();
+    rows.push_back(std::move(row));
+  }
+
+  // 7. Footer and the summary table.
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  json footer = {{"type", "footer"},   {"ok", outcome.ok},       {"failed", outcome.failed},
+                 {"skipped", outcome.skipped}, {"cases", n},   {"wall_s", wall_s},
+                 {"warnings", runner.warnings()}, {"end_time", core::iso8601_utc(std::chrono::system_clock::now())}};
+  log.append(footer);
+  for (const auto& w : runner.warnings()) err << "caliber: WARNING: " << w << "\n";
+
+  print_run_table(out, rows);
+  out << "ok " << outcome.ok << ", failed " << outcome.failed << ", skipped " << outcome.skipped << " in "
+      << fmt(wall_s, 1) << " s; run directory " << run_dir.string() << "\n";
+  outcome.exit_code = outcome.failed > 0 ? 1 : 0;
+  return outcome;
+}
+
+}  // namespace caliber::run

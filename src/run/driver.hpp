@@ -1,0 +1,35 @@
+// The run driver: one `caliber run`, one run directory (DESIGN.md, "What caliber run does").
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <stdexcept>
+#include <string>
+
+#include "core/knobs.hpp"
+
+namespace caliber::run {
+
+// Bad usage or input found before anything is written: exit code 2.
+class UsageError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct RunRequest {
+  core::Knobs knobs;
+  // Parallel-warmup child: "i/N" tunes shard i of N into `shard_cache` and measures nothing.
+  std::string tune_shard;
+  std::filesystem::path shard_cache;
+};
+
+struct RunOutcome {
+  int exit_code = 0;  // 0 all ok, 1 a case failed (error or accuracy)
+  std::filesystem::path run_dir;
+  int ok = 0, failed = 0, skipped = 0;
+};
+
+// Throws UsageError (and core::KnobError, core::ShapeError) for bad input, before writing anything.
+[[nodiscard]] RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream& err);
+
+}  // namespace caliber::run
