@@ -9,6 +9,9 @@
 
 namespace caliber::core {
 
+// The file name inside a run directory.
+inline constexpr const char* identity_file = "run_identity.json";
+
 // The keys that make two runs comparable (DESIGN.md): a difference in any is a caliber mismatch.
 [[nodiscard]] const std::vector<std::string>& caliber_keys();  // level, timer, backend,
                                                                // device_model, tune, repeat, l2
@@ -17,7 +20,8 @@ struct IdentityDiff {
   std::string a, b;
 };
 // Differences of the caliber keys between two identities (device_model read from device.name).
-[[nodiscard]] std::vector<IdentityDiff> diff_identity(const nlohmann::json& a, const nlohmann::json& b);
+[[nodiscard]] std::vector<IdentityDiff> diff_identity(const nlohmann::json& a,
+                                                      const nlohmann::json& b);
 [[nodiscard]] nlohmann::json read_identity(const std::filesystem::path& run_dir);
 void write_identity(const std::filesystem::path& run_dir, const nlohmann::json& identity);
 [[nodiscard]] std::string caliber_version();

@@ -10,6 +10,9 @@
 
 namespace caliber::core {
 
+// The file name inside a run directory.
+inline constexpr const char* run_log_file = "run.log";
+
 // Field names of a case row (DESIGN.md, Files). Every writer and reader uses these.
 namespace field {
 inline constexpr const char* type = "type";  // header | case | footer
@@ -21,8 +24,8 @@ inline constexpr const char* node = "node";
 inline constexpr const char* status = "status";  // ok | failed | skipped
 inline constexpr const char* timer = "timer";
 inline constexpr const char* markers = "markers";
-inline constexpr const char* providers = "providers";  // list of per-provider objects, below
-inline constexpr const char* latency_ms = "latency_ms";            // the candidate's
+inline constexpr const char* providers = "providers";    // list of per-provider objects, below
+inline constexpr const char* latency_ms = "latency_ms";  // the candidate's
 inline constexpr const char* latency_base_ms = "latency_base_ms";  // the baseline's
 inline constexpr const char* speedup = "speedup";
 inline constexpr const char* tflops = "tflops";
@@ -30,7 +33,7 @@ inline constexpr const char* gbps = "gbps";
 inline constexpr const char* accuracy = "accuracy";  // true | false | null (baseline-only)
 inline constexpr const char* repeat = "repeat";
 inline constexpr const char* error = "error";
-inline constexpr const char* reason = "reason";        // why skipped
+inline constexpr const char* reason = "reason";          // why skipped
 inline constexpr const char* samples_ms = "samples_ms";  // inside a provider object
 }  // namespace field
 

@@ -13,6 +13,9 @@
 
 namespace caliber::core {
 
+// The file name of the archived shapes inside a run directory.
+inline constexpr const char* shapes_file = "shapes.yaml";
+
 enum class Level { core, comprehensive };
 [[nodiscard]] std::optional<Level> parse_level(std::string_view s) noexcept;
 [[nodiscard]] std::string_view to_string(Level l) noexcept;
@@ -36,7 +39,15 @@ class ShapeSet {
  public:
   // Throws ShapeError with the file name and what is wrong (unreadable, malformed YAML, bad entry).
   [[nodiscard]] static ShapeSet load(const std::filesystem::path& file);
-  [[nodiscard]] static ShapeSet parse(const std::string& yaml_text, const std::filesystem::path& base_dir);
+  [[nodiscard]] static ShapeSet parse(const std::string& yaml_text,
+                                      const std::filesystem::path& base_dir);
+  // As above, naming `source_name` in errors (parse() alone names "<text>").
+  [[nodiscard]] static ShapeSet parse(const std::string& yaml_text,
+                                      const std::filesystem::path& base_dir,
+                                      const std::string& source_name);
+
+  // The `level:` written in the file (an archived shapes.yaml carries one), if any.
+  [[nodiscard]] std::optional<Level> declared_level() const { return declared_level_; }
 
   // The shapes of `op` (of `family`) at `level`: the op's own list or its family's, then at
   // comprehensive the additions, in order, without duplicates.
@@ -44,8 +55,9 @@ class ShapeSet {
                                               Level level) const;
 
   // YAML of exactly the shapes used, with the level written in it (the archived shapes.yaml).
-  [[nodiscard]] static std::string archive_yaml(Level level, const std::string& source,
-                                                const std::map<std::string, std::vector<Shape>>& used);
+  [[nodiscard]] static std::string archive_yaml(
+      Level level, const std::string& source,
+      const std::map<std::string, std::vector<Shape>>& used);
 
  private:
   struct Table {
@@ -55,6 +67,8 @@ class ShapeSet {
   };
   Table core_;
   Table extra_;
+  std::optional<Level> declared_level_;
+  friend class ShapeLoader;  // the YAML reader in shapes.cpp fills the tables
 };
 
 }  // namespace caliber::core

@@ -1,0 +1,90 @@
+#include "core/identity.hpp"
+
+#include <unistd.h>
+
+#include <climits>
+#include <fstream>
+#include <stdexcept>
+
+#include "core/rundir.hpp"
+
+#ifndef CALIBER_VERSION
+#define CALIBER_VERSION "0.0.0"
+#endif
+#ifndef CALIBER_GIT_COMMIT
+#define CALIBER_GIT_COMMIT "unknown"
+#endif
+
+namespace caliber::core {
+
+namespace {
+
+// The value of a caliber key as text; an absent key is "" so that absent on both sides agrees.
+std::string key_text(const nlohmann::json& identity, const std::string& key) {
+  if (!identity.is_object()) return "";
+  const nlohmann::json* v = nullptr;
+  if (key == "device_model") {
+    const auto dev = identity.find("device");
+    if (dev == identity.end() || !dev->is_object()) return "";
+    const auto name = dev->find("name");
+    if (name == dev->end()) return "";
+    v = &*name;
+  } else {
+    const auto it = identity.find(key);
+    if (it == identity.end()) return "";
+    v = &*it;
+  }
+  if (v->is_null()) return "";
+  if (v->is_string()) return v->get<std::string>();
+  return v->dump();
+}
+
+}  // namespace
+
+const std::vector<std::string>& caliber_keys() {
+  static const std::vector<std::string> keys = {"level", "timer",  "backend", "device_model",
+                                                "tune",  "repeat", "l2"};
+  return keys;
+}
+
+std::vector<IdentityDiff> diff_identity(const nlohmann::json& a, const nlohmann::json& b) {
+  std::vector<IdentityDiff> out;
+  for (const auto& key : caliber_keys()) {
+    std::string va = key_text(a, key);
+    std::string vb = key_text(b, key);
+    if (va != vb) out.push_back({key, std::move(va), std::move(vb)});
+  }
+  return out;
+}
+
+nlohmann::json read_identity(const std::filesystem::path& run_dir) {
+  const auto file = run_dir / identity_file;
+  std::ifstream in(file);
+  if (!in) throw std::runtime_error("cannot read " + file.string());
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    throw std::runtime_error(file.string() + ": not a JSON object");
+  }
+  return j;
+}
+
+void write_identity(const std::filesystem::path& run_dir, const nlohmann::json& identity) {
+  write_file_atomic(run_dir / identity_file,
+                    identity.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+std::string caliber_version() {
+  return CALIBER_VERSION;
+}
+
+std::string caliber_git_commit() {
+  return CALIBER_GIT_COMMIT;
+}
+
+std::string host_name() {
+  char buf[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+}  // namespace caliber::core

@@ -1,0 +1,103 @@
+#include "core/runlog.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace caliber::core {
+
+namespace {
+
+std::string errno_text() {
+  return std::strerror(errno);
+}
+
+// True when the file exists, is not empty and its last byte is not a newline: a writer died
+// mid-line, and appending straight after would glue the next row onto that fragment.
+bool ends_mid_line(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  if (!in) return false;
+  const auto size = static_cast<std::streamoff>(in.tellg());
+  if (size <= 0) return false;
+  in.seekg(size - 1);
+  char last = '\n';
+  in.get(last);
+  return last != '\n';
+}
+
+}  // namespace
+
+RunLogWriter::RunLogWriter(const std::filesystem::path& file) {
+  const bool fragment = ends_mid_line(file);
+  f_ = std::fopen(file.c_str(), "ab");
+  if (f_ == nullptr) {
+    throw std::runtime_error("cannot open " + file.string() + " for appending: " + errno_text());
+  }
+  if (fragment) {
+    std::fputc('\n', f_);
+    std::fflush(f_);
+  }
+}
+
+RunLogWriter::~RunLogWriter() {
+  if (f_ != nullptr) std::fclose(f_);
+}
+
+void RunLogWriter::append(const nlohmann::json& row) {
+  // replace: a provider's error text may carry invalid UTF-8; the row must still be written.
+  std::string line = row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  line.push_back('\n');
+  if (std::fwrite(line.data(), 1, line.size(), f_) != line.size() || std::fflush(f_) != 0) {
+    throw std::runtime_error("cannot append to run.log: " + errno_text());
+  }
+}
+
+RunLog read_run_log(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + file.string());
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string text = buf.str();
+
+  RunLog log;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    const bool complete = end != std::string::npos;
+    if (!complete) end = text.size();
+    const std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+
+    nlohmann::json row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (row.is_discarded() || !row.is_object()) {
+      // Only the very last line can have been cut by a writer that died; elsewhere it is damage.
+      if (!complete) {
+        log.truncated = true;
+      } else {
+        ++log.bad_lines;
+      }
+      continue;
+    }
+    const auto type = row.find(field::type);
+    if (type == row.end() || !type->is_string()) {
+      ++log.bad_lines;
+      continue;
+    }
+    const auto& t = type->get_ref<const std::string&>();
+    if (t == "case") {
+      log.cases.push_back(std::move(row));
+    } else if (t == "header") {
+      if (log.header.is_null()) log.header = std::move(row);
+    } else if (t == "footer") {
+      log.footer = std::move(row);
+    } else {
+      ++log.bad_lines;
+    }
+  }
+  return log;
+}
+
+}  // namespace caliber::core

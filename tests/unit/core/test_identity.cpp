@@ -1,0 +1,86 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/identity.hpp"
+#include "tmpdir.hpp"
+
+using namespace caliber::core;
+using nlohmann::json;
+
+namespace {
+json sample() {
+  return {
+      {"level", "core"},   {"timer", "graph"},
+      {"backend", "cuda"}, {"device", {{"name", "NVIDIA H200"}, {"index", 0}, {"physical_id", 7}}},
+      {"tune", "live"},    {"repeat", 1},
+      {"l2", "cold"},      {"host", "box"}};
+}
+}  // namespace
+
+TEST(Identity, CaliberKeys) {
+  const std::vector<std::string> want = {"level", "timer",  "backend", "device_model",
+                                         "tune",  "repeat", "l2"};
+  EXPECT_EQ(caliber_keys(), want);
+}
+
+TEST(Identity, SameCaliberNoDiff) {
+  json b = sample();
+  b["host"] = "other";  // not a caliber key
+  b["device"]["physical_id"] = 3;
+  EXPECT_TRUE(diff_identity(sample(), b).empty());
+}
+
+TEST(Identity, DiffNamesEachKey) {
+  json b = sample();
+  b["level"] = "comprehensive";
+  b["device"]["name"] = "NVIDIA H100";
+  b["repeat"] = 5;
+  const auto d = diff_identity(sample(), b);
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0].key, "level");
+  EXPECT_EQ(d[0].a, "core");
+  EXPECT_EQ(d[0].b, "comprehensive");
+  EXPECT_EQ(d[1].key, "device_model");
+  EXPECT_EQ(d[1].a, "NVIDIA H200");
+  EXPECT_EQ(d[1].b, "NVIDIA H100");
+  EXPECT_EQ(d[2].key, "repeat");
+  EXPECT_EQ(d[2].a, "1");
+  EXPECT_EQ(d[2].b, "5");
+}
+
+TEST(Identity, MissingKeyIsADifference) {
+  json b = sample();
+  b.erase("timer");
+  const auto d = diff_identity(sample(), b);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].key, "timer");
+  EXPECT_EQ(d[0].b, "");
+  EXPECT_TRUE(diff_identity(json::object(), json::object()).empty());
+}
+
+TEST(Identity, WriteReadRoundTrip) {
+  TempDir dir;
+  write_identity(dir.path(), sample());
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "run_identity.json"));
+  EXPECT_EQ(read_identity(dir.path()), sample());
+  std::ifstream in(dir.path() / "run_identity.json");
+  std::string first;
+  std::getline(in, first);
+  EXPECT_EQ(first, "{");  // pretty-printed for people to read
+}
+
+TEST(Identity, ReadErrors) {
+  TempDir dir;
+  EXPECT_THROW((void)read_identity(dir.path()), std::runtime_error);
+  { std::ofstream(dir.path() / "run_identity.json") << "{\"level\": "; }
+  EXPECT_THROW((void)read_identity(dir.path()), std::runtime_error);
+}
+
+TEST(Identity, BuildAndHost) {
+  EXPECT_FALSE(caliber_version().empty());
+  EXPECT_NE(caliber_version(), "0.0.0");  // the compile definition reached the library
+  EXPECT_FALSE(caliber_git_commit().empty());
+  EXPECT_FALSE(host_name().empty());
+  EXPECT_NE(host_name(), "unknown");
+}

@@ -1,0 +1,151 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "core/stats.hpp"
+
+using namespace caliber::core;
+
+TEST(Stats, BasicMoments) {
+  const std::vector<double> xs = {4, 1, 3, 2};
+  EXPECT_DOUBLE_EQ(min_of(xs), 1);
+  EXPECT_DOUBLE_EQ(max_of(xs), 4);
+  EXPECT_DOUBLE_EQ(mean(xs), 2.5);
+  EXPECT_DOUBLE_EQ(median(xs), 2.5);
+  // sum of squared deviations 5, n - 1 = 3
+  EXPECT_DOUBLE_EQ(stdev(xs), std::sqrt(5.0 / 3.0));
+  EXPECT_DOUBLE_EQ(rel_stdev(xs), std::sqrt(5.0 / 3.0) / 2.5);
+}
+
+TEST(Stats, MedianOddCount) {
+  const std::vector<double> xs = {9, 1, 5};
+  EXPECT_DOUBLE_EQ(median(xs), 5);
+}
+
+TEST(Stats, StdevOfFewValuesIsZero) {
+  const std::vector<double> one = {3};
+  EXPECT_EQ(stdev(one), 0);
+  EXPECT_EQ(rel_stdev(one), 0);
+  const std::vector<double> zeros = {0, 0, 0};
+  EXPECT_EQ(rel_stdev(zeros), 0);
+}
+
+TEST(Stats, QuantileMatchesNumpyLinear) {
+  const std::vector<double> xs = {1, 2, 3, 4};
+  // numpy.quantile([1,2,3,4], q): h = 3q, x[floor h] + frac(h) * (next - x[floor h])
+  EXPECT_DOUBLE_EQ(quantile(xs, 0.25), 1.75);
+  EXPECT_DOUBLE_EQ(quantile(xs, 0.5), 2.5);
+  EXPECT_DOUBLE_EQ(quantile(xs, 0.75), 3.25);
+  EXPECT_DOUBLE_EQ(quantile(xs, 0.0), 1);
+  EXPECT_DOUBLE_EQ(quantile(xs, 1.0), 4);
+  // Unsorted input with a gap: [10, 0, 20, 5, 15] sorted [0,5,10,15,20], q=0.2 -> h=0.8 -> 4.0
+  const std::vector<double> ys = {10, 0, 20, 5, 15};
+  EXPECT_DOUBLE_EQ(quantile(ys, 0.2), 4.0);
+  EXPECT_DOUBLE_EQ(quantile(ys, 0.9), 18.0);
+  const std::vector<double> qs = {0.5, 0.2, 0.8};
+  const auto r = quantiles(ys, qs);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_DOUBLE_EQ(r[0], 10);
+  EXPECT_DOUBLE_EQ(r[1], 4);
+  EXPECT_DOUBLE_EQ(r[2], 16);
+}
+
+TEST(Stats, QuantileOutOfRangeThrows) {
+  const std::vector<double> xs = {1, 2};
+  EXPECT_THROW((void)quantile(xs, 1.5), std::invalid_argument);
+  EXPECT_THROW((void)quantile(xs, -0.1), std::invalid_argument);
+  EXPECT_THROW((void)quantile(xs, std::nan("")), std::invalid_argument);
+}
+
+TEST(Stats, EmptyInputThrows) {
+  const std::vector<double> none;
+  EXPECT_THROW((void)min_of(none), std::invalid_argument);
+  EXPECT_THROW((void)max_of(none), std::invalid_argument);
+  EXPECT_THROW((void)mean(none), std::invalid_argument);
+  EXPECT_THROW((void)median(none), std::invalid_argument);
+  EXPECT_THROW((void)quantile(none, 0.5), std::invalid_argument);
+  EXPECT_THROW((void)reduce(none, ReturnMode::mean), std::invalid_argument);
+  EXPECT_THROW((void)median_of_medians({}), std::invalid_argument);
+  EXPECT_THROW((void)median_of_medians({{}, {}}), std::invalid_argument);
+}
+
+TEST(Stats, ReturnModes) {
+  for (const char* s : {"min", "max", "mean", "median", "all"}) {
+    const auto m = parse_return_mode(s);
+    ASSERT_TRUE(m.has_value()) << s;
+    EXPECT_EQ(to_string(*m), s);
+  }
+  EXPECT_FALSE(parse_return_mode("Median").has_value());
+  EXPECT_FALSE(parse_return_mode("").has_value());
+
+  const std::vector<double> xs = {5, 1, 2, 10};
+  EXPECT_DOUBLE_EQ(reduce(xs, ReturnMode::min), 1);
+  EXPECT_DOUBLE_EQ(reduce(xs, ReturnMode::max), 10);
+  EXPECT_DOUBLE_EQ(reduce(xs, ReturnMode::mean), 4.5);
+  EXPECT_DOUBLE_EQ(reduce(xs, ReturnMode::median), 3.5);
+  EXPECT_DOUBLE_EQ(reduce(xs, ReturnMode::all), 3.5);
+}
+
+TEST(Stats, MedianOfMedians) {
+  // call medians: 2, 10, 3.5 -> 3.5; a plain median over all samples would give 4
+  const std::vector<std::vector<double>> calls = {{1, 2, 3}, {10, 10, 10}, {3, 4}};
+  EXPECT_DOUBLE_EQ(median_of_medians(calls), 3.5);
+  // An empty call contributes nothing.
+  EXPECT_DOUBLE_EQ(median_of_medians({{}, {7, 9}}), 8);
+}
+
+TEST(Stats, Geomean) {
+  const std::vector<double> xs = {1, 4, 16};
+  EXPECT_NEAR(geomean(xs), 4.0, 1e-12);
+  const std::vector<double> with_bad = {2, 8, 0, -3};
+  EXPECT_NEAR(geomean(with_bad), 4.0, 1e-12);
+  const std::vector<double> none = {0, -1};
+  EXPECT_TRUE(std::isnan(geomean(none)));
+  EXPECT_TRUE(std::isnan(geomean(std::vector<double>{})));
+}
+
+TEST(Stats, BootstrapGeomeanCi) {
+  const std::vector<double> xs = {0.9, 1.1, 1.0, 1.2, 0.8, 1.05, 0.95, 1.15, 0.85, 1.0};
+  const auto a = bootstrap_geomean_ci(xs, 0.95, 2000, 42);
+  const auto b = bootstrap_geomean_ci(xs, 0.95, 2000, 42);
+  EXPECT_EQ(a.lo, b.lo);  // deterministic for a seed
+  EXPECT_EQ(a.hi, b.hi);
+  const double g = geomean(xs);
+  EXPECT_LT(a.lo, g);
+  EXPECT_GT(a.hi, g);
+  EXPECT_GE(a.lo, min_of(xs));
+  EXPECT_LE(a.hi, max_of(xs));
+  // A wider confidence gives a wider interval; another seed a (slightly) different one.
+  const auto w = bootstrap_geomean_ci(xs, 0.99, 2000, 42);
+  EXPECT_LE(w.lo, a.lo);
+  EXPECT_GE(w.hi, a.hi);
+  const auto c = bootstrap_geomean_ci(xs, 0.95, 2000, 7);
+  EXPECT_TRUE(c.lo != a.lo || c.hi != a.hi);
+  // One value: no spread.
+  const std::vector<double> one = {2.0};
+  const auto o = bootstrap_geomean_ci(one);
+  EXPECT_DOUBLE_EQ(o.lo, 2.0);
+  EXPECT_DOUBLE_EQ(o.hi, 2.0);
+  EXPECT_THROW((void)bootstrap_geomean_ci(xs, 1.0), std::invalid_argument);
+  EXPECT_THROW((void)bootstrap_geomean_ci(xs, 0.95, 0), std::invalid_argument);
+}
+
+TEST(Stats, BootstrapMedianRatioCi) {
+  const std::vector<double> a = {10, 11, 9, 10, 10.5, 9.5, 10, 10.2};
+  const std::vector<double> b = {5, 5.5, 4.5, 5, 5.2, 4.8, 5, 5.1};  // b is half of a
+  const auto ci = bootstrap_median_ratio_ci(a, b, 0.95, 2000, 3);
+  EXPECT_LT(ci.lo, 0.5 + 1e-9);
+  EXPECT_GT(ci.hi, 0.5 - 1e-9);
+  EXPECT_GT(ci.lo, 0.4);
+  EXPECT_LT(ci.hi, 0.6);
+  const auto again = bootstrap_median_ratio_ci(a, b, 0.95, 2000, 3);
+  EXPECT_EQ(ci.lo, again.lo);
+  EXPECT_EQ(ci.hi, again.hi);
+  // Identical samples: the interval holds 1.
+  const auto same = bootstrap_median_ratio_ci(a, a, 0.95, 500, 3);
+  EXPECT_LE(same.lo, 1.0);
+  EXPECT_GE(same.hi, 1.0);
+  EXPECT_THROW((void)bootstrap_median_ratio_ci({}, b), std::invalid_argument);
+}
