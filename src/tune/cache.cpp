@@ -1,0 +1,441 @@
+#include "tune/cache.hpp"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <system_error>
+#include <thread>
+
+namespace caliber::tune {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kBusyTimeoutMs = 10000;
+
+constexpr const char* kSchema =
+    "CREATE TABLE IF NOT EXISTS tune_configs ("
+    " op TEXT NOT NULL, provider TEXT NOT NULL, provider_version TEXT NOT NULL,"
+    " backend TEXT NOT NULL, device_model TEXT NOT NULL, dtype TEXT NOT NULL, key TEXT NOT NULL,"
+    " config TEXT NOT NULL, ms REAL NOT NULL, trials TEXT NOT NULL, created REAL NOT NULL,"
+    " PRIMARY KEY (op, provider, provider_version, backend, device_model, dtype, key))";
+
+constexpr const char* kKeyWhere =
+    " WHERE op=?1 AND provider=?2 AND provider_version=?3 AND backend=?4 AND device_model=?5"
+    " AND dtype=?6 AND key=?7";
+
+bool is_corruption(int rc) {
+  rc &= 0xff;
+  return rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT;
+}
+
+bool is_busy(int rc) {
+  rc &= 0xff;
+  return rc == SQLITE_BUSY || rc == SQLITE_LOCKED;
+}
+
+double unix_now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string db_error(sqlite3* db, int rc) {
+  std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  return msg.empty() ? sqlite3_errstr(rc) : msg;
+}
+
+// Some pragmas (journal_mode among them) return BUSY without calling the busy handler, so a
+// second process opening the cache at the same moment would fail; retry them within the timeout.
+int exec_retry(sqlite3* db, const char* sql, std::string& err) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  for (;;) {
+    char* msg = nullptr;
+    int rc = sqlite3_exec(db, sql, nullptr, nullptr, &msg);
+    if (msg) {
+      err = msg;
+      sqlite3_free(msg);
+    }
+    if (!is_busy(rc) || std::chrono::steady_clock::now() > deadline) return rc;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  [[nodiscard]] bool ok() const { return rc_ == SQLITE_OK; }
+  [[nodiscard]] int rc() const { return rc_; }
+  sqlite3_stmt* get() { return s_; }
+  void bind(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  void bind(int i, double v) { sqlite3_bind_double(s_, i, v); }
+  void bind_key(const CacheKey& k) {
+    bind(1, k.op);
+    bind(2, k.provider);
+    bind(3, k.provider_version);
+    bind(4, k.backend);
+    bind(5, k.device_model);
+    bind(6, k.dtype);
+    bind(7, k.key);
+  }
+  int step() { return rc_ = sqlite3_step(s_); }
+  std::string text(int col) {
+    auto* p = sqlite3_column_text(s_, col);
+    return p ? std::string(reinterpret_cast<const char*>(p)) : std::string();
+  }
+  double real(int col) { return sqlite3_column_double(s_, col); }
+
+ private:
+  sqlite3_stmt* s_ = nullptr;
+  int rc_ = SQLITE_OK;
+};
+
+// Reads a row: the open connection is only known to work once a page has been read.
+int probe(sqlite3* db, std::string& err, bool full_check) {
+  Stmt count(db, "SELECT count(*) FROM tune_configs");
+  if (!count.ok()) {
+    err = db_error(db, count.rc());
+    return count.rc();
+  }
+  int rc = count.step();
+  if (rc != SQLITE_ROW) {
+    err = db_error(db, rc);
+    return rc;
+  }
+  if (!full_check) return SQLITE_OK;
+  Stmt check(db, "PRAGMA quick_check(1)");
+  if (!check.ok() || check.step() != SQLITE_ROW) {
+    err = db_error(db, check.rc());
+    return check.rc() == SQLITE_ROW ? SQLITE_CORRUPT : check.rc();
+  }
+  std::string verdict = check.text(0);
+  if (verdict != "ok") {
+    err = "integrity check: " + verdict;
+    return SQLITE_CORRUPT;
+  }
+  return SQLITE_OK;
+}
+
+// Opens `file` read-write in WAL mode with the schema in place; rc and err say what failed.
+int open_read_write(const fs::path& file, sqlite3** out, std::string& err) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (rc == SQLITE_OK) {
+    sqlite3_busy_timeout(db, kBusyTimeoutMs);
+    rc = exec_retry(db, "PRAGMA journal_mode=WAL", err);
+    if (rc == SQLITE_OK) rc = exec_retry(db, "PRAGMA synchronous=NORMAL", err);
+    if (rc == SQLITE_OK) rc = exec_retry(db, kSchema, err);
+    if (rc == SQLITE_OK) rc = probe(db, err, true);
+  } else {
+    err = db_error(db, rc);
+  }
+  if (rc != SQLITE_OK) {
+    if (err.empty()) err = db_error(db, rc);
+    sqlite3_close_v2(db);
+    return rc;
+  }
+  *out = db;
+  return SQLITE_OK;
+}
+
+std::string timestamp() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+// Moves the corrupt file (and its -wal/-shm, which would otherwise be replayed into the fresh
+// file) to <file>.corrupt-<timestamp>[-N]. Returns the new name, or empty when it could not.
+fs::path set_aside(const fs::path& file) {
+  const std::string base = file.string() + ".corrupt-" + timestamp();
+  fs::path target = base;
+  std::error_code ec;
+  for (int n = 2; fs::exists(target, ec); ++n) target = base + "-" + std::to_string(n);
+  fs::rename(file, target, ec);
+  if (ec) return {};
+  for (const char* side : {"-wal", "-shm"}) {
+    fs::path s = file.string() + side;
+    std::error_code ec2;
+    if (fs::exists(s, ec2)) fs::rename(s, target.string() + side, ec2);
+  }
+  return target;
+}
+
+// Serializes recovery between processes, so two of them finding the same corrupt file do not
+// set aside each other's fresh replacement.
+class FileLock {
+ public:
+  explicit FileLock(const fs::path& lock_file) {
+    fd_ = ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~FileLock() {
+    if (fd_ >= 0) {
+      ::flock(fd_, LOCK_UN);
+      ::close(fd_);
+    }
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace
+
+std::string CacheKey::str() const {
+  std::string s = op + " " + provider;
+  if (!provider_version.empty()) s += "@" + provider_version;
+  s += " " + backend;
+  if (!device_model.empty()) s += "/" + device_model;
+  s += " " + dtype + " " + key;
+  return s;
+}
+
+std::string trials_to_json(const std::vector<Trial>& trials) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& t : trials) {
+    nlohmann::json j{{"config", t.config.str()}, {"ms", t.ms}, {"rejected", t.rejected}};
+    if (!t.error.empty()) j["error"] = t.error;
+    arr.push_back(std::move(j));
+  }
+  return arr.dump();
+}
+
+std::vector<Trial> trials_from_json(const std::string& text) {
+  std::vector<Trial> out;
+  auto arr = nlohmann::json::parse(text, nullptr, false);
+  if (!arr.is_array()) return out;
+  for (const auto& j : arr) {
+    if (!j.is_object()) continue;
+    Trial t;
+    auto c = Config::parse(j.value("config", std::string()));
+    if (!c) continue;
+    t.config = *c;
+    t.ms = j.value("ms", 0.0);
+    t.rejected = j.value("rejected", false);
+    t.error = j.value("error", std::string());
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+fs::path default_cache_path() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return fs::path(xdg) / "caliber" / "tune.db";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return fs::path(home) / ".cache" / "caliber" / "tune.db";
+  return fs::temp_directory_path() / "caliber" / "tune.db";
+}
+
+std::unique_ptr<ConfigCache> ConfigCache::open(const fs::path& file, Access access,
+                                               std::vector<std::string>& warnings) {
+  std::unique_ptr<ConfigCache> c(new ConfigCache(file, access));
+  std::string err;
+
+  if (access == Access::read_only) {
+    std::error_code ec;
+    if (!fs::is_regular_file(file, ec)) {
+      warnings.push_back("tune cache " + file.string() +
+                         " does not exist; no configs can be read from it");
+      return c;
+    }
+    // The URI form with immutable=1 is the fallback for a WAL file whose -shm cannot be created
+    // (a recorded run directory we may not write to).
+    const std::string uris[] = {"file:" + file.string() + "?mode=ro",
+                                "file:" + file.string() + "?mode=ro&immutable=1"};
+    int rc = SQLITE_OK;
+    for (const auto& uri : uris) {
+      sqlite3* db = nullptr;
+      rc = sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+      if (rc == SQLITE_OK) {
+        sqlite3_busy_timeout(db, kBusyTimeoutMs);
+        rc = probe(db, err, false);
+      } else {
+        err = db_error(db, rc);
+      }
+      if (rc == SQLITE_OK) {
+        c->db_ = db;
+        return c;
+      }
+      sqlite3_close_v2(db);
+      if (is_corruption(rc)) break;
+    }
+    warnings.push_back("tune cache " + file.string() + " cannot be read (" + err +
+                       "); it is left untouched and no configs can be read from it");
+    return c;
+  }
+
+  std::error_code ec;
+  if (file.has_parent_path()) fs::create_directories(file.parent_path(), ec);
+  int rc = open_read_write(file, &c->db_, err);
+  if (rc != SQLITE_OK && is_corruption(rc)) {
+    FileLock lock(file.string() + ".lock");
+    // Another process may have rebuilt it while we waited for the lock.
+    err.clear();
+    rc = open_read_write(file, &c->db_, err);
+    if (rc != SQLITE_OK && is_corruption(rc)) {
+      const std::string why = err;
+      fs::path aside = set_aside(file);
+      if (!aside.empty()) {
+        err.clear();
+        rc = open_read_write(file, &c->db_, err);
+        warnings.push_back("tune cache " + file.string() + " was corrupt (" + why + "): moved to " +
+                           aside.string() + " and rebuilt empty");
+      }
+    }
+  }
+  if (rc != SQLITE_OK) {
+    warnings.push_back("tune cache " + file.string() + " cannot be used (" + err +
+                       "); tuning results of this run are kept in memory only");
+    std::string mem_err;
+    if (open_read_write(":memory:", &c->db_, mem_err) == SQLITE_OK) c->in_memory_ = true;
+  }
+  return c;
+}
+
+ConfigCache::~ConfigCache() {
+  if (db_) sqlite3_close_v2(db_);
+}
+
+std::optional<CacheRecord> ConfigCache::find(const CacheKey& key) {
+  if (!db_) return std::nullopt;
+  const std::string sql =
+      std::string("SELECT config, ms, trials, created FROM tune_configs") + kKeyWhere;
+  Stmt s(db_, sql.c_str());
+  if (!s.ok()) {
+    last_error_ = db_error(db_, s.rc());
+    return std::nullopt;
+  }
+  s.bind_key(key);
+  int rc = s.step();
+  if (rc != SQLITE_ROW) {
+    if (rc != SQLITE_DONE) last_error_ = db_error(db_, rc);
+    return std::nullopt;
+  }
+  auto cfg = Config::parse(s.text(0));
+  if (!cfg) {
+    last_error_ = "unparseable config '" + s.text(0) + "' for " + key.str();
+    return std::nullopt;
+  }
+  CacheRecord r;
+  r.config = *cfg;
+  r.ms = s.real(1);
+  r.trials = trials_from_json(s.text(2));
+  r.created = s.real(3);
+  return r;
+}
+
+bool ConfigCache::write_txn(const std::string& what, const std::function<bool()>& body) {
+  if (!writable()) {
+    last_error_ = "tune cache " + file_.string() + " is read-only";
+    return false;
+  }
+  std::string err;
+  int rc = exec_retry(db_, "BEGIN IMMEDIATE", err);
+  if (rc != SQLITE_OK) {
+    last_error_ = what + ": " + (err.empty() ? db_error(db_, rc) : err);
+    return false;
+  }
+  if (!body()) {
+    exec_retry(db_, "ROLLBACK", err);
+    return false;
+  }
+  rc = exec_retry(db_, "COMMIT", err);
+  if (rc != SQLITE_OK) {
+    last_error_ = what + ": " + (err.empty() ? db_error(db_, rc) : err);
+    exec_retry(db_, "ROLLBACK", err);
+    return false;
+  }
+  return true;
+}
+
+bool ConfigCache::store(const CacheKey& key, const CacheRecord& rec) {
+  return write_txn("store " + key.str(), [&] {
+    Stmt s(db_,
+           "INSERT OR REPLACE INTO tune_configs (op, provider, provider_version, backend, "
+           "device_model,"
+           " dtype, key, config, ms, trials, created) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)");
+    if (!s.ok()) {
+      last_error_ = db_error(db_, s.rc());
+      return false;
+    }
+    s.bind_key(key);
+    s.bind(8, rec.config.str());
+    s.bind(9, rec.ms);
+    s.bind(10, trials_to_json(rec.trials));
+    s.bind(11, rec.created > 0 ? rec.created : unix_now());
+    int rc = s.step();
+    if (rc != SQLITE_DONE) {
+      last_error_ = db_error(db_, rc);
+      return false;
+    }
+    return true;
+  });
+}
+
+bool ConfigCache::evict(const CacheKey& key) {
+  return write_txn("evict " + key.str(), [&] {
+    const std::string sql = std::string("DELETE FROM tune_configs") + kKeyWhere;
+    Stmt s(db_, sql.c_str());
+    if (!s.ok()) {
+      last_error_ = db_error(db_, s.rc());
+      return false;
+    }
+    s.bind_key(key);
+    int rc = s.step();
+    if (rc != SQLITE_DONE) {
+      last_error_ = db_error(db_, rc);
+      return false;
+    }
+    return true;
+  });
+}
+
+std::vector<std::pair<CacheKey, CacheRecord>> ConfigCache::all() {
+  std::vector<std::pair<CacheKey, CacheRecord>> out;
+  if (!db_) return out;
+  Stmt s(db_,
+         "SELECT op, provider, provider_version, backend, device_model, dtype, key, config, ms,"
+         " trials, created FROM tune_configs ORDER BY op, provider, provider_version, backend,"
+         " device_model, dtype, key");
+  if (!s.ok()) {
+    last_error_ = db_error(db_, s.rc());
+    return out;
+  }
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    CacheKey k{s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6)};
+    auto cfg = Config::parse(s.text(7));
+    if (!cfg) continue;
+    CacheRecord r{*cfg, s.real(8), trials_from_json(s.text(9)), s.real(10)};
+    out.emplace_back(std::move(k), std::move(r));
+  }
+  if (rc != SQLITE_DONE) last_error_ = db_error(db_, rc);
+  return out;
+}
+
+void ConfigCache::make_portable() {
+  if (!writable() || in_memory_) return;
+  std::string err;
+  exec_retry(db_, "PRAGMA wal_checkpoint(TRUNCATE)", err);
+  exec_retry(db_, "PRAGMA journal_mode=DELETE", err);
+}
+
+}  // namespace caliber::tune

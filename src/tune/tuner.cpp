@@ -1,0 +1,260 @@
+#include "tune/tuner.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <limits>
+
+namespace caliber::tune {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string format_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", s);
+  return buf;
+}
+
+std::string format_ms(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g ms", ms);
+  return buf;
+}
+
+bool contains(const ConfigSpace& space, const Config& c) {
+  for (const auto& x : space.configs)
+    if (x == c) return true;
+  return false;
+}
+
+}  // namespace
+
+const char* to_string(Mode m) noexcept {
+  switch (m) {
+    case Mode::off:
+      return "off";
+    case Mode::live:
+      return "live";
+    case Mode::record:
+      return "record";
+    case Mode::replay:
+      return "replay";
+  }
+  return "off";
+}
+
+std::optional<Mode> parse_mode(std::string_view s) noexcept {
+  if (s == "off") return Mode::off;
+  if (s == "live") return Mode::live;
+  if (s == "record") return Mode::record;
+  if (s == "replay") return Mode::replay;
+  return std::nullopt;
+}
+
+std::string no_evict_marker(const std::string& stage) {
+  return "compile_" + stage + "_no_evict";
+}
+
+std::string progress_line(const CacheKey& key, int done, int total, double seconds) {
+  return "tune " + key.op + " " + key.provider + " " + key.key + ": " + std::to_string(done) + "/" +
+         std::to_string(total) + " configs, " + format_seconds(seconds);
+}
+
+Tuner::Tuner(Settings s) : settings_(std::move(s)) {}
+
+Tuner::~Tuner() {
+  // A recorded tune.db is archived with the run and replayed later, possibly from a read-only copy.
+  if (cache_ && settings_.mode == Mode::record) cache_->make_portable();
+}
+
+fs::path Tuner::cache_file() const {
+  switch (settings_.mode) {
+    case Mode::off:
+      return {};
+    case Mode::live:
+      return settings_.shared_cache.empty() ? default_cache_path() : settings_.shared_cache;
+    case Mode::record:
+      return settings_.run_dir / "tune.db";
+    case Mode::replay: {
+      std::error_code ec;
+      if (fs::is_regular_file(settings_.replay_from, ec)) return settings_.replay_from;
+      return settings_.replay_from / "tune.db";
+    }
+  }
+  return {};
+}
+
+ConfigCache* Tuner::cache() {
+  if (!cache_opened_) {
+    cache_opened_ = true;
+    if (settings_.mode != Mode::off) {
+      auto access = settings_.mode == Mode::replay ? ConfigCache::Access::read_only
+                                                   : ConfigCache::Access::read_write;
+      cache_ = ConfigCache::open(cache_file(), access, warnings_);
+    }
+  }
+  return cache_.get();
+}
+
+std::vector<std::string> Tuner::take_warnings() {
+  std::vector<std::string> out;
+  out.swap(warnings_);
+  return out;
+}
+
+Selection Tuner::sweep(const CacheKey& key, const ConfigSpace& space, const TimeConfig& time_config,
+                       const Config* excluded) {
+  Selection sel;
+  const bool progress = settings_.show_progress && ::isatty(STDERR_FILENO);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const int total = static_cast<int>(space.configs.size());
+  double best = std::numeric_limits<double>::infinity();
+  const Config* winner = nullptr;
+  int done = 0;
+  for (const auto& c : space.configs) {
+    Trial t{c, 0, false, {}};
+    if (excluded && c == *excluded) {
+      t.rejected = true;
+      t.error = "failed at launch earlier; excluded";
+    } else {
+      try {
+        t.ms = time_config(c);
+        if (!(t.ms > 0) || t.ms == std::numeric_limits<double>::infinity()) {
+          t.rejected = true;
+          t.error = "no valid latency";
+        }
+      } catch (const std::exception& e) {
+        t.rejected = true;
+        t.error = e.what();
+      }
+      ++sel.tried;
+    }
+    if (t.rejected) {
+      ++sel.rejected;
+    } else if (t.ms < best) {
+      best = t.ms;
+      winner = &c;
+    }
+    sel.trials.push_back(std::move(t));
+    ++done;
+    if (progress)
+      std::fprintf(stderr, "\r%s\x1b[K", progress_line(key, done, total, elapsed()).c_str());
+  }
+  sel.sweep_s = elapsed();
+  sweep_seconds_ += sel.sweep_s;
+  if (progress) std::fprintf(stderr, "\r\x1b[K");
+
+  const std::string tried =
+      "tried " + std::to_string(sel.tried) + " configs in " + format_seconds(sel.sweep_s) +
+      (sel.rejected ? " (" + std::to_string(sel.rejected) + " rejected)" : "");
+  if (!winner) {
+    sel.config = space.default_config;
+    sel.source = "default";
+    sel.note = "tune " + key.str() + ": " + tried + "; no config ran, using the default " +
+               space.default_config.str() + "; nothing stored";
+    return sel;
+  }
+  sel.config = *winner;
+  sel.source = "tuned";
+  ++keys_tuned_;
+  sel.note =
+      "tune " + key.str() + ": " + tried + "; winner " + winner->str() + " at " + format_ms(best);
+  if (auto* c = cache()) {
+    if (!c->store(key, CacheRecord{*winner, best, sel.trials, 0}))
+      warnings_.push_back("tune cache " + c->file().string() + ": could not store " + key.str() +
+                          " (" + c->last_error() + ")");
+  }
+  return sel;
+}
+
+Selection Tuner::select(const CacheKey& key_in, const ConfigSpace& space,
+                        const TimeConfig& time_config) {
+  CacheKey key = key_in;
+  if (key.key.empty()) key.key = tune_key(space.key);
+
+  Selection sel;
+  if (settings_.mode == Mode::off || !space.tunable()) {
+    sel.config = space.configs.size() == 1 ? space.configs.front() : space.default_config;
+    sel.source = "default";
+    sel.note = settings_.mode == Mode::off ? "autotune off: default config" : "";
+    return sel;
+  }
+
+  ConfigCache* c = cache();
+  std::optional<CacheRecord> hit = c ? c->find(key) : std::nullopt;
+
+  if (settings_.mode == Mode::replay) {
+    if (hit) {
+      sel.config = hit->config;
+      sel.source = "replay";
+      sel.trials = hit->trials;
+      sel.note = "replayed " + hit->config.str() + " from " + cache_file().string();
+      return sel;
+    }
+    sel.config = space.default_config;
+    sel.source = "replay-missing";
+    sel.note = "no recorded config for key " + key.str() + " in " + cache_file().string() +
+               "; using the default " + space.default_config.str() + "; not tuned";
+    return sel;
+  }
+
+  // A config the provider no longer declares is stale (the space changed under the same version).
+  if (hit && contains(space, hit->config)) {
+    sel.config = hit->config;
+    sel.source = "cache";
+    sel.trials = hit->trials;
+    sel.note = "cached " + hit->config.str() + " from " + cache_file().string();
+    return sel;
+  }
+  return sweep(key, space, time_config, nullptr);
+}
+
+Selection Tuner::on_launch_failure(const CacheKey& key_in, const ConfigSpace& space,
+                                   const Config& failed, const std::string& stage,
+                                   const TimeConfig& time_config) {
+  CacheKey key = key_in;
+  if (key.key.empty()) key.key = tune_key(space.key);
+
+  Selection sel;
+  if (settings_.mode == Mode::off || !space.tunable()) {
+    // Nothing was chosen by tuning, so there is nothing to evict or to choose instead.
+    sel.config = failed;
+    sel.source = "default";
+    sel.note = "config " + failed.str() + " failed at " + stage +
+               "; it is the only config, nothing to evict";
+    return sel;
+  }
+
+  ConfigCache* c = cache();
+  if (settings_.mode == Mode::replay || !c || !c->writable()) {
+    sel.config = failed;
+    sel.source = settings_.mode == Mode::replay ? "replay" : "cache";
+    sel.markers.push_back(no_evict_marker(stage));
+    sel.note = "config " + failed.str() + " for " + key.str() + " failed at " + stage +
+               " and could not be evicted: " + cache_file().string() +
+               " is a read-only source; the config was kept, no fallback to live tuning";
+    return sel;
+  }
+
+  if (!c->evict(key)) {
+    sel.config = failed;
+    sel.source = "cache";
+    sel.markers.push_back(no_evict_marker(stage));
+    sel.note = "config " + failed.str() + " for " + key.str() + " failed at " + stage +
+               " and could not be evicted (" + c->last_error() + "); the config was kept";
+    return sel;
+  }
+  sel = sweep(key, space, time_config, &failed);
+  sel.note =
+      "config " + failed.str() + " failed at " + stage + "; evicted and retuned: " + sel.note;
+  return sel;
+}
+
+}  // namespace caliber::tune

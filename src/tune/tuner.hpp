@@ -1,0 +1,96 @@
+// Autotune: pick a config per (op, provider, backend, device model, dtype, key) by sweeping the
+// provider's config space, and keep the winner in a cache according to the mode (DESIGN.md,
+// Autotune; changelog change 2).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "caliber/config.hpp"
+#include "tune/cache.hpp"
+
+namespace caliber::tune {
+
+enum class Mode { off, live, record, replay };
+[[nodiscard]] const char* to_string(Mode m) noexcept;
+// "off", "live", "record", "replay"; nullopt for anything else.
+[[nodiscard]] std::optional<Mode> parse_mode(std::string_view s) noexcept;
+
+// The marker a row carries when a failing config could not be evicted ("compile_<stage>_no_evict").
+[[nodiscard]] std::string no_evict_marker(const std::string& stage);
+
+struct Selection {
+  Config config;
+  std::string source;  // "default" | "cache" | "tuned" | "replay" | "replay-missing"
+  int tried = 0;       // configs timed by this call's sweep (rejected ones included)
+  int rejected = 0;
+  double sweep_s = 0;  // wall time of this call's sweep; 0 when nothing was swept
+  std::vector<Trial> trials;
+  std::vector<std::string> markers;  // e.g. "compile_tune_no_evict"
+  std::string note;                  // human text for the row and the log
+};
+
+struct Settings {
+  Mode mode = Mode::live;
+  std::filesystem::path shared_cache;  // live: the shared cache file; empty: default_cache_path()
+  std::filesystem::path run_dir;       // record: <run_dir>/tune.db
+  std::filesystem::path replay_from;   // replay: <dir>/tune.db (or the file itself), read-only
+  bool show_progress = true;           // progress line on stderr, only when it is a terminal
+};
+
+// Returns the latency in ms of one config, with a short budget; throws caliber::ConfigRejected
+// (or any std::exception) for a config that cannot run here.
+using TimeConfig = std::function<double(const Config&)>;
+
+class Tuner {
+ public:
+  explicit Tuner(Settings s);
+  ~Tuner();
+  Tuner(const Tuner&) = delete;
+  Tuner& operator=(const Tuner&) = delete;
+
+  // The config to use for `key`. An empty key.key is filled from space.key (tune_key()).
+  // Never sweeps in replay mode; never touches a cache in off mode or for an untunable space.
+  [[nodiscard]] Selection select(const CacheKey& key, const ConfigSpace& space,
+                                 const TimeConfig& time_config);
+
+  // The selected config failed at launch during `stage`. live/record: evict it and retune without
+  // it. replay (or any cache that cannot be written): keep it, add marker compile_<stage>_no_evict,
+  // and say in the note that it could not be dropped.
+  [[nodiscard]] Selection on_launch_failure(const CacheKey& key, const ConfigSpace& space,
+                                            const Config& failed, const std::string& stage,
+                                            const TimeConfig& time_config);
+
+  // Warnings gathered since the last call (a corrupt cache set aside, an unreadable replay source).
+  [[nodiscard]] std::vector<std::string> take_warnings();
+
+  [[nodiscard]] Mode mode() const noexcept { return settings_.mode; }
+  // The cache file this mode reads/writes; empty in off mode.
+  [[nodiscard]] std::filesystem::path cache_file() const;
+  // Totals over this tuner's life, for the run footer.
+  [[nodiscard]] int keys_tuned() const noexcept { return keys_tuned_; }
+  [[nodiscard]] double sweep_seconds() const noexcept { return sweep_seconds_; }
+
+ private:
+  ConfigCache* cache();
+  Selection sweep(const CacheKey& key, const ConfigSpace& space, const TimeConfig& time_config,
+                  const Config* excluded);
+
+  Settings settings_;
+  std::unique_ptr<ConfigCache> cache_;
+  bool cache_opened_ = false;
+  std::vector<std::string> warnings_;
+  int keys_tuned_ = 0;
+  double sweep_seconds_ = 0;
+};
+
+// "tune mm lt-tuned M=4096,N=4096: 7/16 configs, 0.8 s" (the progress line, without terminal
+// codes).
+[[nodiscard]] std::string progress_line(const CacheKey& key, int done, int total, double seconds);
+
+}  // namespace caliber::tune

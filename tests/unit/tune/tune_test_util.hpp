@@ -1,0 +1,53 @@
+// Helpers shared by the tune room's tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "caliber/config.hpp"
+#include "tune/cache.hpp"
+
+namespace caliber::tune::testing {
+
+// A fresh directory per test, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "caliber-tune-XXXXXX").string();
+    char* p = ::mkdtemp(tmpl.data());
+    if (!p) throw std::runtime_error("mkdtemp failed");
+    path_ = p;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::permissions(path_, std::filesystem::perms::owner_all, ec);
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline Config cfg(std::int64_t block, std::int64_t vec = 1) {
+  return Config{{{"block", block}, {"vec", vec}}};
+}
+
+inline ConfigSpace space4(std::int64_t m = 4096) {
+  ConfigSpace s;
+  s.configs = {cfg(64), cfg(128), cfg(256), cfg(512)};
+  s.default_config = cfg(128);
+  s.key = {{"M", m, KeyStrategy::log2}, {"N", 4096, KeyStrategy::log2}};
+  return s;
+}
+
+inline CacheKey key_for(const std::string& op, const std::string& key) {
+  return CacheKey{op, "own", "1.0", "cpu", "host-8c", "fp32", key};
+}
+
+}  // namespace caliber::tune::testing
