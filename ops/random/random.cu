@@ -1,0 +1,448 @@
+// Random ops: rand (uniform [0, 1)), randn (standard normal), dropout (p = 0.5, kept values
+// scaled by 1 / (1 - p), plus the keep mask).
+// Baseline: cuRAND's Philox4_32_10 host API (generator created in prepare, bound to the stream),
+// generating fp32; other output dtypes and dropout's masking take one extra conversion kernel.
+// Candidate: own counter-based Philox4x32-10 kernel. It is safe to capture because it never
+// touches device-side generator state: at launch the HOST reads the seed and reserves counters
+// from ctx.default_generator() and passes (seed, offset) as kernel arguments. Known caveat: a
+// captured graph replays the offset it was captured with, so every replay draws the same numbers
+// (as torch's graph-safe generators do without their offset-increment bookkeeping); the timing is
+// unaffected, and the harness's RNG guard restores the generator the capture advanced.
+#include <curand.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "common/cuda_common.cuh"
+#include "common/philox_b.hpp"
+#include "common/rows_b.cuh"
+
+namespace caliber::ops::cuda::randomb {
+namespace {
+
+enum class Kind { rand, randn, dropout };
+
+const char* kind_name(Kind k) {
+  return k == Kind::rand ? "rand" : k == Kind::randn ? "randn" : "dropout";
+}
+
+constexpr float kDropP = 0.5f;
+
+#define CALIBER_CURAND_CHECK(expr)                                           \
+  do {                                                                       \
+    const curandStatus_t st_ = (expr);                                       \
+    if (st_ != CURAND_STATUS_SUCCESS) {                                      \
+      throw NativeError(static_cast<int>(st_), #expr, "cuRAND call failed"); \
+    }                                                                        \
+  } while (0)
+
+// The largest value of T below 1, so that rounding a uniform draw to T never yields 1.
+template <class T>
+__device__ __forceinline__ float below_one() {
+  if constexpr (std::is_same_v<T, __half>) return 1.f - 0x1p-11f;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return 1.f - 0x1p-8f;
+  return 1.f - 0x1p-24f;
+}
+
+template <Kind K, class T>
+__device__ __forceinline__ void make4(philox::U32x4 r, float out[4], unsigned char keep[4]) {
+  if constexpr (K == Kind::rand) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) out[k] = fminf(philox::to_unit(r.v[k]), below_one<T>());
+  } else if constexpr (K == Kind::randn) {
+#pragma unroll
+    for (int k = 0; k < 4; k += 2) {
+      const float rad = sqrtf(-2.f * logf(philox::to_unit_open0(r.v[k])));
+      float s, c;
+      sincospif(2.f * philox::to_unit(r.v[k + 1]), &s, &c);
+      out[k] = rad * c;
+      out[k + 1] = rad * s;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) keep[k] = philox::to_unit(r.v[k]) < 1.f - kDropP;
+  }
+}
+
+// Group g of four outputs draws Philox counter (offset + g); grid-stride over groups.
+template <Kind K, class T>
+__global__ void philox_kernel(T* __restrict__ y, unsigned char* __restrict__ mask,
+                              const T* __restrict__ x, long long n, unsigned long long seed,
+                              unsigned long long offset) {
+  const long long groups = (n + 3) / 4;
+  for (long long g = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; g < groups;
+       g += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const philox::U32x4 r = philox::draw(seed, offset, static_cast<unsigned long long>(g));
+    const long long i = g * 4;
+    float v[4];
+    unsigned char keep[4] = {0, 0, 0, 0};
+    make4<K, T>(r, v, keep);
+    if (i + 4 <= n) {
+      Vec<T, 4> o;
+      if constexpr (K == Kind::dropout) {
+        const Vec<T, 4> in = load_vec<T, 4>(x + i);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          o.v[k] = keep[k] ? from_float<T>(to_float(in.v[k]) * (1.f / (1.f - kDropP)))
+                           : from_float<T>(0.f);
+        }
+        *reinterpret_cast<uchar4*>(mask + i) = make_uchar4(keep[0], keep[1], keep[2], keep[3]);
+      } else {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) o.v[k] = from_float<T>(v[k]);
+      }
+      store_vec<T, 4>(y + i, o);
+    } else {
+      for (int k = 0; i + k < n; ++k) {
+        if constexpr (K == Kind::dropout) {
+          y[i + k] = keep[k] ? from_float<T>(to_float(x[i + k]) * (1.f / (1.f - kDropP)))
+                             : from_float<T>(0.f);
+          mask[i + k] = keep[k];
+        } else {
+          y[i + k] = from_float<T>(v[k]);
+        }
+      }
+    }
+  }
+}
+
+// Baseline tail: cuRAND's fp32 draws to the output dtype, or to dropout's output and mask.
+template <Kind K, class T>
+__global__ void from_curand_kernel(const float* __restrict__ u, T* __restrict__ y,
+                                   unsigned char* __restrict__ mask, const T* __restrict__ x,
+                                   long long n) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    if constexpr (K == Kind::dropout) {
+      // cuRAND's uniform lies in (0, 1]; keep when u <= 1 - p keeps the same rate.
+      const bool keep = u[i] <= 1.f - kDropP;
+      y[i] = keep ? from_float<T>(to_float(x[i]) * (1.f / (1.f - kDropP))) : from_float<T>(0.f);
+      mask[i] = keep;
+    } else {
+      y[i] = from_float<T>(u[i]);
+    }
+  }
+}
+
+double normal_cdf(double z) {
+  return 0.5 * std::erfc(-z / std::sqrt(2.0));
+}
+
+class RandomWorkload final : public Workload {
+ public:
+  RandomWorkload(DeviceContext& ctx, const Case& c, Kind kind)
+      : ctx_(ctx),
+        case_(c),
+        kind_(kind),
+        n_(std::max<std::int64_t>(c.numel(), 1)),
+        s_(stream_of(ctx)) {
+    const std::size_t es = size_of(c.dtype);
+    y_ = Buffer(ctx, static_cast<std::size_t>(n_) * es);
+    if (kind == Kind::dropout) {
+      x_ = Buffer(ctx, static_cast<std::size_t>(n_) * es);
+      ctx.fill_uniform(x_.get(), c.dtype, static_cast<std::size_t>(n_), -1.0, 1.0, ctx.seed());
+      mask_ = Buffer(ctx, static_cast<std::size_t>(n_));
+    }
+    own_state_.seed = ctx.seed() ^ 0x9e3779b97f4a7c15ull;
+  }
+  ~RandomWorkload() override {
+    if (gen_ != nullptr) curandDestroyGenerator(gen_);
+  }
+
+  [[nodiscard]] std::vector<ProviderInfo> providers() const override {
+    ProviderInfo base;
+    base.name = "curand";
+    base.role = Role::baseline;
+    base.label = "cuRAND Philox4_32_10 host API (fp32)";
+    if (kind_ == Kind::dropout) {
+      base.label += " + masking kernel";
+    } else if (case_.dtype != DType::f32) {
+      base.label += " + conversion kernel";
+    }
+    ProviderInfo cand;
+    cand.name = "caliber";
+    cand.role = Role::candidate;
+    cand.label = "own Philox4x32-10, (seed, offset) as kernel arguments: capture-safe";
+    cand.space = rowsb::block_space(rowsb::RowShape{1, n_});
+    return {base, cand};
+  }
+
+  void prepare(std::size_t p, const Config& c) override {
+    if (p == 0) {
+      if (gen_ == nullptr) {
+        CALIBER_CURAND_CHECK(curandCreateGenerator(&gen_, CURAND_RNG_PSEUDO_PHILOX4_32_10));
+      }
+      CALIBER_CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(gen_, ctx_.seed()));
+      CALIBER_CURAND_CHECK(curandSetStream(gen_, s_));
+      // cuRAND's normal generator produces pairs: round the scratch up to an even count.
+      const bool direct = kind_ != Kind::dropout && case_.dtype == DType::f32 && n_ % 2 == 0;
+      if (!direct) scratch_ = Buffer(ctx_, static_cast<std::size_t>(n_ + 1) * sizeof(float));
+      return;
+    }
+    block_ = rowsb::block_of(c);
+    dispatch_float(case_.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      require_launchable(philox_kernel<Kind::rand, T>, block_, 0, "philox_kernel");
+    });
+  }
+
+  void launch(std::size_t p) override {
+    if (p == 0) {
+      launch_curand();
+      return;
+    }
+    GeneratorState* g = ctx_.default_generator();
+    GeneratorState& st = g != nullptr ? *g : own_state_;
+    const std::uint64_t seed = st.seed;
+    const std::uint64_t offset = st.advance(philox::counters_for(static_cast<std::uint64_t>(n_)));
+    launch_own(seed, offset);
+  }
+
+  [[nodiscard]] Accuracy check(std::size_t p) override {
+    const std::size_t out_bytes = y_.bytes();
+    poison(y_.get(), out_bytes, s_);
+    if (mask_.get() != nullptr) poison(mask_.get(), mask_.bytes(), s_);
+    // Determinism: the same seed and offset twice must give identical bits.
+    std::uint64_t seed = 0, offset = 0;
+    if (p == 0) {
+      CALIBER_CURAND_CHECK(curandSetGeneratorOffset(gen_, 0));
+      launch_curand();
+    } else {
+      GeneratorState* g = ctx_.default_generator();
+      GeneratorState& st = g != nullptr ? *g : own_state_;
+      seed = st.seed;
+      offset = st.advance(philox::counters_for(static_cast<std::uint64_t>(n_)));
+      launch_own(seed, offset);
+    }
+    sync(s_);
+    Accuracy a = statistics(p);
+    const std::size_t probe = std::min<std::size_t>(out_bytes, 1 << 20);
+    std::vector<unsigned char> first(probe), second(probe);
+    CALIBER_CUDA_CHECK(cudaMemcpy(first.data(), y_.get(), probe, cudaMemcpyDeviceToHost));
+    poison(y_.get(), out_bytes, s_);
+    if (p == 0) {
+      CALIBER_CURAND_CHECK(curandSetGeneratorOffset(gen_, 0));
+      launch_curand();
+    } else {
+      launch_own(seed, offset);
+    }
+    sync(s_);
+    CALIBER_CUDA_CHECK(cudaMemcpy(second.data(), y_.get(), probe, cudaMemcpyDeviceToHost));
+    const bool same = std::memcmp(first.data(), second.data(), probe) == 0;
+    a.detail += same ? "; deterministic under one seed and offset"
+                     : "; NOT deterministic under one seed and offset";
+    if (!same) a.passed = false;
+    if (p == 1 && kind_ == Kind::rand && case_.dtype == DType::f32) {
+      // The own generator is bit-exact against the host Philox for fp32 uniforms.
+      std::vector<float> got(std::min<std::int64_t>(n_, 4096));
+      std::memcpy(got.data(), first.data(), std::min(probe, got.size() * sizeof(float)));
+      std::size_t mism = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const auto r = philox::draw(seed, offset, i / 4);
+        if (got[i] != std::min(philox::to_unit(r.v[i % 4]), 1.f - 0x1p-24f)) ++mism;
+      }
+      a.detail += "; " + std::to_string(mism) + " of the first " + std::to_string(got.size()) +
+                  " values differ from the host Philox";
+      if (mism > 0) a.passed = false;
+    }
+    return a;
+  }
+
+  [[nodiscard]] double bytes() const override {
+    const double es = static_cast<double>(size_of(case_.dtype));
+    const double n = static_cast<double>(n_);
+    return kind_ == Kind::dropout ? n * (2 * es + 1) : n * es;
+  }
+
+ private:
+  void launch_curand() {
+    const bool direct = scratch_.get() == nullptr;
+    float* u = direct ? y_.as<float>() : scratch_.as<float>();
+    const auto count = static_cast<std::size_t>(n_ + (n_ % 2));
+    if (kind_ == Kind::randn) {
+      CALIBER_CURAND_CHECK(curandGenerateNormal(gen_, u, count, 0.f, 1.f));
+    } else {
+      CALIBER_CURAND_CHECK(
+          curandGenerateUniform(gen_, u, direct ? static_cast<std::size_t>(n_) : count));
+    }
+    if (direct) return;
+    dispatch_float(case_.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const unsigned grid = grid_for(n_, 256, ctx_.props());
+      if (kind_ == Kind::dropout) {
+        from_curand_kernel<Kind::dropout, T>
+            <<<grid, 256, 0, s_>>>(u, y_.as<T>(), mask_.as<unsigned char>(), x_.as<const T>(), n_);
+      } else {
+        from_curand_kernel<Kind::rand, T>
+            <<<grid, 256, 0, s_>>>(u, y_.as<T>(), nullptr, nullptr, n_);
+      }
+      CALIBER_LAUNCH_CHECK("from_curand_kernel");
+    });
+  }
+
+  void launch_own(std::uint64_t seed, std::uint64_t offset) {
+    dispatch_float(case_.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const unsigned grid =
+          grid_for(ceil_div(n_, 4), block_, ctx_.props(), 2, std::max(1, 2048 / block_));
+      switch (kind_) {
+        case Kind::rand:
+          philox_kernel<Kind::rand, T>
+              <<<grid, block_, 0, s_>>>(y_.as<T>(), nullptr, nullptr, n_, seed, offset);
+          break;
+        case Kind::randn:
+          philox_kernel<Kind::randn, T>
+              <<<grid, block_, 0, s_>>>(y_.as<T>(), nullptr, nullptr, n_, seed, offset);
+          break;
+        case Kind::dropout:
+          philox_kernel<Kind::dropout, T><<<grid, block_, 0, s_>>>(
+              y_.as<T>(), mask_.as<unsigned char>(), x_.as<const T>(), n_, seed, offset);
+          break;
+      }
+      CALIBER_LAUNCH_CHECK("philox_kernel");
+    });
+  }
+
+  // Streams the whole output back: every element finite and in range; mean and variance over
+  // all of it; a Kolmogorov-Smirnov distance on a strided sample; dropout's keep rate and the
+  // exact scaling of kept values.
+  [[nodiscard]] Accuracy statistics(std::size_t p) {
+    const double u = ref::unit_roundoff(case_.dtype);
+    const double n = static_cast<double>(n_);
+    const std::int64_t want = std::min<std::int64_t>(n_, 1 << 16);
+    const std::int64_t stride = std::max<std::int64_t>(1, n_ / want);
+    std::vector<double> sample;
+    double sum = 0, sum2 = 0;
+    std::size_t out_of_range = 0, kept = 0, bad_scale = 0;
+    std::vector<unsigned char> mask;
+    std::vector<double> xin;
+    const std::int64_t chunk = std::int64_t{1} << 24;
+    for (std::int64_t off = 0; off < n_; off += chunk) {
+      const std::int64_t m = std::min(chunk, n_ - off);
+      std::vector<double> y;
+      rowsb::stream_back(
+          y_.get(), case_.dtype, off, m, s_,
+          [&](const std::vector<double>& v, std::int64_t) { y = v; }, chunk);
+      if (kind_ == Kind::dropout) {
+        rowsb::stream_back(
+            x_.get(), case_.dtype, off, m, s_,
+            [&](const std::vector<double>& v, std::int64_t) { xin = v; }, chunk);
+        mask.resize(static_cast<std::size_t>(m));
+        CALIBER_CUDA_CHECK(cudaMemcpy(mask.data(), mask_.as<unsigned char>() + off,
+                                      static_cast<std::size_t>(m), cudaMemcpyDeviceToHost));
+      }
+      for (std::size_t k = 0; k < y.size(); ++k) {
+        const double v = y[k];
+        const auto i = off + static_cast<std::int64_t>(k);
+        if (kind_ == Kind::dropout) {
+          const bool keep = mask[k] == 1;
+          kept += keep;
+          const double expect = keep ? ref::round_to(xin[k] * 2.0, case_.dtype) : 0.0;
+          if (!(mask[k] <= 1) || !(v == expect)) ++bad_scale;
+          continue;
+        }
+        const bool ok = std::isfinite(v) && (kind_ == Kind::randn || (v >= 0.0 && v <= 1.0));
+        if (!ok) {
+          ++out_of_range;
+          continue;
+        }
+        sum += v;
+        sum2 += v * v;
+        if (i % stride == 0 && static_cast<std::int64_t>(sample.size()) < want) sample.push_back(v);
+      }
+    }
+    Accuracy a;
+    std::string what = std::string(kind_name(kind_)) + " (" + (p == 0 ? "cuRAND" : "own Philox") +
+                       "), all " + std::to_string(n_) + " elements: ";
+    if (kind_ == Kind::dropout) {
+      const double rate = static_cast<double>(kept) / n;
+      const double tol = 6.0 * 0.5 / std::sqrt(n);
+      a.rel_err = std::fabs(rate - (1.0 - kDropP));
+      a.passed = bad_scale == 0 && a.rel_err <= tol;
+      a.detail = what + "keep rate " + std::to_string(rate) + " (want 0.5 +- " +
+                 std::to_string(tol) + "), " + std::to_string(bad_scale) +
+                 " elements not exactly x*2 (kept) or 0 (dropped)";
+      return a;
+    }
+    const double mean = sum / n;
+    const double var = sum2 / n - mean * mean;
+    const bool normal = kind_ == Kind::randn;
+    const double want_mean = normal ? 0.0 : 0.5, want_var = normal ? 1.0 : 1.0 / 12.0;
+    const double tol_mean = 6.0 * std::sqrt(want_var / n) + 2 * u;
+    const double tol_var = 6.0 * (normal ? std::sqrt(2.0 / n) : 0.0745 / std::sqrt(n)) + 4 * u;
+    std::sort(sample.begin(), sample.end());
+    double d = 0;
+    const double m = static_cast<double>(sample.size());
+    for (std::size_t i = 0; i < sample.size(); ++i) {
+      const double f = normal ? normal_cdf(sample[i]) : std::clamp(sample[i], 0.0, 1.0);
+      d = std::max({d, std::fabs(f - static_cast<double>(i) / m),
+                    std::fabs(static_cast<double>(i + 1) / m - f)});
+    }
+    const double tol_ks = 1.95 / std::sqrt(std::max(m, 1.0)) + 2 * u;
+    a.rel_err = std::fabs(mean - want_mean);
+    a.max_abs_err = d;
+    a.passed = out_of_range == 0 && sample.size() > 0 && std::fabs(mean - want_mean) <= tol_mean &&
+               std::fabs(var - want_var) <= tol_var && d <= tol_ks;
+    a.detail = what + "mean " + std::to_string(mean) + " (tol " + std::to_string(tol_mean) +
+               "), variance " + std::to_string(var) + " (want " + std::to_string(want_var) +
+               " +- " + std::to_string(tol_var) + "), KS distance " + std::to_string(d) + " on " +
+               std::to_string(sample.size()) + " samples (tol " + std::to_string(tol_ks) + "), " +
+               std::to_string(out_of_range) + " out of range or NaN";
+    return a;
+  }
+
+  DeviceContext& ctx_;
+  Case case_;
+  Kind kind_;
+  std::int64_t n_;
+  cudaStream_t s_;
+  Buffer y_, x_, mask_, scratch_;
+  curandGenerator_t gen_ = nullptr;
+  GeneratorState own_state_;  // where the backend has no default generator
+  int block_ = 256;
+};
+
+class RandomOp : public Op {
+ public:
+  explicit RandomOp(Kind k) : kind_(k) {}
+  [[nodiscard]] OpInfo info() const override {
+    OpInfo i;
+    i.name = kind_name(kind_);
+    i.family = "random";
+    i.dtypes = {DType::f32, DType::f16, DType::bf16};
+    i.rng = true;
+    i.description = kind_ == Kind::rand    ? "uniform [0, 1)"
+                    : kind_ == Kind::randn ? "standard normal"
+                                           : "dropout p=0.5 with keep mask";
+    return i;
+  }
+  [[nodiscard]] std::size_t bytes_needed(const Case& c) const override {
+    const auto n = static_cast<std::size_t>(std::max<std::int64_t>(c.numel(), 1));
+    return n * size_of(c.dtype) * 2 + n * 5 + (std::size_t{16} << 20);
+  }
+  [[nodiscard]] std::unique_ptr<Workload> setup(DeviceContext& ctx, const Case& c) const override {
+    return std::make_unique<RandomWorkload>(ctx, c, kind_);
+  }
+
+ private:
+  Kind kind_;
+};
+
+struct RandOp final : RandomOp {
+  RandOp() : RandomOp(Kind::rand) {}
+};
+struct RandnOp final : RandomOp {
+  RandnOp() : RandomOp(Kind::randn) {}
+};
+struct DropoutOp final : RandomOp {
+  DropoutOp() : RandomOp(Kind::dropout) {}
+};
+
+}  // namespace
+}  // namespace caliber::ops::cuda::randomb
+
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::randomb::RandOp);
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::randomb::RandnOp);
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::randomb::DropoutOp);
