@@ -1,0 +1,369 @@
+#include "report/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+namespace caliber::report {
+
+const char* to_string(Verdict v) noexcept {
+  switch (v) {
+    case Verdict::faster:
+      return "FASTER";
+    case Verdict::slower:
+      return "SLOWER";
+    case Verdict::same:
+      return "SAME";
+    case Verdict::unsure:
+      return "UNSURE";
+  }
+  return "UNSURE";
+}
+
+Verdict verdict_for(core::Interval ci, double band) noexcept {
+  if (ci.hi < 1.0 - band) return Verdict::faster;
+  if (ci.lo > 1.0 + band) return Verdict::slower;
+  if (ci.lo >= 1.0 - band && ci.hi <= 1.0 + band) return Verdict::same;
+  return Verdict::unsure;
+}
+
+bool CompareResult::any_difference() const noexcept {
+  return std::any_of(pairs.begin(), pairs.end(), [](const PairResult& p) {
+    return p.verdict == Verdict::faster || p.verdict == Verdict::slower;
+  });
+}
+
+namespace {
+
+struct SideCase {
+  std::string op, dtype, shape;
+  std::vector<const nlohmann::json*> rows;
+};
+
+struct Side {
+  std::vector<std::string> order;
+  std::map<std::string, SideCase> cases;
+};
+
+Side collect(const std::vector<RunData>& runs) {
+  Side s;
+  for (const auto& run : runs)
+    for (const auto& row : run.log.cases) {
+      const std::string key = row_key(row);
+      auto [it, inserted] = s.cases.try_emplace(key);
+      if (inserted) {
+        s.order.push_back(key);
+        it->second.op = row_string(row, core::field::op);
+        it->second.dtype = row_string(row, core::field::dtype);
+        it->second.shape = row_string(row, core::field::shape);
+      }
+      it->second.rows.push_back(&row);
+    }
+  return s;
+}
+
+// The role whose latency decides whether a row counts: the candidate, or the baseline of a
+// baseline-only op.
+std::string primary_role(const std::vector<ProviderSamples>& provs) {
+  for (const auto& p : provs)
+    if (p.role == "candidate") return "candidate";
+  return "baseline";
+}
+
+// Why a side's case cannot be compared, or nullopt when every row of it is usable.
+std::optional<std::string> exclusion(const SideCase& c) {
+  for (const auto* row : c.rows) {
+    const std::string st = row_status(*row);
+    if (st == "failed") return "failed";
+    if (st == "skipped") return "skipped";
+  }
+  for (const auto* row : c.rows) {
+    const auto provs = row_providers(*row);
+    const std::string role = primary_role(provs);
+    const bool positive = std::any_of(provs.begin(), provs.end(), [&](const ProviderSamples& p) {
+      return p.role == role && p.latency_ms > 0 && !p.samples_ms.empty();
+    });
+    if (!positive) return "no_latency";
+  }
+  return std::nullopt;
+}
+
+void count(ExclusionCounts& c, const std::string& why) {
+  if (why == "failed")
+    ++c.failed;
+  else if (why == "skipped")
+    ++c.skipped;
+  else
+    ++c.no_latency;
+}
+
+struct Pooled {
+  std::string role, name;
+  std::vector<double> samples;
+};
+
+// Samples per (role, provider) over all rows of a case, in first-seen order.
+std::vector<Pooled> pool(const SideCase& c) {
+  std::vector<Pooled> out;
+  for (const auto* row : c.rows)
+    for (auto& p : row_providers(*row)) {
+      auto it = std::find_if(out.begin(), out.end(),
+                             [&](const Pooled& x) { return x.role == p.role && x.name == p.name; });
+      if (it == out.end()) {
+        out.push_back({p.role, p.name, {}});
+        it = out.end() - 1;
+      }
+      it->samples.insert(it->samples.end(), p.samples_ms.begin(), p.samples_ms.end());
+    }
+  return out;
+}
+
+bool case_has_fallback(const SideCase& c) {
+  return std::any_of(c.rows.begin(), c.rows.end(),
+                     [](const nlohmann::json* r) { return row_has_marker(*r, kFallbackMarker); });
+}
+
+std::string fmt(double v, int prec = 4) {
+  std::ostringstream o;
+  o.precision(prec);
+  o << v;
+  return o.str();
+}
+
+}  // namespace
+
+void check_identities(const std::vector<RunData>& a, const std::vector<RunData>& b,
+                      CompareResult& out) {
+  auto missing = [&](const std::vector<RunData>& side, const char* name) {
+    for (const auto& r : side)
+      if (r.identity.is_null())
+        out.identity_problems.push_back(std::string(name) + ": " + r.dir.string() +
+                                        " has no readable run_identity.json, so its caliber is "
+                                        "unknown");
+  };
+  missing(a, "A");
+  missing(b, "B");
+  auto within = [&](const std::vector<RunData>& side, const char* name) {
+    for (std::size_t i = 1; i < side.size(); ++i) {
+      if (side[i].identity.is_null() || side[0].identity.is_null()) continue;
+      for (const auto& d : core::diff_identity(side[0].identity, side[i].identity))
+        out.identity_problems.push_back(
+            std::string("within ") + name + ": " + d.key + ": " + (d.a.empty() ? "(none)" : d.a) +
+            " (" + side[0].dir.filename().string() + ") vs " + (d.b.empty() ? "(none)" : d.b) +
+            " (" + side[i].dir.filename().string() + ")");
+    }
+  };
+  within(a, "A");
+  within(b, "B");
+  if (!a.empty() && !b.empty() && !a[0].identity.is_null() && !b[0].identity.is_null())
+    out.mismatches = core::diff_identity(a[0].identity, b[0].identity);
+}
+
+CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<RunData>& b,
+                             const CompareOptions& opt) {
+  CompareResult out;
+  out.runs_a = static_cast<int>(a.size());
+  out.runs_b = static_cast<int>(b.size());
+  check_identities(a, b, out);
+  const Side sa = collect(a);
+  const Side sb = collect(b);
+  out.cases_a = static_cast<int>(sa.order.size());
+  out.cases_b = static_cast<int>(sb.order.size());
+  for (const auto& key : sb.order)
+    if (!sa.cases.count(key)) ++out.only_b;
+
+  std::map<std::string, OpRange> ranges;
+  std::vector<std::string> op_order;
+  for (const auto& key : sa.order) {
+    const auto itb = sb.cases.find(key);
+    if (itb == sb.cases.end()) {
+      ++out.only_a;
+      continue;
+    }
+    const SideCase& ca = sa.cases.at(key);
+    const SideCase& cb = itb->second;
+    const auto why_a = exclusion(ca);
+    const auto why_b = exclusion(cb);
+    if (why_a || why_b) {
+      ++out.excluded;
+      if (why_a) count(out.excluded_a, *why_a);
+      if (why_b) count(out.excluded_b, *why_b);
+      continue;
+    }
+    ++out.paired;
+    const bool fallback = case_has_fallback(ca) || case_has_fallback(cb);
+    const auto pa = pool(ca);
+    const auto pb = pool(cb);
+    std::vector<ProviderSamples> roles_seen;
+    for (const auto& p : pa) roles_seen.push_back({p.name, p.role, 1, {}, false});
+    const std::string primary = primary_role(roles_seen);
+    for (const auto& x : pa) {
+      const auto y = std::find_if(pb.begin(), pb.end(), [&](const Pooled& p) {
+        return p.role == x.role && p.name == x.name;
+      });
+      if (y == pb.end() || x.samples.empty() || y->samples.empty()) continue;
+      PairResult pr;
+      pr.op = ca.op;
+      pr.dtype = ca.dtype;
+      pr.shape = ca.shape;
+      pr.role = x.role;
+      pr.provider = x.name;
+      pr.primary = x.role == primary;
+      pr.n_a = x.samples.size();
+      pr.n_b = y->samples.size();
+      pr.median_a = core::median(x.samples);
+      pr.median_b = core::median(y->samples);
+      pr.ratio = pr.median_b / pr.median_a;
+      pr.fallback = fallback;
+      if (static_cast<int>(pr.n_a) >= opt.min_samples &&
+          static_cast<int>(pr.n_b) >= opt.min_samples) {
+        pr.ci = core::bootstrap_median_ratio_ci(x.samples, y->samples, opt.confidence,
+                                                opt.resamples, opt.seed);
+        pr.verdict = verdict_for(pr.ci, opt.noise_band);
+      } else {
+        // One number per side says nothing about noise: no verdict can be honest.
+        pr.ci = {pr.ratio, pr.ratio};
+        pr.verdict = Verdict::unsure;
+      }
+      if (pr.primary) {
+        auto [it, inserted] = ranges.try_emplace(pr.op);
+        OpRange& r = it->second;
+        if (inserted) {
+          op_order.push_back(pr.op);
+          r.op = pr.op;
+          r.min = r.max = pr.ratio;
+        }
+        ++r.pairs;
+        r.min = std::min(r.min, pr.ratio);
+        r.max = std::max(r.max, pr.ratio);
+        r.fallback = r.fallback || fallback;
+        switch (pr.verdict) {
+          case Verdict::faster:
+            ++r.faster;
+            break;
+          case Verdict::slower:
+            ++r.slower;
+            break;
+          case Verdict::same:
+            ++r.same;
+            break;
+          case Verdict::unsure:
+            ++r.unsure;
+            break;
+        }
+        if (opt.fail_on_regression_pct && pr.verdict == Verdict::slower &&
+            pr.ratio > 1.0 + *opt.fail_on_regression_pct / 100.0)
+          out.regressions.push_back(pr.op + " " + pr.dtype + " " + pr.shape + " (" + pr.provider +
+                                    "): ratio " + fmt(pr.ratio) + ", SLOWER by more than " +
+                                    fmt(*opt.fail_on_regression_pct) + "%");
+      }
+      out.pairs.push_back(std::move(pr));
+    }
+  }
+  for (const auto& op : op_order) out.ops.push_back(ranges.at(op));
+  return out;
+}
+
+CompareResult compare_dirs(const std::vector<std::filesystem::path>& a,
+                           const std::vector<std::filesystem::path>& b, const CompareOptions& opt) {
+  return compare_loaded(load_runs(a), load_runs(b), opt);
+}
+
+std::vector<std::string> mismatch_lines(const CompareResult& r) {
+  std::vector<std::string> out;
+  for (const auto& d : r.mismatches)
+    out.push_back("CALIBER MISMATCH: " + d.key + ": " + (d.a.empty() ? "(none)" : d.a) + " vs " +
+                  (d.b.empty() ? "(none)" : d.b));
+  for (const auto& p : r.identity_problems) out.push_back("CALIBER MISMATCH: " + p);
+  return out;
+}
+
+Report compare_report(const CompareResult& r, const CompareOptions& opt) {
+  Report rep;
+  rep.banners = mismatch_lines(r);
+  if (r.mismatch())
+    rep.banners.push_back(opt.allow_mismatch
+                              ? "The two sides differ in caliber (--allow-mismatch): the ratios "
+                                "below mix a change of caliber with the change under test"
+                              : "The two sides differ in caliber: not comparable (--allow-mismatch "
+                                "to compare anyway)");
+
+  Table pairs;
+  pairs.id = "pairs";
+  pairs.title = "Pairs: ratio = median(B) / median(A) latency (> 1: B slower)";
+  pairs.columns = {"op",          "dtype",       "shape", "role",    "provider", "n_a",     "n_b",
+                   "median_a_ms", "median_b_ms", "ratio", "ci95_lo", "ci95_hi",  "verdict", "note"};
+  for (const auto& p : r.pairs) {
+    std::string note = p.fallback ? "fallback row" : "";
+    if (p.verdict == Verdict::unsure &&
+        (static_cast<int>(p.n_a) < opt.min_samples || static_cast<int>(p.n_b) < opt.min_samples))
+      note += std::string(note.empty() ? "" : "; ") + "too few samples";
+    pairs.rows.push_back({text_cell(p.op), text_cell(p.dtype), text_cell(p.shape),
+                          text_cell(p.role), text_cell(p.provider),
+                          integer_cell(static_cast<long long>(p.n_a)),
+                          integer_cell(static_cast<long long>(p.n_b)), number_cell(p.median_a),
+                          number_cell(p.median_b), number_cell(p.ratio), number_cell(p.ci.lo),
+                          number_cell(p.ci.hi), text_cell(to_string(p.verdict)), text_cell(note)});
+  }
+  pairs.notes.push_back("verdict from the bootstrap " + fmt(opt.confidence * 100, 3) +
+                        "% CI of the median ratio against a noise band of +/-" +
+                        fmt(opt.noise_band * 100, 3) +
+                        "%: FASTER/SLOWER when the CI lies wholly outside it, SAME when wholly "
+                        "inside, else UNSURE");
+  rep.tables.push_back(std::move(pairs));
+
+  Table ops;
+  ops.id = "ops";
+  ops.title = "Per op: range of ratios (" +
+              std::string("candidate, or baseline of a baseline-only op") + ")";
+  ops.columns = {"op",     "pairs", "ratio_min", "ratio_max", "faster",
+                 "slower", "same",  "unsure",    "note"};
+  for (const auto& o : r.ops)
+    ops.rows.push_back({text_cell(o.op), integer_cell(o.pairs), number_cell(o.min),
+                        number_cell(o.max), integer_cell(o.faster), integer_cell(o.slower),
+                        integer_cell(o.same), integer_cell(o.unsure),
+                        text_cell(o.fallback ? "(fallback rows)" : "")});
+  if (std::any_of(r.ops.begin(), r.ops.end(), [](const OpRange& o) { return o.fallback; }))
+    ops.notes.push_back(
+        "(fallback rows): a row of that op carries BENCHMARK_DIRECT_NO_CUDAGRAPH on "
+        "either side; it was timed under another regime");
+  rep.tables.push_back(std::move(ops));
+
+  Table pairing;
+  pairing.id = "pairing";
+  pairing.title = "Pairing by (op, dtype, shape)";
+  pairing.columns = {"side",
+                     "runs",
+                     "cases",
+                     "paired",
+                     "only_here",
+                     "excluded_failed",
+                     "excluded_skipped",
+                     "excluded_no_latency"};
+  pairing.rows.push_back({text_cell("A"), integer_cell(r.runs_a), integer_cell(r.cases_a),
+                          integer_cell(r.paired), integer_cell(r.only_a),
+                          integer_cell(r.excluded_a.failed), integer_cell(r.excluded_a.skipped),
+                          integer_cell(r.excluded_a.no_latency)});
+  pairing.rows.push_back({text_cell("B"), integer_cell(r.runs_b), integer_cell(r.cases_b),
+                          integer_cell(r.paired), integer_cell(r.only_b),
+                          integer_cell(r.excluded_b.failed), integer_cell(r.excluded_b.skipped),
+                          integer_cell(r.excluded_b.no_latency)});
+  pairing.notes.push_back(
+      "paired " + std::to_string(r.paired) + " case(s); unpaired: " + std::to_string(r.only_a) +
+      " only in A, " + std::to_string(r.only_b) + " only in B; excluded " +
+      std::to_string(r.excluded) + " (not ok with a positive latency on both sides)");
+  rep.tables.push_back(std::move(pairing));
+
+  for (const auto& reg : r.regressions) rep.warnings.push_back("REGRESSION: " + reg);
+  if (r.paired == 0) rep.warnings.push_back("no case could be paired: nothing was compared");
+  return rep;
+}
+
+int compare_exit_code(const CompareResult& r, const CompareOptions& opt) {
+  if (r.mismatch() && !opt.allow_mismatch) return 2;
+  if (opt.fail_on_regression_pct && !r.regressions.empty()) return 1;
+  return 0;
+}
+
+}  // namespace caliber::report

@@ -1,0 +1,101 @@
+// caliber compare A B: an A/B of two runs (or batches, or the rounds of `caliber ab`). The two
+// calibers are checked first; rows are paired by op, dtype and size detail; only rows that
+// succeeded on both sides with a positive latency count, and the unpaired and excluded counts are
+// shown so an incomplete pairing cannot look complete. Each pair gets the ratio
+// median(B) / median(A) of its samples, a bootstrap CI of that ratio and a verdict against a
+// noise band.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/identity.hpp"
+#include "core/stats.hpp"
+#include "report/rundata.hpp"
+#include "report/table.hpp"
+
+namespace caliber::report {
+
+enum class Verdict { faster, slower, same, unsure };
+[[nodiscard]] const char* to_string(Verdict v) noexcept;  // FASTER, SLOWER, SAME, UNSURE
+
+// FASTER: the CI lies entirely below 1 - band; SLOWER: entirely above 1 + band; SAME: entirely
+// inside [1 - band, 1 + band]; otherwise UNSURE.
+[[nodiscard]] Verdict verdict_for(core::Interval ratio_ci, double band) noexcept;
+
+struct CompareOptions {
+  double noise_band = 0.02;  // fraction
+  double confidence = 0.95;
+  int resamples = 2000;
+  std::uint64_t seed = 1;
+  int min_samples = 2;  // fewer samples on a side: the verdict is UNSURE
+  bool allow_mismatch = false;
+  std::optional<double> fail_on_regression_pct;
+};
+
+struct PairResult {
+  std::string op, dtype, shape;
+  std::string role, provider;
+  bool primary = false;  // the candidate (or the baseline of a baseline-only op): gates and ranges
+  std::size_t n_a = 0, n_b = 0;
+  double median_a = 0, median_b = 0, ratio = 0;
+  core::Interval ci;
+  Verdict verdict = Verdict::unsure;
+  bool fallback = false;  // either side's row carries BENCHMARK_DIRECT_NO_CUDAGRAPH
+};
+
+struct OpRange {
+  std::string op;
+  int pairs = 0;
+  double min = 0, max = 0;
+  bool fallback = false;
+  int faster = 0, slower = 0, same = 0, unsure = 0;
+};
+
+struct ExclusionCounts {
+  int failed = 0, skipped = 0, no_latency = 0;
+  [[nodiscard]] int total() const noexcept { return failed + skipped + no_latency; }
+};
+
+struct CompareResult {
+  std::vector<core::IdentityDiff> mismatches;  // A's caliber vs B's
+  std::vector<std::string>
+      identity_problems;  // a missing identity, or a side disagreeing with itself
+  std::vector<PairResult> pairs;
+  std::vector<OpRange> ops;
+  int runs_a = 0, runs_b = 0;
+  int cases_a = 0, cases_b = 0;  // distinct (op, dtype, shape) per side
+  int paired = 0;                // cases that were compared
+  int only_a = 0, only_b = 0;    // cases present on one side only
+  int excluded = 0;              // cases on both sides, not ok with a positive latency on both
+  ExclusionCounts excluded_a, excluded_b;  // why, per side (a case may count on both)
+  std::vector<std::string> regressions;    // "op dtype shape: ratio 1.083 (SLOWER)"
+
+  [[nodiscard]] bool mismatch() const noexcept {
+    return !mismatches.empty() || !identity_problems.empty();
+  }
+  [[nodiscard]] bool any_difference() const noexcept;  // some pair FASTER or SLOWER
+};
+
+// The identity check alone (a side with several runs is also checked against itself).
+void check_identities(const std::vector<RunData>& a, const std::vector<RunData>& b,
+                      CompareResult& out);
+// Pairs and verdicts on runs already loaded; a side of several runs pools the samples of its rows.
+[[nodiscard]] CompareResult compare_loaded(const std::vector<RunData>& a,
+                                           const std::vector<RunData>& b,
+                                           const CompareOptions& opt = {});
+// Reads the directories (runs or batches) and compares them.
+[[nodiscard]] CompareResult compare_dirs(const std::vector<std::filesystem::path>& a,
+                                         const std::vector<std::filesystem::path>& b,
+                                         const CompareOptions& opt = {});
+
+// "CALIBER MISMATCH: level: core vs comprehensive", one line per difference.
+[[nodiscard]] std::vector<std::string> mismatch_lines(const CompareResult& r);
+[[nodiscard]] Report compare_report(const CompareResult& r, const CompareOptions& opt = {});
+// 2 on a caliber mismatch (unless allowed), 1 on a regression past --fail-on-regression, else 0.
+[[nodiscard]] int compare_exit_code(const CompareResult& r, const CompareOptions& opt = {});
+
+}  // namespace caliber::report

@@ -1,0 +1,68 @@
+// Reading run and batch directories for the reports: which run directories an argument names,
+// and the facts of a case row the reports need (status, speedup, markers, samples per provider).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/runlog.hpp"
+
+namespace caliber::report {
+
+namespace fs = std::filesystem;
+
+inline constexpr const char* kFallbackMarker = "BENCHMARK_DIRECT_NO_CUDAGRAPH";
+inline constexpr const char* kPoisonedMarker = "BENCHMARK_CAPTURE_POISONED";
+
+struct RunData {
+  fs::path dir;
+  nlohmann::json identity;  // null when run_identity.json is missing or unreadable
+  std::string identity_error;
+  core::RunLog log;
+};
+
+// A run directory holds run.log. A batch (or ab) directory holds run directories: every one of
+// them, except that when a name was run more than once (a resumed batch) only the newest counts.
+// Throws std::runtime_error naming an argument that is neither.
+[[nodiscard]] std::vector<fs::path> expand_run_dirs(const std::vector<fs::path>& dirs);
+[[nodiscard]] bool is_run_dir(const fs::path& dir);
+[[nodiscard]] RunData load_run(const fs::path& run_dir);
+[[nodiscard]] std::vector<RunData> load_runs(const std::vector<fs::path>& dirs);
+
+// "<name>-YYYYmmdd-HHMMSS[-N]" -> name, stamp, N (1 without suffix); nullopt when not that form.
+struct RunDirName {
+  std::string name;
+  std::string stamp;
+  int collision = 1;
+};
+[[nodiscard]] std::optional<RunDirName> parse_run_dir_name(const std::string& dirname);
+
+// --- case rows
+[[nodiscard]] std::string row_string(const nlohmann::json& row, const char* key);
+[[nodiscard]] std::string row_status(const nlohmann::json& row);  // "ok" when absent
+// The pairing key: op, dtype and the size detail.
+[[nodiscard]] std::string row_key(const nlohmann::json& row);
+// Every marker on the row and on its providers.
+[[nodiscard]] std::vector<std::string> row_markers(const nlohmann::json& row);
+// A marker equal to `marker` or starting with it ("BENCHMARK_DIRECT_NO_CUDAGRAPH repeat=3").
+[[nodiscard]] bool row_has_marker(const nlohmann::json& row, const std::string& marker);
+// The row's speedup when it has a meaningful one: status ok, accuracy not false, finite and > 0.
+[[nodiscard]] std::optional<double> row_speedup(const nlohmann::json& row);
+[[nodiscard]] std::optional<double> positive_number(const nlohmann::json& v);
+
+struct ProviderSamples {
+  std::string name;
+  std::string role;  // candidate | baseline
+  double latency_ms = 0;
+  std::vector<double> samples_ms;  // the stored samples, or the latency alone when none were stored
+  bool raw_samples = false;        // samples_ms came from the row (not the latency alone)
+};
+// The providers of a row; rows without a "providers" list give their latency_ms (candidate) and
+// latency_base_ms (baseline).
+[[nodiscard]] std::vector<ProviderSamples> row_providers(const nlohmann::json& row);
+
+}  // namespace caliber::report

@@ -1,0 +1,127 @@
+#include "report/summary.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "core/stats.hpp"
+
+namespace caliber::report {
+
+namespace {
+
+struct Accumulator {
+  SummaryGroup g;
+  std::vector<double> speedups;
+};
+
+void add_row(Accumulator& a, const nlohmann::json& row) {
+  ++a.g.rows;
+  const std::string status = row_status(row);
+  if (status == "failed") ++a.g.failed;
+  if (status == "skipped") ++a.g.skipped;
+  if (row_has_marker(row, kFallbackMarker)) ++a.g.fallback;
+  if (row_has_marker(row, kPoisonedMarker)) ++a.g.poisoned;
+  if (auto s = row_speedup(row)) {
+    a.speedups.push_back(*s);
+  } else {
+    ++a.g.no_speedup;
+  }
+}
+
+SummaryGroup finish(Accumulator& a, const SummaryOptions& opt) {
+  SummaryGroup g = a.g;
+  g.with_speedup = static_cast<int>(a.speedups.size());
+  if (!a.speedups.empty()) {
+    g.geomean = core::geomean(a.speedups);
+    const auto ci = core::bootstrap_geomean_ci(a.speedups, opt.confidence, opt.resamples, opt.seed);
+    g.ci_lo = ci.lo;
+    g.ci_hi = ci.hi;
+    g.min = *std::min_element(a.speedups.begin(), a.speedups.end());
+    g.max = *std::max_element(a.speedups.begin(), a.speedups.end());
+  }
+  return g;
+}
+
+std::string input_name(const std::filesystem::path& p) {
+  auto n = p.filename().string();
+  if (n.empty()) n = p.parent_path().filename().string();
+  return n.empty() ? p.string() : n;
+}
+
+}  // namespace
+
+Summary summarize_rows(const std::vector<std::pair<std::string, std::vector<RunData>>>& inputs,
+                       const SummaryOptions& opt) {
+  Summary out;
+  for (const auto& [source, runs] : inputs) {
+    std::map<std::pair<std::string, std::string>, Accumulator> groups;
+    Accumulator all;
+    all.g.source = source;
+    all.g.op = "(all)";
+    for (const auto& run : runs) {
+      if (run.log.truncated) ++out.truncated_logs;
+      if (run.log.footer.is_null()) ++out.unfinished_runs;
+      for (const auto& row : run.log.cases) {
+        const std::string op = row_string(row, core::field::op);
+        const std::string dtype = row_string(row, core::field::dtype);
+        auto& acc = groups[{op, dtype}];
+        if (acc.g.rows == 0) {
+          acc.g.source = source;
+          acc.g.op = op;
+          acc.g.dtype = dtype;
+        }
+        add_row(acc, row);
+        add_row(all, row);
+      }
+    }
+    for (auto& [key, acc] : groups) out.groups.push_back(finish(acc, opt));
+    out.overall.push_back(finish(all, opt));
+  }
+  return out;
+}
+
+Summary summarize(const std::vector<std::filesystem::path>& inputs, const SummaryOptions& opt) {
+  std::vector<std::pair<std::string, std::vector<RunData>>> loaded;
+  for (const auto& in : inputs) loaded.emplace_back(input_name(in), load_runs({in}));
+  return summarize_rows(loaded, opt);
+}
+
+Report summary_report(const Summary& s) {
+  Report r;
+  Table t;
+  t.id = "summary";
+  t.title = "Speedup (baseline latency / candidate latency), geometric mean per op and dtype";
+  t.columns = {"source",  "op",  "dtype", "rows",     "speedup_rows", "geomean", "ci95_lo",
+               "ci95_hi", "min", "max",   "fallback", "poisoned",     "failed",  "skipped"};
+  int excluded = 0;
+  auto add = [&](const SummaryGroup& g) {
+    t.rows.push_back({text_cell(g.source), text_cell(g.op), text_cell(g.dtype),
+                      integer_cell(g.rows), integer_cell(g.with_speedup), number_cell(g.geomean),
+                      number_cell(g.ci_lo), number_cell(g.ci_hi), number_cell(g.min),
+                      number_cell(g.max), integer_cell(g.fallback), integer_cell(g.poisoned),
+                      integer_cell(g.failed), integer_cell(g.skipped)});
+  };
+  std::size_t gi = 0;
+  for (const auto& o : s.overall) {
+    for (; gi < s.groups.size() && s.groups[gi].source == o.source; ++gi) add(s.groups[gi]);
+    add(o);
+    excluded += o.no_speedup;
+  }
+  for (; gi < s.groups.size(); ++gi) add(s.groups[gi]);
+  t.notes.push_back("geomean and its bootstrap 95% CI are over the speedup_rows only");
+  if (excluded > 0)
+    t.notes.push_back(std::to_string(excluded) +
+                      " row(s) have no speedup (baseline-only ops, failed accuracy, failed or "
+                      "skipped cases): counted in rows, excluded from the geomean");
+  if (s.truncated_logs > 0)
+    t.notes.push_back(
+        std::to_string(s.truncated_logs) +
+        " run.log(s) end in a cut line (the run was interrupted); that line is ignored");
+  if (s.unfinished_runs > 0)
+    t.notes.push_back(std::to_string(s.unfinished_runs) +
+                      " run(s) have no footer: they did not finish (crash, timeout or interrupt)");
+  r.tables.push_back(std::move(t));
+  return r;
+}
+
+}  // namespace caliber::report

@@ -1,0 +1,54 @@
+// caliber summary: per op and dtype, the geometric-mean speedup with a bootstrap CI (never an
+// arithmetic mean of ratios, so one pathological baseline cannot dominate), min and max, and the
+// counts of rows that fell back, were poisoned, failed or were skipped; an overall line per input.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/rundata.hpp"
+#include "report/table.hpp"
+
+namespace caliber::report {
+
+struct SummaryOptions {
+  double confidence = 0.95;
+  int resamples = 2000;
+  std::uint64_t seed = 1;
+};
+
+struct SummaryGroup {
+  std::string source;  // the input directory's name
+  std::string op;      // "(all)" on the overall line
+  std::string dtype;
+  int rows = 0;
+  int with_speedup = 0;  // rows that enter the geomean
+  int no_speedup = 0;  // rows counted but excluded: baseline-only, failed accuracy, failed, skipped
+  int fallback = 0;
+  int poisoned = 0;
+  int failed = 0;
+  int skipped = 0;
+  std::optional<double> geomean, ci_lo, ci_hi, min, max;
+};
+
+struct Summary {
+  std::vector<SummaryGroup> groups;   // per input, op, dtype
+  std::vector<SummaryGroup> overall;  // one per input
+  int truncated_logs = 0;             // run.logs whose last line was cut (an interrupted run)
+  int unfinished_runs = 0;            // run.logs without a footer
+};
+
+// Summarizes rows already loaded (one input = a list of runs).
+[[nodiscard]] Summary summarize_rows(
+    const std::vector<std::pair<std::string, std::vector<RunData>>>& inputs,
+    const SummaryOptions& opt = {});
+// Reads each directory (a run or a batch) and summarizes it. Throws std::runtime_error on a bad
+// input.
+[[nodiscard]] Summary summarize(const std::vector<std::filesystem::path>& inputs,
+                                const SummaryOptions& opt = {});
+[[nodiscard]] Report summary_report(const Summary& s);
+
+}  // namespace caliber::report

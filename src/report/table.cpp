@@ -1,0 +1,221 @@
+#include "report/table.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace caliber::report {
+
+Cell text_cell(std::string s) {
+  Cell c;
+  c.value = s;
+  c.text = std::move(s);
+  return c;
+}
+
+Cell number_cell(std::optional<double> v, int digits) {
+  if (!v || !std::isfinite(*v)) return Cell{"-", nullptr};
+  char buf[64];
+  const double a = std::fabs(*v);
+  // Fixed notation reads better in tables; fall back to %g for very large or small magnitudes.
+  if (a != 0 && (a >= 1e7 || a < 1e-4)) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, *v);
+  } else {
+    int decimals = digits - 1;
+    if (a >= 1)
+      decimals = std::max(0, digits - 1 - static_cast<int>(std::floor(std::log10(a))));
+    else if (a > 0)
+      decimals = digits - 1 - static_cast<int>(std::floor(std::log10(a)));
+    decimals = std::min(decimals, 8);
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, *v);
+  }
+  return Cell{buf, *v};
+}
+
+Cell integer_cell(long long v) {
+  return Cell{std::to_string(v), v};
+}
+
+std::optional<Format> parse_format(std::string_view s) noexcept {
+  if (s == "table" || s == "text") return Format::table;
+  if (s == "md" || s == "markdown") return Format::md;
+  if (s == "csv") return Format::csv;
+  if (s == "json") return Format::json;
+  return std::nullopt;
+}
+
+const char* format_names() noexcept {
+  return "table, md, csv, json";
+}
+
+namespace {
+
+bool numeric(const Cell& c) {
+  return c.value.is_number() || (c.value.is_null() && c.text == "-");
+}
+
+std::string pad(const std::string& s, std::size_t w, bool right) {
+  if (s.size() >= w) return s;
+  return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
+}
+
+std::string md_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string csv_value(const Cell& c) {
+  if (c.value.is_null()) return "";
+  if (c.value.is_number_float()) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.9g", c.value.get<double>());
+    return buf;
+  }
+  if (c.value.is_number()) return c.value.dump();
+  if (c.value.is_string()) return csv_field(c.value.get<std::string>());
+  return csv_field(c.text);
+}
+
+}  // namespace
+
+std::string render_text(const Report& r) {
+  std::ostringstream o;
+  for (const auto& b : r.banners) {
+    const std::string bar(std::min<std::size_t>(b.size(), 100), '!');
+    o << bar << "\n" << b << "\n" << bar << "\n";
+  }
+  if (!r.banners.empty()) o << "\n";
+  bool first = true;
+  for (const auto& t : r.tables) {
+    if (!first) o << "\n";
+    first = false;
+    if (!t.title.empty()) o << t.title << "\n";
+    std::vector<std::size_t> width(t.columns.size(), 0);
+    std::vector<bool> right(t.columns.size(), true);
+    for (std::size_t c = 0; c < t.columns.size(); ++c) width[c] = t.columns[c].size();
+    for (const auto& row : t.rows)
+      for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) {
+        width[c] = std::max(width[c], row[c].text.size());
+        if (!numeric(row[c])) right[c] = false;
+      }
+    auto line = [&](const std::vector<std::string>& cells) {
+      std::string s;
+      for (std::size_t c = 0; c < width.size(); ++c) {
+        if (c) s += "  ";
+        s += pad(c < cells.size() ? cells[c] : "", width[c], right[c]);
+      }
+      while (!s.empty() && s.back() == ' ') s.pop_back();
+      o << s << "\n";
+    };
+    line(t.columns);
+    std::vector<std::string> rule;
+    for (auto w : width) rule.emplace_back(w, '-');
+    line(rule);
+    for (const auto& row : t.rows) {
+      std::vector<std::string> cells;
+      for (const auto& c : row) cells.push_back(c.text);
+      line(cells);
+    }
+    if (t.rows.empty()) o << "(no rows)\n";
+    for (const auto& n : t.notes) o << "note: " << n << "\n";
+  }
+  for (const auto& w : r.warnings) o << "\nWARNING: " << w << "\n";
+  return o.str();
+}
+
+std::string render_markdown(const Report& r) {
+  std::ostringstream o;
+  for (const auto& b : r.banners) o << "> **" << md_escape(b) << "**\n\n";
+  for (const auto& t : r.tables) {
+    if (!t.title.empty()) o << "### " << md_escape(t.title) << "\n\n";
+    o << "|";
+    for (const auto& c : t.columns) o << " " << md_escape(c) << " |";
+    o << "\n|";
+    for (std::size_t c = 0; c < t.columns.size(); ++c) {
+      const bool right = !t.rows.empty() &&
+                         std::all_of(t.rows.begin(), t.rows.end(),
+                                     [&](auto& row) { return c >= row.size() || numeric(row[c]); });
+      o << (right ? " ---: |" : " --- |");
+    }
+    o << "\n";
+    for (const auto& row : t.rows) {
+      o << "|";
+      for (const auto& c : row) o << " " << md_escape(c.text) << " |";
+      o << "\n";
+    }
+    o << "\n";
+    for (const auto& n : t.notes) o << "_" << md_escape(n) << "_\n\n";
+  }
+  for (const auto& w : r.warnings) o << "> **WARNING:** " << md_escape(w) << "\n\n";
+  return o.str();
+}
+
+std::string render_csv(const Report& r) {
+  std::ostringstream o;
+  for (const auto& b : r.banners) o << "# " << b << "\n";
+  bool first = true;
+  for (const auto& t : r.tables) {
+    // Several tables share one stream; a blank line and a comment name each section.
+    if (!first || !r.banners.empty()) o << "\n";
+    first = false;
+    if (r.tables.size() > 1) o << "# " << t.id << "\n";
+    for (std::size_t c = 0; c < t.columns.size(); ++c)
+      o << (c ? "," : "") << csv_field(t.columns[c]);
+    o << "\n";
+    for (const auto& row : t.rows) {
+      for (std::size_t c = 0; c < row.size(); ++c) o << (c ? "," : "") << csv_value(row[c]);
+      o << "\n";
+    }
+    for (const auto& n : t.notes) o << "# " << n << "\n";
+  }
+  for (const auto& w : r.warnings) o << "# WARNING: " << w << "\n";
+  return o.str();
+}
+
+nlohmann::json render_json(const Report& r) {
+  nlohmann::json j = nlohmann::json::object();
+  j["banners"] = r.banners;
+  j["warnings"] = r.warnings;
+  for (const auto& t : r.tables) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& row : t.rows) {
+      nlohmann::json obj = nlohmann::json::object();
+      for (std::size_t c = 0; c < row.size() && c < t.columns.size(); ++c)
+        obj[t.columns[c]] = row[c].value;
+      rows.push_back(std::move(obj));
+    }
+    j[t.id] = {{"title", t.title}, {"columns", t.columns}, {"rows", rows}, {"notes", t.notes}};
+  }
+  return j;
+}
+
+std::string render(const Report& r, Format f) {
+  switch (f) {
+    case Format::table:
+      return render_text(r);
+    case Format::md:
+      return render_markdown(r);
+    case Format::csv:
+      return render_csv(r);
+    case Format::json:
+      return render_json(r).dump(2) + "\n";
+  }
+  return render_text(r);
+}
+
+}  // namespace caliber::report

@@ -1,0 +1,48 @@
+// One row model, four reporters: aligned terminal text, Markdown, CSV and JSON. Summary, compare
+// and identity build a Report; the CLI picks the reporter with --format.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace caliber::report {
+
+// What a cell shows (text) and what machine formats get (value: a number, a string, or null).
+struct Cell {
+  std::string text;
+  nlohmann::json value;
+};
+[[nodiscard]] Cell text_cell(std::string s);
+// A number shown with `digits` significant digits; NaN or an empty optional shows "-" (null).
+[[nodiscard]] Cell number_cell(std::optional<double> v, int digits = 4);
+[[nodiscard]] Cell integer_cell(long long v);
+
+struct Table {
+  std::string id;     // JSON key, CSV section name: "summary", "pairs"
+  std::string title;  // shown above the table
+  std::vector<std::string> columns;
+  std::vector<std::vector<Cell>> rows;
+  std::vector<std::string> notes;  // shown under the table
+};
+
+struct Report {
+  std::vector<std::string> banners;  // shown first and loudly (a caliber mismatch)
+  std::vector<Table> tables;
+  std::vector<std::string> warnings;  // shown last, after the tables ("WARNING: ...")
+};
+
+enum class Format { table, md, csv, json };
+[[nodiscard]] std::optional<Format> parse_format(std::string_view s) noexcept;
+[[nodiscard]] const char* format_names() noexcept;  // "table, md, csv, json"
+
+[[nodiscard]] std::string render(const Report& r, Format f);
+[[nodiscard]] std::string render_text(const Report& r);
+[[nodiscard]] std::string render_markdown(const Report& r);
+[[nodiscard]] std::string render_csv(const Report& r);
+[[nodiscard]] nlohmann::json render_json(const Report& r);
+
+}  // namespace caliber::report

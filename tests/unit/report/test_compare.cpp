@@ -1,0 +1,299 @@
+// caliber compare on hand-made runs: pairing, exclusion counts, fallback annotation, identity
+// refusal, verdicts on synthetic sample sets with known differences, the regression gate.
+#include <gtest/gtest.h>
+
+#include "report/compare.hpp"
+#include "unit/report/fixtures.hpp"
+
+using namespace caliber::testing;
+using namespace caliber::report;
+
+namespace {
+
+json timed_row(const std::string& op, const std::string& shape, double cand_ms, double rel_noise,
+               int n, std::uint32_t seed, std::vector<std::string> markers = {},
+               const std::string& dtype = "f32") {
+  RowSpec s;
+  s.op = op;
+  s.dtype = dtype;
+  s.shape = shape;
+  s.cand = samples(cand_ms, rel_noise, n, seed);
+  s.base = samples(2.0, rel_noise, n, seed + 1000);
+  s.markers = std::move(markers);
+  return make_row(s);
+}
+
+const PairResult* find_pair(const CompareResult& r, const std::string& op, const std::string& shape,
+                            const std::string& role = "candidate") {
+  for (const auto& p : r.pairs)
+    if (p.op == op && p.shape == shape && p.role == role) return &p;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(Verdict, BandLogic) {
+  EXPECT_EQ(verdict_for({0.90, 0.95}, 0.02), Verdict::faster);
+  EXPECT_EQ(verdict_for({1.03, 1.10}, 0.02), Verdict::slower);
+  EXPECT_EQ(verdict_for({0.99, 1.01}, 0.02), Verdict::same);
+  EXPECT_EQ(verdict_for({0.97, 1.01}, 0.02), Verdict::unsure);  // straddles the lower edge
+  EXPECT_EQ(verdict_for({1.01, 1.03}, 0.02), Verdict::unsure);  // straddles the upper edge
+  EXPECT_EQ(verdict_for({0.90, 1.10}, 0.02), Verdict::unsure);  // too wide to say
+}
+
+TEST(Compare, ZeroDifferenceIsSame) {
+  TempDir t;
+  const auto a =
+      write_run(t.path(), "a-20261129-101010", {timed_row("add", "1", 1.0, 0.005, 200, 1)});
+  const auto b =
+      write_run(t.path(), "b-20261129-101010", {timed_row("add", "1", 1.0, 0.005, 200, 2)});
+  const auto r = compare_dirs({a}, {b});
+  const auto* p = find_pair(r, "add", "1");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->verdict, Verdict::same) << p->ci.lo << " " << p->ci.hi;
+  EXPECT_NEAR(p->ratio, 1.0, 0.005);
+  EXPECT_EQ(p->n_a, 200u);
+  EXPECT_FALSE(r.any_difference());
+  EXPECT_EQ(compare_exit_code(r), 0);
+}
+
+TEST(Compare, FivePercentSlowerWith200SamplesIsSlower) {
+  TempDir t;
+  const auto a =
+      write_run(t.path(), "a-20261129-101010", {timed_row("add", "1", 1.0, 0.005, 200, 3)});
+  const auto b =
+      write_run(t.path(), "b-20261129-101010", {timed_row("add", "1", 1.05, 0.005, 200, 4)});
+  const auto r = compare_dirs({a}, {b});
+  const auto* p = find_pair(r, "add", "1");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->verdict, Verdict::slower) << p->ci.lo << " " << p->ci.hi;
+  EXPECT_NEAR(p->ratio, 1.05, 0.005);
+  EXPECT_GT(p->ci.lo, 1.02);
+  EXPECT_TRUE(r.any_difference());
+  // The baseline did not change: its own pair says SAME.
+  const auto* base = find_pair(r, "add", "1", "baseline");
+  ASSERT_NE(base, nullptr);
+  EXPECT_EQ(base->verdict, Verdict::same);
+  EXPECT_FALSE(base->primary);
+}
+
+TEST(Compare, FivePercentFasterIsFaster) {
+  TempDir t;
+  const auto a =
+      write_run(t.path(), "a-20261129-101010", {timed_row("add", "1", 1.0, 0.005, 200, 5)});
+  const auto b =
+      write_run(t.path(), "b-20261129-101010", {timed_row("add", "1", 0.95, 0.005, 200, 6)});
+  const auto* p = find_pair(compare_dirs({a}, {b}), "add", "1");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->verdict, Verdict::faster);
+}
+
+TEST(Compare, NoisySmallDifferenceIsUnsure) {
+  TempDir t;
+  const auto a =
+      write_run(t.path(), "a-20261129-101010", {timed_row("add", "1", 1.0, 0.10, 10, 7)});
+  const auto b =
+      write_run(t.path(), "b-20261129-101010", {timed_row("add", "1", 1.02, 0.10, 10, 8)});
+  const auto* p = find_pair(compare_dirs({a}, {b}), "add", "1");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->verdict, Verdict::unsure);
+}
+
+TEST(Compare, SingleSampleGivesNoVerdict) {
+  TempDir t;
+  const auto a = write_run(t.path(), "a-20261129-101010", {timed_row("add", "1", 1.0, 0.0, 1, 1)});
+  const auto b = write_run(t.path(), "b-20261129-101010", {timed_row("add", "1", 2.0, 0.0, 1, 1)});
+  const auto r = compare_dirs({a}, {b});
+  const auto* p = find_pair(r, "add", "1");
+  ASSERT_NE(p, nullptr);
+  EXPECT_NEAR(p->ratio, 2.0, 1e-12);
+  EXPECT_EQ(p->verdict, Verdict::unsure);
+}
+
+TEST(Compare, PairingByOpDtypeShapeAndExclusionCounts) {
+  TempDir t;
+  RowSpec failed;
+  failed.op = "add";
+  failed.shape = "3";
+  failed.status = "failed";
+  RowSpec skipped;
+  skipped.op = "add";
+  skipped.shape = "4";
+  skipped.status = "skipped";
+  RowSpec zero;  // ok but no positive latency
+  zero.op = "add";
+  zero.shape = "5";
+  json zero_row = make_row(zero);
+  const auto a = write_run(
+      t.path(), "a-20261129-101010",
+      {timed_row("add", "1", 1.0, 0.005, 50, 1), timed_row("add", "2", 1.0, 0.005, 50, 2),
+       timed_row("add", "2", 1.0, 0.005, 50, 2, {}, "f16"),  // dtype differs
+       make_row(failed), timed_row("add", "4", 1.0, 0.005, 50, 3),
+       timed_row("add", "5", 1.0, 0.005, 50, 4), timed_row("add", "only-a", 1.0, 0.005, 50, 5)});
+  const auto b = write_run(
+      t.path(), "b-20261129-101010",
+      {timed_row("add", "2", 1.0, 0.005, 50, 12),  // order differs from A
+       timed_row("add", "1", 1.0, 0.005, 50, 11), timed_row("add", "3", 1.0, 0.005, 50, 13),
+       make_row(skipped), zero_row, timed_row("add", "only-b", 1.0, 0.005, 50, 15),
+       timed_row("add", "2", 1.0, 0.005, 50, 16, {}, "bf16")});
+  const auto r = compare_dirs({a}, {b});
+  EXPECT_EQ(r.paired, 2);    // add f32 1 and add f32 2
+  EXPECT_EQ(r.only_a, 2);    // only-a, add f16 2
+  EXPECT_EQ(r.only_b, 2);    // only-b, add bf16 2
+  EXPECT_EQ(r.excluded, 3);  // 3 (failed in A), 4 (skipped in B), 5 (no latency in B)
+  EXPECT_EQ(r.excluded_a.failed, 1);
+  EXPECT_EQ(r.excluded_b.skipped, 1);
+  EXPECT_EQ(r.excluded_b.no_latency, 1);
+  EXPECT_EQ(r.excluded_a.total(), 1);
+  EXPECT_NE(find_pair(r, "add", "1"), nullptr);
+  EXPECT_EQ(find_pair(r, "add", "3"), nullptr);
+  const std::string text = render_text(compare_report(r));
+  EXPECT_NE(text.find("2 only in A, 2 only in B; excluded 3"), std::string::npos) << text;
+}
+
+TEST(Compare, FallbackAnnotationOnEitherSide) {
+  TempDir t;
+  const auto a = write_run(
+      t.path(), "a-20261129-101010",
+      {timed_row("sort", "1", 1.0, 0.005, 50, 1), timed_row("sort", "2", 1.0, 0.005, 50, 2),
+       timed_row("add", "1", 1.0, 0.005, 50, 3)});
+  const auto b = write_run(
+      t.path(), "b-20261129-101010",
+      {timed_row("sort", "1", 1.0, 0.005, 50, 4),
+       timed_row("sort", "2", 1.1, 0.005, 50, 5, {"BENCHMARK_DIRECT_NO_CUDAGRAPH", "repeat=3"}),
+       timed_row("add", "1", 1.0, 0.005, 50, 6)});
+  const auto r = compare_dirs({a}, {b});
+  ASSERT_EQ(r.ops.size(), 2u);
+  const auto& sort = r.ops[0].op == "sort" ? r.ops[0] : r.ops[1];
+  const auto& add = r.ops[0].op == "sort" ? r.ops[1] : r.ops[0];
+  EXPECT_TRUE(sort.fallback);
+  EXPECT_FALSE(add.fallback);
+  EXPECT_EQ(sort.pairs, 2);
+  EXPECT_LT(sort.min, 1.01);
+  EXPECT_GT(sort.max, 1.09);
+  const std::string text = render_text(compare_report(r));
+  EXPECT_NE(text.find("(fallback rows)"), std::string::npos) << text;
+  const auto* p1 = find_pair(r, "sort", "1");
+  const auto* p2 = find_pair(r, "sort", "2");
+  ASSERT_TRUE(p1 && p2);
+  EXPECT_FALSE(p1->fallback);
+  EXPECT_TRUE(p2->fallback);
+}
+
+TEST(Compare, IdentityMismatchIsRefused) {
+  TempDir t;
+  const auto a = write_run(t.path(), "a-20261129-101010",
+                           {timed_row("add", "1", 1.0, 0.005, 50, 1)}, identity("core"));
+  const auto b = write_run(t.path(), "b-20261129-101010",
+                           {timed_row("add", "1", 1.0, 0.005, 50, 2)}, identity("comprehensive"));
+  const auto r = compare_dirs({a}, {b});
+  ASSERT_TRUE(r.mismatch());
+  const auto lines = mismatch_lines(r);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "CALIBER MISMATCH: level: core vs comprehensive");
+  EXPECT_EQ(compare_exit_code(r), 2);
+  CompareOptions allow;
+  allow.allow_mismatch = true;
+  EXPECT_EQ(compare_exit_code(r, allow), 0);
+  const std::string text = render_text(compare_report(r));
+  EXPECT_EQ(text.find("CALIBER MISMATCH: level: core vs comprehensive"), text.find('\n') + 1)
+      << text;
+}
+
+TEST(Compare, MissingIdentityIsAMismatch) {
+  TempDir t;
+  const auto a =
+      write_run(t.path(), "a-20261129-101010", {timed_row("add", "1", 1.0, 0.005, 50, 1)});
+  const auto b =
+      write_run(t.path(), "b-20261129-101010", {timed_row("add", "1", 1.0, 0.005, 50, 2)}, json());
+  const auto r = compare_dirs({a}, {b});
+  EXPECT_TRUE(r.mismatch());
+  EXPECT_EQ(compare_exit_code(r), 2);
+}
+
+TEST(Compare, SameIdentityIsNoMismatch) {
+  TempDir t;
+  const auto a =
+      write_run(t.path(), "a-20261129-101010", {timed_row("add", "1", 1.0, 0.005, 50, 1)});
+  const auto b =
+      write_run(t.path(), "b-20261129-101010", {timed_row("add", "1", 1.0, 0.005, 50, 2)});
+  EXPECT_FALSE(compare_dirs({a}, {b}).mismatch());
+}
+
+TEST(Compare, FailOnRegression) {
+  TempDir t;
+  const auto a =
+      write_run(t.path(), "a-20261129-101010", {timed_row("add", "1", 1.0, 0.005, 200, 3)});
+  const auto b =
+      write_run(t.path(), "b-20261129-101010", {timed_row("add", "1", 1.05, 0.005, 200, 4)});
+  CompareOptions gate;
+  gate.fail_on_regression_pct = 3.0;
+  auto r = compare_dirs({a}, {b}, gate);
+  EXPECT_EQ(r.regressions.size(), 1u);
+  EXPECT_EQ(compare_exit_code(r, gate), 1);
+  gate.fail_on_regression_pct = 10.0;  // 5% is within what this gate tolerates
+  r = compare_dirs({a}, {b}, gate);
+  EXPECT_TRUE(r.regressions.empty());
+  EXPECT_EQ(compare_exit_code(r, gate), 0);
+  CompareOptions none;  // no gate, no failure
+  EXPECT_EQ(compare_exit_code(compare_dirs({a}, {b}, none), none), 0);
+  // Faster is never a regression.
+  gate.fail_on_regression_pct = 1.0;
+  EXPECT_EQ(compare_exit_code(compare_dirs({b}, {a}, gate), gate), 0);
+}
+
+TEST(Compare, RoundsArePooledPerSide) {
+  TempDir t;
+  std::vector<fs::path> as, bs;
+  for (int round = 1; round <= 3; ++round) {
+    as.push_back(write_run(t.path(), "A-" + std::to_string(round) + "-20261129-101010",
+                           {timed_row("add", "1", 1.0, 0.005, 40, 100 + round)}));
+    bs.push_back(write_run(t.path(), "B-" + std::to_string(round) + "-20261129-101010",
+                           {timed_row("add", "1", 1.05, 0.005, 40, 200 + round)}));
+  }
+  const auto r = compare_dirs(as, bs);
+  const auto* p = find_pair(r, "add", "1");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->n_a, 120u);
+  EXPECT_EQ(p->n_b, 120u);
+  EXPECT_EQ(p->verdict, Verdict::slower);
+  EXPECT_EQ(r.paired, 1);
+  EXPECT_EQ(r.runs_a, 3);
+}
+
+TEST(Compare, FailedRoundExcludesTheCase) {
+  TempDir t;
+  RowSpec failed;
+  failed.op = "add";
+  failed.shape = "1";
+  failed.status = "failed";
+  const auto a1 =
+      write_run(t.path(), "A-1-20261129-101010", {timed_row("add", "1", 1.0, 0.005, 40, 1)});
+  const auto a2 = write_run(t.path(), "A-2-20261129-101010", {make_row(failed)});
+  const auto b1 =
+      write_run(t.path(), "B-1-20261129-101010", {timed_row("add", "1", 1.0, 0.005, 40, 2)});
+  const auto r = compare_dirs({a1, a2}, {b1});
+  EXPECT_EQ(r.paired, 0);
+  EXPECT_EQ(r.excluded, 1);
+  EXPECT_EQ(r.excluded_a.failed, 1);
+}
+
+TEST(Compare, BaselineOnlyOpIsComparedOnItsBaseline) {
+  TempDir t;
+  RowSpec fa, fb;
+  fa.op = fb.op = "fft";
+  fa.shape = fb.shape = "4096";
+  fa.base = samples(1.0, 0.005, 100, 1);
+  fb.base = samples(1.2, 0.005, 100, 2);
+  const auto a = write_run(t.path(), "a-20261129-101010", {make_row(fa)});
+  const auto b = write_run(t.path(), "b-20261129-101010", {make_row(fb)});
+  CompareOptions gate;
+  gate.fail_on_regression_pct = 5;
+  const auto r = compare_dirs({a}, {b}, gate);
+  ASSERT_EQ(r.paired, 1);
+  const auto* p = find_pair(r, "fft", "4096", "baseline");
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(p->primary);
+  EXPECT_EQ(p->verdict, Verdict::slower);
+  EXPECT_EQ(compare_exit_code(r, gate), 1);
+}

@@ -1,0 +1,193 @@
+// caliber summary on hand-made run and batch directories.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "report/summary.hpp"
+#include "unit/report/fixtures.hpp"
+
+using namespace caliber::testing;
+using caliber::report::summarize;
+using caliber::report::summary_report;
+using caliber::report::SummaryGroup;
+
+namespace {
+
+const SummaryGroup* find_group(const caliber::report::Summary& s, const std::string& op,
+                               const std::string& dtype) {
+  for (const auto& g : s.groups)
+    if (g.op == op && g.dtype == dtype) return &g;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(Summary, GeomeanOfKnownSpeedups) {
+  TempDir t;
+  const auto run =
+      write_run(t.path(), "add-20261129-101010",
+                {speedup_row("add", "f32", "1", 1.0), speedup_row("add", "f32", "2", 2.0),
+                 speedup_row("add", "f32", "3", 4.0), speedup_row("add", "f16", "1", 8.0)});
+  const auto s = summarize({run});
+  const auto* g = find_group(s, "add", "f32");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->rows, 3);
+  EXPECT_EQ(g->with_speedup, 3);
+  ASSERT_TRUE(g->geomean);
+  EXPECT_NEAR(*g->geomean, 2.0, 1e-9);  // (1 * 2 * 4)^(1/3), where the arithmetic mean is 2.33
+  EXPECT_NEAR(*g->min, 1.0, 1e-12);
+  EXPECT_NEAR(*g->max, 4.0, 1e-12);
+  ASSERT_TRUE(g->ci_lo && g->ci_hi);
+  EXPECT_LE(*g->ci_lo, *g->geomean);
+  EXPECT_GE(*g->ci_hi, *g->geomean);
+  EXPECT_GE(*g->ci_lo, 1.0 - 1e-12);  // a resample's geomean cannot leave [min, max]
+  EXPECT_LE(*g->ci_hi, 4.0 + 1e-12);
+  EXPECT_LT(*g->ci_lo, *g->ci_hi);
+  ASSERT_EQ(s.overall.size(), 1u);
+  EXPECT_EQ(s.overall[0].rows, 4);
+  EXPECT_NEAR(*s.overall[0].geomean, std::pow(1.0 * 2 * 4 * 8, 0.25), 1e-9);
+}
+
+TEST(Summary, ConstantSpeedupHasAPointInterval) {
+  TempDir t;
+  const auto run =
+      write_run(t.path(), "mm-20261129-101010",
+                {speedup_row("mm", "bf16", "1", 3.0), speedup_row("mm", "bf16", "2", 3.0),
+                 speedup_row("mm", "bf16", "3", 3.0)});
+  const auto s = summarize({run});
+  const auto* g = find_group(s, "mm", "bf16");
+  ASSERT_NE(g, nullptr);
+  EXPECT_NEAR(*g->geomean, 3.0, 1e-12);
+  EXPECT_NEAR(*g->ci_lo, 3.0, 1e-9);
+  EXPECT_NEAR(*g->ci_hi, 3.0, 1e-9);
+}
+
+TEST(Summary, OnePathologicalBaselineDoesNotDominate) {
+  TempDir t;
+  std::vector<json> rows;
+  for (int i = 0; i < 9; ++i) rows.push_back(speedup_row("sum", "f32", std::to_string(i), 1.0));
+  rows.push_back(speedup_row("sum", "f32", "huge", 1000.0));
+  const auto s = summarize({write_run(t.path(), "sum-20261129-101010", rows)});
+  const auto* g = find_group(s, "sum", "f32");
+  ASSERT_NE(g, nullptr);
+  EXPECT_NEAR(*g->geomean, std::pow(1000.0, 0.1), 1e-9);  // ~2.0, where the mean would be ~100.9
+}
+
+TEST(Summary, RowsWithoutSpeedupAreCountedButExcluded) {
+  TempDir t;
+  RowSpec fft;  // baseline-only: no candidate, no speedup
+  fft.op = "add";
+  fft.shape = "fft-like";
+  fft.base = {1.0, 1.1};
+  RowSpec failed;
+  failed.op = "add";
+  failed.shape = "broken";
+  failed.status = "failed";
+  failed.cand = {1.0};
+  failed.base = {5.0};
+  RowSpec skipped;
+  skipped.op = "add";
+  skipped.shape = "skip";
+  skipped.status = "skipped";
+  RowSpec bad_accuracy;  // ok status but accuracy false: its speedup means nothing
+  bad_accuracy.op = "add";
+  bad_accuracy.shape = "wrong";
+  bad_accuracy.cand = {1.0};
+  bad_accuracy.base = {9.0};
+  json wrong = make_row(bad_accuracy);
+  wrong["accuracy"] = false;
+  const auto run =
+      write_run(t.path(), "add-20261129-101010",
+                {speedup_row("add", "f32", "1", 2.0), speedup_row("add", "f32", "2", 8.0),
+                 make_row(fft), make_row(failed), make_row(skipped), wrong});
+  const auto s = summarize({run});
+  const auto* g = find_group(s, "add", "f32");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->rows, 6);
+  EXPECT_EQ(g->with_speedup, 2);
+  EXPECT_EQ(g->no_speedup, 4);
+  EXPECT_EQ(g->failed, 1);
+  EXPECT_EQ(g->skipped, 1);
+  EXPECT_NEAR(*g->geomean, 4.0, 1e-9);
+  const std::string text = caliber::report::render_text(summary_report(s));
+  EXPECT_NE(text.find("excluded from the geomean"), std::string::npos) << text;
+}
+
+TEST(Summary, FallbackAndPoisonedRowsAreCounted) {
+  TempDir t;
+  const auto run = write_run(
+      t.path(), "sort-20261129-101010",
+      {speedup_row("sort", "i32", "1", 1.5, {"BENCHMARK_DIRECT_NO_CUDAGRAPH", "repeat=3"}),
+       speedup_row("sort", "i32", "2", 1.5, {"BENCHMARK_DIRECT_NO_CUDAGRAPH repeat=3"}),
+       speedup_row("sort", "i32", "3", 1.5, {"BENCHMARK_CAPTURE_POISONED"}),
+       speedup_row("sort", "i32", "4", 1.5, {"timer=direct"})});
+  const auto s = summarize({run});
+  const auto* g = find_group(s, "sort", "i32");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->fallback, 2);
+  EXPECT_EQ(g->poisoned, 1);
+}
+
+TEST(Summary, BatchDirectoryUsesTheNewestRunPerOp) {
+  TempDir t;
+  const auto batch = t.path() / "batch-20261129-100000";
+  // A first attempt that crashed after one row, and its resumed rerun.
+  write_run(batch, "add-20261129-100001", {speedup_row("add", "f32", "1", 100.0)}, identity(),
+            false);
+  write_run(batch, "add-20261129-100500",
+            {speedup_row("add", "f32", "1", 2.0), speedup_row("add", "f32", "2", 2.0)});
+  write_run(batch, "sum-20261129-100001", {speedup_row("sum", "f32", "1", 3.0)});
+  write_run(batch, "sum-20261129-100001-2", {speedup_row("sum", "f32", "1", 5.0)});
+  std::ofstream(batch / "ops_status.csv") << "op,status\nadd,ok\nsum,ok\n";
+  const auto s = summarize({batch});
+  const auto* add = find_group(s, "add", "f32");
+  const auto* sum = find_group(s, "sum", "f32");
+  ASSERT_NE(add, nullptr);
+  ASSERT_NE(sum, nullptr);
+  EXPECT_EQ(add->rows, 2);
+  EXPECT_NEAR(*add->geomean, 2.0, 1e-12);
+  EXPECT_NEAR(*sum->geomean, 5.0, 1e-12);  // "-2" is the later claim of the same second
+  ASSERT_EQ(s.overall.size(), 1u);
+  EXPECT_EQ(s.overall[0].rows, 3);
+  EXPECT_EQ(s.overall[0].source, "batch-20261129-100000");
+}
+
+TEST(Summary, TruncatedLastLineIsTolerated) {
+  TempDir t;
+  const auto run = write_run(t.path(), "add-20261129-101010", {speedup_row("add", "f32", "1", 2.0)},
+                             identity(), false, R"({"type":"case","op":"add","dty)");
+  const auto s = summarize({run});
+  const auto* g = find_group(s, "add", "f32");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->rows, 1);
+  EXPECT_EQ(s.truncated_logs, 1);
+  EXPECT_EQ(s.unfinished_runs, 1);
+}
+
+TEST(Summary, NotARunDirectoryIsRefused) {
+  TempDir t;
+  EXPECT_THROW((void)summarize({t.path()}), std::runtime_error);
+  EXPECT_THROW((void)summarize({t.path() / "missing"}), std::runtime_error);
+}
+
+TEST(Summary, OneRowModelFourReporters) {
+  TempDir t;
+  const auto run =
+      write_run(t.path(), "add-20261129-101010",
+                {speedup_row("add", "f32", "1", 2.0), speedup_row("add", "f32", "2", 8.0)});
+  const auto rep = summary_report(summarize({run}));
+  const auto j = caliber::report::render_json(rep);
+  ASSERT_TRUE(j.contains("summary"));
+  const auto& rows = j["summary"]["rows"];
+  ASSERT_EQ(rows.size(), 2u);  // the op line and the overall line
+  EXPECT_EQ(rows[0]["op"], "add");
+  EXPECT_NEAR(rows[0]["geomean"].get<double>(), 4.0, 1e-9);
+  EXPECT_EQ(rows[1]["op"], "(all)");
+  const std::string csv = caliber::report::render_csv(rep);
+  EXPECT_EQ(csv.rfind("source,op,dtype,rows,", 0), 0u) << csv;
+  EXPECT_NE(csv.find(",add,f32,2,2,4,"), std::string::npos) << csv;
+  const std::string md = caliber::report::render_markdown(rep);
+  EXPECT_NE(md.find("| source | op |"), std::string::npos) << md;
+  const std::string text = caliber::report::render_text(rep);
+  EXPECT_NE(text.find("geomean"), std::string::npos);
+}

@@ -1,0 +1,52 @@
+#include <gtest/gtest.h>
+
+#include "report/table.hpp"
+
+using namespace caliber::report;
+
+TEST(Table, CsvQuotesFieldsThatNeedIt) {
+  Report r;
+  Table t;
+  t.id = "x";
+  t.columns = {"name", "value"};
+  t.rows.push_back({text_cell("a,b"), number_cell(1.5)});
+  t.rows.push_back({text_cell("say \"hi\""), number_cell(std::nullopt)});
+  r.tables.push_back(t);
+  EXPECT_EQ(render_csv(r), "name,value\n\"a,b\",1.5\n\"say \"\"hi\"\"\",\n");
+}
+
+TEST(Table, TextAlignsColumns) {
+  Report r;
+  Table t;
+  t.id = "x";
+  t.columns = {"op", "n"};
+  t.rows.push_back({text_cell("softmax"), integer_cell(7)});
+  t.rows.push_back({text_cell("mm"), integer_cell(12345)});
+  r.tables.push_back(t);
+  EXPECT_EQ(render_text(r), "op           n\n-------  -----\nsoftmax      7\nmm       12345\n");
+}
+
+TEST(Table, BannersAndWarningsAreShown) {
+  Report r;
+  r.banners.push_back("CALIBER MISMATCH: level: core vs comprehensive");
+  r.warnings.push_back("the switch may not be live");
+  const auto text = render_text(r);
+  EXPECT_NE(text.find("CALIBER MISMATCH: level: core vs comprehensive"), std::string::npos);
+  EXPECT_NE(text.find("WARNING: the switch may not be live"), std::string::npos);
+  const auto j = render_json(r);
+  EXPECT_EQ(j["banners"][0], "CALIBER MISMATCH: level: core vs comprehensive");
+}
+
+TEST(Table, FormatNames) {
+  EXPECT_EQ(parse_format("md"), Format::md);
+  EXPECT_EQ(parse_format("json"), Format::json);
+  EXPECT_FALSE(parse_format("xml"));
+}
+
+TEST(Table, NumberCells) {
+  EXPECT_EQ(number_cell(1.23456).text, "1.235");
+  EXPECT_EQ(number_cell(0.012345).text, "0.01235");
+  EXPECT_EQ(number_cell(1234.6).text, "1235");
+  EXPECT_EQ(number_cell(std::nan("")).text, "-");
+  EXPECT_TRUE(number_cell(std::nan("")).value.is_null());
+}
