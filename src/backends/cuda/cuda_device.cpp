@@ -1,0 +1,244 @@
+#include "backends/cuda/cuda_device.hpp"
+
+#include "backends/cuda/cuda_common.hpp"
+#include "backends/cuda/cuda_kernels.hpp"
+#include "backends/cuda/nvml.hpp"
+
+namespace caliber::backends::cuda {
+
+void check(cudaError_t code, const char* api) {
+  if (code != cudaSuccess) {
+    throw NativeError(static_cast<int>(code), api, cudaGetErrorString(code));
+  }
+}
+
+namespace {
+
+class CudaEvent final : public Event {
+ public:
+  CudaEvent() { check(cudaEventCreate(&event), "cudaEventCreate"); }
+  ~CudaEvent() override { (void)cudaEventDestroy(event); }
+  cudaEvent_t event = nullptr;
+};
+
+class CudaGraph final : public Graph {
+ public:
+  CudaGraph(cudaGraph_t graph, cudaGraphExec_t exec, cudaStream_t stream)
+      : graph_(graph), exec_(exec), stream_(stream) {}
+  ~CudaGraph() override {
+    // The exec goes first: MUSA requires the graph to outlive its exec.
+    (void)cudaGraphExecDestroy(exec_);
+    (void)cudaGraphDestroy(graph_);
+  }
+  void launch() override { check(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch"); }
+
+ private:
+  cudaGraph_t graph_;
+  cudaGraphExec_t exec_;
+  cudaStream_t stream_;
+};
+
+cudaEvent_t native(Event& e) {
+  return static_cast<CudaEvent&>(e).event;
+}
+
+std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+CudaDevice::CudaDevice(int ordinal, DeviceDesc desc, std::uint64_t seed)
+    : ordinal_(ordinal), desc_(std::move(desc)), base_seed_(seed) {
+  generator_.seed = seed;
+  activate();
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, ordinal_), "cudaGetDeviceProperties");
+  props_.name = prop.name;
+  props_.sm_count = prop.multiProcessorCount;
+  props_.l2_bytes = static_cast<std::uint64_t>(prop.l2CacheSize);
+  props_.total_bytes = prop.totalGlobalMem;
+  props_.cc_major = prop.major;
+  props_.cc_minor = prop.minor;
+  props_.host = false;
+  // Non-blocking: work other libraries put on the legacy default stream does not serialise
+  // with (or leak into) what is timed here.
+  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  // One flush buffer for the device's life: reallocating it per sample would cost more than the
+  // kernels it isolates (DESIGN.md, Timing).
+  l2_bytes_ = props_.l2_bytes;
+  if (l2_bytes_ > 0) check(cudaMalloc(&l2_buffer_, l2_bytes_), "cudaMalloc (L2 flush buffer)");
+  Nvml& nvml = Nvml::get();
+  if (!desc_.uuid.empty()) nvml_handle_ = nvml.handle_by_uuid(desc_.uuid);
+  if (nvml_handle_ == nullptr && desc_.extra.count("pci_bus_id") != 0) {
+    nvml_handle_ = nvml.handle_by_pci(desc_.extra.at("pci_bus_id"));
+  }
+}
+
+CudaDevice::~CudaDevice() {
+  if (capturing_) abort_capture();
+  (void)cudaStreamSynchronize(stream_);
+  if (l2_buffer_ != nullptr) (void)cudaFree(l2_buffer_);
+  (void)cudaStreamDestroy(stream_);
+}
+
+void CudaDevice::activate() const {
+  check(cudaSetDevice(ordinal_), "cudaSetDevice");
+}
+
+void* CudaDevice::alloc(std::size_t bytes) {
+  activate();
+  void* p = nullptr;
+  const cudaError_t e = cudaMalloc(&p, bytes);
+  if (e != cudaSuccess) {
+    throw NativeError(
+        static_cast<int>(e), "cudaMalloc",
+        std::string(cudaGetErrorString(e)) + " (" + std::to_string(bytes) + " bytes)");
+  }
+  return p;
+}
+
+void CudaDevice::free(void* p) noexcept {
+  if (p != nullptr) (void)cudaFree(p);
+}
+
+void CudaDevice::copy(void* dst, const void* src, std::size_t bytes, CopyKind kind) {
+  cudaMemcpyKind k = cudaMemcpyDeviceToDevice;
+  if (kind == CopyKind::host_to_device) k = cudaMemcpyHostToDevice;
+  if (kind == CopyKind::device_to_host) k = cudaMemcpyDeviceToHost;
+  check(cudaMemcpyAsync(dst, src, bytes, k, stream_), "cudaMemcpyAsync");
+  // Host memory must be safe to use (or reuse) when copy() returns.
+  if (kind != CopyKind::device_to_device && !capturing_) {
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+}
+
+void CudaDevice::memset(void* p, int value, std::size_t bytes) {
+  check(cudaMemsetAsync(p, value, bytes, stream_), "cudaMemsetAsync");
+}
+
+void CudaDevice::fill_uniform(void* p, DType t, std::size_t n, double lo, double hi,
+                              std::uint64_t seed) {
+  activate();
+  check(launch_fill_uniform(p, t, n, lo, hi, seed, stream_), "fill_uniform launch");
+}
+
+void CudaDevice::synchronize() {
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+}
+
+std::size_t CudaDevice::free_bytes() const {
+  std::size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
+  return free;
+}
+
+std::uint64_t CudaDevice::seed() const {
+  return mix64(base_seed_ ^ mix64(seeds_drawn_++));
+}
+
+Capabilities CudaDevice::capabilities() const {
+  Capabilities c;
+  c.graph_capture = true;
+  c.graph_timer_default = true;
+  c.clusters = props_.cc_major >= 9;  // thread-block clusters arrived with sm_90
+  c.default_rng = true;
+  c.l2_known = l2_bytes_ > 0;
+  return c;
+}
+
+std::unique_ptr<Event> CudaDevice::create_event() {
+  activate();
+  return std::make_unique<CudaEvent>();
+}
+
+void CudaDevice::record(Event& e) {
+  check(cudaEventRecord(native(e), stream_), "cudaEventRecord");
+}
+
+double CudaDevice::elapsed_ms(Event& start, Event& end) {
+  check(cudaEventSynchronize(native(end)), "cudaEventSynchronize");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, native(start), native(end)), "cudaEventElapsedTime");
+  return static_cast<double>(ms);
+}
+
+void CudaDevice::begin_capture() {
+  activate();
+  // Global mode: an unsafe call anywhere in the process during capture (an allocation, a
+  // synchronize) fails loudly, so an op that cannot live in a graph refuses instead of
+  // producing a graph that replays something else.
+  check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
+  capturing_ = true;
+}
+
+std::unique_ptr<Graph> CudaDevice::end_capture() {
+  cudaGraph_t graph = nullptr;
+  const cudaError_t e = cudaStreamEndCapture(stream_, &graph);
+  capturing_ = false;
+  if (e != cudaSuccess) {
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();  // the code travels in the exception; later checks must not see it
+    throw NativeError(static_cast<int>(e), "cudaStreamEndCapture", cudaGetErrorString(e));
+  }
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t ie = cudaGraphInstantiate(&exec, graph, 0);
+  if (ie != cudaSuccess) {
+    (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    throw NativeError(static_cast<int>(ie), "cudaGraphInstantiate", cudaGetErrorString(ie));
+  }
+  return std::make_unique<CudaGraph>(graph, exec, stream_);
+}
+
+void CudaDevice::abort_capture() noexcept {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream_, &status) == cudaSuccess &&
+      status != cudaStreamCaptureStatusNone) {
+    cudaGraph_t graph = nullptr;
+    (void)cudaStreamEndCapture(stream_, &graph);
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  }
+  capturing_ = false;
+  (void)cudaGetLastError();
+}
+
+void CudaDevice::flush_l2() {
+  if (l2_buffer_ == nullptr) return;
+  // A different byte each time, so no layer can treat the write as a no-op.
+  flush_value_ = (flush_value_ + 1) & 0xff;
+  check(cudaMemsetAsync(l2_buffer_, flush_value_, l2_bytes_, stream_),
+        "cudaMemsetAsync (L2 flush)");
+}
+
+std::optional<ClockSample> CudaDevice::clocks() {
+  const auto c = Nvml::get().clocks(nvml_handle_);
+  if (!c) return std::nullopt;
+  return ClockSample{c->sm_mhz, c->sm_max_mhz, c->throttle_reasons};
+}
+
+bool CudaDevice::healthy() noexcept {
+  if (capturing_) return false;
+  // A sticky error means the context is dead whatever the probe says; a non-sticky one is
+  // kept for take_last_error, since the probe's own check clears it.
+  const int pending = static_cast<int>(cudaPeekAtLastError());
+  if (classify_cuda_error(pending) == Failure::fatal_on_device) return false;
+  if (pending != 0) {
+    pending_error_ = pending;
+    (void)cudaGetLastError();
+  }
+  if (launch_probe(stream_) != cudaSuccess) return false;
+  return cudaStreamSynchronize(stream_) == cudaSuccess;
+}
+
+int CudaDevice::take_last_error() noexcept {
+  const int now = static_cast<int>(cudaGetLastError());
+  const int kept = pending_error_;
+  pending_error_ = 0;
+  return kept != 0 ? kept : now;
+}
+
+}  // namespace caliber::backends::cuda

@@ -1,0 +1,70 @@
+// The CUDA device interface: one non-blocking stream per device, events, graph capture, a
+// persistent L2-sized flush buffer, NVML clocks, the default generator. Written against the CUDA
+// runtime names of gpu_runtime.hpp so that it builds for HIP and MUSA too.
+#pragma once
+
+#include <atomic>
+
+#include "backends/backend.hpp"
+#include "backends/gpu_runtime.hpp"
+
+namespace caliber::backends::cuda {
+
+class CudaDevice final : public Device {
+ public:
+  // `ordinal` is the runtime's device number (the caller's visible index).
+  CudaDevice(int ordinal, DeviceDesc desc, std::uint64_t seed);
+  ~CudaDevice() override;
+
+  // DeviceContext
+  std::string_view backend() const override { return "cuda"; }
+  const DeviceProps& props() const override { return props_; }
+  void* stream() const override { return static_cast<void*>(stream_); }
+  void* alloc(std::size_t bytes) override;
+  void free(void* p) noexcept override;
+  void copy(void* dst, const void* src, std::size_t bytes, CopyKind kind) override;
+  void memset(void* p, int value, std::size_t bytes) override;
+  void fill_uniform(void* p, DType t, std::size_t n, double lo, double hi,
+                    std::uint64_t seed) override;
+  void synchronize() override;
+  std::size_t free_bytes() const override;
+  std::uint64_t seed() const override;
+  bool capturing() const override { return capturing_; }
+  GeneratorState* default_generator() noexcept override { return &generator_; }
+
+  // Device
+  const DeviceDesc& desc() const override { return desc_; }
+  Capabilities capabilities() const override;
+  std::unique_ptr<Event> create_event() override;
+  void record(Event& e) override;
+  double elapsed_ms(Event& start, Event& end) override;
+  void begin_capture() override;
+  std::unique_ptr<Graph> end_capture() override;
+  void abort_capture() noexcept override;
+  void flush_l2() override;
+  std::optional<ClockSample> clocks() override;
+  bool healthy() noexcept override;
+  int take_last_error() noexcept override;
+
+ private:
+  void activate() const;
+
+  int ordinal_;
+  DeviceDesc desc_;
+  DeviceProps props_;
+  cudaStream_t stream_ = nullptr;
+  void* l2_buffer_ = nullptr;
+  std::size_t l2_bytes_ = 0;
+  int flush_value_ = 0;
+  bool capturing_ = false;
+  int pending_error_ = 0;  // an error seen (and cleared) by healthy(), kept for take_last_error
+  void* nvml_handle_ = nullptr;
+  GeneratorState generator_;
+  std::uint64_t base_seed_;
+  mutable std::atomic<std::uint64_t> seeds_drawn_{0};
+};
+
+// Throws caliber::NativeError when `code` is not success.
+void check(cudaError_t code, const char* api);
+
+}  // namespace caliber::backends::cuda

@@ -1,0 +1,20 @@
+// Host-side entry points of the backend's own kernels (cuda_kernels.cu).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/gpu_runtime.hpp"
+#include "caliber/dtype.hpp"
+
+namespace caliber::backends::cuda {
+
+// Uniform values in [lo, hi) (integers lo..hi-1) from a counter-based hash of (seed, index): the
+// same seed gives the same data on any launch geometry; a zero is replaced by a nonzero value of
+// the range wherever the range has one. Returns the launch's error.
+cudaError_t launch_fill_uniform(void* p, DType t, std::size_t n, double lo, double hi,
+                                std::uint64_t seed, cudaStream_t stream);
+// An empty kernel: the cheapest proof that the context still launches.
+cudaError_t launch_probe(cudaStream_t stream);
+
+}  // namespace caliber::backends::cuda

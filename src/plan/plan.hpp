@@ -1,0 +1,50 @@
+// The stage plan of a run: derived from the backend's capabilities and the run's knobs, never from
+// a per-vendor list (changelog change 1: the old runner's hard-coded plugin list).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backends/backend.hpp"
+
+namespace caliber::plan {
+
+struct PlanInputs {
+  std::string timer = "auto";    // auto, graph, direct
+  std::string tune = "live";     // off, live, record, replay
+  int parallel_warmup = 0;       // devices to shard the sweep over; 0: unset (no stage)
+  std::vector<std::string> ops;  // empty: all ops
+};
+
+struct Stage {
+  std::string name;  // compat, device_setup, parallel_warmup, cluster_fix, tune, graph_capture,
+                     // direct_timer, timing, summary
+  std::string why;
+};
+
+struct Plan {
+  std::string backend;
+  std::string timer;  // resolved: "graph" or "direct"
+  std::vector<Stage> stages;
+  [[nodiscard]] bool has(const std::string& stage_name) const;
+  // Position of the first stage with this name, or -1.
+  [[nodiscard]] int position(const std::string& stage_name) const;
+};
+
+// "auto" follows capabilities().graph_timer_default. Throws std::invalid_argument for an unknown
+// request, or "graph" on a backend that cannot capture.
+[[nodiscard]] std::string resolve_timer(const backends::Backend& backend,
+                                        const std::string& request);
+
+// Throws std::invalid_argument on a bad timer or tune value.
+[[nodiscard]] Plan make_plan(const backends::Backend& backend, const PlanInputs& in);
+
+// Does a compat rule of `running` lift `op`'s skip for exactly this `reason`? Only the running
+// backend's own rules count, and only on an exact match of op and reason.
+[[nodiscard]] bool compat_lifts(const backends::Backend& running, const std::string& op,
+                                const std::string& reason);
+
+// The plan as text: one numbered line per stage, the resolved timer first.
+[[nodiscard]] std::string format_plan(const Plan& plan);
+
+}  // namespace caliber::plan
