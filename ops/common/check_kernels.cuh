@@ -60,3 +60,42 @@ template <class T>
 }
 
 }  // namespace caliber::ops::cuda
+
+namespace caliber::ops::cuda {
+
+template <class T>
+__global__ void gather_vectors_kernel(const T* src, const std::int64_t* offsets,
+                                      std::int64_t stride, std::int64_t len, std::int64_t count,
+                                      T* dst) {
+  const std::int64_t total = count * len;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += step) {
+    const std::int64_t v = e / len, k = e % len;
+    dst[e] = src[offsets[v] + k * stride];
+  }
+}
+
+// Copies back `offsets.size()` strided vectors of `len` elements (vector v holds
+// src[offsets[v] + k*stride] for k < len), e.g. sampled rows and columns of a matrix, as
+// double: vector v occupies [v*len, (v+1)*len) of the result.
+template <class T>
+[[nodiscard]] std::vector<double> gather_vectors_to_host(DeviceContext& ctx, const T* src,
+                                                         const std::vector<std::int64_t>& offsets,
+                                                         std::int64_t stride, std::int64_t len) {
+  const cudaStream_t s = stream_of(ctx);
+  const auto count = static_cast<std::int64_t>(offsets.size());
+  if (count == 0 || len <= 0) return {};
+  Buffer d_off(ctx, offsets.size() * sizeof(std::int64_t));
+  Buffer d_out(ctx, static_cast<std::size_t>(count * len) * sizeof(T));
+  CALIBER_CUDA_CHECK(cudaMemcpyAsync(d_off.get(), offsets.data(),
+                                     offsets.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice,
+                                     s));
+  const unsigned grid = grid_for(count * len, 256, ctx.props(), 1);
+  gather_vectors_kernel<T>
+      <<<grid, 256, 0, s>>>(src, d_off.as<std::int64_t>(), stride, len, count, d_out.as<T>());
+  CALIBER_LAUNCH_CHECK("gather_vectors_kernel");
+  return download(d_out.get(), dtype_of<T>(), static_cast<std::size_t>(count * len), s);
+}
+
+}  // namespace caliber::ops::cuda
