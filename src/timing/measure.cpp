@@ -38,6 +38,17 @@ std::vector<double> thin_evenly(std::span<const double> xs, int cap) {
   return out;
 }
 
+double combine_calls(const std::vector<std::vector<double>>& calls, core::ReturnMode mode) {
+  if (calls.size() == 1) return core::reduce(calls.front(), mode);
+  if (mode == core::ReturnMode::median || mode == core::ReturnMode::all) {
+    return core::median_of_medians(calls);
+  }
+  std::vector<double> per_call;
+  per_call.reserve(calls.size());
+  for (const auto& c : calls) per_call.push_back(core::reduce(c, mode));
+  return core::median(per_call);
+}
+
 TimerChoice choose_timer(const backends::Capabilities& caps, TimerKind requested) {
   switch (requested) {
     case TimerKind::direct:
@@ -108,17 +119,9 @@ void summarize(Measurement& m, const std::vector<std::vector<double>>& calls,
                const TimingOptions& opt) {
   std::vector<double> all;
   for (const auto& c : calls) all.insert(all.end(), c.begin(), c.end());
+  m.latency_ms = combine_calls(calls, opt.return_mode);
   if (calls.size() > 1) {
-    if (opt.return_mode == core::ReturnMode::median) {
-      m.latency_ms = core::median_of_medians(calls);
-    } else {
-      std::vector<double> per_call;
-      for (const auto& c : calls) per_call.push_back(core::reduce(c, opt.return_mode));
-      m.latency_ms = core::median(per_call);
-    }
     for (const auto& c : calls) m.call_medians_ms.push_back(core::median(c));
-  } else {
-    m.latency_ms = core::reduce(all, opt.return_mode);
   }
   if (!opt.quantiles.empty()) m.quantile_ms = core::quantiles(all, opt.quantiles);
   m.total_samples = static_cast<int>(all.size());
@@ -221,7 +224,9 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
     return m;
   }
   m.estimate_ms = w.estimate_ms;
-  const double want = w.estimate_ms > 0 ? std::ceil(opt.graph_replay_ms / w.estimate_ms) : 1.0;
+  // The 1e-9 keeps an exact ratio (1 ms / 0.01 ms) from rounding up to one launch more.
+  const double want =
+      w.estimate_ms > 0 ? std::ceil(opt.graph_replay_ms / w.estimate_ms * (1 - 1e-9)) : 1.0;
   const int k =
       static_cast<int>(std::clamp(want, 1.0, double(std::max(1, opt.max_graph_launches))));
   m.launches_per_sample = k;

@@ -38,11 +38,14 @@ inline constexpr const char* kMarkerTimerDirect = "timer=direct";
 // when timeout_s of wall time (warmup included) has passed; then stop_reason names what was missed.
 //
 // Noise is the relative standard error of the median, estimated robustly:
-//   noise = 1.2533 * (1.4826 * MAD) / (median * sqrt(n))
+//   sigma = max(1.4826 * MAD, 1.2533 * mean |x - median| over the central 90% of the samples)
+//   noise = 1.2533 * sigma / (median * sqrt(n))
 // 1.4826 * MAD estimates the standard deviation without letting one outlier (a preempted launch,
-// a clock dip) dominate, as stdev/mean would; 1.2533 / sqrt(n) turns it into the standard error of
-// the median, the statistic we report. So max_noise is the relative precision of the reported
-// number, and a kernel with a steady 3% jitter still converges once it has enough samples.
+// a clock dip) dominate, as stdev/mean would; the trimmed mean absolute deviation covers the case
+// where MAD is 0 because quantized event timings tie at the median. 1.2533 / sqrt(n) turns sigma
+// into the standard error of the median, the statistic we report. So max_noise is the relative
+// precision of the reported number, and a kernel with a steady 3% jitter still converges once it
+// has enough samples.
 struct StopRule {
   int min_samples = 10;
   double min_time_s = 0.01;  // summed time of the kept samples (a graph sample: one replay)
@@ -126,6 +129,11 @@ struct TimerChoice {
 
 // True when the process must time nothing more (fatal_on_device, capture_poisoned).
 [[nodiscard]] bool process_unusable(const Measurement& m) noexcept;
+
+// The latency of repeated direct-timer calls: the median over calls of each call's value per the
+// return mode (the median of the call medians in the default mode). One call: its value.
+[[nodiscard]] double combine_calls(const std::vector<std::vector<double>>& calls,
+                                   core::ReturnMode mode);
 
 // Evenly thinned copy of xs with at most `cap` values (first and last kept).
 [[nodiscard]] std::vector<double> thin_evenly(std::span<const double> xs, int cap);
