@@ -73,6 +73,32 @@ void write_identity(const std::filesystem::path& run_dir, const nlohmann::json& 
                     identity.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
+std::string run_header_text(const nlohmann::json& identity) {
+  const auto text = [&](const std::string& key) {
+    std::string v = key_text(identity, key);
+    return v.empty() ? std::string("?") : v;
+  };
+  std::string device = "?";
+  if (identity.is_object()) {
+    if (const auto d = identity.find("device"); d != identity.end() && d->is_object()) {
+      const auto index = d->find("index");
+      const auto name = d->find("name");
+      device.clear();
+      if (index != d->end() && !index->is_null()) {
+        device = index->is_string() ? index->get<std::string>() : index->dump();
+      }
+      if (name != d->end() && name->is_string()) {
+        if (!device.empty()) device += " ";
+        device += "(" + name->get<std::string>() + ")";
+      }
+      if (device.empty()) device = "?";
+    }
+  }
+  return "caliber run: backend " + text("backend") + " | device " + device + " | timer " +
+         text("timer") + " | level " + text("level") + " | tune " + text("tune") + " | repeat " +
+         text("repeat") + " | l2 " + text("l2");
+}
+
 std::string caliber_version() {
   return CALIBER_VERSION;
 }

@@ -24,6 +24,9 @@ struct IdentityDiff {
                                                       const nlohmann::json& b);
 [[nodiscard]] nlohmann::json read_identity(const std::filesystem::path& run_dir);
 void write_identity(const std::filesystem::path& run_dir, const nlohmann::json& identity);
+// The run header printed at start, one line from the identity: backend, device, timer, level,
+// autotune mode, repeat and L2 policy ("?" where the identity lacks a key).
+[[nodiscard]] std::string run_header_text(const nlohmann::json& identity);
 [[nodiscard]] std::string caliber_version();
 [[nodiscard]] std::string caliber_git_commit();
 [[nodiscard]] std::string host_name();

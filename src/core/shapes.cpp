@@ -34,6 +34,11 @@ std::string where(const std::string& source, const YAML::Node& n) {
   throw ShapeError(where(source, n) + ": " + what);
 }
 
+std::string key_of(const YAML::Node& k, const std::string& source) {
+  if (!k.IsScalar()) fail(source, k, "a key must be a plain name");
+  return k.Scalar();
+}
+
 std::string read_text(const std::filesystem::path& file) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec)) {
@@ -127,7 +132,7 @@ class ShapeLoader {
     if (!root.IsMap()) fail(source, root, "a shape file must be a map (families, ops, ...)");
     std::vector<std::filesystem::path> stack;
     for (const auto& kv : root) {
-      const std::string key = kv.first.as<std::string>();
+      const std::string key = key_of(kv.first, source);
       const YAML::Node& v = kv.second;
       if (key == "families") {
         read_families(v, set.core_, source);
@@ -155,7 +160,7 @@ class ShapeLoader {
   static void read_families(const YAML::Node& n, Table& t, const std::string& source) {
     if (!n.IsMap()) fail(source, n, "families must be a map of family name to shape list");
     for (const auto& kv : n) {
-      const std::string fam = kv.first.as<std::string>();
+      const std::string fam = key_of(kv.first, source);
       append_unique(t.families[fam], parse_shape_list(kv.second, source, "family " + fam));
     }
   }
@@ -163,7 +168,7 @@ class ShapeLoader {
   static void read_ops(const YAML::Node& n, Table& t, const std::string& source) {
     if (!n.IsMap()) fail(source, n, "ops must be a map of op name to a shape list or {family: F}");
     for (const auto& kv : n) {
-      const std::string op = kv.first.as<std::string>();
+      const std::string op = key_of(kv.first, source);
       const YAML::Node& v = kv.second;
       if (v.IsMap()) {
         if (v.size() != 1 || !v["family"] || !v["family"].IsScalar()) {
@@ -187,7 +192,7 @@ class ShapeLoader {
     if (n.IsNull()) return;
     if (!n.IsMap()) fail(source, n, "comprehensive must be a map (families, ops, include)");
     for (const auto& kv : n) {
-      const std::string key = kv.first.as<std::string>();
+      const std::string key = key_of(kv.first, source);
       const YAML::Node& v = kv.second;
       if (key == "families") {
         read_families(v, set.extra_, source);

@@ -84,3 +84,17 @@ TEST(Identity, BuildAndHost) {
   EXPECT_FALSE(host_name().empty());
   EXPECT_NE(host_name(), "unknown");
 }
+
+TEST(Identity, RunHeaderText) {
+  const std::string h = run_header_text(sample());
+  for (const char* part : {"backend cuda", "device 0 (NVIDIA H200)", "timer graph", "level core",
+                           "tune live", "repeat 1", "l2 cold"}) {
+    EXPECT_NE(h.find(part), std::string::npos) << part << " not in: " << h;
+  }
+  json partial = sample();
+  partial.erase("timer");
+  partial.erase("device");
+  const std::string p = run_header_text(partial);
+  EXPECT_NE(p.find("timer ?"), std::string::npos) << p;
+  EXPECT_NE(p.find("device ?"), std::string::npos) << p;
+}

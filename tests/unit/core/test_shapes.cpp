@@ -200,6 +200,7 @@ TEST(Shapes, BadFilesRefused) {
   EXPECT_NE(error_of("level: bogus\n").find("core or comprehensive"), std::string::npos);
   EXPECT_NE(error_of("ops: {mm: {famly: blas}}").find("op mm"), std::string::npos);
   EXPECT_NE(error_of("").find("empty"), std::string::npos);
+  EXPECT_NE(error_of("ops: {[mm]: [[1]]}").find("plain name"), std::string::npos);
   EXPECT_NE(error_of("- [1, 2]").find("must be a map"), std::string::npos);
   EXPECT_EQ(error_of("families: {pointwise: [[64, 64]]}"), "");
 }
