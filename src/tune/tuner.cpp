@@ -100,6 +100,21 @@ ConfigCache* Tuner::cache() {
   return cache_.get();
 }
 
+ConfigCache* Tuner::read_also() {
+  if (!read_also_opened_) {
+    read_also_opened_ = true;
+    if (settings_.mode == Mode::live && !settings_.read_also.empty() &&
+        settings_.read_also != cache_file()) {
+      std::error_code ec;
+      // A shared cache that does not exist yet simply has nothing to offer: no warning.
+      if (std::filesystem::exists(settings_.read_also, ec))
+        read_also_ =
+            ConfigCache::open(settings_.read_also, ConfigCache::Access::read_only, warnings_);
+    }
+  }
+  return read_also_.get();
+}
+
 std::vector<std::string> Tuner::take_warnings() {
   std::vector<std::string> out;
   out.swap(warnings_);
@@ -198,6 +213,7 @@ Selection Tuner::select(const CacheKey& key_in, const ConfigSpace& space,
       sel.note = "replayed " + hit->config.str() + " from " + cache_file().string();
       return sel;
     }
+    ++replay_missing_;
     sel.config = space.default_config;
     sel.source = "replay-missing";
     sel.note = "no recorded config for key " + key.str() + " in " + cache_file().string() +
@@ -206,11 +222,19 @@ Selection Tuner::select(const CacheKey& key_in, const ConfigSpace& space,
   }
 
   // A config the provider no longer declares is stale (the space changed under the same version).
+  fs::path hit_file = cache_file();
+  if (!(hit && contains(space, hit->config)) && settings_.mode == Mode::live) {
+    if (auto* also = read_also()) {
+      hit = also->find(key);
+      hit_file = also->file();
+    }
+  }
   if (hit && contains(space, hit->config)) {
+    ++cache_hits_;
     sel.config = hit->config;
     sel.source = "cache";
     sel.trials = hit->trials;
-    sel.note = "cached " + hit->config.str() + " from " + cache_file().string();
+    sel.note = "cached " + hit->config.str() + " from " + hit_file.string();
     return sel;
   }
   return sweep(key, space, time_config, nullptr);

@@ -41,6 +41,10 @@ struct Settings {
   std::filesystem::path run_dir;       // record: <run_dir>/tune.db
   std::filesystem::path replay_from;   // replay: <dir>/tune.db (or the file itself), read-only
   bool show_progress = true;           // progress line on stderr, only when it is a terminal
+  // live-mode parallel-warmup shards: the shared cache, consulted read-only before sweeping, so a
+  // shard tunes only what the shared cache lacks while writing its winners to its own cache.
+  // Ignored in record mode (isolated from the shared cache) and in replay mode.
+  std::filesystem::path read_also;
 };
 
 // Returns the latency in ms of one config, with a short budget; throws caliber::ConfigRejected
@@ -74,10 +78,13 @@ class Tuner {
   [[nodiscard]] std::filesystem::path cache_file() const;
   // Totals over this tuner's life, for the run footer.
   [[nodiscard]] int keys_tuned() const noexcept { return keys_tuned_; }
+  [[nodiscard]] int cache_hits() const noexcept { return cache_hits_; }
+  [[nodiscard]] int replay_missing() const noexcept { return replay_missing_; }
   [[nodiscard]] double sweep_seconds() const noexcept { return sweep_seconds_; }
 
  private:
   ConfigCache* cache();
+  ConfigCache* read_also();
   Selection sweep(const CacheKey& key, const ConfigSpace& space, const TimeConfig& time_config,
                   const Config* excluded);
 
@@ -86,6 +93,10 @@ class Tuner {
   bool cache_opened_ = false;
   std::vector<std::string> warnings_;
   int keys_tuned_ = 0;
+  int cache_hits_ = 0;
+  int replay_missing_ = 0;
+  std::unique_ptr<ConfigCache> read_also_;
+  bool read_also_opened_ = false;
   double sweep_seconds_ = 0;
 };
 

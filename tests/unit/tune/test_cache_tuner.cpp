@@ -17,6 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::cfg;
 using testing::key_for;
+using testing::make_settings;
 using testing::space4;
 using testing::TempDir;
 
@@ -115,7 +116,7 @@ TEST(TuneCache, CorruptFileIsSetAsideWarnedAndRebuilt) {
     garbage[i] = static_cast<char>((i * 7919 + 13) % 251);
   { std::ofstream(file, std::ios::binary) << garbage; }
 
-  Tuner t({Mode::live, file, {}, {}, false});
+  Tuner t(make_settings(Mode::live, file));
   CountingTimer timer;
   auto s = t.select(key_for("mm", "M=1"), space4(), timer.fn());
   EXPECT_EQ(s.source, "tuned") << "the run goes on with a fresh cache";
@@ -134,7 +135,7 @@ TEST(TuneCache, CorruptFileIsSetAsideWarnedAndRebuilt) {
   EXPECT_EQ(read_all(aside), garbage);
 
   // The rebuilt cache works: a new tuner finds the winner stored after the rebuild.
-  Tuner again({Mode::live, file, {}, {}, false});
+  Tuner again(make_settings(Mode::live, file));
   CountingTimer timer2;
   auto s2 = again.select(key_for("mm", "M=1"), space4(), timer2.fn());
   EXPECT_EQ(s2.source, "cache");
@@ -158,7 +159,7 @@ TEST(TuneCache, CorruptReadOnlySourceIsLeftUntouched) {
 TEST(TuneTuner, OffModeUsesDefaultAndTouchesNothing) {
   TempDir dir;
   const auto file = dir.path() / "tune.db";
-  Tuner t({Mode::off, file, dir.path() / "run", {}, false});
+  Tuner t(make_settings(Mode::off, file, dir.path() / "run"));
   CountingTimer timer;
   auto s = t.select(key_for("mm", ""), space4(), timer.fn());
   EXPECT_EQ(s.source, "default");
@@ -171,7 +172,7 @@ TEST(TuneTuner, OffModeUsesDefaultAndTouchesNothing) {
 TEST(TuneTuner, UntunableSpaceHasNoDatabaseTraffic) {
   TempDir dir;
   const auto file = dir.path() / "tune.db";
-  Tuner t({Mode::live, file, {}, {}, false});
+  Tuner t(make_settings(Mode::live, file));
   ConfigSpace one;
   one.configs = {cfg(32)};
   one.default_config = cfg(32);
@@ -188,7 +189,7 @@ TEST(TuneTuner, LiveSweepsPicksFastestStoresThenHitsCache) {
   const auto file = dir.path() / "tune.db";
   const auto k = key_for("mm", "M=4096,N=4096");
   {
-    Tuner t({Mode::live, file, {}, {}, false});
+    Tuner t(make_settings(Mode::live, file));
     CountingTimer timer;
     auto s = t.select(k, space4(), timer.fn());
     EXPECT_EQ(s.source, "tuned");
@@ -208,7 +209,7 @@ TEST(TuneTuner, LiveSweepsPicksFastestStoresThenHitsCache) {
   EXPECT_DOUBLE_EQ(r->ms, fake_ms(cfg(256)));
   EXPECT_EQ(r->trials.size(), 4u);
 
-  Tuner t2({Mode::live, file, {}, {}, false});
+  Tuner t2(make_settings(Mode::live, file));
   CountingTimer timer2;
   auto s2 = t2.select(k, space4(), timer2.fn());
   EXPECT_EQ(s2.source, "cache");
@@ -216,9 +217,68 @@ TEST(TuneTuner, LiveSweepsPicksFastestStoresThenHitsCache) {
   EXPECT_EQ(timer2.calls, 0);
 }
 
+TEST(TuneTuner, StaleCachedConfigOutsideTheSpaceIsRetuned) {
+  TempDir dir;
+  const auto file = dir.path() / "tune.db";
+  const auto k = key_for("mm", "M=1");
+  {
+    std::vector<std::string> w;
+    auto c = ConfigCache::open(file, ConfigCache::Access::read_write, w);
+    ASSERT_TRUE(c->store(k, {cfg(1024), 0.1, {}, 0}));  // a config the provider no longer declares
+  }
+  Tuner t(make_settings(Mode::live, file));
+  CountingTimer timer;
+  auto s = t.select(k, space4(), timer.fn());
+  EXPECT_EQ(s.source, "tuned");
+  EXPECT_EQ(s.config, cfg(256));
+  EXPECT_EQ(timer.calls, 4);
+}
+
+TEST(TuneTuner, WarmupShardReadsSharedCacheButWritesOnlyItsOwn) {
+  TempDir dir;
+  const auto shared = dir.path() / "shared.db";
+  const auto shard = dir.path() / "shard-0.db";
+  const auto cached = key_for("mm", "M=1"), fresh = key_for("mm", "M=2");
+  {
+    std::vector<std::string> w;
+    auto c = ConfigCache::open(shared, ConfigCache::Access::read_write, w);
+    ASSERT_TRUE(c->store(cached, {cfg(512), 0.5, {}, 0}));
+  }
+  Settings st = make_settings(Mode::live, shard);
+  st.read_also = shared;
+  {
+    Tuner t(st);
+    CountingTimer timer;
+    auto a = t.select(cached, space4(), timer.fn());
+    EXPECT_EQ(a.source, "cache");
+    EXPECT_EQ(a.config, cfg(512));
+    EXPECT_EQ(timer.calls, 0);
+    auto b = t.select(fresh, space4(), timer.fn());
+    EXPECT_EQ(b.source, "tuned");
+    EXPECT_EQ(timer.calls, 4);
+    EXPECT_EQ(t.cache_hits(), 1);
+    EXPECT_EQ(t.keys_tuned(), 1);
+  }
+  std::vector<std::string> w;
+  EXPECT_EQ(ConfigCache::open(shared, ConfigCache::Access::read_only, w)->all().size(), 1u)
+      << "the shared cache is only read";
+  auto own = ConfigCache::open(shard, ConfigCache::Access::read_only, w)->all();
+  ASSERT_EQ(own.size(), 1u) << "the shard holds only what it tuned";
+  EXPECT_EQ(own[0].first, fresh);
+
+  // record mode stays isolated even when given the shared cache to read.
+  Settings rec = make_settings(Mode::record, {}, dir.path() / "run");
+  rec.read_also = shared;
+  fs::create_directories(rec.run_dir);
+  Tuner r(rec);
+  CountingTimer timer;
+  EXPECT_EQ(r.select(cached, space4(), timer.fn()).source, "tuned");
+  EXPECT_EQ(timer.calls, 4);
+}
+
 TEST(TuneTuner, RejectedConfigsAreSkippedAndRecorded) {
   TempDir dir;
-  Tuner t({Mode::live, dir.path() / "tune.db", {}, {}, false});
+  Tuner t(make_settings(Mode::live, dir.path() / "tune.db"));
   auto timer = [](const Config& c) -> double {
     if (c.get("block") == 256) throw ConfigRejected("out of shared memory");
     if (c.get("block") == 512) throw std::runtime_error("invalid configuration argument");
@@ -240,7 +300,7 @@ TEST(TuneTuner, RejectedConfigsAreSkippedAndRecorded) {
 TEST(TuneTuner, AllConfigsRejectedFallsBackToDefaultWithoutStoring) {
   TempDir dir;
   const auto file = dir.path() / "tune.db";
-  Tuner t({Mode::live, file, {}, {}, false});
+  Tuner t(make_settings(Mode::live, file));
   auto s = t.select(key_for("mm", "M=1"), space4(),
                     [](const Config&) -> double { throw ConfigRejected("no"); });
   EXPECT_EQ(s.source, "default");
@@ -261,7 +321,7 @@ TEST(TuneTuner, RecordIsIsolatedAndReplayGivesIdenticalConfigs) {
   std::vector<std::int64_t> ms = {1024, 2048, 4096, 8192};
   std::vector<Config> recorded;
   {
-    Tuner rec({Mode::record, shared, run, {}, false});
+    Tuner rec(make_settings(Mode::record, shared, run));
     for (auto m : ms) {
       auto s =
           rec.select(key_for("mm", ""), space4(m), [&](const Config& c) { return model(c, m); });
@@ -278,7 +338,7 @@ TEST(TuneTuner, RecordIsIsolatedAndReplayGivesIdenticalConfigs) {
 
   // Replay from a directory we cannot write to.
   fs::permissions(run, fs::perms::owner_read | fs::perms::owner_exec);
-  Tuner rep({Mode::replay, shared, {}, run, false});
+  Tuner rep(make_settings(Mode::replay, shared, {}, run));
   CountingTimer timer;
   for (std::size_t i = 0; i < ms.size(); ++i) {
     auto s = rep.select(key_for("mm", ""), space4(ms[i]), timer.fn());
@@ -298,12 +358,12 @@ TEST(TuneTuner, ReplayMissingKeyIsReportedAndNeverTuned) {
   TempDir dir;
   const auto run = dir.path() / "run-1";
   {
-    Tuner rec({Mode::record, {}, run, {}, false});
+    Tuner rec(make_settings(Mode::record, {}, run));
     fs::create_directories(run);
     CountingTimer timer;
     (void)rec.select(key_for("mm", ""), space4(1024), timer.fn());
   }
-  Tuner rep({Mode::replay, {}, {}, run, false});
+  Tuner rep(make_settings(Mode::replay, {}, {}, run));
   CountingTimer timer;
   auto s = rep.select(key_for("mm", ""), space4(65536), timer.fn());
   EXPECT_EQ(timer.calls, 0) << "replay must never sweep";
@@ -316,7 +376,7 @@ TEST(TuneTuner, ReplayMissingKeyIsReportedAndNeverTuned) {
 
 TEST(TuneTuner, ReplayWithoutTuneDbWarnsAndNeverTunes) {
   TempDir dir;
-  Tuner rep({Mode::replay, {}, {}, dir.path(), false});
+  Tuner rep(make_settings(Mode::replay, {}, {}, dir.path()));
   CountingTimer timer;
   auto s = rep.select(key_for("mm", ""), space4(), timer.fn());
   EXPECT_EQ(s.source, "replay-missing");
@@ -329,7 +389,7 @@ TEST(TuneTuner, LiveEvictionRetunesAndDropsTheFailedConfig) {
   TempDir dir;
   const auto file = dir.path() / "tune.db";
   const auto k = key_for("mm", "M=4096,N=4096");
-  Tuner t({Mode::live, file, {}, {}, false});
+  Tuner t(make_settings(Mode::live, file));
   CountingTimer timer;
   auto first = t.select(k, space4(), timer.fn());
   ASSERT_EQ(first.config, cfg(256));
@@ -349,7 +409,7 @@ TEST(TuneTuner, LiveEvictionRetunesAndDropsTheFailedConfig) {
   EXPECT_EQ(r->config, s.config);
   EXPECT_NE(r->config, cfg(256)) << "the failed config is gone from the cache";
 
-  Tuner later({Mode::live, file, {}, {}, false});
+  Tuner later(make_settings(Mode::live, file));
   CountingTimer none;
   auto again = later.select(k, space4(), none.fn());
   EXPECT_EQ(again.source, "cache");
@@ -362,11 +422,11 @@ TEST(TuneTuner, ReplayLaunchFailureCarriesNoEvictMarker) {
   fs::create_directories(run);
   Config recorded;
   {
-    Tuner rec({Mode::record, {}, run, {}, false});
+    Tuner rec(make_settings(Mode::record, {}, run));
     CountingTimer timer;
     recorded = rec.select(key_for("mm", ""), space4(), timer.fn()).config;
   }
-  Tuner rep({Mode::replay, {}, {}, run, false});
+  Tuner rep(make_settings(Mode::replay, {}, {}, run));
   CountingTimer timer;
   auto chosen = rep.select(key_for("mm", ""), space4(), timer.fn());
   ASSERT_EQ(chosen.config, recorded);

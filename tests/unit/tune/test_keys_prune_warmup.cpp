@@ -15,6 +15,7 @@ namespace {
 
 using testing::cfg;
 using testing::key_for;
+using testing::make_settings;
 using testing::TempDir;
 
 TEST(TuneKeys, BucketStrategies) {
@@ -37,7 +38,7 @@ TEST(TuneKeys, TuneKeyBucketsEachArgument) {
 
 TEST(TuneKeys, NearbyShapesShareATunedConfig) {
   TempDir dir;
-  Tuner t({Mode::live, dir.path() / "tune.db", {}, {}, false});
+  Tuner t(make_settings(Mode::live, dir.path() / "tune.db"));
   int calls = 0;
   auto timer = [&](const Config& c) {
     ++calls;

@@ -9,6 +9,7 @@
 
 #include "caliber/config.hpp"
 #include "tune/cache.hpp"
+#include "tune/tuner.hpp"
 
 namespace caliber::tune::testing {
 
@@ -48,6 +49,17 @@ inline ConfigSpace space4(std::int64_t m = 4096) {
 
 inline CacheKey key_for(const std::string& op, const std::string& key) {
   return CacheKey{op, "own", "1.0", "cpu", "host-8c", "fp32", key};
+}
+
+inline Settings make_settings(Mode mode, std::filesystem::path shared = {},
+                              std::filesystem::path run = {}, std::filesystem::path replay = {}) {
+  Settings s;
+  s.mode = mode;
+  s.shared_cache = std::move(shared);
+  s.run_dir = std::move(run);
+  s.replay_from = std::move(replay);
+  s.show_progress = false;
+  return s;
 }
 
 }  // namespace caliber::tune::testing
