@@ -118,7 +118,10 @@ std::vector<DeviceDesc> parse_npu_smi_info(const std::string& text) {
       }
       d->extra["chip_id"] = first[0];
       d->extra["pci_bus_id"] = trim(c[1]);
-      const auto usage = words(c[2]);
+      // Wide values close up the spacing ("20480/ 65536"): separate the slashes first.
+      std::string usage_text;
+      for (char ch : c[2]) usage_text += ch == '/' ? std::string(" / ") : std::string(1, ch);
+      const auto usage = words(usage_text);
       // Memory-Usage then HBM-Usage; cards without HBM report their DDR in Memory-Usage.
       std::uint64_t mem_used = 0, mem_total = 0, hbm_used = 0, hbm_total = 0;
       std::size_t pos = 1;
