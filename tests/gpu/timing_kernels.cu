@@ -1,0 +1,53 @@
+// Kernels of known behaviour for the timing GPU tests (test_timing.cpp).
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "caliber/context.hpp"
+
+namespace caliber::timing::gpu_test {
+
+namespace {
+
+__device__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Runs for `ns` nanoseconds of the device's global timer: a kernel whose true length is known.
+__global__ void spin_kernel(unsigned long long ns) {
+  const unsigned long long start = global_ns();
+  while (global_ns() - start < ns) {
+  }
+}
+
+__global__ void illegal_address_kernel(int* p) {
+  *(p + (1ull << 40) / sizeof(int)) = 1;
+}
+
+void check(cudaError_t e, const char* api) {
+  if (e != cudaSuccess) throw NativeError(static_cast<int>(e), api, cudaGetErrorString(e));
+}
+
+}  // namespace
+
+void launch_spin(void* stream, double us) {
+  spin_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<unsigned long long>(us * 1e3));
+  check(cudaGetLastError(), "spin_kernel");
+}
+
+// A launch function that cannot live in a graph: it synchronizes its stream after the kernel
+// (as an op that reads a result back to the host would). Under capture this is refused (900).
+void launch_spin_then_sync(void* stream, double us) {
+  launch_spin(stream, us);
+  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
+}
+
+void launch_illegal_address(void* stream) {
+  illegal_address_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(nullptr);
+  check(cudaGetLastError(), "illegal_address_kernel");
+}
+
+}  // namespace caliber::timing::gpu_test
