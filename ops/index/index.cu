@@ -178,11 +178,14 @@ class IndexWorkload final : public Workload {
       what += std::to_string(rows.size()) + " sampled of " + std::to_string(s_.num_indices) +
               " rows, exact copy; all elements checked for NaN on device";
     }
-    std::vector<std::int64_t> src_rows(rows.size());
-    for (std::size_t i = 0; i < rows.size(); ++i)
-      src_rows[i] = idx[static_cast<std::size_t>(rows[i])];
-    const auto out = download_rows(out_.get(), dtype_of<T>(), rows, s_.dim, s);
-    const auto expect = download_rows(weight_.get(), dtype_of<T>(), src_rows, s_.dim, s);
+    // One gather kernel per tensor brings the chosen rows back (not one copy per row).
+    std::vector<std::int64_t> out_off(rows.size()), src_off(rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      out_off[i] = rows[i] * s_.dim;
+      src_off[i] = idx[static_cast<std::size_t>(rows[i])] * s_.dim;
+    }
+    const auto out = gather_vectors_to_host(ctx_, out_.as<T>(), out_off, 1, s_.dim);
+    const auto expect = gather_vectors_to_host(ctx_, weight_.as<T>(), src_off, 1, s_.dim);
     // A gather is a copy: the gate is bit-exact.
     Accuracy acc = ref::compare(out, expect, ref::Tolerance{0, 0, 0}, what);
     if (unwritten > 0) {

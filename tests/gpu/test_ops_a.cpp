@@ -1,0 +1,266 @@
+// GPU tests of the ops-A part of the CUDA corpus (blas, pointwise, index): every provider passes
+// its correctness gate for every dtype on small and odd shapes, every tuned config either passes
+// or is rejected at prepare, launches can be captured into a graph, and the metric formulas.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backends/registry.hpp"
+#include "caliber/caliber.hpp"
+
+namespace {
+
+using caliber::Case;
+using caliber::DType;
+
+caliber::backends::Device* device() {
+  // Opened once and kept for the process: reopening a context per test would dominate the run.
+  static caliber::backends::Device* dev = []() -> caliber::backends::Device* {
+    const auto* b = caliber::backends::find_backend("cuda");
+    if (b == nullptr) return nullptr;
+    try {
+      return b->open(0, 1234).release();
+    } catch (const std::exception&) {
+      return nullptr;
+    }
+  }();
+  return dev;
+}
+
+std::unique_ptr<caliber::Op> find_op(const std::string& name) {
+  for (const auto& r : caliber::registered_ops()) {
+    if (r.backend != "cuda") continue;
+    auto op = r.factory();
+    if (op->info().name == name) return op;
+  }
+  return nullptr;
+}
+
+Case make_case(const caliber::Op& op, DType t, const std::vector<std::int64_t>& shape,
+               std::map<std::string, std::string> params = {}) {
+  Case c;
+  c.op = op.info().name;
+  c.dtype = t;
+  c.shape = op.canonical_shape(shape);
+  c.dim_names = op.info().dim_names;
+  c.params = std::move(params);
+  return c;
+}
+
+struct GateCase {
+  std::string op;
+  std::vector<std::int64_t> shape;
+  std::map<std::string, std::string> params;
+};
+
+std::string describe(const GateCase& g, DType t) {
+  std::string s = g.op + "[" + std::string(caliber::to_string(t));
+  for (auto d : g.shape) s += "-" + std::to_string(d);
+  for (const auto& [k, v] : g.params) s += "-" + k + v;
+  return s + "]";
+}
+
+// Runs the gate of every provider with its default config; returns failures as text.
+std::vector<std::string> run_gate(const GateCase& g, DType t) {
+  std::vector<std::string> failures;
+  auto op = find_op(g.op);
+  if (!op) return {g.op + ": not registered for cuda"};
+  const Case c = make_case(*op, t, g.shape, g.params);
+  auto w = op->setup(*device(), c);
+  const auto providers = w->providers();
+  if (providers.size() < 2 || providers[0].role != caliber::Role::baseline ||
+      providers[1].role != caliber::Role::candidate) {
+    failures.push_back(describe(g, t) + ": providers must be baseline then candidate");
+  }
+  for (std::size_t p = 0; p < providers.size(); ++p) {
+    try {
+      w->prepare(p, providers[p].space.default_config);
+      const auto acc = w->check(p);
+      if (!acc.passed)
+        failures.push_back(describe(g, t) + " " + providers[p].name + ": " + acc.detail);
+    } catch (const std::exception& e) {
+      failures.push_back(describe(g, t) + " " + providers[p].name + " threw: " + e.what());
+    }
+  }
+  return failures;
+}
+
+class OpsA : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (device() == nullptr) GTEST_SKIP() << "no cuda device";
+  }
+};
+
+TEST_F(OpsA, RegisteredWithFamiliesAndDtypes) {
+  const std::map<std::string, std::string> expected{
+      {"mm", "blas"},         {"addmm", "blas"},        {"bmm", "blas"},       {"add", "pointwise"},
+      {"mul", "pointwise"},   {"gelu", "pointwise"},    {"silu", "pointwise"}, {"exp", "pointwise"},
+      {"embedding", "index"}, {"index_select", "index"}};
+  for (const auto& [name, family] : expected) {
+    auto op = find_op(name);
+    ASSERT_NE(op, nullptr) << name;
+    const auto info = op->info();
+    EXPECT_EQ(info.family, family) << name;
+    const std::set<DType> dts(info.dtypes.begin(), info.dtypes.end());
+    EXPECT_EQ(dts, (std::set<DType>{DType::f32, DType::f16, DType::bf16})) << name;
+  }
+  auto mm = find_op("mm");
+  EXPECT_EQ(mm->canonical_shape({2, 384, 512, 640}), (std::vector<std::int64_t>{384, 512, 640}));
+  EXPECT_EQ(find_op("bmm")->canonical_shape({2, 384, 512, 640}).size(), 4u);
+  EXPECT_EQ(mm->variants(false).size(), 1u);
+  ASSERT_EQ(mm->variants(true).size(), 2u);
+  EXPECT_EQ(mm->variants(true)[1].at("B"), "col");
+}
+
+TEST_F(OpsA, EveryProviderPassesItsGate) {
+  const std::vector<GateCase> cases{
+      {"add", {1}, {}},
+      {"add", {3, 333}, {}},
+      {"mul", {64, 64}, {}},
+      {"gelu", {1000}, {}},
+      {"silu", {4096, 4096}, {}},
+      {"exp", {64, 512, 512}, {}},
+      {"add", {(1 << 24) + 7}, {}},  // sampled path with a tail
+      {"mm", {2, 384, 384, 384}, {}},
+      {"mm", {1, 17, 33, 65}, {}},
+      {"mm", {1, 256, 128, 512}, {{"B", "col"}}},
+      {"mm", {1, 16, 16, 151936}, {}},  // large K: the K-aware tolerance
+      {"addmm", {1, 384, 256, 128}, {}},
+      {"addmm", {1, 64, 96, 128}, {{"B", "col"}}},
+      {"bmm", {4, 128, 64, 96}, {}},
+      {"bmm", {3, 64, 64, 64}, {{"B", "col"}}},
+      {"embedding", {1000, 64, 513}, {}},
+      {"embedding", {50, 7, 33}, {}},            // odd dim: scalar accesses
+      {"index_select", {1024, 64, 300000}, {}},  // sampled rows
+  };
+  int runs = 0;
+  for (const auto& g : cases) {
+    for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+      for (const auto& f : run_gate(g, t)) ADD_FAILURE() << f;
+      ++runs;
+    }
+  }
+  EXPECT_EQ(runs, static_cast<int>(cases.size()) * 3);
+}
+
+TEST_F(OpsA, EveryTunedConfigPassesOrIsRejected) {
+  const std::vector<GateCase> cases{{"gelu", {3, 1001}, {}},
+                                    {"mul", {4096, 4096}, {}},
+                                    {"embedding", {1000, 128, 999}, {}},
+                                    {"mm", {1, 512, 384, 256}, {}},
+                                    {"addmm", {1, 256, 256, 256}, {}},
+                                    {"bmm", {2, 128, 256, 64}, {{"B", "col"}}}};
+  for (const auto& g : cases) {
+    for (DType t : {DType::f32, DType::bf16}) {
+      auto op = find_op(g.op);
+      ASSERT_NE(op, nullptr);
+      auto w = op->setup(*device(), make_case(*op, t, g.shape, g.params));
+      const auto providers = w->providers();
+      ASSERT_GE(providers.size(), 2u);
+      const auto& space = providers[1].space;
+      EXPECT_TRUE(space.tunable()) << describe(g, t) << ": candidate should declare a space";
+      EXPECT_FALSE(space.key.empty());
+      int passed = 0;
+      for (const auto& cfg : space.configs) {
+        try {
+          w->prepare(1, cfg);
+        } catch (const caliber::ConfigRejected&) {
+          continue;
+        }
+        const auto acc = w->check(1);
+        EXPECT_TRUE(acc.passed) << describe(g, t) << " config " << cfg.str() << ": " << acc.detail;
+        ++passed;
+      }
+      EXPECT_GT(passed, 0) << describe(g, t);
+      // An index past the space is refused, not launched.
+      if (g.op == "mm" || g.op == "addmm" || g.op == "bmm") {
+        EXPECT_THROW(w->prepare(1, caliber::Config{{{"algo", 1000}}}), caliber::ConfigRejected);
+      }
+    }
+  }
+}
+
+TEST_F(OpsA, LaunchesCanBeCapturedAndReplayed) {
+  const std::vector<GateCase> cases{
+      {"add", {4096, 1024}, {}},          {"exp", {1000}, {}},
+      {"mm", {1, 256, 256, 256}, {}},     {"addmm", {1, 128, 64, 256}, {}},
+      {"bmm", {2, 64, 64, 64}, {}},       {"embedding", {500, 256, 1000}, {}},
+      {"index_select", {500, 33, 77}, {}}};
+  auto* dev = device();
+  for (const auto& g : cases) {
+    auto op = find_op(g.op);
+    ASSERT_NE(op, nullptr);
+    auto w = op->setup(*dev, make_case(*op, DType::bf16, g.shape, g.params));
+    const auto providers = w->providers();
+    for (std::size_t p = 0; p < providers.size(); ++p) {
+      w->prepare(p, providers[p].space.default_config);
+      w->launch(p);  // first launch outside capture: lazy library init must not happen inside
+      dev->synchronize();
+      dev->begin_capture();
+      try {
+        for (int i = 0; i < 3; ++i) w->launch(p);
+        auto graph = dev->end_capture();
+        graph->launch();
+        dev->synchronize();
+      } catch (const std::exception& e) {
+        dev->abort_capture();
+        ADD_FAILURE() << describe(g, DType::bf16) << " " << providers[p].name
+                      << " refused capture: " << e.what();
+      }
+      EXPECT_TRUE(dev->healthy());
+      const auto acc = w->check(p);
+      EXPECT_TRUE(acc.passed) << describe(g, DType::bf16) << " after replay: " << acc.detail;
+    }
+  }
+}
+
+TEST_F(OpsA, NoVecSwitchChangesTheCandidate) {
+  auto op = find_op("add");
+  ASSERT_NE(op, nullptr);
+  const Case c = make_case(*op, DType::f16, {4096, 4096});
+  auto w = op->setup(*device(), c);
+  const std::string normal = w->providers()[1].label;
+  ::setenv("CALIBER_EW_NOVEC", "1", 1);
+  const std::string forced = w->providers()[1].label;
+  w->prepare(1, caliber::Config{{{"block", 256}, {"vec", 8}, {"waves", 4}}});
+  const auto acc = w->check(1);
+  ::unsetenv("CALIBER_EW_NOVEC");
+  EXPECT_NE(normal, forced);
+  EXPECT_NE(forced.find("CALIBER_EW_NOVEC"), std::string::npos) << forced;
+  EXPECT_TRUE(acc.passed) << acc.detail;
+}
+
+TEST_F(OpsA, FlopAndByteFormulas) {
+  auto mm = find_op("mm");
+  auto addmm = find_op("addmm");
+  auto bmm = find_op("bmm");
+  auto add = find_op("add");
+  auto gelu = find_op("gelu");
+  auto emb = find_op("embedding");
+  auto w_mm = mm->setup(*device(), make_case(*mm, DType::f16, {1, 64, 128, 256}));
+  EXPECT_DOUBLE_EQ(w_mm->flops(), 2.0 * 64 * 128 * 256);
+  EXPECT_DOUBLE_EQ(w_mm->bytes(), 2.0 * (64 * 256 + 256 * 128 + 64 * 128));
+  auto w_addmm = addmm->setup(*device(), make_case(*addmm, DType::f32, {1, 64, 128, 256}));
+  EXPECT_DOUBLE_EQ(w_addmm->flops(), 64.0 * 128 * (2 * 256 + 1));
+  EXPECT_DOUBLE_EQ(w_addmm->bytes(), 4.0 * (64 * 256 + 256 * 128 + 64 * 128 + 128));
+  auto w_bmm = bmm->setup(*device(), make_case(*bmm, DType::bf16, {3, 64, 128, 256}));
+  EXPECT_DOUBLE_EQ(w_bmm->flops(), 2.0 * 3 * 64 * 128 * 256);
+  auto w_add = add->setup(*device(), make_case(*add, DType::bf16, {1000, 10}));
+  EXPECT_DOUBLE_EQ(w_add->bytes(), 3.0 * 2 * 10000);
+  auto w_gelu = gelu->setup(*device(), make_case(*gelu, DType::f32, {1000, 10}));
+  EXPECT_DOUBLE_EQ(w_gelu->bytes(), 2.0 * 4 * 10000);
+  auto w_emb = emb->setup(*device(), make_case(*emb, DType::f32, {1000, 64, 500}));
+  EXPECT_DOUBLE_EQ(w_emb->bytes(), 2.0 * 4 * 64 * 500 + 8.0 * 500);
+  // bytes_needed covers the buffers, so the harness can skip what does not fit.
+  EXPECT_GE(mm->bytes_needed(make_case(*mm, DType::f32, {1, 4096, 4096, 4096})),
+            3u * 4096u * 4096u * 4u);
+  EXPECT_GE(add->bytes_needed(make_case(*add, DType::f32, {1073741824})), 3ull * 4 * 1073741824ull);
+}
+
+}  // namespace
