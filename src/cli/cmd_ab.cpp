@@ -1,0 +1,88 @@
+// caliber ab --env NAME=A --env NAME=B [--arg X --arg Y] [--rounds R] [run flags] [OP...]
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/knob_options.hpp"
+#include "report/command.hpp"
+#include "run/ab.hpp"
+
+namespace caliber::cli {
+namespace {
+
+void add_ab(CLI::App& root, int& exit_code) {
+  auto* sub = root.add_subcommand(
+      "ab",
+      "A/B of a switch: R interleaved rounds (A B A B ...), each a full `caliber run` into\n"
+      "<ab dir>/A-<round> or B-<round>, on the same device with everything else equal; then the\n"
+      "compare of all A rounds against all B rounds (samples pooled per row). The switch is an\n"
+      "environment variable (--env NAME=A --env NAME=B; once: set on A, unset on B) and/or a run\n"
+      "flag (--arg=--flag=x --arg=--flag=y; once: A only). When no row differs beyond noise it\n"
+      "warns that the switch may not be live. Exit codes as compare; 128+N interrupted.");
+  auto knobs = std::make_shared<KnobOptions>();
+  knobs->add_to(*sub, {"name"});
+  auto envs = std::make_shared<std::vector<std::string>>();
+  auto args = std::make_shared<std::vector<std::string>>();
+  auto rounds = std::make_shared<int>(3);
+  auto timeout = std::make_shared<double>(0);
+  auto cmp = std::make_shared<report::CompareCommand>();
+  sub->add_option("--env", *envs, "NAME=VALUE: first A's, then B's")->group("A/B");
+  sub->add_option("--arg", *args, "A run flag: first A's, then B's (write --arg=--flag=x)")
+      ->group("A/B")
+      ->allow_extra_args(false);
+  sub->add_option("--rounds", *rounds, "Interleaved rounds per side (default 3)")
+      ->group("A/B")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--timeout-per-run", *timeout, "Seconds a round's run may take; 0: none")
+      ->group("A/B")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--format", cmp->format, "Output: table, md, csv, json")->group("Output");
+  sub->add_option("--noise-band", cmp->noise_band_pct,
+                  "Noise band in percent: a CI wholly inside +/- it is SAME (default 2)")
+      ->group("Compare");
+  sub->add_option("--fail-on-regression", cmp->fail_on_regression_pct,
+                  "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100")
+      ->group("Compare");
+  sub->callback([knobs, envs, args, rounds, timeout, cmp, &exit_code] {
+    try {
+      const core::Knobs k = knobs->resolve();
+      (void)cmp->options();  // refuse a bad --noise-band before any round runs
+      (void)cmp->output_format();
+      run::AbOptions opt;
+      std::vector<std::string> arg_values;
+      for (const auto& a : *args) arg_values.push_back(a);
+      run::parse_ab_switch(*envs, arg_values, opt.a, opt.b);
+      opt.rounds = *rounds;
+      opt.out = k.out;
+      opt.ops = knobs->positional_ops;
+      opt.run_args = knobs->as_args({"out", "name", "ops"});
+      opt.timeout_per_run_s = *timeout;
+      const auto rounds_out = run::run_ab_rounds(opt, std::cout, std::cerr);
+      if (rounds_out.exit_code != 0) {
+        exit_code = rounds_out.exit_code;
+        return;
+      }
+      const auto a_dirs = rounds_out.run_dirs('A');
+      const auto b_dirs = rounds_out.run_dirs('B');
+      if (a_dirs.empty() || b_dirs.empty()) {
+        std::cerr << "caliber ab: a side produced no run directory; see "
+                  << (rounds_out.ab_dir / "logs").string() << "\n";
+        exit_code = kExitFailed;
+        return;
+      }
+      std::cout << "\n";
+      exit_code = cmp->run_ab(a_dirs, b_dirs, opt.a.describe(), opt.b.describe(), opt.rounds,
+                              std::cout, std::cerr);
+    } catch (const core::KnobError& e) {
+      exit_code = usage_error(e.what());
+    } catch (const run::AbUsageError& e) {
+      exit_code = usage_error(e.what());
+    } catch (const std::invalid_argument& e) {
+      exit_code = usage_error(e.what());
+    }
+  });
+}
+
+CALIBER_COMMAND(70, add_ab);
+
+}  // namespace
+}  // namespace caliber::cli

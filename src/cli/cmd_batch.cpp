@@ -1,0 +1,63 @@
+// caliber batch [OP...]: one `caliber run` child per op over the selected devices (ops_status.csv).
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/knob_options.hpp"
+#include "run/batch.hpp"
+
+namespace caliber::cli {
+namespace {
+
+void add_batch(CLI::App& root, int& exit_code) {
+  auto* sub = root.add_subcommand(
+      "batch",
+      "Run many ops across devices, one child process (`caliber run OP`) per op and one op per "
+      "device\n"
+      "at a time, each child pinned to its physical device. A child that crashes, hangs past\n"
+      "--timeout-per-op or fails leaves the rest running. Writes a batch directory holding one "
+      "run\n"
+      "directory per op and ops_status.csv "
+      "(op,status,backend,device,timer,rows,duration_s,reason;\n"
+      "status ok, failed, crashed, timeout, skipped, interrupted), rewritten after every op. Run "
+      "flags\n"
+      "are passed to every child. Default ops: `caliber list --names`. SIGINT/SIGTERM terminates "
+      "and\n"
+      "reaps every child and marks the rest interrupted. Exit 0 all ok, 1 an op not ok, 2 bad "
+      "usage,\n"
+      "128+N interrupted by signal N.");
+  auto knobs = std::make_shared<KnobOptions>();
+  knobs->add_to(*sub, {"name"});
+  auto timeout = std::make_shared<double>(0);
+  auto resume = std::make_shared<std::string>();
+  sub->add_option("--timeout-per-op", *timeout,
+                  "Seconds an op's child may run before it is terminated (status timeout); 0: none")
+      ->group("Batch")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--resume", *resume,
+                  "Rerun only the ops of this batch directory whose status is not ok, in place")
+      ->group("Batch");
+  sub->callback([knobs, timeout, resume, &exit_code] {
+    try {
+      const core::Knobs k = knobs->resolve();
+      run::BatchOptions opt;
+      opt.ops = k.ops;
+      opt.op_file = k.op_file;
+      opt.devices = k.devices;
+      opt.backend = k.backend;
+      opt.out = k.out;
+      opt.timeout_per_op_s = *timeout;
+      opt.resume_dir = *resume;
+      opt.run_args = knobs->as_args({"backend", "devices", "op_file", "out", "name", "ops"});
+      exit_code = run::run_batch(opt, std::cout, std::cerr).exit_code;
+    } catch (const core::KnobError& e) {
+      exit_code = usage_error(e.what());
+    } catch (const run::BatchUsageError& e) {
+      exit_code = usage_error(e.what());
+    }
+  });
+}
+
+CALIBER_COMMAND(40, add_batch);
+
+}  // namespace
+}  // namespace caliber::cli

@@ -1,0 +1,48 @@
+// caliber compare A B: an honest A/B of two runs or batches.
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "report/command.hpp"
+
+namespace caliber::cli {
+namespace {
+
+void add_compare(CLI::App& root, int& exit_code) {
+  auto* sub = root.add_subcommand(
+      "compare",
+      "Compare two runs or batches (also `caliber summary --ab A B`). Their run_identity.json are\n"
+      "compared first: a caliber difference (level, timer, backend, device model, tune, repeat, "
+      "l2)\n"
+      "is printed as CALIBER MISMATCH and exits 2 unless --allow-mismatch. Rows are paired by op,\n"
+      "dtype and shape; only rows ok on both sides with a positive latency count, and the "
+      "unpaired\n"
+      "and excluded counts are printed. Per pair and provider: ratio = median(B) / median(A) of "
+      "the\n"
+      "stored samples, a bootstrap 95% CI and a verdict (FASTER, SLOWER, SAME, UNSURE) against\n"
+      "--noise-band; per op the range of ratios, marked (fallback rows) where a row fell back to "
+      "the\n"
+      "direct timer. Exit 0, 1 with --fail-on-regression and a regression, 2 mismatch or bad "
+      "input.");
+  auto a = std::make_shared<std::string>();
+  auto b = std::make_shared<std::string>();
+  auto cmp = std::make_shared<report::CompareCommand>();
+  sub->add_option("A", *a, "Run or batch directory (the reference)")->required();
+  sub->add_option("B", *b, "Run or batch directory (the change)")->required();
+  sub->add_option("--format", cmp->format, "Output: table, md, csv, json")->group("Output");
+  sub->add_option("--noise-band", cmp->noise_band_pct,
+                  "Noise band in percent: a CI wholly inside +/- it is SAME (default 2)")
+      ->group("Compare");
+  sub->add_option("--fail-on-regression", cmp->fail_on_regression_pct,
+                  "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100 (for CI)")
+      ->group("Compare");
+  sub->add_flag("--allow-mismatch", cmp->allow_mismatch,
+                "Compare even when the two calibers differ (the difference is still printed)")
+      ->group("Compare");
+  sub->callback(
+      [a, b, cmp, &exit_code] { exit_code = cmp->run({*a}, {*b}, std::cout, std::cerr); });
+}
+
+CALIBER_COMMAND(60, add_compare);
+
+}  // namespace
+}  // namespace caliber::cli

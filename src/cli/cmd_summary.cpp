@@ -1,0 +1,71 @@
+// caliber summary DIR... (a run or a batch): geometric-mean speedups per op and dtype.
+// `caliber summary --ab A B` is `caliber compare A B`.
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "report/command.hpp"
+#include "report/summary.hpp"
+
+namespace caliber::cli {
+namespace {
+
+void add_summary(CLI::App& root, int& exit_code) {
+  auto* sub = root.add_subcommand("summary",
+                                  "Per op and dtype: rows, geometric-mean speedup (baseline / "
+                                  "candidate) with a bootstrap 95% CI,\n"
+                                  "min and max, fallback (BENCHMARK_DIRECT_NO_CUDAGRAPH) and "
+                                  "poisoned (BENCHMARK_CAPTURE_POISONED)\n"
+                                  "rows, failed and skipped; an overall line per directory. Rows "
+                                  "without a speedup are counted\n"
+                                  "but excluded from the geomean. DIR is a run directory or a "
+                                  "batch directory. With --ab A B it\n"
+                                  "is `caliber compare A B`.");
+  auto dirs = std::make_shared<std::vector<std::string>>();
+  auto ab = std::make_shared<std::vector<std::string>>();
+  auto cmp = std::make_shared<report::CompareCommand>();
+  sub->add_option("dirs", *dirs, "Run or batch directories");
+  sub->add_option("--ab", *ab, "Compare two runs or batches (A B), as `caliber compare`")
+      ->expected(2);
+  sub->add_option("--format", cmp->format, "Output: table, md, csv, json")->group("Output");
+  sub->add_option("--noise-band", cmp->noise_band_pct,
+                  "Noise band in percent: a CI wholly inside +/- it is SAME (default 2)")
+      ->group("Compare");
+  sub->add_option("--fail-on-regression", cmp->fail_on_regression_pct,
+                  "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100 (for CI)")
+      ->group("Compare");
+  sub->add_flag("--allow-mismatch", cmp->allow_mismatch,
+                "Compare even when the two calibers differ (the difference is still printed)")
+      ->group("Compare");
+  sub->callback([dirs, ab, cmp, &exit_code] {
+    if (!ab->empty()) {
+      if (!dirs->empty()) {
+        exit_code = usage_error("summary --ab A B takes no other directories");
+        return;
+      }
+      exit_code = cmp->run({(*ab)[0]}, {(*ab)[1]}, std::cout, std::cerr);
+      return;
+    }
+    if (dirs->empty()) {
+      exit_code = usage_error("summary: name at least one run or batch directory");
+      return;
+    }
+    const auto format = report::parse_format(cmp->format);
+    if (!format) {
+      exit_code = usage_error("--format: '" + cmp->format + "' is not allowed (" +
+                              report::format_names() + ")");
+      return;
+    }
+    try {
+      std::vector<std::filesystem::path> paths(dirs->begin(), dirs->end());
+      std::cout << report::render(report::summary_report(report::summarize(paths)), *format);
+      exit_code = kExitOk;
+    } catch (const std::exception& e) {
+      exit_code = usage_error(e.what());
+    }
+  });
+}
+
+CALIBER_COMMAND(50, add_summary);
+
+}  // namespace
+}  // namespace caliber::cli

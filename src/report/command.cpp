@@ -1,0 +1,83 @@
+#include "report/command.hpp"
+
+#include <cmath>
+#include <iostream>
+#include <stdexcept>
+
+#include "report/ab_report.hpp"
+
+namespace caliber::report {
+
+CompareOptions CompareCommand::options() const {
+  CompareOptions o;
+  if (!std::isfinite(noise_band_pct) || noise_band_pct < 0 || noise_band_pct >= 100)
+    throw std::invalid_argument("--noise-band: '" + std::to_string(noise_band_pct) +
+                                "' is not allowed (a percentage from 0 to below 100)");
+  o.noise_band = noise_band_pct / 100.0;
+  if (fail_on_regression_pct >= 0) o.fail_on_regression_pct = fail_on_regression_pct;
+  o.allow_mismatch = allow_mismatch;
+  return o;
+}
+
+Format CompareCommand::output_format() const {
+  const auto f = parse_format(format);
+  if (!f)
+    throw std::invalid_argument("--format: '" + format + "' is not allowed (" + format_names() +
+                                ")");
+  return *f;
+}
+
+int CompareCommand::run(const std::vector<std::filesystem::path>& a,
+                        const std::vector<std::filesystem::path>& b, std::ostream& out,
+                        std::ostream& err) const {
+  CompareOptions opt;
+  Format fmt;
+  CompareResult res;
+  try {
+    opt = options();
+    fmt = output_format();
+    res = compare_dirs(a, b, opt);
+  } catch (const std::exception& e) {
+    err << "caliber: " << e.what() << "\n";
+    return 2;
+  }
+  for (const auto& line : mismatch_lines(res)) err << line << "\n";
+  if (res.mismatch() && !opt.allow_mismatch) {
+    // Refused: show only the identities' differences, no ratios that could be quoted.
+    Report rep;
+    rep.banners = mismatch_lines(res);
+    rep.banners.push_back(
+        "The two sides differ in caliber: not comparable (--allow-mismatch to compare anyway)");
+    out << render(rep, fmt);
+    return compare_exit_code(res, opt);
+  }
+  out << render(compare_report(res, opt), fmt);
+  return compare_exit_code(res, opt);
+}
+
+int CompareCommand::run_ab(const std::vector<std::filesystem::path>& a,
+                           const std::vector<std::filesystem::path>& b, const std::string& a_desc,
+                           const std::string& b_desc, int rounds, std::ostream& out,
+                           std::ostream& err) const {
+  CompareOptions opt;
+  Format fmt;
+  CompareResult res;
+  try {
+    opt = options();
+    opt.allow_mismatch = true;
+    fmt = output_format();
+    res = compare_dirs(a, b, opt);
+  } catch (const std::exception& e) {
+    err << "caliber: " << e.what() << "\n";
+    return 2;
+  }
+  for (const auto& line : mismatch_lines(res)) err << line << "\n";
+  Report rep = compare_report(res, opt);
+  add_ab_notes(rep, res, a_desc, b_desc, rounds);
+  out << render(rep, fmt);
+  if (switch_may_be_dead(res))
+    err << "WARNING: no row differs between A and B beyond noise: the switch may not be live\n";
+  return compare_exit_code(res, opt);
+}
+
+}  // namespace caliber::report

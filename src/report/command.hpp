@@ -1,0 +1,38 @@
+// The end-to-end logic behind `caliber compare`, `caliber summary --ab` and `caliber ab`, so the
+// CLI files only declare flags.
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/compare.hpp"
+#include "report/table.hpp"
+
+namespace caliber::report {
+
+struct CompareCommand {
+  std::string format = "table";
+  double noise_band_pct = 2.0;
+  double fail_on_regression_pct = -1;  // < 0: not given
+  bool allow_mismatch = false;
+
+  // Validated options; throws std::invalid_argument naming the flag.
+  [[nodiscard]] CompareOptions options() const;
+  [[nodiscard]] Format output_format() const;  // throws std::invalid_argument
+
+  // compare A B end to end. Returns the exit code: 0; 1 regression past --fail-on-regression;
+  // 2 caliber mismatch (without --allow-mismatch) or bad input. The mismatch lines also go to
+  // `err`.
+  int run(const std::vector<std::filesystem::path>& a, const std::vector<std::filesystem::path>& b,
+          std::ostream& out, std::ostream& err) const;
+  // `caliber ab`: the same, with the sides' descriptions and the dead-switch warning; a caliber
+  // mismatch is reported but not refused (a switch may be a caliber flag on purpose).
+  int run_ab(const std::vector<std::filesystem::path>& a,
+             const std::vector<std::filesystem::path>& b, const std::string& a_desc,
+             const std::string& b_desc, int rounds, std::ostream& out, std::ostream& err) const;
+};
+
+}  // namespace caliber::report

@@ -1,0 +1,124 @@
+#include "run/ab.hpp"
+
+#include <iostream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "core/rundir.hpp"
+#include "run/batch.hpp"
+#include "run/process.hpp"
+
+namespace caliber::run {
+
+std::string AbSide::describe() const {
+  std::string s;
+  for (const auto& [k, v] : env) s += (s.empty() ? "" : " ") + k + (v ? "=" + *v : " unset");
+  for (const auto& a : args) s += (s.empty() ? "" : " ") + a;
+  return s.empty() ? "(nothing)" : s;
+}
+
+void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std::string>& args,
+                     AbSide& a, AbSide& b) {
+  std::map<std::string, int> seen;
+  std::vector<std::string> order;
+  for (const auto& e : envs) {
+    const auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw AbUsageError("--env: '" + e + "' is not NAME=VALUE");
+    const std::string name = e.substr(0, eq), value = e.substr(eq + 1);
+    const int n = ++seen[name];
+    if (n == 1) {
+      a.env[name] = value;
+      b.env[name] = std::nullopt;  // until a second value names B's
+    } else if (n == 2) {
+      b.env[name] = value;
+    } else {
+      throw AbUsageError("--env: " + name + " given " + std::to_string(n) +
+                         " times; give it twice (A's value, then B's) or once (A only)");
+    }
+  }
+  if (args.size() > 2)
+    throw AbUsageError("--arg: given " + std::to_string(args.size()) +
+                       " times; give it twice (A's flag, then B's) or once (A only)");
+  if (!args.empty()) a.args.push_back(args[0]);
+  if (args.size() == 2) b.args.push_back(args[1]);
+  if (envs.empty() && args.empty())
+    throw AbUsageError("nothing to switch: give --env NAME=A --env NAME=B and/or --arg X --arg Y");
+  if (a.env == b.env && a.args == b.args)
+    throw AbUsageError("A and B are identical (" + a.describe() + "): nothing would be compared");
+}
+
+std::vector<fs::path> AbOutcome::run_dirs(char side) const {
+  std::vector<fs::path> out;
+  for (const auto& r : rounds)
+    if (r.side == side && r.run_dir) out.push_back(*r.run_dir);
+  return out;
+}
+
+AbOutcome run_ab_rounds(const AbOptions& opt, std::ostream& out, std::ostream& err) {
+  if (opt.rounds < 1) throw AbUsageError("--rounds: must be at least 1");
+  const fs::path self = opt.self_exe.empty() ? fs::read_symlink("/proc/self/exe") : opt.self_exe;
+  AbOutcome outcome;
+  outcome.ab_dir = core::claim_run_dir(opt.out, "ab");
+  fs::create_directories(outcome.ab_dir / "logs");
+  nlohmann::json cfg = {{"rounds", opt.rounds},
+                        {"ops", opt.ops},
+                        {"run_args", opt.run_args},
+                        {"a", {{"switch", opt.a.describe()}, {"args", opt.a.args}}},
+                        {"b", {{"switch", opt.b.describe()}, {"args", opt.b.args}}}};
+  core::write_file_atomic(outcome.ab_dir / "ab.json", cfg.dump(2) + "\n");
+  out << "ab: " << outcome.ab_dir.string() << ": " << opt.rounds << " round(s) of A ("
+      << opt.a.describe() << ") and B (" << opt.b.describe() << "), interleaved" << std::endl;
+
+  SignalGuard guard;
+  for (int round = 1; round <= opt.rounds && !SignalGuard::interrupted(); ++round) {
+    for (char side : {'A', 'B'}) {
+      if (SignalGuard::interrupted()) break;
+      const AbSide& sw = side == 'A' ? opt.a : opt.b;
+      const std::string name = std::string(1, side) + "-" + std::to_string(round);
+      AbRound r;
+      r.side = side;
+      r.round = round;
+      SpawnSpec spec;
+      spec.argv = {self.string(), "run"};
+      spec.argv.insert(spec.argv.end(), opt.ops.begin(), opt.ops.end());
+      for (const std::string& a :
+           std::vector<std::string>{"--out", outcome.ab_dir.string(), "--name", name})
+        spec.argv.push_back(a);
+      spec.argv.insert(spec.argv.end(), opt.run_args.begin(), opt.run_args.end());
+      spec.argv.insert(spec.argv.end(), sw.args.begin(), sw.args.end());
+      spec.env = sw.env;
+      spec.log_file = outcome.ab_dir / "logs" / (name + ".log");
+      const auto before = run_dirs_of(outcome.ab_dir, name);
+      Child child = Child::spawn(spec);
+      auto st = child.wait(opt.timeout_per_run_s, 5.0, interrupt_flag());
+      if (!st) st = child.terminate(5.0, ExitKind::stopped);
+      const auto c = classify_exit(*st, opt.timeout_per_run_s);
+      r.status = c.status;
+      r.exit_code = st->kind == ExitKind::exited ? st->code : -1;
+      r.duration_s = st->duration_s;
+      r.run_dir = find_child_run_dir(outcome.ab_dir, name, before);
+      char dur[32];
+      std::snprintf(dur, sizeof dur, "%.1f", r.duration_s);
+      out << "ab: round " << round << "/" << opt.rounds << " " << side << ": " << r.status << " ("
+          << dur << " s)"
+          << (r.run_dir ? " " + r.run_dir->filename().string() : " no run directory") << std::endl;
+      outcome.rounds.push_back(r);
+      if (r.exit_code == 2 && outcome.rounds.size() == 1) {
+        err << "caliber ab: the first run refused its flags (exit 2); see "
+            << spec.log_file.string() << std::endl;
+        outcome.exit_code = 2;
+        return outcome;
+      }
+    }
+  }
+  if (const int sig = SignalGuard::received(); sig != 0) {
+    err << "caliber ab: " << signal_name(sig) << " received: stopped after "
+        << outcome.rounds.size() << " run(s), every child reaped" << std::endl;
+    outcome.exit_code = 128 + sig;
+  }
+  return outcome;
+}
+
+}  // namespace caliber::run

@@ -1,0 +1,64 @@
+// caliber ab: the A/B caliber scripts as one command. R interleaved rounds (A B A B ...) of a full
+// `caliber run` each, on the same device with everything else equal; side A and side B differ only
+// by the switch (environment variables and/or extra run flags). The comparison itself belongs to
+// src/report (the CLI pools the A rounds against the B rounds there).
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace caliber::run {
+
+namespace fs = std::filesystem;
+
+struct AbSide {
+  std::map<std::string, std::optional<std::string>> env;  // nullopt: unset in this side's runs
+  std::vector<std::string> args;                          // extra `caliber run` arguments
+  [[nodiscard]] std::string describe() const;             // "X=1 --timer=direct"
+};
+
+class AbUsageError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// --env NAME=A --env NAME=B: the first value of each name is side A's, the second side B's; a name
+// given once is set on A and unset on B. --arg X --arg Y: A gets X, B gets Y (once: A only).
+// Throws AbUsageError (no switch at all, a malformed NAME=VALUE, a name given three times).
+void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std::string>& args,
+                     AbSide& a, AbSide& b);
+
+struct AbOptions {
+  AbSide a, b;
+  int rounds = 3;
+  fs::path out = "runs";
+  std::vector<std::string> ops;
+  std::vector<std::string> run_args;  // the same for both sides
+  fs::path self_exe;                  // empty: /proc/self/exe
+  double timeout_per_run_s = 0;       // <= 0: none
+};
+
+struct AbRound {
+  char side = 'A';
+  int round = 1;
+  std::optional<fs::path> run_dir;  // nullopt: the run claimed no directory
+  int exit_code = 0;                // the child's, or -1 when it did not exit normally
+  std::string status;               // ok, failed, crashed, timeout, interrupted
+  double duration_s = 0;
+};
+
+struct AbOutcome {
+  int exit_code = 0;  // 0 rounds ran; 2 bad usage (the first run refused its flags); 128+N signal
+  fs::path ab_dir;
+  std::vector<AbRound> rounds;
+  [[nodiscard]] std::vector<fs::path> run_dirs(char side) const;
+};
+
+[[nodiscard]] AbOutcome run_ab_rounds(const AbOptions& opt, std::ostream& out, std::ostream& err);
+
+}  // namespace caliber::run

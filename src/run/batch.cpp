@@ -1,0 +1,584 @@
+#include "run/batch.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/registry.hpp"
+#include "core/identity.hpp"
+#include "core/knobs.hpp"
+#include "core/rundir.hpp"
+#include "core/runlog.hpp"
+
+namespace caliber::run {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const std::vector<std::string>& csv_columns() {
+  static const std::vector<std::string> cols = {"op",    "status", "backend",    "device",
+                                                "timer", "rows",   "duration_s", "reason"};
+  return cols;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+  std::string field;
+  bool quoted = false, any = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+      continue;
+    }
+    if (c == '"') {
+      quoted = true;
+      any = true;
+    } else if (c == ',') {
+      row.push_back(std::move(field));
+      field.clear();
+      any = true;
+    } else if (c == '\n') {
+      if (any || !field.empty()) {
+        row.push_back(std::move(field));
+        rows.push_back(std::move(row));
+      }
+      row.clear();
+      field.clear();
+      any = false;
+    } else if (c != '\r') {
+      field += c;
+      any = true;
+    }
+  }
+  if (any || !field.empty()) {
+    row.push_back(std::move(field));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string one_line(std::string s, std::size_t max = 300) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  if (s.size() > max) s = s.substr(0, max - 3) + "...";
+  return s;
+}
+
+std::string format_duration(double s) {
+  const long t = std::lround(std::max(0.0, s));
+  char buf[32];
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
+  return buf;
+}
+
+// The last non-empty line of a child's log: usually the error it died with.
+std::string last_log_line(const fs::path& log) {
+  std::ifstream in(log, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<long long>(in.tellg());
+  const long long from = std::max(0LL, size - 4096);
+  in.seekg(from);
+  std::string tail((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream lines(tail);
+  std::string line, last;
+  while (std::getline(lines, line)) {
+    const auto b = line.find_first_not_of(" \t\r");
+    if (b != std::string::npos) last = line.substr(b);
+  }
+  return one_line(last, 200);
+}
+
+std::vector<std::string> split_ops(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == ',' || std::isspace(static_cast<unsigned char>(c))) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+fs::path self_executable(const BatchOptions& opt) {
+  if (!opt.self_exe.empty()) return opt.self_exe;
+  return fs::read_symlink("/proc/self/exe");
+}
+
+struct Job {
+  std::size_t index = 0;  // into the status rows
+  int device = 0;
+  Child child;
+  std::set<fs::path> before;
+  fs::path log;
+};
+
+}  // namespace
+
+std::string ops_status_csv(const std::vector<OpStatusRow>& rows) {
+  std::ostringstream o;
+  const auto& cols = csv_columns();
+  for (std::size_t i = 0; i < cols.size(); ++i) o << (i ? "," : "") << cols[i];
+  o << "\n";
+  for (const auto& r : rows) {
+    char dur[32];
+    std::snprintf(dur, sizeof dur, "%.3f", r.duration_s);
+    o << csv_field(r.op) << "," << csv_field(r.status) << "," << csv_field(r.backend) << ","
+      << csv_field(r.device) << "," << csv_field(r.timer) << "," << r.rows << "," << dur << ","
+      << csv_field(one_line(r.reason)) << "\n";
+  }
+  return o.str();
+}
+
+std::vector<OpStatusRow> parse_ops_status_csv(const std::string& text) {
+  const auto rows = parse_csv(text);
+  if (rows.empty()) throw std::runtime_error("ops_status.csv is empty");
+  std::map<std::string, std::size_t> col;
+  for (std::size_t i = 0; i < rows[0].size(); ++i) col[rows[0][i]] = i;
+  for (const char* needed : {"op", "status"})
+    if (!col.count(needed))
+      throw std::runtime_error(std::string("ops_status.csv has no '") + needed + "' column");
+  auto get = [&](const std::vector<std::string>& r, const char* name) -> std::string {
+    const auto it = col.find(name);
+    if (it == col.end() || it->second >= r.size()) return "";
+    return r[it->second];
+  };
+  std::vector<OpStatusRow> out;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    OpStatusRow s;
+    s.op = get(rows[i], "op");
+    if (s.op.empty()) continue;
+    s.status = get(rows[i], "status");
+    s.backend = get(rows[i], "backend");
+    s.device = get(rows[i], "device");
+    s.timer = get(rows[i], "timer");
+    try {
+      s.rows = std::stoi(get(rows[i], "rows"));
+    } catch (...) {
+      s.rows = 0;
+    }
+    try {
+      s.duration_s = std::stod(get(rows[i], "duration_s"));
+    } catch (...) {
+      s.duration_s = 0;
+    }
+    s.reason = get(rows[i], "reason");
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<OpStatusRow> read_ops_status(const fs::path& batch_dir) {
+  std::ifstream in(batch_dir / kOpsStatusFile);
+  if (!in) throw std::runtime_error("cannot read " + (batch_dir / kOpsStatusFile).string());
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_ops_status_csv(text.str());
+}
+
+void write_ops_status(const fs::path& batch_dir, const std::vector<OpStatusRow>& rows) {
+  core::write_file_atomic(batch_dir / kOpsStatusFile, ops_status_csv(rows));
+}
+
+Classified classify_exit(const ExitStatus& st, double timeout_s) {
+  switch (st.kind) {
+    case ExitKind::timeout: {
+      std::ostringstream o;
+      o << "no exit within the " << timeout_s << " s timeout; ended by " << signal_name(st.signal);
+      return {"timeout", o.str()};
+    }
+    case ExitKind::stopped:
+      return {"interrupted", "stopped by caliber (" + signal_name(st.signal) + ")"};
+    case ExitKind::signaled:
+      return {"crashed", "crashed: " + st.describe()};
+    case ExitKind::exited:
+      break;
+  }
+  if (st.code == 0) return {"ok", ""};
+  if (st.crashed()) return {"crashed", "crashed: " + st.describe()};
+  if (st.code == 1) return {"failed", "a case failed (exit 1)"};
+  if (st.code == 2) return {"failed", "bad usage or input (exit 2)"};
+  return {"failed", "exit " + std::to_string(st.code)};
+}
+
+std::set<fs::path> run_dirs_of(const fs::path& batch_dir, const std::string& op) {
+  std::set<fs::path> out;
+  std::error_code ec;
+  if (!fs::is_directory(batch_dir, ec)) return out;
+  const std::regex tail(R"(^-\d{8}-\d{6}(-\d+)?$)");
+  for (const auto& e : fs::directory_iterator(batch_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_directory() || name.size() <= op.size() || name.compare(0, op.size(), op) != 0)
+      continue;
+    if (std::regex_match(name.substr(op.size()), tail)) out.insert(e.path());
+  }
+  return out;
+}
+
+std::optional<fs::path> find_child_run_dir(const fs::path& batch_dir, const std::string& op,
+                                           const std::set<fs::path>& before) {
+  std::optional<fs::path> best;
+  std::pair<std::string, int> best_order;
+  const std::regex tail(R"(^-(\d{8}-\d{6})(?:-(\d+))?$)");
+  for (const auto& d : run_dirs_of(batch_dir, op)) {
+    if (before.count(d)) continue;
+    std::smatch m;
+    const std::string rest = d.filename().string().substr(op.size());
+    if (!std::regex_match(rest, m, tail)) continue;
+    const auto order = std::make_pair(m[1].str(), m[2].matched ? std::stoi(m[2].str()) : 1);
+    if (!best || best_order < order) {
+      best = d;
+      best_order = order;
+    }
+  }
+  return best;
+}
+
+std::vector<std::string> read_op_file(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) throw BatchUsageError("--op-file: cannot read '" + file.string() + "'");
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    for (auto& op : split_ops(line)) out.push_back(op);
+  }
+  return out;
+}
+
+namespace {
+
+// Fills rows, timer and the reason details of a finished (or stopped) op from its run directory.
+void read_child_results(OpStatusRow& row, const std::optional<fs::path>& run_dir) {
+  if (!run_dir) return;
+  try {
+    const auto log = core::read_run_log(*run_dir / "run.log");
+    row.rows = static_cast<int>(log.cases.size());
+    int skipped = 0;
+    std::string first_error, first_skip;
+    for (const auto& c : log.cases) {
+      const std::string st = c.value(core::field::status, std::string("ok"));
+      if (st == "skipped") {
+        ++skipped;
+        if (first_skip.empty()) first_skip = c.value(core::field::reason, std::string());
+      }
+      if (st == "failed" && first_error.empty()) {
+        const auto e = c.find(core::field::error);
+        first_error = c.value(core::field::node, std::string()) + ": " +
+                      (e != c.end() && e->is_string() ? e->get<std::string>() : "failed");
+      }
+    }
+    if (row.status == "ok" && (row.rows == 0 || skipped == row.rows)) {
+      row.status = "skipped";
+      row.reason = row.rows == 0 ? "no cases ran" : "every case skipped: " + first_skip;
+    }
+    if (row.status == "failed" && !first_error.empty()) row.reason = first_error;
+  } catch (const std::exception&) {
+    // No readable run.log: the child died before writing one; rows stay 0.
+  }
+  try {
+    const auto id = core::read_identity(*run_dir);
+    const auto t = id.find("timer");
+    if (t != id.end() && t->is_string()) row.timer = t->get<std::string>();
+  } catch (const std::exception&) {
+  }
+}
+
+std::vector<std::string> default_ops(const fs::path& self, const std::string& backend) {
+  const auto r = run_capture({self.string(), "list", "--names", "--backend", backend}, 120);
+  if (!r.status.ok())
+    throw BatchUsageError("cannot list the ops (`caliber list --names --backend " + backend +
+                          "`: " + r.status.describe() + "); name the ops to run");
+  return split_ops(r.out);
+}
+
+}  // namespace
+
+BatchOutcome run_batch(const BatchOptions& in_opt, std::ostream& out, std::ostream& err) {
+  BatchOptions opt = in_opt;
+  const fs::path self = self_executable(opt);
+  BatchOutcome outcome;
+  std::vector<OpStatusRow> rows;
+  fs::path batch_dir;
+
+  if (!opt.resume_dir.empty()) {
+    batch_dir = opt.resume_dir;
+    if (!fs::is_regular_file(batch_dir / kOpsStatusFile))
+      throw BatchUsageError("--resume: '" + batch_dir.string() + "' holds no " + kOpsStatusFile);
+    rows = read_ops_status(batch_dir);
+    // The original batch's settings, unless given again now.
+    std::ifstream cfg_in(batch_dir / kBatchConfigFile);
+    if (cfg_in) {
+      const auto cfg = nlohmann::json::parse(cfg_in, nullptr, false);
+      if (cfg.is_object()) {
+        if (opt.backend.empty() || opt.backend == "auto")
+          opt.backend = cfg.value("backend", opt.backend);
+        if (opt.devices.empty() && cfg.contains("devices"))
+          opt.devices = cfg["devices"].get<std::vector<int>>();
+        if (opt.run_args.empty() && cfg.contains("run_args"))
+          opt.run_args = cfg["run_args"].get<std::vector<std::string>>();
+        if (opt.timeout_per_op_s <= 0) opt.timeout_per_op_s = cfg.value("timeout_per_op_s", 0.0);
+      }
+    }
+    if (!opt.ops.empty() || !opt.op_file.empty())
+      throw BatchUsageError("--resume: the ops are those of the batch; do not name ops as well");
+  }
+
+  const backends::Backend* backend = nullptr;
+  try {
+    backend = &backends::resolve_backend(opt.backend.empty() ? "auto" : opt.backend);
+  } catch (const std::invalid_argument& e) {
+    throw BatchUsageError(std::string("--backend: ") + e.what());
+  }
+  if (opt.devices.empty()) opt.devices = {0};
+
+  if (opt.resume_dir.empty()) {
+    std::vector<std::string> ops = opt.ops;
+    if (!opt.op_file.empty()) {
+      const auto more = read_op_file(opt.op_file);
+      ops.insert(ops.end(), more.begin(), more.end());
+    }
+    if (ops.empty()) {
+      if (auto env_ops = core::process_env("OP"); env_ops && !env_ops->empty())
+        ops = split_ops(*env_ops);
+      else if (auto env_file = core::process_env("OP_FILE"); env_file && !env_file->empty())
+        ops = read_op_file(*env_file);
+    }
+    if (ops.empty()) ops = default_ops(self, backend->name());
+    if (ops.empty()) throw BatchUsageError("no ops to run");
+    std::set<std::string> seen;
+    for (const auto& op : ops) {
+      if (!seen.insert(op).second) continue;  // an op twice would race for its own directory
+      OpStatusRow r;
+      r.op = op;
+      r.backend = backend->name();
+      rows.push_back(std::move(r));
+    }
+    batch_dir = core::claim_run_dir(opt.out, "batch");
+    nlohmann::json cfg = {{"backend", backend->name()},
+                          {"devices", opt.devices},
+                          {"run_args", opt.run_args},
+                          {"timeout_per_op_s", opt.timeout_per_op_s},
+                          {"ops", ops}};
+    core::write_file_atomic(batch_dir / kBatchConfigFile, cfg.dump(2) + "\n");
+  }
+  outcome.batch_dir = batch_dir;
+  fs::create_directories(batch_dir / "logs");
+
+  std::deque<std::size_t> pending;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].status != "ok") {
+      rows[i].status = "pending";
+      rows[i].reason.clear();
+      rows[i].backend = backend->name();
+      pending.push_back(i);
+    }
+  out << "batch: " << batch_dir.string() << " (" << pending.size() << " op(s) to run"
+      << (opt.resume_dir.empty() ? "" : ", resumed") << ", backend " << backend->name()
+      << ", devices";
+  for (int d : opt.devices) out << " " << d;
+  out << ")" << std::endl;
+  write_ops_status(batch_dir, rows);
+
+  SignalGuard guard;
+  const bool progress = opt.progress.value_or(::isatty(STDERR_FILENO) == 1);
+  const auto t0 = Clock::now();
+  const std::size_t total = pending.size();
+  std::size_t done = 0, not_ok = 0;
+  double done_seconds = 0;
+  std::vector<std::optional<Job>> slots(opt.devices.size());
+
+  auto show_progress = [&] {
+    if (!progress) return;
+    std::size_t running = 0;
+    for (const auto& s : slots) running += s.has_value();
+    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::string eta = "?";
+    if (done > 0) {
+      const double per_op = done_seconds / static_cast<double>(done);
+      const double left = per_op * static_cast<double>(total - done) /
+                          static_cast<double>(std::max<std::size_t>(1, slots.size()));
+      eta = "~" + format_duration(left);
+    }
+    err << "\r\033[K[batch] " << done << "/" << total << " done, " << running << " running, "
+        << not_ok << " not ok, elapsed " << format_duration(elapsed) << ", left " << eta
+        << std::flush;
+  };
+
+  auto finish = [&](Job& job, const ExitStatus& st) {
+    OpStatusRow& row = rows[job.index];
+    const auto c = classify_exit(st, opt.timeout_per_op_s);
+    row.status = c.status;
+    row.reason = c.reason;
+    row.duration_s = st.duration_s;
+    read_child_results(row, find_child_run_dir(batch_dir, row.op, job.before));
+    if (row.status == "crashed" || row.status == "failed") {
+      const std::string last = last_log_line(job.log);
+      if (!last.empty() && row.reason.find(last) == std::string::npos)
+        row.reason += "; log: " + last;
+    }
+    ++done;
+    done_seconds += st.duration_s;
+    if (row.status != "ok" && row.status != "skipped") ++not_ok;
+    if (progress) err << "\r\033[K";
+    char dur[32];
+    std::snprintf(dur, sizeof dur, "%.1f", row.duration_s);
+    out << "[batch] " << row.op << ": " << row.status << " (" << row.rows << " rows, " << dur
+        << " s, device " << job.device << ")" << (row.reason.empty() ? "" : ": " + row.reason)
+        << std::endl;
+    write_ops_status(batch_dir, rows);
+  };
+
+  auto start = [&](std::size_t slot_index) {
+    const std::size_t i = pending.front();
+    pending.pop_front();
+    const int device = opt.devices[slot_index];
+    OpStatusRow& row = rows[i];
+    Job job;
+    job.index = i;
+    job.device = device;
+    job.before = run_dirs_of(batch_dir, row.op);
+    job.log = batch_dir / "logs" / (row.op + ".log");
+    SpawnSpec spec;
+    const auto pin = backend->child_env(device);
+    // Pinned to the one device, the child sees it as its device 0; unpinned it uses the index.
+    spec.argv = {self.string(),
+                 "run",
+                 row.op,
+                 "--out",
+                 batch_dir.string(),
+                 "--name",
+                 row.op,
+                 "--backend",
+                 backend->name(),
+                 "--devices",
+                 std::to_string(pin.empty() ? device : 0)};
+    spec.argv.insert(spec.argv.end(), opt.run_args.begin(), opt.run_args.end());
+    for (const auto& [k, v] : pin) spec.env[k] = v;
+    // The batch chose this child's op: the caller's OP / OP_FILE must not add others.
+    spec.env["OP"] = std::nullopt;
+    spec.env["OP_FILE"] = std::nullopt;
+    spec.log_file = job.log;
+    row.device = std::to_string(device);
+    try {
+      job.child = Child::spawn(spec);
+    } catch (const std::exception& e) {
+      row.status = "failed";
+      row.reason = one_line(e.what());
+      ++done;
+      ++not_ok;
+      write_ops_status(batch_dir, rows);
+      return;
+    }
+    row.status = "running";
+    write_ops_status(batch_dir, rows);
+    slots[slot_index] = std::move(job);
+  };
+
+  for (;;) {
+    if (SignalGuard::interrupted()) break;
+    for (std::size_t s = 0; s < slots.size(); ++s)
+      if (!slots[s] && !pending.empty() && !SignalGuard::interrupted()) start(s);
+    bool any_running = false;
+    for (auto& slot : slots) {
+      if (!slot) continue;
+      auto st = slot->child.poll();
+      if (!st && opt.timeout_per_op_s > 0 && slot->child.elapsed_s() >= opt.timeout_per_op_s)
+        st = slot->child.terminate(opt.grace_s, ExitKind::timeout);
+      if (st) {
+        finish(*slot, *st);
+        slot.reset();
+      } else {
+        any_running = true;
+      }
+    }
+    if (!any_running && pending.empty()) break;
+    show_progress();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+
+  if (const int sig = SignalGuard::received(); sig != 0) {
+    if (progress) err << "\r\033[K";
+    err << "caliber batch: " << signal_name(sig) << " received: terminating and reaping every child"
+        << std::endl;
+    // Ask every group at once, then collect: a slow child does not delay the others' SIGTERM.
+    for (auto& slot : slots)
+      if (slot && slot->child.running()) ::kill(-slot->child.pid(), SIGTERM);
+    for (auto& slot : slots) {
+      if (!slot) continue;
+      const auto st = slot->child.terminate(opt.grace_s, ExitKind::stopped);
+      OpStatusRow& row = rows[slot->index];
+      row.duration_s = st.duration_s;
+      read_child_results(row, find_child_run_dir(batch_dir, row.op, slot->before));
+      row.status = "interrupted";
+      row.reason = "batch interrupted by " + signal_name(sig) + " while it ran (" +
+                   std::to_string(row.rows) + " rows kept)";
+      slot.reset();
+    }
+    for (std::size_t i : pending) {
+      rows[i].status = "interrupted";
+      rows[i].reason = "batch interrupted by " + signal_name(sig) + " before it started";
+    }
+    pending.clear();
+    write_ops_status(batch_dir, rows);
+    outcome.exit_code = 128 + sig;
+  } else {
+    if (progress) err << "\r\033[K";
+    outcome.exit_code = not_ok > 0 ? 1 : 0;
+  }
+
+  std::map<std::string, int> counts;
+  for (const auto& r : rows) ++counts[r.status];
+  out << "batch: " << batch_dir.string() << ":";
+  for (const auto& [status, n] : counts) out << " " << status << " " << n;
+  out << " (" << kOpsStatusFile << ")" << std::endl;
+  if (outcome.exit_code != 0 && outcome.exit_code != 1)
+    out << "batch: resume with: caliber batch --resume " << batch_dir.string() << std::endl;
+  else if (not_ok > 0)
+    out << "batch: rerun what is not ok with: caliber batch --resume " << batch_dir.string()
+        << std::endl;
+  outcome.statuses = rows;
+  return outcome;
+}
+
+}  // namespace caliber::run

@@ -1,0 +1,88 @@
+// The batch driver: many ops across devices, one child process (`caliber run OP`) per op, one op
+// per device at a time. A child that crashes, hangs past its timeout or fails leaves the rest
+// running; ops_status.csv is rewritten atomically after every op; SIGINT/SIGTERM terminates and
+// reaps every child, marks the unfinished ops interrupted and keeps every finished row.
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "run/process.hpp"
+
+namespace caliber::run {
+
+namespace fs = std::filesystem;
+
+// One line of ops_status.csv. status: ok, failed, crashed, timeout, skipped, interrupted; while
+// the batch runs also pending and running (so a batch killed outright still leaves a readable
+// file).
+struct OpStatusRow {
+  std::string op;
+  std::string status = "pending";
+  std::string backend;
+  std::string device;
+  std::string timer;
+  int rows = 0;
+  double duration_s = 0;
+  std::string reason;
+};
+
+inline constexpr const char* kOpsStatusFile = "ops_status.csv";
+inline constexpr const char* kBatchConfigFile = "batch.json";
+
+[[nodiscard]] std::string ops_status_csv(const std::vector<OpStatusRow>& rows);
+// Throws std::runtime_error on a file without the required columns.
+[[nodiscard]] std::vector<OpStatusRow> parse_ops_status_csv(const std::string& text);
+[[nodiscard]] std::vector<OpStatusRow> read_ops_status(const fs::path& batch_dir);
+void write_ops_status(const fs::path& batch_dir, const std::vector<OpStatusRow>& rows);
+
+// What a child's end means for its op: status and reason (run.log facts filled in by the caller).
+struct Classified {
+  std::string status;
+  std::string reason;
+};
+[[nodiscard]] Classified classify_exit(const ExitStatus& st, double timeout_s);
+
+// The run directory a child made: among `<batch_dir>/<op>-YYYYmmdd-HHMMSS[-N]` not in `before`,
+// the newest; nullopt when the child claimed none.
+[[nodiscard]] std::optional<fs::path> find_child_run_dir(const fs::path& batch_dir,
+                                                         const std::string& op,
+                                                         const std::set<fs::path>& before);
+[[nodiscard]] std::set<fs::path> run_dirs_of(const fs::path& batch_dir, const std::string& op);
+
+// Ops from a file: one per line (or comma separated), '#' starts a comment.
+[[nodiscard]] std::vector<std::string> read_op_file(const fs::path& file);
+
+struct BatchOptions {
+  std::vector<std::string> ops;  // empty: --op-file, else OP / OP_FILE, else `<self> list --names`
+  std::string op_file;
+  std::vector<int> devices;     // as the caller sees them; empty: {0}
+  std::string backend;          // empty or "auto": resolved here once, passed to every child
+  double timeout_per_op_s = 0;  // <= 0: none
+  double grace_s = 5;
+  fs::path out = "runs";
+  fs::path resume_dir;                // rerun the ops of this batch that are not ok
+  std::vector<std::string> run_args;  // passed to every `caliber run` unchanged
+  fs::path self_exe;                  // empty: /proc/self/exe
+  std::optional<bool> progress;       // the live progress line; nullopt: when stderr is a terminal
+};
+
+// Thrown for bad usage before any child starts (exit code 2).
+class BatchUsageError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct BatchOutcome {
+  int exit_code = 0;  // 0 every op ok or skipped; 1 some op not ok; 128+N interrupted by signal N
+  fs::path batch_dir;
+  std::vector<OpStatusRow> statuses;
+};
+
+[[nodiscard]] BatchOutcome run_batch(const BatchOptions& opt, std::ostream& out, std::ostream& err);
+
+}  // namespace caliber::run
