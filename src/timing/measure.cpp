@@ -319,7 +319,11 @@ Measurement measure(backends::Device& dev, const backends::Backend& backend,
   caps.graph_capture = caps.graph_capture && dev.capabilities().graph_capture;
   const TimerChoice choice = choose_timer(caps, opt.timer);
   Measurement m;
-  if (choice.kind == TimerKind::graph && opt.capture_denied) {
+  // The backend's built-in deny list counts as much as the caller's flag.
+  const std::vector<std::string> deny = backend.capture_deny_ops();
+  const bool denied = opt.capture_denied || (!opt.op.empty() && std::find(deny.begin(), deny.end(),
+                                                                          opt.op) != deny.end());
+  if (choice.kind == TimerKind::graph && denied) {
     m = direct_with_repeat(dev, backend, launch, opt, now, DirectMode::denied);
     if (m.ok) {
       m.note = op_label(opt) +

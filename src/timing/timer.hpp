@@ -77,7 +77,8 @@ struct TimingOptions {
   L2Policy l2 = L2Policy::cold;
   StopRule stop;
   double throttle_fraction = 0.75;  // samples below this fraction of max SM clock are discarded
-  bool capture_denied = false;      // op is on the capture deny list
+  bool capture_denied = false;      // op is on the capture deny list (the backend's own list,
+                                    // capture_deny_ops(), is also honoured for `op`)
   bool rng = false;                 // op draws from a generator: guard around capture
   std::string op;                   // the op's name, for messages (capture-incompatible, ...)
   double graph_replay_ms = 1.0;     // the graph timer aims one replay at this long

@@ -176,6 +176,8 @@ class FakeBackend : public backends::Backend {
     return backends::Failure::other;
   }
   [[nodiscard]] std::map<std::string, std::string> child_env(int) const override { return {}; }
+  [[nodiscard]] std::vector<std::string> capture_deny_ops() const override { return deny; }
+  std::vector<std::string> deny;
 };
 
 // Options whose wall clock is the fake device's clock, so that timeouts are deterministic.

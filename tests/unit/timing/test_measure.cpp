@@ -261,6 +261,24 @@ TEST_F(Fallback, DenyListNeverAttemptsCapture) {
   EXPECT_NE(m.note.find("deny list"), std::string::npos);
 }
 
+TEST_F(Fallback, BackendDenyListIsHonouredForTheNamedOp) {
+  opt.timer = TimerKind::graph;
+  backend.deny = {"dropout"};
+  opt.op = "softmax";
+  ASSERT_TRUE(run().ok);
+  EXPECT_EQ(dev.captures, 1);
+
+  FakeDevice d2;
+  TimingOptions o = test::fake_options(d2);
+  o.timer = TimerKind::graph;
+  o.op = "dropout";
+  const Measurement m = measure(
+      d2, backend, [&] { d2.kernel(); }, o);
+  ASSERT_TRUE(m.ok);
+  EXPECT_EQ(d2.captures, 0);
+  EXPECT_EQ(m.markers, (Markers{"BENCHMARK_DIRECT_NO_CUDAGRAPH", "timer=direct", "repeat=1"}));
+}
+
 TEST_F(Fallback, NonNativeExceptionPropagatesAfterAbortAndRestore) {
   opt.timer = TimerKind::graph;
   opt.rng = true;
