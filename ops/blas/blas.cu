@@ -255,12 +255,11 @@ class GemmWorkload final : public Workload {
 
   void prepare(std::size_t p, const Config& c) override {
     if (p == 0) {
-      if (blas_ws_.get() == nullptr) {
-        // cuBLAS would otherwise manage its own workspace, which graph capture cannot allocate.
-        blas_ws_ = Buffer(ctx_, kWorkspaceBytes);
-        CALIBER_CUBLAS_CHECK(cublasSetWorkspace(blas_.h, blas_ws_.get(), kWorkspaceBytes));
-      }
+      // Stream first: cublasSetStream resets the workspace to the library's own pool, which
+      // allocates on first use and so could not run inside a graph capture.
       CALIBER_CUBLAS_CHECK(cublasSetStream(blas_.h, stream_of(ctx_)));
+      if (blas_ws_.get() == nullptr) blas_ws_ = Buffer(ctx_, kWorkspaceBytes);
+      CALIBER_CUBLAS_CHECK(cublasSetWorkspace(blas_.h, blas_ws_.get(), kWorkspaceBytes));
       return;
     }
     if (p != 1) throw std::out_of_range(std::string(blas_name(K)) + ": provider index");
