@@ -113,18 +113,12 @@ class CpuBackend final : public Backend {
     return {{cpu::kVisibleEnv,
              std::to_string(s.layout.visible[static_cast<std::size_t>(visible_index)])}};
   }
+  // A bad device count is the cpu backend's own mistake to name; the rest (no device visible)
+  // is the common guard's message.
   void setup_guard() const override {
     const auto s = snapshot();
-    if (!s.layout.error.empty()) {
-      throw BackendUnavailable("cpu: " + s.layout.error);
-    }
-    if (s.layout.visible.empty()) {
-      throw BackendUnavailable(std::string("cpu: ") + cpu::kVisibleEnv + "='" +
-                               cpu::env_value(cpu::kVisibleEnv).value_or("") +
-                               "' leaves no device visible; there are " +
-                               std::to_string(s.layout.groups) + " (indices 0.." +
-                               std::to_string(s.layout.groups - 1) + ")");
-    }
+    if (!s.layout.error.empty()) throw BackendUnavailable("backend 'cpu': " + s.layout.error);
+    Backend::setup_guard();
   }
 };
 

@@ -52,7 +52,11 @@ struct Layout {
   d.mem_total = facts.mem_total;
   d.mem_used = facts.mem_total >= facts.mem_available ? facts.mem_total - facts.mem_available : 0;
   d.driver_version = facts.kernel;
-  d.runtime_version = std::string("compiler ") + __VERSION__;
+#if defined(__clang__)
+  d.runtime_version = std::string("built with ") + __VERSION__;
+#else
+  d.runtime_version = std::string("built with gcc ") + __VERSION__;
+#endif
   d.sm_count = static_cast<int>(cores.size());
   d.l2_bytes = facts.llc_bytes;
   d.extra["cores"] = format_cpu_list(cores);
