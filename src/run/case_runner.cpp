@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -23,6 +24,12 @@ void add_markers(json& row, const std::vector<std::string>& ms) {
   for (const auto& m : ms)
     if (std::find(row["markers"].begin(), row["markers"].end(), m) == row["markers"].end()) row["markers"].push_back(m);
 }
+
+// Raised out of a sweep when a measurement left the device context unusable.
+struct DeviceBroken : std::runtime_error {
+  DeviceBroken(const std::string& what, backends::Failure f) : std::runtime_error(what), failure(f) {}
+  backends::Failure failure;
+};
 
 const char* role_name(Role r) { return r == Role::baseline ? "baseline" : "candidate"; }
 
@@ -92,13 +99,21 @@ Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w,
   if (!pi.space.tunable()) return pi.space.default_config;
   tune::CacheKey key{info.name, pi.name, pi.version, backend_.name(), device_->desc().name,
                      std::string(to_string(c.dtype)), tune_key(pi.space.key)};
+  std::optional<timing::Measurement> broken;
   auto time_config = [&](const Config& cfg) -> double {
+    if (broken) throw ConfigRejected("device context unusable");
     w.prepare(p, cfg);
     auto m = timing::measure(*device_, backend_, [&] { w.launch(p); }, timing_options(info, true));
+    // A broken context is not a bad config: remember it, so the case fails and the run stops timing.
+    if (timing::process_unusable(m)) {
+      broken = m;
+      throw ConfigRejected(m.error);
+    }
     if (!m.ok) throw ConfigRejected(m.error.empty() ? "measurement failed" : m.error);
     return m.latency_ms;
   };
   tune::Selection s = tuner_->select(key, pi.space, time_config);
+  if (broken) throw DeviceBroken(broken->error, broken->failure);
   prow["config"] = s.config.str();
   prow["tune"] = {{"source", s.source}, {"tried", s.tried}, {"rejected", s.rejected},
                   {"sweep_s", s.sweep_s}, {"key", key.key}};
@@ -217,6 +232,10 @@ json CaseRunner::run_case(const Op& op, const Case& c) {
       prows[p]["max_abs_err"] = a.max_abs_err;
       // The check may have re-prepared nothing, but it did launch: keep the tuned config prepared.
     }
+  } catch (const DeviceBroken& e) {
+    fatal_ = c.node_id();
+    row["providers"] = prows;
+    return fail(std::string(e.what()) + " [" + backends::to_string(e.failure) + "]");
   } catch (const CaseSkipped& e) {
     row["status"] = "skipped";
     row["reason"] = e.what();
