@@ -82,10 +82,11 @@ Plan make_plan(const backends::Backend& backend, const PlanInputs& in) {
                         "refuses capture falls back to the direct timer"});
   } else {
     p.stages.push_back(
-        {"direct_timer", in.timer == "direct"
-                             ? "--timer direct: events around each launch; rows record timer=direct"
-                             : backend.name() + " does not default to graph timing: events around "
-                                                "each launch; rows record timer=direct"});
+        {"direct_timer",
+         in.timer == "direct"
+             ? "--timer direct: each launch timed on its own; rows record timer=direct"
+             : backend.name() + " does not default to graph timing: each launch timed on its own; "
+                                "rows record timer=direct"});
   }
   p.stages.push_back({"timing",
                       "check each candidate against the reference, then time every "

@@ -1,0 +1,58 @@
+// caliber plan: the stages a run would go through on a backend, and the timer it would use.
+#include <iostream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/registry.hpp"
+#include "cli/commands.hpp"
+#include "cli/knob_options.hpp"
+#include "plan/plan.hpp"
+
+namespace caliber::cli {
+namespace {
+
+void add_plan(CLI::App& root, int& exit_code) {
+  auto* sub = root.add_subcommand(
+      "plan", "Print the stage plan of a run (derived from the backend's capabilities).");
+  // Only the knobs that shape the plan.
+  const std::set<std::string> keep = {"backend", "timer", "tune", "parallel_warmup", "ops"};
+  std::set<std::string> skip;
+  for (const core::KnobSpec& spec : core::knob_table()) {
+    if (keep.count(spec.name) == 0) skip.insert(spec.name);
+  }
+  auto knobs = std::make_shared<KnobOptions>();
+  knobs->add_to(*sub, skip, /*with_ops=*/true);
+  auto as_json = std::make_shared<bool>(false);
+  sub->add_flag("--json", *as_json, "JSON output");
+  sub->callback([=, &exit_code] {
+    try {
+      const core::Knobs k = knobs->resolve();
+      const backends::Backend& backend = backends::resolve_backend(k.backend);
+      plan::PlanInputs in;
+      in.timer = k.timer;
+      in.tune = k.tune;
+      in.parallel_warmup = k.parallel_warmup;
+      in.ops = k.ops;
+      const plan::Plan p = plan::make_plan(backend, in);
+      if (*as_json) {
+        nlohmann::json j = {{"backend", p.backend}, {"timer", p.timer}};
+        j["stages"] = nlohmann::json::array();
+        for (const auto& s : p.stages) j["stages"].push_back({{"name", s.name}, {"why", s.why}});
+        std::cout << j.dump(2) << "\n";
+      } else {
+        std::cout << plan::format_plan(p);
+      }
+      exit_code = kExitOk;
+    } catch (const core::KnobError& e) {
+      exit_code = usage_error(e.what());
+    } catch (const std::invalid_argument& e) {
+      exit_code = usage_error(e.what());
+    }
+  });
+}
+
+CALIBER_COMMAND(61, add_plan);
+
+}  // namespace
+}  // namespace caliber::cli
