@@ -136,3 +136,33 @@ TEST(Capabilities, VisibilityVariables) {
   EXPECT_EQ(find_backend("ascend")->visibility_vars(),
             std::vector<std::string>{"ASCEND_RT_VISIBLE_DEVICES"});
 }
+
+#include "backends/describe.hpp"
+
+TEST(Describe, EveryBackendListedAndWhyNoneWhenEmpty) {
+  const auto j = describe_backends();
+  ASSERT_EQ(j.at("backends").size(), all_backends().size());
+  for (const auto& b : j.at("backends")) {
+    const bool empty = b.at("devices").empty();
+    EXPECT_EQ(b.contains("why_none"), empty) << b.at("name");
+    if (empty) {
+      EXPECT_FALSE(b.at("why_none").get<std::string>().empty());
+    }
+    EXPECT_TRUE(b.at("capabilities").contains("graph_timer_default"));
+  }
+  const auto& musa = j.at("backends").at(2);
+  EXPECT_EQ(musa.at("name"), "musa");
+  ASSERT_EQ(musa.at("compat_rules").size(), 1u);
+  EXPECT_EQ(musa.at("compat_rules")[0].at("op"), "fft");
+  const std::string text = format_backends(j);
+  for (const char* word : {"cuda (nvidia)", "rocm (amd, hip)", "cpu (host)", "capabilities:"}) {
+    EXPECT_NE(text.find(word), std::string::npos) << word;
+  }
+}
+
+TEST(Describe, RuntimeWithoutDeviceNamesTheVisibilityValue) {
+  caliber::test::EnvGuard g("MUSA_VISIBLE_DEVICES", "");
+  const auto m = describe_backend(*find_backend("musa"));
+  EXPECT_TRUE(m.at("visibility").at("MUSA_VISIBLE_DEVICES").is_string());
+  EXPECT_TRUE(m.at("devices").empty());
+}
