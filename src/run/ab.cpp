@@ -102,8 +102,11 @@ AbOutcome run_ab_rounds(const AbOptions& opt, std::ostream& out, std::ostream& e
       char dur[32];
       std::snprintf(dur, sizeof dur, "%.1f", r.duration_s);
       out << "ab: round " << round << "/" << opt.rounds << " " << side << ": " << r.status << " ("
-          << dur << " s)"
-          << (r.run_dir ? " " + r.run_dir->filename().string() : " no run directory") << std::endl;
+          << dur << " s) ";
+      if (r.run_dir)
+        out << r.run_dir->filename().string() << std::endl;
+      else
+        out << "no run directory" << std::endl;
       outcome.rounds.push_back(r);
       if (r.exit_code == 2 && outcome.rounds.size() == 1) {
         err << "caliber ab: the first run refused its flags (exit 2); see "

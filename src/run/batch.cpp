@@ -371,6 +371,15 @@ BatchOutcome run_batch(const BatchOptions& in_opt, std::ostream& out, std::ostre
     throw BatchUsageError(std::string("--backend: ") + e.what());
   }
   if (opt.devices.empty()) opt.devices = {0};
+  // Every device is checked before anything is claimed: a bad index is bad usage, not N failed ops.
+  std::map<int, std::map<std::string, std::string>> pins;
+  for (int d : opt.devices) {
+    try {
+      pins[d] = backend->child_env(d);
+    } catch (const std::exception& e) {
+      throw BatchUsageError(std::string("--devices: ") + e.what());
+    }
+  }
 
   if (opt.resume_dir.empty()) {
     std::vector<std::string> ops = opt.ops;
@@ -480,7 +489,7 @@ BatchOutcome run_batch(const BatchOptions& in_opt, std::ostream& out, std::ostre
     job.before = run_dirs_of(batch_dir, row.op);
     job.log = batch_dir / "logs" / (row.op + ".log");
     SpawnSpec spec;
-    const auto pin = backend->child_env(device);
+    const auto& pin = pins.at(device);
     // Pinned to the one device, the child sees it as its device 0; unpinned it uses the index.
     spec.argv = {self.string(),
                  "run",

@@ -7,7 +7,6 @@
 #include <ostream>
 #include <sstream>
 
-#include "tune/tuner.hpp"
 
 namespace caliber::run {
 
@@ -48,18 +47,12 @@ timing::TimerKind timer_kind(const std::string& t) {
 }  // namespace
 
 CaseRunner::CaseRunner(const backends::Backend& backend, int device_index, std::uint64_t seed,
-                       const core::Knobs& knobs, std::string timer, const std::filesystem::path& run_dir)
+                       const core::Knobs& knobs, std::string timer, const tune::Settings& tune_settings)
     : backend_(backend), knobs_(knobs), timer_(std::move(timer)) {
   device_ = backend_.open(device_index, seed);
   deny_ = backend_.capture_deny_ops();
   deny_.insert(deny_.end(), knobs_.capture_deny.begin(), knobs_.capture_deny.end());
-  tune::Settings ts;
-  ts.mode = tune::parse_mode(knobs_.tune).value_or(tune::Mode::live);
-  ts.shared_cache = knobs_.tune_cache;
-  ts.run_dir = run_dir;
-  ts.replay_from = knobs_.replay_from;
-  ts.show_progress = !knobs_.quiet;
-  tuner_ = std::make_unique<tune::Tuner>(ts);
+  tuner_ = std::make_unique<tune::Tuner>(tune_settings);
 }
 
 CaseRunner::~CaseRunner() = default;

@@ -15,16 +15,14 @@
 #include "core/knobs.hpp"
 #include "timing/timer.hpp"
 
-namespace caliber::tune {
-class Tuner;
-}
+#include "tune/tuner.hpp"
 
 namespace caliber::run {
 
 class CaseRunner {
  public:
   CaseRunner(const backends::Backend& backend, int device_index, std::uint64_t seed, const core::Knobs& knobs,
-             std::string timer, const std::filesystem::path& run_dir);
+             std::string timer, const tune::Settings& tune_settings);
   ~CaseRunner();
   CaseRunner(const CaseRunner&) = delete;
   CaseRunner& operator=(const CaseRunner&) = delete;
@@ -35,6 +33,7 @@ class CaseRunner {
   void tune_case(const Op& op, const Case& c);
   [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
   [[nodiscard]] backends::Device& device() { return *device_; }
+  [[nodiscard]] tune::Tuner& tuner() { return *tuner_; }
 
  private:
   [[nodiscard]] timing::TimingOptions timing_options(const OpInfo& info, bool short_budget) const;

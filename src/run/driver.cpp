@@ -20,6 +20,7 @@
 #include "core/stats.hpp"
 #include "run/cases.hpp"
 #include "run/case_runner.hpp"
+#include "run/warmup_runner.hpp"
 #include "timing/timer.hpp"
 
 namespace caliber::run {
@@ -129,6 +130,13 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   }
   const bool sequence_mode = !k.quantiles.empty() || k.return_mode == "all";
 
+  // A parallel-warmup child tunes its shard and measures nothing; it claims no run directory.
+  if (!req.tune_shard.empty()) {
+    RunOutcome shard;
+    shard.exit_code = run_tune_shard(req, *backend, sel, k.seed != 0 ? k.seed : fresh_seed(), out, err);
+    return shard;
+  }
+
   // 5. Claim the run directory and record the caliber.
   std::string name = k.name;
   if (name.empty()) name = sel.ops.size() == 1 ? sel.ops.front().info.name : "run";
@@ -187,8 +195,21 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
     out << "  note: --repeat " << k.repeat << " is skipped: --quantiles/--return-mode all return a sequence\n";
   out.flush();
 
+  // Parallel warmup: shard the sweep over the selected devices, merge, then measure here, serially.
+  json warmup_json = nullptr;
+  if (k.parallel_warmup > 0 && (k.tune == "live" || k.tune == "record")) {
+    WarmupOutcome w = run_parallel_warmup(req, *backend, sel, run_dir, merge_target(k, run_dir), out);
+    warmup_json = {{"shards", w.shards},        {"failed_shards", w.failed_shards},
+                   {"wall_s", w.wall_s},        {"keys", w.merge.keys},
+                   {"disagreements", w.merge.disagreements}, {"disagreeing_keys", w.merge.disagreeing_keys},
+                   {"warning", w.warning}};
+    identity["parallel_warmup_result"] = warmup_json;
+    core::write_identity(run_dir, identity);
+    if (!w.warning.empty()) err << w.warning << "\n";
+  }
+
   // 6. Cases, one by one; each row flushed before the next starts.
-  CaseRunner runner(*backend, dev_index, seed, k, timer, run_dir);
+  CaseRunner runner(*backend, dev_index, seed, k, timer, tune_settings(k, run_dir));
   RunOutcome outcome;
   outcome.run_dir = run_dir;
   std::vector<json> rows;
@@ -221,7 +242,10 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   json footer = {{"type", "footer"},   {"ok", outcome.ok},       {"failed", outcome.failed},
                  {"skipped", outcome.skipped}, {"cases", n},   {"wall_s", wall_s},
-                 {"warnings", runner.warnings()}, {"end_time", core::iso8601_utc(std::chrono::system_clock::now())}};
+                 {"warnings", runner.warnings()}, {"end_time", core::iso8601_utc(std::chrono::system_clock::now())},
+                 {"tune", {{"mode", k.tune}, {"keys_tuned", runner.tuner().keys_tuned()},
+                           {"sweep_s", runner.tuner().sweep_seconds()}, {"cache", runner.tuner().cache_file().string()}}},
+                 {"parallel_warmup", warmup_json}};
   log.append(footer);
   for (const auto& w : runner.warnings()) err << "caliber: WARNING: " << w << "\n";
 
