@@ -95,11 +95,14 @@ std::string csv_value(const Cell& c) {
 
 std::string render_text(const Report& r) {
   std::ostringstream o;
-  for (const auto& b : r.banners) {
-    const std::string bar(std::min<std::size_t>(b.size(), 100), '!');
-    o << bar << "\n" << b << "\n" << bar << "\n";
+  if (!r.banners.empty()) {
+    std::size_t w = 0;
+    for (const auto& b : r.banners) w = std::max(w, b.size());
+    const std::string bar(std::min<std::size_t>(w, 100), '!');
+    o << bar << "\n";
+    for (const auto& b : r.banners) o << b << "\n";
+    o << bar << "\n\n";
   }
-  if (!r.banners.empty()) o << "\n";
   bool first = true;
   for (const auto& t : r.tables) {
     if (!first) o << "\n";

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# caliber ab: a switch a test op really reads is found SLOWER; a switch nothing reads gets the
+# "may not be live" warning.
+set -u
+CAL=$1
+export CALIBER_TEST_OPS=1
+if ! "$CAL" list --names --backend cpu 2>/dev/null | grep -qx test_switch; then
+  echo "skip: caliber list --names shows no test ops (the run driver has not landed)"; exit 77
+fi
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+RUN=(--backend cpu --devices 0 --min-samples 30 --min-time 0 --warmup 0)
+
+"$CAL" ab --env CALIBER_TEST_SWITCH=normal --env CALIBER_TEST_SWITCH=slow --rounds 2 \
+  --out "$T/live" "${RUN[@]}" test_switch > "$T/live.txt" 2>&1; rc=$?
+cat "$T/live.txt"
+[ "$rc" -eq 0 ] || fail "ab exit $rc"
+[ "$(ls -d "$T"/live/ab-*/A-1-* "$T"/live/ab-*/B-2-* | wc -l)" -eq 2 ] || fail "round directories"
+grep -q 'SLOWER' "$T/live.txt" || fail "a 2x slower switch was not found SLOWER"
+grep -q 'may not be live' "$T/live.txt" && fail "a live switch was called dead"
+
+# A wide band: on a shared host, noise alone must not make this switch look live.
+"$CAL" ab --env CALIBER_NOTHING_READS_THIS=1 --env CALIBER_NOTHING_READS_THIS=2 --rounds 2 \
+  --noise-band 25 --out "$T/dead" "${RUN[@]}" test_switch > "$T/dead.txt" 2>&1; rc=$?
+cat "$T/dead.txt"
+[ "$rc" -eq 0 ] || fail "ab exit $rc"
+grep -q 'may not be live' "$T/dead.txt" || fail "no warning for a switch nothing reads"
+
+"$CAL" ab --rounds 1 "${RUN[@]}" test_switch > /dev/null 2>&1; rc=$?
+[ "$rc" -eq 2 ] || fail "ab without a switch must exit 2, got $rc"
+echo PASS

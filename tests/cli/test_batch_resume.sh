@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# caliber batch --resume DIR reruns only the ops whose status is not ok, in the same directory.
+set -u
+CAL=$1
+export CALIBER_TEST_OPS=1
+if ! "$CAL" list --names --backend cpu 2>/dev/null | grep -qx test_fail; then
+  echo "skip: caliber list --names shows no test ops (the run driver has not landed)"; exit 77
+fi
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; [ -n "${B:-}" ] && cat "$B/ops_status.csv"; exit 1; }
+
+"$CAL" batch add test_fail test_abort --backend cpu --devices 0 --out "$T/runs" \
+  --min-samples 3 --min-time 0 --warmup 0 > "$T/out1.txt" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || { cat "$T/out1.txt"; fail "first batch exit $rc, expected 1"; }
+B=$(ls -d "$T"/runs/batch-* | head -1)
+status() { awk -F, -v op="$1" '$1 == op { print $2 }' "$B/ops_status.csv"; }
+[ "$(status add)" = ok ] || fail "add: $(status add)"
+[ "$(status test_fail)" = failed ] || fail "test_fail: $(status test_fail)"
+[ "$(status test_abort)" = crashed ] || fail "test_abort: $(status test_abort)"
+sleep 1.1  # a rerun in the same second would still get its own directory (-2), but be plain
+"$CAL" batch --resume "$B" > "$T/out2.txt" 2>&1
+rc=$?
+cat "$T/out2.txt"
+[ "$rc" -eq 1 ] || fail "resumed batch exit $rc, expected 1 (test_fail still fails)"
+[ "$(ls -d "$B"/add-* | wc -l)" -eq 1 ] || fail "add was ok and must not rerun"
+[ "$(ls -d "$B"/test_fail-* | wc -l)" -eq 2 ] || fail "test_fail must rerun once"
+[ "$(ls -d "$T"/runs/batch-* | wc -l)" -eq 1 ] || fail "resume must not claim a new batch directory"
+[ "$(status add)" = ok ] || fail "add's ok row was not kept"
+[ "$(status test_fail)" = failed ] || fail "test_fail after resume: $(status test_fail)"
+[ "$(status test_abort)" = crashed ] || fail "test_abort after resume: $(status test_abort)"
+echo PASS
