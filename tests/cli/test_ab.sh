@@ -21,7 +21,7 @@ grep -q 'may not be live' "$T/live.txt" && fail "a live switch was called dead"
 
 # A wide band: on a shared host, noise alone must not make this switch look live.
 "$CAL" ab --env CALIBER_NOTHING_READS_THIS=1 --env CALIBER_NOTHING_READS_THIS=2 --rounds 2 \
-  --noise-band 25 --out "$T/dead" "${RUN[@]}" test_switch > "$T/dead.txt" 2>&1; rc=$?
+  --noise-band 50 --out "$T/dead" "${RUN[@]}" test_switch > "$T/dead.txt" 2>&1; rc=$?
 cat "$T/dead.txt"
 [ "$rc" -eq 0 ] || fail "ab exit $rc"
 grep -q 'may not be live' "$T/dead.txt" || fail "no warning for a switch nothing reads"
