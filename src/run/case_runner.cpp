@@ -208,7 +208,16 @@ json CaseRunner::run_case(const Op& op, const Case& c) {
       json prow = {{"name", pi.name}, {"role", role_name(pi.role)}};
       if (!pi.label.empty()) prow["label"] = pi.label;
       if (pi.role == Role::candidate && pi.space.tunable()) {
-        (void)choose_config(info, c, *w, p, pi, prow);
+        try {
+          (void)choose_config(info, c, *w, p, pi, prow);
+        } catch (const ConfigRejected&) {
+          // A replayed config that can neither run nor be evicted: the failed row must carry
+          // compile_tune_no_evict, not only an error that reads like a broken kernel.
+          if (prow.contains("markers"))
+            add_markers(row, prow["markers"].get<std::vector<std::string>>());
+          prows.push_back(std::move(prow));
+          throw;
+        }
       } else {
         w->prepare(p, pi.space.default_config);
         if (!pi.space.default_config.empty()) prow["config"] = pi.space.default_config.str();

@@ -1,18 +1,425 @@
-// PLACEHOLDER until the parallel-warmup implementation lands (being written now).
-#include <stdexcept>
+// Parallel warmup (changelog change 2): the parent shards the autotune sweep over N devices in
+// child processes (`caliber run ... --tune-shard i/N --shard-cache FILE`), each pinned to the
+// physical device behind the caller's index, merges their winners and counts the keys whose
+// winner differs between shards. Measurement stays serial on one device, in the caller.
+#include <signal.h>
 
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <tuple>
+
+#include "core/identity.hpp"
+#include "run/case_runner.hpp"
+#include "run/process.hpp"
 #include "run/warmup_runner.hpp"
 
 namespace caliber::run {
 
-WarmupOutcome run_parallel_warmup(const RunRequest&, const backends::Backend&, const Selection&,
-                                  const std::filesystem::path&, const std::filesystem::path&, std::ostream&) {
-  throw std::runtime_error("parallel warmup is not built yet");
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The flag of a knob as the knob table spells it, so the child's command line cannot drift from
+// the table when a flag is renamed.
+std::string flag_of(const std::string& knob) {
+  const core::KnobSpec* spec = core::find_knob(knob);
+  if (spec == nullptr) throw std::logic_error("knobs_to_args: no knob '" + knob + "'");
+  return spec->flag;
 }
 
-int run_tune_shard(const RunRequest&, const backends::Backend&, const Selection&, std::uint64_t, std::ostream&,
-                   std::ostream&) {
-  throw std::runtime_error("parallel warmup is not built yet");
+// Shortest text that parses back to the same double: the child must time with the same budget.
+std::string exact(double v) {
+  char buf[64];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  if (ec != std::errc()) return std::to_string(v);
+  return std::string(buf, p);
+}
+
+template <class T, class F>
+std::string joined(const std::vector<T>& items, F&& text) {
+  std::string s;
+  for (const auto& it : items) {
+    if (!s.empty()) s += ',';
+    s += text(it);
+  }
+  return s;
+}
+
+std::string fixed1(double v) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(1) << v;
+  return os.str();
+}
+
+std::string last_line_of(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  return last;
+}
+
+std::vector<double> case_costs(const Selection& sel) {
+  std::vector<double> costs(sel.cases.size(), 1.0);
+  for (std::size_t i = 0; i < sel.cases.size(); ++i) {
+    // The bytes a case needs grow with its work; a failing estimate only costs balance.
+    try {
+      costs[i] = std::max(1.0, static_cast<double>(sel.case_op[i]->bytes_needed(sel.cases[i])));
+    } catch (const std::exception&) {
+      costs[i] = 1.0;
+    }
+  }
+  return costs;
+}
+
+std::pair<int, int> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  int i = -1, n = 0;
+  bool ok = slash != std::string::npos;
+  if (ok) {
+    const char* b = text.data();
+    auto r1 = std::from_chars(b, b + slash, i);
+    auto r2 = std::from_chars(b + slash + 1, b + text.size(), n);
+    ok = r1.ec == std::errc() && r1.ptr == b + slash && r2.ec == std::errc() &&
+         r2.ptr == b + text.size() && n >= 1 && i >= 0 && i < n;
+  }
+  if (!ok) throw UsageError("--tune-shard: '" + text + "' is not a shard i/N with 0 <= i < N");
+  return {i, n};
+}
+
+// The same choice as the driver's: a shard tunes with the timer its parent measures with.
+std::string resolve_timer(const core::Knobs& k, const backends::Capabilities& caps) {
+  std::string timer = k.timer;
+  if (timer == "auto") timer = caps.graph_timer_default ? "graph" : "direct";
+  if (timer == "graph" && !caps.graph_capture) timer = "direct";
+  return timer;
+}
+
+}  // namespace
+
+std::vector<std::string> knobs_to_args(const core::Knobs& k) {
+  std::vector<std::string> a;
+  // Positional ops first: they are the subcommand's positional arguments.
+  a.insert(a.end(), k.ops.begin(), k.ops.end());
+  auto add = [&](const std::string& knob, const std::string& value) {
+    a.push_back(flag_of(knob));
+    a.push_back(value);
+  };
+  auto add_nonempty = [&](const std::string& knob, const std::string& value) {
+    if (!value.empty()) add(knob, value);
+  };
+  auto same = [](const std::string& s) { return s; };
+  add("backend", k.backend);
+  add_nonempty("op_file", k.op_file);
+  add_nonempty("node", k.node);
+  add_nonempty("dtypes", joined(k.dtypes, same));
+  add("level", k.level);
+  add("shape_mode", k.shape_mode);
+  add_nonempty("shapes_file", k.shapes_file);
+  add_nonempty("ops_lib", k.ops_lib);
+  add("timer", k.timer);
+  add("repeat", std::to_string(k.repeat));
+  add_nonempty("quantiles", joined(k.quantiles, exact));
+  add("return_mode", k.return_mode);
+  add("l2", k.l2);
+  add("min_samples", std::to_string(k.min_samples));
+  add("min_time", exact(k.min_time_s));
+  add("max_noise", exact(k.max_noise));
+  add("timeout", exact(k.timeout_s));
+  add("warmup", exact(k.warmup_s));
+  add("throttle_fraction", exact(k.throttle_fraction));
+  add_nonempty("capture_deny", joined(k.capture_deny, same));
+  add("tune", k.tune);
+  add_nonempty("replay_from", k.replay_from);
+  add_nonempty("tune_cache", k.tune_cache);
+  if (k.seed != 0) add("seed", std::to_string(k.seed));
+  return a;
+}
+
+std::vector<std::vector<std::size_t>> plan_warmup_shards(const std::vector<Case>& cases,
+                                                         const std::vector<double>& costs,
+                                                         int n_shards) {
+  if (costs.size() != cases.size())
+    throw std::invalid_argument("plan_warmup_shards: " + std::to_string(costs.size()) +
+                                " costs for " + std::to_string(cases.size()) + " cases");
+  // Variants of one shape (e.g. a column-major B) map to the same tune key: tuning them on two
+  // shards would sweep the key twice and could report a disagreement that is only noise.
+  using GroupKey = std::tuple<std::string, std::string, std::vector<std::int64_t>>;
+  std::map<GroupKey, std::size_t> group_of;
+  std::vector<std::vector<std::size_t>> groups;
+  std::vector<double> group_cost;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    GroupKey key{cases[i].op, std::string(to_string(cases[i].dtype)), cases[i].shape};
+    auto [it, inserted] = group_of.try_emplace(key, groups.size());
+    if (inserted) {
+      groups.emplace_back();
+      group_cost.push_back(0);
+    }
+    groups[it->second].push_back(i);
+    group_cost[it->second] += std::max(costs[i], 0.0);
+  }
+  const auto plan = tune::plan_shards_by_cost(group_cost, n_shards);
+  std::vector<std::vector<std::size_t>> shards(plan.size());
+  for (std::size_t s = 0; s < plan.size(); ++s) {
+    for (std::size_t g : plan[s])
+      shards[s].insert(shards[s].end(), groups[g].begin(), groups[g].end());
+    std::sort(shards[s].begin(), shards[s].end());
+  }
+  return shards;
+}
+
+WarmupOutcome run_parallel_warmup(const RunRequest& req, const backends::Backend& backend,
+                                  const Selection& sel, const fs::path& run_dir,
+                                  const fs::path& merge_into, std::ostream& out) {
+  const auto t0 = Clock::now();
+  core::Knobs k = req.knobs;
+  const int n = k.parallel_warmup;
+  const std::vector<int> devices = k.devices.empty() ? std::vector<int>{0} : k.devices;
+  try {
+    tune::validate_parallel_warmup(n, static_cast<int>(devices.size()));
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--parallel-warmup (PARALLEL_WARMUP_GPUS): ") + e.what());
+  }
+  WarmupOutcome outcome;
+  outcome.shards = n;
+  if (n <= 0) return outcome;
+
+  // Every pin is resolved before any child starts: a bad index is refused, not half a sweep.
+  std::vector<std::map<std::string, std::string>> pins;
+  for (int s = 0; s < n; ++s) {
+    try {
+      pins.push_back(backend.child_env(devices[static_cast<std::size_t>(s)]));
+    } catch (const std::exception& e) {
+      throw UsageError(std::string("--devices: ") + e.what());
+    }
+  }
+
+  // The children use the parent's seed, so that they tune on the inputs it will measure.
+  if (k.seed == 0) {
+    try {
+      k.seed = core::read_identity(run_dir).value("seed", std::uint64_t{0});
+      // A seed the --seed knob cannot take is left out: the children then draw their own.
+      if (k.seed > (std::uint64_t{1} << 62)) k.seed = 0;
+    } catch (const std::exception&) {
+      k.seed = 0;
+    }
+  }
+  k.backend = backend.name();
+  const std::vector<std::string> base_args = knobs_to_args(k);
+  const auto plan = plan_warmup_shards(sel.cases, case_costs(sel), n);
+  const fs::path dir = run_dir / "warmup";
+  fs::create_directories(dir);
+  const fs::path self = fs::read_symlink("/proc/self/exe");
+
+  struct Shard {
+    int index = 0;
+    int device = 0;
+    fs::path db, log;
+    Child child;
+    std::optional<ExitStatus> status;
+    bool spawned = false;
+  };
+  std::vector<Shard> shards(static_cast<std::size_t>(n));
+
+  out << "parallel warmup: " << n << " shards over devices";
+  for (int s = 0; s < n; ++s) out << " " << devices[static_cast<std::size_t>(s)];
+  out << ", " << sel.cases.size() << " cases; logs in " << dir.string() << "\n";
+  out.flush();
+
+  // Installed before the first spawn, so that no signal can arrive while a child is unregistered.
+  SignalGuard guard;
+  for (int s = 0; s < n; ++s) {
+    Shard& sh = shards[static_cast<std::size_t>(s)];
+    sh.index = s;
+    sh.device = devices[static_cast<std::size_t>(s)];
+    sh.db = dir / ("shard-" + std::to_string(s) + ".db");
+    sh.log = dir / ("shard-" + std::to_string(s) + ".log");
+    const auto& pin = pins[static_cast<std::size_t>(s)];
+    const auto& mine = plan[static_cast<std::size_t>(s)];
+    std::string pin_text;
+    for (const auto& [var, value] : pin) {
+      if (!pin_text.empty()) pin_text += ' ';
+      pin_text += var;
+      pin_text += '=';
+      pin_text += value;
+    }
+    out << "parallel warmup: shard " << s << "/" << n << " on device " << sh.device << " ("
+        << (pin_text.empty() ? "no visibility variable" : pin_text) << "): " << mine.size()
+        << " cases\n";
+    out.flush();
+    if (mine.empty()) continue;  // fewer case groups than shards: nothing for this one to tune
+    if (SignalGuard::interrupted()) break;
+    SpawnSpec spec;
+    spec.argv = {self.string(), "run"};
+    spec.argv.insert(spec.argv.end(), base_args.begin(), base_args.end());
+    // Pinned to one device, the child sees it as its device 0 (never the caller's bare index,
+    // which it would re-read as an absolute id); with no visibility variable it keeps the index.
+    const std::vector<std::string> tail = {
+        "--devices",     std::to_string(pin.empty() ? sh.device : 0),
+        "--tune-shard",  std::to_string(s) + "/" + std::to_string(n),
+        "--shard-cache", sh.db.string(),
+        "--quiet"};
+    spec.argv.insert(spec.argv.end(), tail.begin(), tail.end());
+    for (const auto& [var, value] : pin) spec.env[var] = value;
+    // The arguments carry the whole selection; the caller's variables must not add to it, and
+    // a child never starts a warmup of its own.
+    for (const char* var : {"OP", "OP_FILE", "TEST_NODE", "REPLAY_FROM", "PARALLEL_WARMUP_GPUS"})
+      spec.env[var] = std::nullopt;
+    spec.log_file = sh.log;
+    try {
+      sh.child = Child::spawn(spec);
+      sh.spawned = true;
+    } catch (const std::exception& e) {
+      sh.status = ExitStatus{ExitKind::exited, 127, 0, 0};
+      outcome.notes.push_back("shard " + std::to_string(s) + " (device " +
+                              std::to_string(sh.device) + ") could not start: " + e.what());
+    }
+  }
+
+  for (;;) {
+    if (SignalGuard::interrupted()) break;
+    bool running = false;
+    for (auto& sh : shards) {
+      if (!sh.spawned || sh.status) continue;
+      sh.status = sh.child.poll();
+      if (sh.status) {
+        out << "parallel warmup: shard " << sh.index << "/" << n << " (device " << sh.device << ") "
+            << (sh.status->ok() ? "done" : "FAILED: " + sh.status->describe()) << " in "
+            << fixed1(sh.status->duration_s) << " s\n";
+        out.flush();
+      } else {
+        running = true;
+      }
+    }
+    if (!running) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+
+  if (const int sig = SignalGuard::received(); sig != 0) {
+    // Every group is asked at once, then each is reaped: a slow child delays no other's SIGTERM.
+    int stopped = 0;
+    for (auto& sh : shards)
+      if (sh.spawned && sh.child.running()) ::kill(-sh.child.pid(), SIGTERM);
+    for (auto& sh : shards) {
+      if (!sh.spawned || !sh.child.running()) continue;
+      (void)sh.child.terminate(5.0, ExitKind::stopped);
+      ++stopped;
+    }
+    outcome.interrupted = true;
+    out << "parallel warmup: " << signal_name(sig) << " received: " << stopped
+        << " shard(s) terminated and reaped\n";
+    out.flush();
+    throw std::runtime_error("parallel warmup interrupted by " + signal_name(sig) + " (" +
+                             std::to_string(stopped) + " shard(s) terminated and reaped)");
+  }
+
+  std::vector<fs::path> dbs;
+  for (const auto& sh : shards) {
+    std::error_code ec;
+    // A failed shard's file still holds the keys it finished; only a missing one is skipped.
+    if (sh.spawned && fs::exists(sh.db, ec)) dbs.push_back(sh.db);
+    if (!sh.status || sh.status->ok()) continue;
+    ++outcome.failed_shards;
+    if (!sh.spawned) continue;  // its note is already written
+    std::string note = "shard " + std::to_string(sh.index) + " (device " +
+                       std::to_string(sh.device) + ") failed: " + sh.status->describe();
+    const std::string last = last_line_of(sh.log);
+    if (!last.empty()) note += "; log: " + last;
+    outcome.notes.push_back(note);
+  }
+  if (outcome.failed_shards > 0)
+    outcome.notes.push_back(std::to_string(outcome.failed_shards) + " of " + std::to_string(n) +
+                            " shard(s) failed: the keys they did not tune are tuned live during "
+                            "measurement");
+
+  outcome.merge = tune::merge_shard_caches(dbs, merge_into);
+  for (const auto& w : outcome.merge.warnings) outcome.notes.push_back(w);
+  if (outcome.merge.disagreements > 0) outcome.warning = tune::warmup_warning(outcome.merge);
+  outcome.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+
+  for (const auto& note : outcome.notes) out << "parallel warmup: note: " << note << "\n";
+  out << "parallel warmup: " << n << " shards, " << outcome.merge.keys << " keys, "
+      << outcome.merge.disagreements << " disagreements, " << fixed1(outcome.wall_s) << " s"
+      << (outcome.failed_shards > 0 ? ", " + std::to_string(outcome.failed_shards) + " failed" : "")
+      << "; merged into " << merge_into.string() << "\n";
+  out.flush();
+  return outcome;
+}
+
+int run_tune_shard(const RunRequest& req, const backends::Backend& backend, const Selection& sel,
+                   std::uint64_t seed, std::ostream& out, std::ostream& err) {
+  const core::Knobs& k = req.knobs;
+  const auto [index, count] = parse_shard(req.tune_shard);
+  if (req.shard_cache.empty()) throw UsageError("--tune-shard: needs --shard-cache FILE");
+  const auto t0 = Clock::now();
+  const auto plan = plan_warmup_shards(sel.cases, case_costs(sel), count);
+  const auto& mine = plan[static_cast<std::size_t>(index)];
+  const int dev_index = k.devices.empty() ? 0 : k.devices.front();
+
+  tune::Settings settings = shard_tune_settings(k, req.shard_cache);
+  if (settings.mode == tune::Mode::record) {
+    // Record mode keeps its file at <run_dir>/tune.db, which every shard of the warmup folder
+    // would share; the shard file itself keeps the shards apart, and no shared cache is read,
+    // so the sweep stays as isolated as a record run.
+    settings.mode = tune::Mode::live;
+    settings.shared_cache = req.shard_cache;
+    settings.run_dir.clear();
+    settings.read_also.clear();
+  }
+
+  CaseRunner runner(backend, dev_index, seed, k, resolve_timer(k, backend.capabilities()),
+                    settings);
+  const auto& desc = runner.device().desc();
+  // The pin is printed so that a log shows which physical device the shard really ran on.
+  std::string pin_text;
+  for (const auto& var : backend.visibility_vars()) {
+    const char* v = std::getenv(var.c_str());
+    pin_text += " " + var + "=" + (v != nullptr ? std::string(v) : std::string("(unset)"));
+  }
+  out << "tune shard " << index << "/" << count << ": " << mine.size() << " of " << sel.cases.size()
+      << " cases on device " << dev_index << " (" << desc.name << ", physical " << desc.physical_id
+      << ");" << (pin_text.empty() ? " no visibility variable" : pin_text) << "; cache "
+      << req.shard_cache.string() << "\n";
+  out.flush();
+
+  int failed = 0;
+  const std::size_t width = std::to_string(mine.size()).size();
+  for (std::size_t j = 0; j < mine.size(); ++j) {
+    const std::size_t i = mine[j];
+    const Case& c = sel.cases[i];
+    const std::size_t warnings_before = runner.warnings().size();
+    const int tuned_before = runner.tuner().keys_tuned();
+    const int hits_before = runner.tuner().cache_hits();
+    const auto tc = Clock::now();
+    runner.tune_case(*sel.case_op[i], c);
+    const double secs = std::chrono::duration<double>(Clock::now() - tc).count();
+    const bool ok = runner.warnings().size() == warnings_before;
+    if (!ok) ++failed;
+    out << "[" << std::setw(static_cast<int>(width)) << (j + 1) << "/" << mine.size() << "] "
+        << c.node_id() << ": " << (ok ? "tuned" : "FAILED") << " ("
+        << runner.tuner().keys_tuned() - tuned_before << " keys swept, "
+        << runner.tuner().cache_hits() - hits_before << " cached, " << fixed1(secs) << " s)";
+    if (!ok) out << " " << runner.warnings().back();
+    out << "\n";
+    out.flush();
+  }
+  for (const auto& w : runner.tuner().take_warnings()) err << "caliber: WARNING: " << w << "\n";
+  out << "tune shard " << index << "/" << count << ": " << mine.size() << " cases, "
+      << runner.tuner().keys_tuned() << " keys swept, " << runner.tuner().cache_hits()
+      << " cached, " << failed << " failed, "
+      << fixed1(std::chrono::duration<double>(Clock::now() - t0).count()) << " s\n";
+  out.flush();
+  return failed > 0 ? 1 : 0;
 }
 
 }  // namespace caliber::run

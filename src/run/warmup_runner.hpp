@@ -38,6 +38,15 @@ struct WarmupOutcome {
 [[nodiscard]] int run_tune_shard(const RunRequest& req, const backends::Backend& backend, const Selection& sel,
                                  std::uint64_t seed, std::ostream& out, std::ostream& err);
 
+// The command-line arguments that rebuild, in a shard child, the knobs that define the case list
+// and the tuning (selection, timing, autotune, seed); devices and output are the caller's to add.
+[[nodiscard]] std::vector<std::string> knobs_to_args(const core::Knobs& k);
+
+// The shard plan, computed identically by the parent and by each child: cases of one op, dtype
+// and shape stay on one shard (their variants share tune keys), groups balanced by `costs`.
+[[nodiscard]] std::vector<std::vector<std::size_t>> plan_warmup_shards(
+    const std::vector<Case>& cases, const std::vector<double>& costs, int n_shards);
+
 // The tuner settings of a run (and of a shard child: a shard writes only its own cache, reading
 // the shared one in live mode; in record mode it is isolated from the shared cache too).
 [[nodiscard]] tune::Settings tune_settings(const core::Knobs& k, const std::filesystem::path& run_dir);
