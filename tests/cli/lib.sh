@@ -1,0 +1,110 @@
+# Shared helpers of the CLI tests (sourced, not run). A test is run by ctest as
+#   bash tests/cli/test_X.sh <caliber binary> <source dir>
+# and exits 0 (pass), 1 (fail) or 77 (skip, with a message saying why).
+#
+# After `cli_init "$@"`: CAL (the binary), SRC (the source tree), T (a fresh temp dir, removed on
+# exit), FAST (flags that keep a cpu run short), and the helpers below.
+
+cli_init() {
+  CAL=${1:?usage: test_X.sh <caliber binary> <source dir>}
+  SRC=${2:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+  [ -x "$CAL" ] || { echo "FAIL: $CAL is not an executable"; exit 1; }
+  command -v python3 > /dev/null 2>&1 || { echo "skip: python3 is needed to read JSON"; exit 77; }
+  T=$(mktemp -d)
+  trap 'rm -rf "$T"' EXIT
+  # The run's knobs come from the environment too: a caller's BENCH_LEVEL or OP must not leak in.
+  unset ZL_BACKEND BENCH_LEVEL SHAPE_MODE OP OP_FILE TEST_NODE ZL_DIRECT_REPEAT REPLAY_FROM \
+    PARALLEL_WARMUP_GPUS CALIBER_SEED CALIBER_TEST_OPS
+  # Keep --tune live off the user's shared cache in ~/.cache.
+  export CALIBER_TUNE_CACHE="$T/tune-cache.db"
+  # Stopping rule loose enough that a cpu case takes milliseconds: these tests check files and
+  # exit codes, not latencies.
+  # STOP without --backend, for tests that choose the backend themselves (CLI11 refuses a flag
+  # given twice).
+  STOP=(--min-samples 3 --min-time 0 --warmup 0 --max-noise 1 --timeout 0.2)
+  FAST=(--backend cpu "${STOP[@]}")
+  FAILS=0
+}
+
+# A failed assertion: say what and where, keep going, and fail at the end (cli_done).
+check_fail() {
+  echo "FAIL: $*"
+  FAILS=$((FAILS + 1))
+}
+
+# An assertion after which nothing else makes sense.
+fatal() {
+  echo "FAIL: $*"
+  exit 1
+}
+
+cli_done() {
+  if [ "$FAILS" -ne 0 ]; then
+    echo "$FAILS assertion(s) failed"
+    exit 1
+  fi
+  echo PASS
+  exit 0
+}
+
+# The run directories directly under $1 (one per line, sorted).
+run_dirs() {
+  find "$1" -mindepth 1 -maxdepth 1 -type d 2> /dev/null | sort
+}
+
+# The only run directory under $1; fatal when there is not exactly one.
+only_run_dir() {
+  local dirs n
+  dirs=$(run_dirs "$1")
+  n=$(printf '%s' "$dirs" | grep -c .)
+  [ "$n" -eq 1 ] || fatal "expected exactly one run directory under $1, found $n: $dirs"
+  printf '%s\n' "$dirs"
+}
+
+# py SCRIPT ARGS...: run a python3 snippet; its failure (an AssertionError names the check) is
+# returned, not fatal.
+py() {
+  local code=$1
+  shift
+  python3 -c "$code" "$@"
+}
+
+# expect_refused LABEL WORDS -- COMMAND...: COMMAND must exit 2 with a one-line message on stderr
+# that contains every word of WORDS (space separated), print nothing on stdout, and leave no
+# $T/refused-out behind (pass --out "$T/refused-out" in COMMAND). REFUSED_LINES=any allows a
+# message of several lines (CLI11's own parse errors add a "Run with --help" line).
+expect_refused() {
+  local label=$1 words=$2
+  shift 3  # label, words, --
+  rm -rf "$T/refused-out"
+  "$@" > "$T/refused.stdout" 2> "$T/refused.stderr"
+  local rc=$?
+  local err
+  err=$(cat "$T/refused.stderr")
+  if [ "$rc" -ne 2 ]; then
+    local wrote=nothing
+    [ -e "$T/refused-out" ] && wrote=$(find "$T/refused-out" -type f | wc -l)" file(s)"
+    check_fail "$label: exit $rc, expected 2; stderr: '$err'; wrote $wrote"
+    rm -rf "$T/refused-out"
+    return
+  fi
+  local lines
+  lines=$(grep -c . "$T/refused.stderr")
+  if [ "$lines" -ne 1 ] && [ "${REFUSED_LINES:-1}" != any ]; then
+    check_fail "$label: expected a one-line message, got $lines lines: $err"
+  fi
+  local w
+  for w in $words; do
+    case "$err" in
+      *"$w"*) ;;
+      *) check_fail "$label: the message does not name '$w': $err" ;;
+    esac
+  done
+  if [ -e "$T/refused-out" ]; then
+    check_fail "$label: wrote $(find "$T/refused-out" | head -5 | tr '\n' ' ')"
+    rm -rf "$T/refused-out"
+  fi
+  if [ -s "$T/refused.stdout" ]; then
+    check_fail "$label: printed on stdout: $(head -3 "$T/refused.stdout")"
+  fi
+}
