@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Record, replay and eviction on the cpu backend's tunable mm: a replay gives the recorded configs
+# exactly; a key the recording lacks is reported on the row and never tuned; a replayed config that
+# fails at launch cannot be evicted from its read-only source, so the row carries
+# compile_tune_no_evict; in live mode the same bad config is evicted and the key retuned.
+set -u
+CAL=$1
+if ! "$CAL" list --names --backend cpu 2>/dev/null | grep -qx mm; then
+  echo "skip: caliber list shows no host mm"; exit 77
+fi
+T=$(mktemp -d); trap 'chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+unset CALIBER_CPU_VISIBLE_DEVICES CALIBER_CPU_DEVICES PARALLEL_WARMUP_GPUS CALIBER_TUNE_CACHE OP \
+  OP_FILE TEST_NODE REPLAY_FROM BENCH_LEVEL CALIBER_SEED
+export XDG_CACHE_HOME="$T/xdg"
+FAST=(--backend cpu --min-samples 3 --min-time 0 --warmup 0)
+one_dir() { ls -d "$1"/*/ 2>/dev/null | head -1; }
+footer() { grep '"type":"footer"' "$1/run.log"; }
+# node -> candidate config, one "node config" line per case, sorted.
+configs() {
+  grep '"type":"case"' "$1/run.log" |
+    jq -r '.node + " " + ([.providers[] | select(.role == "candidate") | .config] | join(","))' | sort
+}
+sources() {
+  grep '"type":"case"' "$1/run.log" | jq -r '.providers[] | select(.role == "candidate") | .tune.source'
+}
+
+# Record (isolated from the shared cache) then replay.
+"$CAL" run mm --tune record --tune-cache "$T/shared.db" --out "$T/rec" "${FAST[@]}" > "$T/rec.txt" 2>&1 ||
+  fail "record run exited $?: $(cat "$T/rec.txt")"
+REC=$(one_dir "$T/rec")
+[ -s "$REC/tune.db" ] || fail "record run left no tune.db"
+[ ! -e "$T/shared.db" ] || fail "record mode wrote the shared cache"
+[ "$(sources "$REC" | sort -u)" = tuned ] || fail "record run did not tune every key: $(sources "$REC")"
+[ "$(jq -r .tune "$REC/run_identity.json")" = record ] || fail "identity lacks the record mode"
+
+"$CAL" run mm --replay-from "$REC" --tune-cache "$T/shared.db" --out "$T/rep" "${FAST[@]}" \
+  > "$T/rep.txt" 2>&1 || fail "replay run exited $?: $(cat "$T/rep.txt")"
+REP=$(one_dir "$T/rep")
+[ -n "$(configs "$REC")" ] || fail "no configs recorded"
+diff <(configs "$REC") <(configs "$REP") > "$T/diff.txt" || fail "replay changed configs: $(cat "$T/diff.txt")"
+[ "$(sources "$REP" | sort -u)" = replay ] || fail "replay rows: $(sources "$REP" | sort -u)"
+[ "$(footer "$REP" | jq .tune.keys_tuned)" = 0 ] || fail "replay tuned: $(footer "$REP" | jq -c .tune)"
+[ "$(jq -r .tune "$REP/run_identity.json")" = replay ] || fail "identity lacks the replay mode"
+[ ! -e "$T/shared.db" ] || fail "replay wrote the shared cache"
+
+# REPLAY_FROM spells the same thing.
+REPLAY_FROM="$REC" "$CAL" run mm --tune-cache "$T/shared.db" --out "$T/rep-env" "${FAST[@]}" \
+  > "$T/rep-env.txt" 2>&1 || fail "REPLAY_FROM run exited $?"
+diff <(configs "$REC") <(configs "$(one_dir "$T/rep-env")") > /dev/null || fail "REPLAY_FROM changed configs"
+
+# Replay at a level whose extra shapes were never recorded: reported on the row, not tuned.
+"$CAL" run mm --level comprehensive --replay-from "$REC" --out "$T/miss" "${FAST[@]}" \
+  > "$T/miss.txt" 2>&1 || fail "replay with missing keys exited $?: $(cat "$T/miss.txt")"
+MISS=$(one_dir "$T/miss")
+n_missing=$(sources "$MISS" | grep -cx replay-missing)
+[ "$n_missing" -gt 0 ] || fail "no row reports replay-missing: $(sources "$MISS" | sort | uniq -c)"
+[ "$(sources "$MISS" | grep -cx replay)" -gt 0 ] || fail "the recorded keys were not replayed"
+[ "$(footer "$MISS" | jq .tune.keys_tuned)" = 0 ] || fail "a missing key was tuned"
+[ "$(footer "$MISS" | jq .tune.sweep_s)" = 0 ] || fail "a sweep ran in replay mode"
+grep '"type":"case"' "$MISS/run.log" |
+  jq -e -s '[.[].providers[] | select(.tune.source == "replay-missing") | .tune.note] |
+            all(test("no recorded config"))' > /dev/null || fail "replay-missing rows do not say why"
+
+if ! command -v sqlite3 > /dev/null; then
+  echo "note: no sqlite3 shell; the eviction checks are skipped"
+  echo PASS
+  exit 0
+fi
+
+# A recorded config the host mm rejects at launch: f64 tiles over the 512 KiB tile budget.
+BAD=tm=64,tn=256,tk=256
+KEY="dtype = 'f64' and key = 'M=128,N=128,K=128'"
+mkdir -p "$T/bad"
+cp "$REC/tune.db" "$T/bad/tune.db"
+sqlite3 "$T/bad/tune.db" "update tune_configs set config = '$BAD' where $KEY"
+[ "$(sqlite3 "$T/bad/tune.db" "select count(*) from tune_configs where $KEY")" = 1 ] ||
+  fail "the recording has no f64 M=128 key to spoil"
+chmod -R a-w "$T/bad"
+"$CAL" run mm --replay-from "$T/bad" --out "$T/noevict" "${FAST[@]}" > "$T/noevict.txt" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || fail "replay of a failing config exited $rc, expected 1: $(cat "$T/noevict.txt")"
+NE=$(one_dir "$T/noevict")
+row=$(grep '"type":"case"' "$NE/run.log" | jq -c 'select(.node == "mm[f64-M128-N128-K128]")')
+[ -n "$row" ] || fail "no row for mm[f64-M128-N128-K128]"
+jq -e '.markers | index("compile_tune_no_evict")' <<< "$row" > /dev/null ||
+  fail "the row lacks compile_tune_no_evict: $row"
+[ "$(jq -r .status <<< "$row")" = failed ] || fail "a config that cannot run gave status $(jq -r .status <<< "$row")"
+grep -q 'could not be evicted' "$T/noevict.txt" || fail "the log claims nothing about the eviction"
+[ "$(sqlite3 "$T/bad/tune.db" "select config from tune_configs where $KEY")" = "$BAD" ] ||
+  fail "the read-only source was modified"
+[ "$(footer "$NE" | jq .tune.keys_tuned)" = 0 ] || fail "replay fell back to tuning"
+# The other rows are untouched by one bad record.
+others=$(grep '"type":"case"' "$NE/run.log" | jq -r 'select(.node != "mm[f64-M128-N128-K128]") | .status' | sort -u)
+[ "$others" = ok ] || fail "other rows: $others"
+if grep '"type":"case"' "$NE/run.log" | jq -r 'select(.node != "mm[f64-M128-N128-K128]") | .markers[]' |
+  grep -q no_evict; then
+  fail "a row without a bad config carries no_evict"
+fi
+
+# Live mode: the same bad config in the shared cache is evicted and the key retuned.
+"$CAL" run mm --tune-cache "$T/live.db" --out "$T/live1" "${FAST[@]}" > "$T/live1.txt" 2>&1 ||
+  fail "live run exited $?"
+sqlite3 "$T/live.db" "update tune_configs set config = '$BAD' where $KEY"
+"$CAL" run mm --tune-cache "$T/live.db" --out "$T/live2" "${FAST[@]}" > "$T/live2.txt" 2>&1 ||
+  fail "live run over a bad cached config exited $?: $(cat "$T/live2.txt")"
+L2=$(one_dir "$T/live2")
+row=$(grep '"type":"case"' "$L2/run.log" | jq -c 'select(.node == "mm[f64-M128-N128-K128]")')
+[ "$(jq -r .status <<< "$row")" = ok ] || fail "live eviction did not recover: $row"
+[ "$(jq -r '.providers[] | select(.role == "candidate") | .tune.evicted' <<< "$row")" = "$BAD" ] ||
+  fail "the row does not name the evicted config: $row"
+! jq -e '.markers | index("compile_tune_no_evict")' <<< "$row" > /dev/null ||
+  fail "an evictable config was marked no_evict"
+now=$(sqlite3 "$T/live.db" "select config from tune_configs where $KEY")
+[ -n "$now" ] && [ "$now" != "$BAD" ] || fail "the cache still holds '$now'"
+echo PASS
