@@ -110,6 +110,14 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       throw UsageError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" + std::to_string(k.parallel_warmup) +
                        "' is more than the " + std::to_string(selected) +
                        " device(s) selected with --devices");
+    // Every shard's device is checked here, before the run directory is claimed.
+    for (int i = 0; i < k.parallel_warmup; ++i) {
+      try {
+        (void)backend->child_env(k.devices.empty() ? 0 : k.devices[static_cast<std::size_t>(i)]);
+      } catch (const std::exception& e) {
+        throw UsageError(std::string("--devices: ") + e.what());
+      }
+    }
   }
 
   // 4. Cases.

@@ -110,6 +110,12 @@ PARALLEL_WARMUP_GPUS=3 "$CAL" run mm --devices 0,1 --tune-cache "$T/d.db" --out 
 rc=$?
 [ "$rc" -eq 2 ] || fail "PARALLEL_WARMUP_GPUS=3 with 2 devices exited $rc, expected 2"
 [ -z "$(ls -A "$T/d" 2>/dev/null)" ] || fail "a refused run wrote $(ls "$T/d")"
+# A shard device that does not exist: refused up front too, not after claiming a directory.
+"$CAL" run mm --parallel-warmup 2 --devices 0,5 --tune-cache "$T/d.db" --out "$T/d" "${FAST[@]}" \
+  > "$T/d3.txt" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] || fail "--devices 0,5 with 2 device groups exited $rc, expected 2"
+[ -z "$(ls -A "$T/d" 2>/dev/null)" ] || fail "a refused run wrote $(ls "$T/d")"
 # Empty: a silent no-op.
 PARALLEL_WARMUP_GPUS= "$CAL" run mm --devices 0,1 --tune-cache "$T/e.db" --out "$T/e" "${FAST[@]}" \
   > "$T/e.txt" 2>&1 || fail "PARALLEL_WARMUP_GPUS= run exited $?"
