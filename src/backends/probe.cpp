@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cctype>
@@ -10,13 +11,35 @@
 
 namespace caliber::backends {
 
+namespace {
+// dlopen in a forked child: a vendor library's static initializers run in the child, so a library
+// that aborts on load (seen on the H200 machine, 2026-11-29: "LLVM ERROR: inconsistency in
+// registered CommandLine options" when a second LLVM copy came in) cannot take caliber down.
+// Returns 0 loaded, 1 not loadable, 2 the child died while loading.
+int probe_in_child(const std::string& name) {
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    void* h = dlopen(name.c_str(), RTLD_LAZY | RTLD_LOCAL);  // no fork: probe here
+    if (h != nullptr) dlclose(h);
+    return h != nullptr ? 0 : 1;
+  }
+  if (pid == 0) {
+    void* h = dlopen(name.c_str(), RTLD_LAZY | RTLD_LOCAL);
+    _exit(h != nullptr ? 0 : 1);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status) == 0 ? 0 : 1;
+  return 2;
+}
+}  // namespace
+
 std::optional<std::string> find_library(const std::vector<std::string>& names) {
   for (const std::string& n : names) {
-    // RTLD_LAZY: we only ask whether it is there; nothing is resolved or called.
-    if (void* h = dlopen(n.c_str(), RTLD_LAZY | RTLD_LOCAL)) {
-      dlclose(h);
-      return n;
-    }
+    // Only asks whether it loads; nothing is resolved or called, and not in this process.
+    if (probe_in_child(n) == 0) return n;
   }
   return std::nullopt;
 }

@@ -5,6 +5,7 @@
 #include "cli/knob_options.hpp"
 #include "core/shapes.hpp"
 #include "run/driver.hpp"
+#include "run/process.hpp"
 
 namespace caliber::cli {
 namespace {
@@ -37,6 +38,14 @@ void add_run(CLI::App& root, int& exit_code) {
       exit_code = usage_error(e.what());
     } catch (const core::ShapeError& e) {
       exit_code = usage_error(e.what());
+    } catch (const std::exception& e) {
+      // An interrupted parallel warmup has reaped its children already; exit as a signal would.
+      if (run::SignalGuard::interrupted()) {
+        std::cerr << "caliber: " << e.what() << "\n";
+        exit_code = 128 + run::SignalGuard::received();
+      } else {
+        throw;
+      }
     }
   });
 }

@@ -108,9 +108,8 @@ Selection select_cases(const core::Knobs& k, const std::string& backend, bool ho
     if (br != std::string::npos) node_filter = k.node;
   }
   if (wanted.empty()) {
-    // Test ops (family "test") run only when named.
-    for (auto& e : all)
-      if (e.info.family != "test") sel.ops.push_back(std::move(e));
+    // Test ops exist only when CALIBER_TEST_OPS=1 registered them; then they are part of the corpus.
+    for (auto& e : all) sel.ops.push_back(std::move(e));
   } else {
     for (const auto& name : wanted) {
       auto it = std::find_if(all.begin(), all.end(), [&](const OpEntry& e) { return e.op && e.info.name == name; });
@@ -157,6 +156,14 @@ Selection select_cases(const core::Knobs& k, const std::string& backend, bool ho
         }
       }
     }
+  }
+  if (!wanted.empty() && node_filter.empty()) {
+    for (const auto& e : sel.ops)
+      if (std::none_of(sel.cases.begin(), sel.cases.end(), [&](const Case& c) { return c.op == e.info.name; }) &&
+          any_dtype)
+        throw SelectionError("op '" + e.info.name + "' has no shapes at level " + k.level + " in " +
+                             sel.shapes_file.string() + " (neither its own list nor family '" + e.info.family +
+                             "')");
   }
   if (!k.dtypes.empty() && !any_dtype) {
     std::string list;

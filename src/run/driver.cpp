@@ -13,7 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backends/describe.hpp"
 #include "backends/registry.hpp"
+#include "plan/plan.hpp"
 #include "core/identity.hpp"
 #include "core/rundir.hpp"
 #include "core/runlog.hpp"
@@ -32,7 +34,7 @@ namespace {
 
 std::uint64_t fresh_seed() {
   std::random_device rd;
-  std::uint64_t s = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  std::uint64_t s = ((static_cast<std::uint64_t>(rd()) << 32) ^ rd()) & ((std::uint64_t{1} << 62) - 1);
   return s == 0 ? 1 : s;
 }
 
@@ -53,23 +55,6 @@ std::string fmt_ms(double ms) {
   else
     os << std::fixed << std::setprecision(2) << ms;
   return os.str();
-}
-
-json device_json(const backends::DeviceDesc& d) {
-  json j = {{"index", d.index},
-            {"physical_id", d.physical_id},
-            {"name", d.name},
-            {"uuid", d.uuid},
-            {"memory_total_bytes", d.mem_total},
-            {"memory_used_bytes", d.mem_used},
-            {"driver_version", d.driver_version},
-            {"runtime_version", d.runtime_version},
-            {"sm_count", d.sm_count},
-            {"l2_bytes", d.l2_bytes},
-            {"compute_capability", d.compute_capability},
-            {"clocks", {{"sm_mhz", d.sm_clock_mhz}, {"sm_max_mhz", d.sm_clock_max_mhz}, {"mem_mhz", d.mem_clock_mhz}}}};
-  for (const auto& [k, v] : d.extra) j["extra"][k] = v;
-  return j;
 }
 
 std::string devices_list(const std::vector<backends::DeviceDesc>& devs) {
@@ -128,14 +113,21 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
     throw UsageError(e.what());
   }
 
-  // The timer from capabilities (the planner prints the same choice).
-  std::string timer = k.timer;
-  std::string timer_note;
-  if (timer == "auto") timer = caps.graph_timer_default ? "graph" : "direct";
-  if (timer == "graph" && !caps.graph_capture) {
-    timer = "direct";
-    timer_note = "backend " + backend->name() + " has no graph capture: timer=direct";
+  // The timer from capabilities, by the planner's rule (caliber plan prints the same choice).
+  std::string timer;
+  try {
+    timer = plan::resolve_timer(*backend, k.timer);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--timer: ") + e.what());
   }
+  std::string timer_note;
+  if (k.timer == "auto" && timer == "direct" && !caps.host)
+    timer_note = "backend " + backend->name() + " times with the direct timer (timer=direct)";
+  // A replay source must exist before anything is written.
+  if (k.tune == "replay" && !fs::exists(fs::path(k.replay_from) / "tune.db") &&
+      !(fs::is_regular_file(k.replay_from)))
+    throw UsageError("--replay-from (REPLAY_FROM): '" + k.replay_from +
+                     "' is not a run directory with a tune.db (record one with --tune record)");
   const bool sequence_mode = !k.quantiles.empty() || k.return_mode == "all";
 
   // A parallel-warmup child tunes its shard and measures nothing; it claims no run directory.
@@ -155,7 +147,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   for (const auto& e : sel.ops) op_names.push_back(e.info.name);
   json identity = {
       {"backend", backend->name()},
-      {"device", device_json(*dev_it)},
+      {"device", backends::describe_device(*dev_it)},
       {"timer", timer},
       {"timer_requested", k.timer},
       {"tune", k.tune},

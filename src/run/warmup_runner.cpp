@@ -366,17 +366,7 @@ int run_tune_shard(const RunRequest& req, const backends::Backend& backend, cons
   const auto& mine = plan[static_cast<std::size_t>(index)];
   const int dev_index = k.devices.empty() ? 0 : k.devices.front();
 
-  tune::Settings settings = shard_tune_settings(k, req.shard_cache);
-  if (settings.mode == tune::Mode::record) {
-    // Record mode keeps its file at <run_dir>/tune.db, which every shard of the warmup folder
-    // would share; the shard file itself keeps the shards apart, and no shared cache is read,
-    // so the sweep stays as isolated as a record run.
-    settings.mode = tune::Mode::live;
-    settings.shared_cache = req.shard_cache;
-    settings.run_dir.clear();
-    settings.read_also.clear();
-  }
-
+  const tune::Settings settings = shard_tune_settings(k, req.shard_cache);
   CaseRunner runner(backend, dev_index, seed, k, resolve_timer(k, backend.capabilities()),
                     settings);
   const auto& desc = runner.device().desc();

@@ -18,15 +18,11 @@ tune::Settings tune_settings(const core::Knobs& k, const fs::path& run_dir) {
 tune::Settings shard_tune_settings(const core::Knobs& k, const fs::path& shard_cache) {
   tune::Settings s;
   s.show_progress = false;  // N children sharing one terminal would garble it
-  if (k.tune == "record") {
-    // Isolated from the shared cache: the shard's own <dir>/tune.db, as a record run.
-    s.mode = tune::Mode::record;
-    s.run_dir = shard_cache.parent_path();
-  } else {
-    s.mode = tune::Mode::live;
-    s.shared_cache = shard_cache;
-    s.read_also = k.tune_cache.empty() ? tune::default_cache_path() : fs::path(k.tune_cache);
-  }
+  // Each shard writes only its own file. Live: it also reads the shared cache, so it tunes only
+  // what that lacks. Record: isolated from the shared cache, as a record run is.
+  s.mode = tune::Mode::live;
+  s.shared_cache = shard_cache;
+  if (k.tune != "record") s.read_also = k.tune_cache.empty() ? tune::default_cache_path() : fs::path(k.tune_cache);
   return s;
 }
 

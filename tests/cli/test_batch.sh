@@ -9,9 +9,9 @@ if ! "$CAL" list --names --backend cpu 2>/dev/null | grep -qx test_abort; then
 fi
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; [ -n "${B:-}" ] && cat "$B/ops_status.csv"; exit 1; }
-FAST=(--min-samples 3 --min-time 0 --warmup 0)
+FAST=(--min-samples 3 --min-time 0 --warmup 0 --max-noise 1 --timeout 0.2)
 
-"$CAL" batch add sum test_abort test_hang --backend cpu --devices 0 --timeout-per-op 5 \
+"$CAL" batch add sum test_abort test_hang --backend cpu --devices 0 --timeout-per-op 15 \
   --out "$T/runs" "${FAST[@]}" > "$T/out.txt" 2>&1
 rc=$?
 cat "$T/out.txt"
