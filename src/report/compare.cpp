@@ -166,6 +166,17 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
   out.runs_a = static_cast<int>(a.size());
   out.runs_b = static_cast<int>(b.size());
   check_identities(a, b, out);
+  auto uuids = [](const std::vector<RunData>& side) {
+    std::vector<std::string> u;
+    for (const auto& r : side)
+      if (r.identity.is_object() && r.identity.contains("device") && r.identity["device"].is_object())
+        u.push_back(r.identity["device"].value("uuid", ""));
+    return u;
+  };
+  for (const auto& ua : uuids(a))
+    for (const auto& ub : uuids(b))
+      if (!ua.empty() && !ub.empty() && ua != ub) out.cross_device = true;
+  out.band_used = out.cross_device ? std::max(opt.noise_band, opt.device_band) : opt.noise_band;
   const Side sa = collect(a);
   const Side sb = collect(b);
   out.cases_a = static_cast<int>(sa.order.size());
@@ -220,7 +231,7 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
           static_cast<int>(pr.n_b) >= opt.min_samples) {
         pr.ci = core::bootstrap_median_ratio_ci(x.samples, y->samples, opt.confidence,
                                                 opt.resamples, opt.seed);
-        pr.verdict = verdict_for(pr.ci, opt.noise_band);
+        pr.verdict = verdict_for(pr.ci, out.band_used);
       } else {
         // One number per side says nothing about noise: no verdict can be honest.
         pr.ci = {pr.ratio, pr.ratio};
@@ -308,9 +319,14 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
   }
   pairs.notes.push_back("verdict from the bootstrap " + fmt(opt.confidence * 100, 3) +
                         "% CI of the median ratio against a noise band of +/-" +
-                        fmt(opt.noise_band * 100, 3) +
+                        fmt((r.band_used > 0 ? r.band_used : opt.noise_band) * 100, 3) +
                         "%: FASTER/SLOWER when the CI lies wholly outside it, SAME when wholly "
                         "inside, else UNSURE");
+  if (r.cross_device)
+    pairs.notes.push_back("the two sides ran on different physical devices (uuid): the band is widened to +/-" +
+                          fmt(opt.device_band * 100, 3) +
+                          "% (--device-band), since chip-to-chip differences are not in a CI built from "
+                          "one run's samples");
   rep.tables.push_back(std::move(pairs));
 
   Table ops;

@@ -28,6 +28,10 @@ enum class Verdict { faster, slower, same, unsure };
 
 struct CompareOptions {
   double noise_band = 0.02;  // fraction
+  // When the two sides ran on different physical devices (uuid), the band is at least this:
+  // chip-to-chip differences are not in a CI built from one run's samples. Two runs of the same
+  // code on two H200s differed by up to 5.8% (cuBLAS f16 4096^3 baseline, 2026-11-29).
+  double device_band = 0.06;
   double confidence = 0.95;
   int resamples = 2000;
   std::uint64_t seed = 1;
@@ -73,6 +77,8 @@ struct CompareResult {
   int excluded = 0;              // cases on both sides, not ok with a positive latency on both
   ExclusionCounts excluded_a, excluded_b;  // why, per side (a case may count on both)
   std::vector<std::string> regressions;    // "op dtype shape: ratio 1.083 (SLOWER)"
+  bool cross_device = false;  // the sides ran on different physical devices (uuid)
+  double band_used = 0;       // the noise band the verdicts used
 
   [[nodiscard]] bool mismatch() const noexcept {
     return !mismatches.empty() || !identity_problems.empty();
