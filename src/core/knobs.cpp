@@ -191,6 +191,10 @@ std::vector<KnobSpec> make_table() {
   add({"capture_deny", "--capture-deny", "", "Timing", "the backend's built-in list", "comma list of ops",
        "Ops never captured into a graph (their capture attempt is known to poison the context).",
        [](Knobs& k, const std::string& v) { k.capture_deny = split_list(v); }});
+  add({"peaks", "--peaks", "", "Timing", "on", "on, off",
+       "Measure the device's copy bandwidth and mm rate once per run (run_identity.json 'peaks'), "
+       "so rows report percent of peak.",
+       [](Knobs& k, const std::string& v) { k.peaks = one_of("peaks", v, {"on", "off"}) == "on"; }});
   // --- Autotune.
   add({"tune", "--tune", "", "Autotune", "live", "off, live, record, replay",
        "off: default configs; live: the shared cache, tuning missing keys; record: tune into this "

@@ -45,6 +45,7 @@ struct Knobs {
   double warmup_s = 0.02;
   double throttle_fraction = 0.75;
   std::vector<std::string> capture_deny;
+  bool peaks = true;  // measure the copy bandwidth and the mm rate once per run
   // autotune
   std::string tune = "live";
   std::string replay_from;

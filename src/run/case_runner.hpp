@@ -34,6 +34,12 @@ class CaseRunner {
   [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
   [[nodiscard]] backends::Device& device() { return *device_; }
   [[nodiscard]] tune::Tuner& tuner() { return *tuner_; }
+  // The run's timing options for a probe that is not a case (the peak measurements).
+  [[nodiscard]] timing::TimingOptions timing_options_for_probe() const {
+    OpInfo info;
+    info.name = "probe";
+    return timing_options(info, false);
+  }
 
  private:
   [[nodiscard]] timing::TimingOptions timing_options(const OpInfo& info, bool short_budget) const;

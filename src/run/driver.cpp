@@ -22,6 +22,7 @@
 #include "core/stats.hpp"
 #include "run/cases.hpp"
 #include "run/case_runner.hpp"
+#include "run/peaks.hpp"
 #include "run/warmup_runner.hpp"
 #include "timing/timer.hpp"
 
@@ -210,6 +211,16 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
 
   // 6. Cases, one by one; each row flushed before the next starts.
   CaseRunner runner(*backend, dev_index, seed, k, timer, tune_settings(k, run_dir));
+  Peaks peaks;
+  if (k.peaks) {
+    peaks = measure_peaks(runner.device(), *backend, runner.timing_options_for_probe());
+    identity["peaks"] = peaks.to_json();
+    core::write_identity(run_dir, identity);
+    out << "  peaks: copy " << fmt(peaks.copy_gbps, 0) << " GB/s, " << peaks.gemm_case << " ("
+        << peaks.gemm_provider << ") " << fmt(peaks.gemm_tflops, 3) << " TFLOPS";
+    if (!peaks.note.empty()) out << " (" << peaks.note << ")";
+    out << "\n";
+  }
   RunOutcome outcome;
   outcome.run_dir = run_dir;
   std::vector<json> rows;
@@ -217,6 +228,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   for (std::size_t i = 0; i < n; ++i) {
     const Case& c = sel.cases[i];
     json row = runner.run_case(*sel.case_op[i], c);
+    annotate_with_peaks(row, peaks);
     log.append(row);
     const std::string status = row.value("status", "failed");
     if (status == "ok")

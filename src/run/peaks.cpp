@@ -1,0 +1,125 @@
+#include "run/peaks.hpp"
+
+#include <algorithm>
+
+#include "run/cases.hpp"
+
+namespace caliber::run {
+
+using nlohmann::json;
+
+json Peaks::to_json() const {
+  json j = {{"copy_gbps", copy_gbps},     {"copy_bytes", copy_bytes},         {"gemm_tflops", gemm_tflops},
+            {"gemm_case", gemm_case},     {"gemm_provider", gemm_provider}};
+  if (!note.empty()) j["note"] = note;
+  return j;
+}
+
+namespace {
+
+void add_note(Peaks& p, const std::string& s) { p.note += (p.note.empty() ? "" : "; ") + s; }
+
+void measure_copy(backends::Device& dev, const backends::Backend& backend, const timing::TimingOptions& opt,
+                  Peaks& p) {
+  // Large enough to dwarf the L2 many times over, small enough to fit beside any case.
+  const bool host = dev.props().host;
+  std::size_t bytes = host ? (std::size_t{256} << 20) : (std::size_t{2} << 30);
+  bytes = std::min(bytes, dev.free_bytes() / 8);
+  bytes &= ~std::size_t{4095};
+  if (bytes < (std::size_t{1} << 20)) {
+    add_note(p, "copy: too little free memory to measure");
+    return;
+  }
+  try {
+    Buffer src(dev, bytes), dst(dev, bytes);
+    dev.fill_uniform(src.get(), DType::f32, bytes / 4, -1.0, 1.0, dev.seed());
+    timing::TimingOptions o = opt;
+    o.timer = timing::TimerKind::direct;
+    o.repeat = 1;
+    o.quantiles.clear();
+    o.return_mode = core::ReturnMode::median;
+    o.op = "peak_copy";
+    const auto m = timing::measure(dev, backend, [&] { dev.copy(dst.get(), src.get(), bytes, CopyKind::device_to_device); }, o);
+    if (m.ok && m.latency_ms > 0) {
+      p.copy_bytes = static_cast<double>(bytes);
+      p.copy_gbps = 2.0 * static_cast<double>(bytes) / (m.latency_ms * 1e-3) / 1e9;
+    } else {
+      add_note(p, "copy: " + m.error);
+    }
+  } catch (const std::exception& e) {
+    add_note(p, std::string("copy: ") + e.what());
+  }
+}
+
+void measure_gemm(backends::Device& dev, const backends::Backend& backend, const timing::TimingOptions& opt,
+                  Peaks& p) {
+  auto ops = corpus(backend.name());
+  auto it = std::find_if(ops.begin(), ops.end(), [](const OpEntry& e) { return e.info.name == "mm"; });
+  if (it == ops.end()) {
+    add_note(p, "gemm: the corpus of " + backend.name() + " has no mm op");
+    return;
+  }
+  const bool host = dev.props().host;
+  Case c;
+  c.op = "mm";
+  // The rate a matrix unit reaches: bf16 where the op has it, on a size that fills the device.
+  c.dtype = it->info.dtypes.front();
+  for (DType d : it->info.dtypes)
+    if (d == DType::bf16) c.dtype = d;
+  const std::int64_t n = host ? 256 : 8192;
+  c.shape = it->op->canonical_shape({1, n, n, n});
+  c.dim_names = it->info.dim_names;
+  p.gemm_case = c.node_id();
+  try {
+    if (it->op->bytes_needed(c) > dev.free_bytes() / 2) {
+      add_note(p, "gemm: too little free memory for " + c.node_id());
+      return;
+    }
+    auto w = it->op->setup(dev, c);
+    const auto providers = w->providers();
+    timing::TimingOptions o = opt;
+    o.repeat = 1;
+    o.quantiles.clear();
+    o.return_mode = core::ReturnMode::median;
+    o.op = "peak_gemm";
+    // The fastest provider with its default config: the rate this device reaches on this op.
+    for (std::size_t i = 0; i < providers.size(); ++i) {
+      w->prepare(i, providers[i].space.default_config);
+      const auto m = timing::measure(dev, backend, [&] { w->launch(i); }, o);
+      if (!m.ok || m.latency_ms <= 0 || w->flops() <= 0) {
+        add_note(p, "gemm " + providers[i].name + ": " + (m.error.empty() ? std::string("no flop count") : m.error));
+        continue;
+      }
+      const double tflops = w->flops() / (m.latency_ms * 1e-3) / 1e12;
+      if (tflops > p.gemm_tflops) {
+        p.gemm_tflops = tflops;
+        p.gemm_provider = providers[i].name;
+      }
+    }
+  } catch (const std::exception& e) {
+    add_note(p, std::string("gemm: ") + e.what());
+  }
+}
+
+}  // namespace
+
+Peaks measure_peaks(backends::Device& dev, const backends::Backend& backend, const timing::TimingOptions& timing) {
+  Peaks p;
+  measure_copy(dev, backend, timing, p);
+  measure_gemm(dev, backend, timing, p);
+  return p;
+}
+
+void annotate_with_peaks(json& row, const Peaks& peaks) {
+  auto annotate = [&](json& j) {
+    if (peaks.copy_gbps > 0 && j.contains("gbps") && j["gbps"].is_number())
+      j["pct_peak_bw"] = 100.0 * j["gbps"].get<double>() / peaks.copy_gbps;
+    if (peaks.gemm_tflops > 0 && j.contains("tflops") && j["tflops"].is_number())
+      j["pct_peak_flops"] = 100.0 * j["tflops"].get<double>() / peaks.gemm_tflops;
+  };
+  annotate(row);
+  if (row.contains("providers"))
+    for (auto& p : row["providers"]) annotate(p);
+}
+
+}  // namespace caliber::run

@@ -1,0 +1,34 @@
+// The device's measured ceilings, once per run (METHOD.md: measure the two ceilings rather than
+// trusting datasheets): the device-to-device copy bandwidth and the matrix rate of the corpus's own
+// mm baseline. Rows report their GB/s and TFLOPS as a percent of these.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/backend.hpp"
+#include "timing/timer.hpp"
+
+namespace caliber::run {
+
+struct Peaks {
+  double copy_gbps = 0;    // bytes read + bytes written per second, over 1e9
+  double copy_bytes = 0;   // the buffer size copied
+  double gemm_tflops = 0;  // the mm baseline on a large square case
+  std::string gemm_case;   // its node id
+  std::string gemm_provider;
+  std::string note;        // what could not be measured, and why
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
+// Measures both ceilings on `dev` with the direct timer and the given stop rule. Never throws for a
+// measurement that fails: the reason goes into `note` and the value stays 0.
+[[nodiscard]] Peaks measure_peaks(backends::Device& dev, const backends::Backend& backend,
+                                  const timing::TimingOptions& timing);
+
+// Adds "pct_peak_bw" / "pct_peak_flops" to a case row and its providers where the row has GB/s or
+// TFLOPS and the peak is known.
+void annotate_with_peaks(nlohmann::json& row, const Peaks& peaks);
+
+}  // namespace caliber::run
