@@ -246,9 +246,13 @@ class GemmWorkload final : public Workload {
                  (K == BlasKind::addmm ? ", bias epilogue" : "");
     for (int i = 0; i < heuristic_count_; ++i) cand.space.configs.push_back(Config{{{"algo", i}}});
     cand.space.default_config = Config{{{"algo", 0}}};
-    cand.space.key = {KeyArg{"M", g_.m, KeyStrategy::log2}, KeyArg{"N", g_.n, KeyStrategy::log2},
-                      KeyArg{"K", g_.k, KeyStrategy::log2}};
-    if (K == BlasKind::bmm) cand.space.key.push_back(KeyArg{"B", g_.batch, KeyStrategy::log2});
+    // Exact keys: a config is an index into the heuristic's list for THIS problem, and algorithm i
+    // of one shape is not algorithm i of another. With log2 buckets, shapes sharing a bucket reused
+    // an index that named another algorithm, and 11 of 174 comprehensive bf16 rows ran up to 25%
+    // slower than cuBLAS (H200, 2026-11-29).
+    cand.space.key = {KeyArg{"M", g_.m, KeyStrategy::exact}, KeyArg{"N", g_.n, KeyStrategy::exact},
+                      KeyArg{"K", g_.k, KeyStrategy::exact}};
+    if (K == BlasKind::bmm) cand.space.key.push_back(KeyArg{"B", g_.batch, KeyStrategy::exact});
     cand.space.key.push_back(KeyArg{"Bcol", g_.b_col ? 1 : 0, KeyStrategy::exact});
     return {base, cand};
   }
