@@ -81,6 +81,9 @@ struct KnobSpec {
                                   const std::function<std::optional<std::string>(const std::string&)>& env);
 [[nodiscard]] std::optional<std::string> process_env(const std::string& name);
 
+// "a, b c" -> {"a","b","c"}: the list syntax of OP, --devices, --dtypes, op files.
+[[nodiscard]] std::vector<std::string> split_list(const std::string& s);
+
 // The message format of every refusal: "caliber: --level: 'bogus' is not allowed (core, comprehensive)".
 [[nodiscard]] std::string knob_message(const KnobSpec& spec, const std::string& value,
                                        const std::string& why = "");

@@ -19,6 +19,7 @@
 #include "backends/registry.hpp"
 #include "core/identity.hpp"
 #include "core/knobs.hpp"
+#include "run/cases.hpp"
 #include "core/rundir.hpp"
 #include "core/runlog.hpp"
 
@@ -122,21 +123,6 @@ std::string last_log_line(const fs::path& log) {
     if (b != std::string::npos) last = line.substr(b);
   }
   return one_line(last, 200);
-}
-
-std::vector<std::string> split_ops(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == ',' || std::isspace(static_cast<unsigned char>(c))) {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
 }
 
 fs::path self_executable(const BatchOptions& opt) {
@@ -274,16 +260,12 @@ std::optional<fs::path> find_child_run_dir(const fs::path& batch_dir, const std:
 }
 
 std::vector<std::string> read_op_file(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) throw BatchUsageError("--op-file: cannot read '" + file.string() + "'");
-  std::vector<std::string> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto hash = line.find('#');
-    if (hash != std::string::npos) line.resize(hash);
-    for (auto& op : split_ops(line)) out.push_back(op);
+  // One op-file syntax for run and batch (run/cases.cpp); only the error type differs.
+  try {
+    return read_op_file(file.string());
+  } catch (const SelectionError& e) {
+    throw BatchUsageError(e.what());
   }
-  return out;
 }
 
 namespace {
@@ -329,7 +311,7 @@ std::vector<std::string> default_ops(const fs::path& self, const std::string& ba
   if (!r.status.ok())
     throw BatchUsageError("cannot list the ops (`caliber list --names --backend " + backend +
                           "`: " + r.status.describe() + "); name the ops to run");
-  return split_ops(r.out);
+  return core::split_list(r.out);
 }
 
 }  // namespace
@@ -389,7 +371,7 @@ BatchOutcome run_batch(const BatchOptions& in_opt, std::ostream& out, std::ostre
     }
     if (ops.empty()) {
       if (auto env_ops = core::process_env("OP"); env_ops && !env_ops->empty())
-        ops = split_ops(*env_ops);
+        ops = core::split_list(*env_ops);
       else if (auto env_file = core::process_env("OP_FILE"); env_file && !env_file->empty())
         ops = read_op_file(*env_file);
     }

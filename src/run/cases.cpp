@@ -68,15 +68,7 @@ std::vector<std::string> read_op_file(const std::string& path) {
   while (std::getline(in, line)) {
     auto hash = line.find('#');
     if (hash != std::string::npos) line.resize(hash);
-    std::string cur;
-    for (char c : line + " ") {
-      if (c == ' ' || c == '\t' || c == ',' || c == '\r') {
-        if (!cur.empty()) ops.push_back(cur);
-        cur.clear();
-      } else {
-        cur += c;
-      }
-    }
+    for (auto& op : core::split_list(line)) ops.push_back(std::move(op));
   }
   if (ops.empty()) throw SelectionError("--op-file (OP_FILE): '" + path + "' names no op");
   return ops;
