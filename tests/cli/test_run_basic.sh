@@ -75,7 +75,10 @@ for c in cases:
     assert "baseline" in roles and "candidate" in roles, c["node"] + ": roles " + str(roles)
     for p in c["providers"]:
         s = p["samples_ms"]
-        assert len(s) >= 3 and all(x > 0 for x in s), c["node"] + "/" + p["name"] + ": samples " + str(s[:5])
+        # --min-samples 3, unless the timeout stopped it first (a slow naive kernel on a loaded
+        # machine); then the row must say so.
+        need = 1 if p.get("stop_reason", "").startswith("timeout") else 3
+        assert len(s) >= need and all(x > 0 for x in s), c["node"] + "/" + p["name"] + ": samples " + str(s[:5]) + " " + p.get("stop_reason", "")
         if p["role"] == "baseline":
             assert p["latency_ms"] == base, c["node"] + ": baseline latency not latency_base_ms"
         # The latency is a statistic of the samples (median by default): inside their range.
