@@ -24,8 +24,13 @@ struct Config {
   bool operator==(const Config&) const = default;
 };
 
-// How a key argument is bucketed so nearby shapes share a tuned config (FlagGems' LibTuner strategies).
-enum class KeyStrategy { exact, log2, align32 };  // exact is "default"; log2 is "log" (next power of two)
+// How a key argument is bucketed so nearby shapes share a tuned config (FlagGems' LibTuner
+// strategies).
+enum class KeyStrategy {
+  exact,
+  log2,
+  align32
+};  // exact is "default"; log2 is "log" (next power of two)
 
 struct KeyArg {
   std::string name;

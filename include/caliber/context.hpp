@@ -13,11 +13,11 @@ namespace caliber {
 
 struct DeviceProps {
   std::string name;
-  int sm_count = 0;             // multiprocessors (cpu: cores)
-  std::uint64_t l2_bytes = 0;   // last-level cache
+  int sm_count = 0;            // multiprocessors (cpu: cores)
+  std::uint64_t l2_bytes = 0;  // last-level cache
   std::uint64_t total_bytes = 0;
   int cc_major = 0, cc_minor = 0;  // compute capability where it applies
-  bool host = false;            // true for the cpu backend: pointers are host memory
+  bool host = false;               // true for the cpu backend: pointers are host memory
 };
 
 // The default generator callers see (torch's default CUDA generator in the old runner): a Philox
@@ -58,7 +58,8 @@ class ConfigRejected : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A case that cannot run here (too large, unsupported combination): the row is skipped with this reason.
+// A case that cannot run here (too large, unsupported combination): the row is skipped with this
+// reason.
 class CaseSkipped : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -96,7 +97,8 @@ class DeviceContext {
 class Buffer {
  public:
   Buffer() = default;
-  Buffer(DeviceContext& ctx, std::size_t bytes) : ctx_(&ctx), ptr_(ctx.alloc(bytes)), bytes_(bytes) {}
+  Buffer(DeviceContext& ctx, std::size_t bytes)
+      : ctx_(&ctx), ptr_(ctx.alloc(bytes)), bytes_(bytes) {}
   ~Buffer() { reset(); }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;

@@ -24,27 +24,27 @@ namespace caliber {
 enum class Role { baseline, candidate };
 
 struct ProviderInfo {
-  std::string name;         // "cublas", "lt-tuned", "naive", "blocked"
+  std::string name;  // "cublas", "lt-tuned", "naive", "blocked"
   Role role = Role::candidate;
   std::string version = "1";  // part of the tune cache key: bump when the kernel changes
-  std::string label;        // free text shown in listings ("reference kernel, no vendor baseline")
-  ConfigSpace space;        // empty: not tunable
+  std::string label;  // free text shown in listings ("reference kernel, no vendor baseline")
+  ConfigSpace space;  // empty: not tunable
 };
 
 struct Accuracy {
   bool passed = false;
   double max_abs_err = 0;
-  double rel_err = 0;   // ||out - ref|| / ||ref|| where it applies
-  std::string detail;   // what was compared and how; the reason when it failed
+  double rel_err = 0;  // ||out - ref|| / ||ref|| where it applies
+  std::string detail;  // what was compared and how; the reason when it failed
 };
 
 struct OpInfo {
   std::string name;
-  std::string family;                 // blas, elementwise, reduce, norm, sort, random, fft, index, ...
-  std::vector<DType> dtypes;          // the dtypes that make sense for it; the first is the default
-  std::vector<std::string> dim_names; // names of the shape's dimensions, empty for tensor shapes
-  bool rng = false;                   // draws from a generator: the RNG capture guard applies
-  bool refuses_capture = false;       // documented: its launch synchronizes or allocates
+  std::string family;         // blas, elementwise, reduce, norm, sort, random, fft, index, ...
+  std::vector<DType> dtypes;  // the dtypes that make sense for it; the first is the default
+  std::vector<std::string> dim_names;  // names of the shape's dimensions, empty for tensor shapes
+  bool rng = false;                    // draws from a generator: the RNG capture guard applies
+  bool refuses_capture = false;        // documented: its launch synchronizes or allocates
   std::string description;
 };
 
@@ -94,7 +94,8 @@ class Op {
     (void)ctx;
     return std::nullopt;
   }
-  [[nodiscard]] virtual std::unique_ptr<Workload> setup(DeviceContext& ctx, const Case& c) const = 0;
+  [[nodiscard]] virtual std::unique_ptr<Workload> setup(DeviceContext& ctx,
+                                                        const Case& c) const = 0;
 };
 
 using OpFactory = std::function<std::unique_ptr<Op>()>;

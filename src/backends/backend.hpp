@@ -22,8 +22,9 @@ struct Capabilities {
 };
 
 struct DeviceDesc {
-  int index = 0;              // as the caller sees it (after the caller's visibility variable)
-  std::string physical_id;    // what a child process is pinned to (index or UUID as the runtime sees it)
+  int index = 0;  // as the caller sees it (after the caller's visibility variable)
+  std::string
+      physical_id;  // what a child process is pinned to (index or UUID as the runtime sees it)
   std::string name;
   std::string uuid;
   std::uint64_t mem_total = 0;
@@ -32,8 +33,8 @@ struct DeviceDesc {
   std::string runtime_version;
   int sm_count = 0;
   std::uint64_t l2_bytes = 0;
-  int sm_clock_mhz = 0;       // current, 0 when unknown
-  int sm_clock_max_mhz = 0;   // 0 when unknown
+  int sm_clock_mhz = 0;      // current, 0 when unknown
+  int sm_clock_max_mhz = 0;  // 0 when unknown
   int mem_clock_mhz = 0;
   std::string compute_capability;
   std::map<std::string, std::string> extra;  // anything else worth recording (cores, notes)
@@ -114,8 +115,8 @@ class Device : public caliber::DeviceContext {
 
 struct Availability {
   bool runtime_found = false;
-  std::string looked_for;   // "libcudart.so (CUDA runtime)"
-  std::string detail;       // what was found, or why not
+  std::string looked_for;  // "libcudart.so (CUDA runtime)"
+  std::string detail;      // what was found, or why not
 };
 
 class Backend {
@@ -129,7 +130,8 @@ class Backend {
   [[nodiscard]] virtual Availability availability() const = 0;
   // Devices as the caller sees them (after the caller's own visibility variable).
   [[nodiscard]] virtual std::vector<DeviceDesc> enumerate() const = 0;
-  [[nodiscard]] virtual std::unique_ptr<Device> open(int visible_index, std::uint64_t seed) const = 0;
+  [[nodiscard]] virtual std::unique_ptr<Device> open(int visible_index,
+                                                     std::uint64_t seed) const = 0;
   [[nodiscard]] virtual Failure classify(int native_code) const = 0;
   [[nodiscard]] virtual std::vector<CompatRule> compat_rules() const { return {}; }
   // Ops whose capture attempt is known to poison the context: never attempted.

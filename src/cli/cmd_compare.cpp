@@ -32,9 +32,10 @@ void add_compare(CLI::App& root, int& exit_code) {
   sub->add_option("--noise-band", cmp->noise_band_pct,
                   "Noise band in percent: a CI wholly inside +/- it is SAME (default 2)")
       ->group("Compare");
-  sub->add_option("--device-band", cmp->device_band_pct,
-                  "Noise band in percent when A and B ran on different physical devices (default 6:\n"
-                  "two H200s differed by up to 5.8% on the same code, 2026-11-29)")
+  sub->add_option(
+         "--device-band", cmp->device_band_pct,
+         "Noise band in percent when A and B ran on different physical devices (default 6:\n"
+         "two H200s differed by up to 5.8% on the same code, 2026-11-29)")
       ->group("Compare");
   sub->add_option("--fail-on-regression", cmp->fail_on_regression_pct,
                   "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100 (for CI)")

@@ -15,11 +15,14 @@ namespace caliber::cli {
 namespace {
 
 void add_list(CLI::App& root, int& exit_code) {
-  auto* sub = root.add_subcommand("list", "List the ops of a backend's corpus and their case counts at a level.");
+  auto* sub = root.add_subcommand(
+      "list", "List the ops of a backend's corpus and their case counts at a level.");
   auto knobs = std::make_shared<KnobOptions>();
-  knobs->add_to(*sub, {"devices", "timer", "repeat", "quantiles", "return_mode", "l2", "min_samples", "min_time",
-                       "max_noise", "timeout", "warmup", "throttle_fraction", "capture_deny", "tune", "replay_from",
-                       "parallel_warmup", "tune_cache", "out", "name", "seed"});
+  knobs->add_to(*sub, {"devices",      "timer",   "repeat",      "quantiles",
+                       "return_mode",  "l2",      "min_samples", "min_time",
+                       "max_noise",    "timeout", "warmup",      "throttle_fraction",
+                       "capture_deny", "tune",    "replay_from", "parallel_warmup",
+                       "tune_cache",   "out",     "name",        "seed"});
   auto names = std::make_shared<bool>(false);
   auto cases = std::make_shared<bool>(false);
   auto as_json = std::make_shared<bool>(false);
@@ -38,26 +41,34 @@ void add_list(CLI::App& root, int& exit_code) {
       } else if (*cases) {
         for (const auto& c : sel.cases) std::cout << c.node_id() << "\n";
       } else if (*as_json) {
-        nlohmann::json j = {{"backend", backend.name()}, {"level", k.level}, {"shapes_file", sel.shapes_file.string()}};
+        nlohmann::json j = {{"backend", backend.name()},
+                            {"level", k.level},
+                            {"shapes_file", sel.shapes_file.string()}};
         for (const auto& e : sel.ops) {
           std::vector<std::string> dts;
           for (auto d : e.info.dtypes) dts.emplace_back(to_string(d));
-          j["ops"].push_back({{"op", e.info.name}, {"family", e.info.family}, {"dtypes", dts},
-                              {"cases", counts[e.info.name]}, {"rng", e.info.rng},
-                              {"refuses_capture", e.info.refuses_capture}, {"description", e.info.description}});
+          j["ops"].push_back({{"op", e.info.name},
+                              {"family", e.info.family},
+                              {"dtypes", dts},
+                              {"cases", counts[e.info.name]},
+                              {"rng", e.info.rng},
+                              {"refuses_capture", e.info.refuses_capture},
+                              {"description", e.info.description}});
         }
         j["total_cases"] = sel.cases.size();
         std::cout << j.dump(2) << "\n";
       } else {
-        std::cout << "backend " << backend.name() << ", level " << k.level << ", shapes " << sel.shapes_file.string()
-                  << "\n\n"
-                  << std::left << std::setw(16) << "op" << std::setw(13) << "family" << std::setw(22) << "dtypes"
-                  << std::right << std::setw(7) << "cases" << "\n";
+        std::cout << "backend " << backend.name() << ", level " << k.level << ", shapes "
+                  << sel.shapes_file.string() << "\n\n"
+                  << std::left << std::setw(16) << "op" << std::setw(13) << "family"
+                  << std::setw(22) << "dtypes" << std::right << std::setw(7) << "cases"
+                  << "\n";
         for (const auto& e : sel.ops) {
           std::string dts;
           for (auto d : e.info.dtypes) dts += (dts.empty() ? "" : ",") + std::string(to_string(d));
-          std::cout << std::left << std::setw(16) << e.info.name << std::setw(13) << e.info.family << std::setw(22)
-                    << dts << std::right << std::setw(7) << counts[e.info.name] << "\n";
+          std::cout << std::left << std::setw(16) << e.info.name << std::setw(13) << e.info.family
+                    << std::setw(22) << dts << std::right << std::setw(7) << counts[e.info.name]
+                    << "\n";
         }
         std::cout << "\n" << sel.ops.size() << " ops, " << sel.cases.size() << " cases\n";
       }

@@ -13,15 +13,18 @@ namespace {
 void add_run(CLI::App& root, int& exit_code) {
   auto* sub = root.add_subcommand(
       "run",
-      "Run ops (default: the whole corpus) at a shape level on one device: check every candidate against a\n"
-      "reference, time baseline and candidate, write one run directory (run.log, run_identity.json,\n"
+      "Run ops (default: the whole corpus) at a shape level on one device: check every candidate "
+      "against a\n"
+      "reference, time baseline and candidate, write one run directory (run.log, "
+      "run_identity.json,\n"
       "shapes.yaml) and print the table. Exit 0 all ok, 1 a case failed, 2 bad usage or input.");
   auto knobs = std::make_shared<KnobOptions>();
   knobs->add_to(*sub);
   auto shard = std::make_shared<std::string>();
   auto shard_cache = std::make_shared<std::string>();
   sub->add_option("--tune-shard", *shard, "internal: parallel-warmup child i/N")->group("");
-  sub->add_option("--shard-cache", *shard_cache, "internal: parallel-warmup child cache")->group("");
+  sub->add_option("--shard-cache", *shard_cache, "internal: parallel-warmup child cache")
+      ->group("");
   auto quiet = std::make_shared<bool>(false);
   sub->add_flag("--quiet", *quiet, "No tuning progress line")->group("Output");
   sub->callback([knobs, shard, shard_cache, quiet, &exit_code] {

@@ -29,6 +29,6 @@ int usage_error(const std::string& message);
 #define CALIBER_CLI_CAT_INNER(a, b) a##b
 #define CALIBER_CLI_CAT(a, b) CALIBER_CLI_CAT_INNER(a, b)
 // CALIBER_COMMAND(order, adder) at namespace scope in src/cli/cmd_<name>.cpp; order sorts --help.
-#define CALIBER_COMMAND(order, adder)                                                  \
+#define CALIBER_COMMAND(order, adder)                                              \
   [[maybe_unused]] static const bool CALIBER_CLI_CAT(caliber_command_, __LINE__) = \
       ::caliber::cli::register_command(order, adder)

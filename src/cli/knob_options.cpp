@@ -35,7 +35,9 @@ std::map<std::string, std::string> KnobOptions::given() const {
   return out;
 }
 
-core::Knobs KnobOptions::resolve() const { return core::resolve_knobs(given(), core::process_env); }
+core::Knobs KnobOptions::resolve() const {
+  return core::resolve_knobs(given(), core::process_env);
+}
 
 std::vector<std::string> KnobOptions::as_args(const std::set<std::string>& skip) const {
   std::vector<std::string> args;

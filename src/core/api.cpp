@@ -1,4 +1,5 @@
-// Implementation of the public API's value types (include/caliber/): dtype, case, config, op registry.
+// Implementation of the public API's value types (include/caliber/): dtype, case, config, op
+// registry.
 #include <algorithm>
 #include <charconv>
 #include <sstream>
@@ -15,8 +16,8 @@ struct DTypeRow {
   bool floating;
 };
 constexpr DTypeRow kDTypes[] = {
-    {DType::f32, "f32", 4, true},  {DType::f16, "f16", 2, true},  {DType::bf16, "bf16", 2, true},
-    {DType::f64, "f64", 8, true},  {DType::i32, "i32", 4, false}, {DType::i64, "i64", 8, false},
+    {DType::f32, "f32", 4, true}, {DType::f16, "f16", 2, true},  {DType::bf16, "bf16", 2, true},
+    {DType::f64, "f64", 8, true}, {DType::i32, "i32", 4, false}, {DType::i64, "i64", 8, false},
     {DType::c64, "c64", 8, true},
 };
 // Spellings users of the old runner type (torch names) map onto ours.
@@ -24,14 +25,13 @@ struct Alias {
   std::string_view alias;
   DType t;
 };
-constexpr Alias kAliases[] = {{"fp32", DType::f32},      {"float32", DType::f32},
-                              {"float", DType::f32},     {"fp16", DType::f16},
-                              {"float16", DType::f16},   {"half", DType::f16},
-                              {"bfloat16", DType::bf16}, {"fp64", DType::f64},
-                              {"float64", DType::f64},   {"double", DType::f64},
-                              {"int32", DType::i32},     {"int", DType::i32},
-                              {"int64", DType::i64},     {"long", DType::i64},
-                              {"complex64", DType::c64}, {"cfloat", DType::c64}};
+constexpr Alias kAliases[] = {
+    {"fp32", DType::f32},      {"float32", DType::f32}, {"float", DType::f32},
+    {"fp16", DType::f16},      {"float16", DType::f16}, {"half", DType::f16},
+    {"bfloat16", DType::bf16}, {"fp64", DType::f64},    {"float64", DType::f64},
+    {"double", DType::f64},    {"int32", DType::i32},   {"int", DType::i32},
+    {"int64", DType::i64},     {"long", DType::i64},    {"complex64", DType::c64},
+    {"cfloat", DType::c64}};
 const DTypeRow& row(DType t) {
   for (const auto& r : kDTypes)
     if (r.t == t) return r;
@@ -39,9 +39,15 @@ const DTypeRow& row(DType t) {
 }
 }  // namespace
 
-std::string_view to_string(DType t) noexcept { return row(t).name; }
-std::size_t size_of(DType t) noexcept { return row(t).size; }
-bool is_floating(DType t) noexcept { return row(t).floating; }
+std::string_view to_string(DType t) noexcept {
+  return row(t).name;
+}
+std::size_t size_of(DType t) noexcept {
+  return row(t).size;
+}
+bool is_floating(DType t) noexcept {
+  return row(t).floating;
+}
 
 std::optional<DType> parse_dtype(std::string_view s) noexcept {
   for (const auto& r : kDTypes)
@@ -96,7 +102,8 @@ std::int64_t Config::get(std::string_view name, std::int64_t fallback) const {
 }
 
 bool Config::has(std::string_view name) const {
-  return std::any_of(values.begin(), values.end(), [&](const auto& kv) { return kv.first == name; });
+  return std::any_of(values.begin(), values.end(),
+                     [&](const auto& kv) { return kv.first == name; });
 }
 
 std::string Config::str() const {
@@ -164,6 +171,8 @@ bool register_op(const std::string& backend, OpFactory factory) {
   return true;
 }
 
-const std::vector<RegisteredOp>& registered_ops() { return op_list(); }
+const std::vector<RegisteredOp>& registered_ops() {
+  return op_list();
+}
 
 }  // namespace caliber

@@ -21,7 +21,8 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
-[[noreturn]] void refuse(const std::string& name, const std::string& value, const std::string& why) {
+[[noreturn]] void refuse(const std::string& name, const std::string& value,
+                         const std::string& why) {
   const KnobSpec* spec = find_knob(name);
   if (spec != nullptr) throw KnobError(knob_message(*spec, value, why));
   throw KnobError(name + ": '" + value + "' " + why);
@@ -73,7 +74,8 @@ std::vector<KnobSpec> make_table() {
        "Accelerator family. auto: the first of cuda, rocm, musa, ascend with a device, else cpu.",
        [](Knobs& k, const std::string& v) {
          std::string s = trim(v);
-         std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+         std::transform(s.begin(), s.end(), s.begin(),
+                        [](unsigned char c) { return std::tolower(c); });
          if (s.empty()) refuse("backend", v, "is empty");
          k.backend = s;
        }});
@@ -93,14 +95,15 @@ std::vector<KnobSpec> make_table() {
   add({"ops", "OP...", "OP", "Selection", "all ops", "op names (caliber list shows them)",
        "Ops to run (positional arguments, or OP as a comma or space separated list).",
        [](Knobs& k, const std::string& v) { k.ops = split_list(v); }});
-  add({"op_file", "--op-file", "OP_FILE", "Selection", "", "a readable file, one op per line, # comments",
-       "Read the ops to run from a file.",
+  add({"op_file", "--op-file", "OP_FILE", "Selection", "",
+       "a readable file, one op per line, # comments", "Read the ops to run from a file.",
        [](Knobs& k, const std::string& v) { k.op_file = trim(v); }});
   add({"node", "--node", "TEST_NODE", "Selection", "",
        "a node id (mm[bf16-M4096-N4096-K4096]) or an op name",
        "Run one case (or one op) by node id, instead of OP/OP_FILE.",
        [](Knobs& k, const std::string& v) { k.node = trim(v); }});
-  add({"dtypes", "--dtypes", "", "Selection", "each op's own list", "f32, f16, bf16, f64, i32, i64, c64",
+  add({"dtypes", "--dtypes", "", "Selection", "each op's own list",
+       "f32, f16, bf16, f64, i32, i64, c64",
        "Restrict the dtypes (comma list; torch spellings like float16 are accepted).",
        [](Knobs& k, const std::string& v) {
          k.dtypes.clear();
@@ -113,9 +116,12 @@ std::vector<KnobSpec> make_table() {
        }});
   add({"level", "--level", "BENCH_LEVEL", "Selection", "core", "core, comprehensive",
        "Shape level: core (each op's core list) or comprehensive (core plus the additions).",
-       [](Knobs& k, const std::string& v) { k.level = one_of("level", v, {"core", "comprehensive"}); }});
+       [](Knobs& k, const std::string& v) {
+         k.level = one_of("level", v, {"core", "comprehensive"});
+       }});
   add({"shape_mode", "--shape-mode", "SHAPE_MODE", "Selection", "file", "file, upstream",
-       "file: caliber's shapes/; upstream: the provider library's own core shapes where it has them.",
+       "file: caliber's shapes/; upstream: the provider library's own core shapes where it has "
+       "them.",
        [](Knobs& k, const std::string& v) {
          k.shape_mode = one_of("shape_mode", v, {"file", "upstream"});
        }});
@@ -128,7 +134,9 @@ std::vector<KnobSpec> make_table() {
   // --- Timing: how latencies are measured.
   add({"timer", "--timer", "", "Timing", "auto", "auto, graph, direct",
        "auto: graph where the backend's policy says so (cuda), direct elsewhere.",
-       [](Knobs& k, const std::string& v) { k.timer = one_of("timer", v, {"auto", "graph", "direct"}); }});
+       [](Knobs& k, const std::string& v) {
+         k.timer = one_of("timer", v, {"auto", "graph", "direct"});
+       }});
   add({"repeat", "--repeat", "ZL_DIRECT_REPEAT", "Timing", "1", "an integer from 1 to 1000",
        "Repeat the direct measurement N times and take the median of the call medians "
        "(direct runs and fallback rows; skipped with --quantiles or --return-mode all).",
@@ -139,20 +147,23 @@ std::vector<KnobSpec> make_table() {
        "Report these quantiles of the samples (repetition is then skipped).",
        [](Knobs& k, const std::string& v) {
          k.quantiles.clear();
-         for (const auto& item : split_list(v)) k.quantiles.push_back(parse_real("quantiles", item, 0, 1));
+         for (const auto& item : split_list(v))
+           k.quantiles.push_back(parse_real("quantiles", item, 0, 1));
          if (k.quantiles.empty()) refuse("quantiles", v, "names no quantile");
        }});
   add({"return_mode", "--return-mode", "", "Timing", "median", "min, max, mean, median, all",
-       "Which statistic of the samples is the latency (all keeps the sequence; repetition skipped).",
+       "Which statistic of the samples is the latency (all keeps the sequence; repetition "
+       "skipped).",
        [](Knobs& k, const std::string& v) {
          k.return_mode = one_of("return_mode", v, {"min", "max", "mean", "median", "all"});
        }});
   add({"l2", "--l2", "", "Timing", "cold", "cold, warm",
        "cold: evict the L2 before each sample (outside the timed region); warm: do not.",
-       [](Knobs& k, const std::string& v) { k.l2 = one_of("l2", v, {"cold", "warm"}); }});
-  add({"min_samples", "--min-samples", "", "Timing", "10", "an integer from 1 to 100000",
-       "Stopping rule: at least this many samples.",
        [](Knobs& k, const std::string& v) {
+         k.l2 = one_of("l2", v, {"cold", "warm"});
+       }});
+  add({"min_samples", "--min-samples", "", "Timing", "10", "an integer from 1 to 100000",
+       "Stopping rule: at least this many samples.", [](Knobs& k, const std::string& v) {
          k.min_samples = static_cast<int>(parse_int("min_samples", v, 1, 100000));
        }});
   add({"min_time", "--min-time", "", "Timing", "0.01", "seconds, 0 to 60",
@@ -160,10 +171,15 @@ std::vector<KnobSpec> make_table() {
        [](Knobs& k, const std::string& v) { k.min_time_s = parse_real("min_time", v, 0, 60); }});
   add({"max_noise", "--max-noise", "", "Timing", "0.005", "a fraction above 0, at most 1",
        "Stopping rule: stop once the relative noise is at most this.",
-       [](Knobs& k, const std::string& v) { k.max_noise = parse_real("max_noise", v, 0, 1, true); }});
+       [](Knobs& k, const std::string& v) {
+         k.max_noise = parse_real("max_noise", v, 0, 1, true);
+       }});
   add({"timeout", "--timeout", "", "Timing", "1.0", "seconds above 0, at most 600",
-       "Stopping rule: give up after this long per provider; the row says which condition was missed.",
-       [](Knobs& k, const std::string& v) { k.timeout_s = parse_real("timeout", v, 0, 600, true); }});
+       "Stopping rule: give up after this long per provider; the row says which condition was "
+       "missed.",
+       [](Knobs& k, const std::string& v) {
+         k.timeout_s = parse_real("timeout", v, 0, 600, true);
+       }});
   add({"warmup", "--warmup", "", "Timing", "0.02", "seconds, 0 to 60",
        "Warmup before sampling, long enough for the clocks to ramp.",
        [](Knobs& k, const std::string& v) { k.warmup_s = parse_real("warmup", v, 0, 60); }});
@@ -173,13 +189,16 @@ std::vector<KnobSpec> make_table() {
        [](Knobs& k, const std::string& v) {
          k.throttle_fraction = parse_real("throttle_fraction", v, 0, 1, true);
        }});
-  add({"capture_deny", "--capture-deny", "", "Timing", "the backend's built-in list", "comma list of ops",
+  add({"capture_deny", "--capture-deny", "", "Timing", "the backend's built-in list",
+       "comma list of ops",
        "Ops never captured into a graph (their capture attempt is known to poison the context).",
        [](Knobs& k, const std::string& v) { k.capture_deny = split_list(v); }});
   add({"peaks", "--peaks", "", "Timing", "on", "on, off",
        "Measure the device's copy bandwidth and mm rate once per run (run_identity.json 'peaks'), "
        "so rows report percent of peak.",
-       [](Knobs& k, const std::string& v) { k.peaks = one_of("peaks", v, {"on", "off"}) == "on"; }});
+       [](Knobs& k, const std::string& v) {
+         k.peaks = one_of("peaks", v, {"on", "off"}) == "on";
+       }});
   // --- Autotune.
   add({"tune", "--tune", "", "Autotune", "live", "off, live, record, replay",
        "off: default configs; live: the shared cache, tuning missing keys; record: tune into this "
@@ -188,7 +207,8 @@ std::vector<KnobSpec> make_table() {
          k.tune = one_of("tune", v, {"off", "live", "record", "replay"});
        }});
   add({"replay_from", "--replay-from", "REPLAY_FROM", "Autotune", "",
-       "a run directory that holds a tune.db", "Replay the configs recorded by that run (implies --tune replay).",
+       "a run directory that holds a tune.db",
+       "Replay the configs recorded by that run (implies --tune replay).",
        [](Knobs& k, const std::string& v) { k.replay_from = trim(v); }});
   add({"parallel_warmup", "--parallel-warmup", "PARALLEL_WARMUP_GPUS", "Autotune", "unset",
        "an integer from 1 to the number of devices selected",
@@ -285,14 +305,17 @@ Knobs resolve_knobs(const std::map<std::string, std::string>& flags,
   // Cross-knob rules.
   if (!k.replay_from.empty() && !tune_given) k.tune = "replay";
   if (k.tune == "replay" && k.replay_from.empty())
-    throw KnobError("--tune: 'replay' needs --replay-from DIR (or REPLAY_FROM): the run whose configs to replay");
+    throw KnobError(
+        "--tune: 'replay' needs --replay-from DIR (or REPLAY_FROM): the run whose configs to "
+        "replay");
   if (k.tune != "replay" && !k.replay_from.empty())
-    throw KnobError("--replay-from: given with --tune " + k.tune + "; replaying needs --tune replay");
+    throw KnobError("--replay-from: given with --tune " + k.tune +
+                    "; replaying needs --tune replay");
   if (!k.node.empty() && (!k.ops.empty() || !k.op_file.empty()))
     throw KnobError("--node (TEST_NODE): give either a node id or ops (OP/--op-file), not both");
   if (k.parallel_warmup > 0 && k.tune == "off")
-    throw KnobError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" + std::to_string(k.parallel_warmup) +
-                    "' needs tuning, but --tune is off");
+    throw KnobError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" +
+                    std::to_string(k.parallel_warmup) + "' needs tuning, but --tune is off");
   return k;
 }
 

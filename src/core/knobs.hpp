@@ -53,7 +53,7 @@ struct Knobs {
   std::string tune_cache;   // shared cache path; empty: the default location
   // output
   std::string out = "runs";
-  std::string name;  // run directory name prefix; empty: derived from the ops
+  std::string name;        // run directory name prefix; empty: derived from the ops
   std::uint64_t seed = 0;  // 0: fresh per run
   bool quiet = false;
 };
@@ -77,14 +77,16 @@ struct KnobSpec {
 // Build Knobs from explicit flag values (knob name -> raw value, only those given) and the
 // environment (a lookup function, so tests need not touch the process environment).
 // Positional ops are passed as the "ops" knob. Throws KnobError on the first bad value.
-[[nodiscard]] Knobs resolve_knobs(const std::map<std::string, std::string>& flags,
-                                  const std::function<std::optional<std::string>(const std::string&)>& env);
+[[nodiscard]] Knobs resolve_knobs(
+    const std::map<std::string, std::string>& flags,
+    const std::function<std::optional<std::string>(const std::string&)>& env);
 [[nodiscard]] std::optional<std::string> process_env(const std::string& name);
 
 // "a, b c" -> {"a","b","c"}: the list syntax of OP, --devices, --dtypes, op files.
 [[nodiscard]] std::vector<std::string> split_list(const std::string& s);
 
-// The message format of every refusal: "caliber: --level: 'bogus' is not allowed (core, comprehensive)".
+// The message format of every refusal: "caliber: --level: 'bogus' is not allowed (core,
+// comprehensive)".
 [[nodiscard]] std::string knob_message(const KnobSpec& spec, const std::string& value,
                                        const std::string& why = "");
 

@@ -21,7 +21,8 @@ enum class ReturnMode { min, max, mean, median, all };
 [[nodiscard]] double stdev(std::span<const double> xs);
 // stdev / mean; 0 when the mean is 0.
 [[nodiscard]] double rel_stdev(std::span<const double> xs);
-// Linear-interpolated quantile, q in [0, 1], as numpy.quantile (method "linear") and Triton compute it.
+// Linear-interpolated quantile, q in [0, 1], as numpy.quantile (method "linear") and Triton compute
+// it.
 [[nodiscard]] double quantile(std::span<const double> xs, double q);
 [[nodiscard]] std::vector<double> quantiles(std::span<const double> xs, std::span<const double> qs);
 // The value a return mode selects (all: the median, the caller keeps the sequence).
@@ -38,7 +39,8 @@ struct Interval {
 [[nodiscard]] Interval bootstrap_geomean_ci(std::span<const double> xs, double confidence = 0.95,
                                             int resamples = 2000, std::uint64_t seed = 1);
 // Bootstrap CI of median(b) / median(a), resampling each side independently.
-[[nodiscard]] Interval bootstrap_median_ratio_ci(std::span<const double> a, std::span<const double> b,
+[[nodiscard]] Interval bootstrap_median_ratio_ci(std::span<const double> a,
+                                                 std::span<const double> b,
                                                  double confidence = 0.95, int resamples = 2000,
                                                  std::uint64_t seed = 1);
 

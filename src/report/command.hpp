@@ -16,7 +16,7 @@ namespace caliber::report {
 struct CompareCommand {
   std::string format = "table";
   double noise_band_pct = 2.0;
-  double device_band_pct = 6.0;  // band when the sides ran on different physical devices
+  double device_band_pct = 6.0;        // band when the sides ran on different physical devices
   double fail_on_regression_pct = -1;  // < 0: not given
   bool allow_mismatch = false;
 

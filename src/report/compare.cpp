@@ -169,7 +169,8 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
   auto uuids = [](const std::vector<RunData>& side) {
     std::vector<std::string> u;
     for (const auto& r : side)
-      if (r.identity.is_object() && r.identity.contains("device") && r.identity["device"].is_object())
+      if (r.identity.is_object() && r.identity.contains("device") &&
+          r.identity["device"].is_object())
         u.push_back(r.identity["device"].value("uuid", ""));
     return u;
   };
@@ -323,10 +324,11 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
                         "%: FASTER/SLOWER when the CI lies wholly outside it, SAME when wholly "
                         "inside, else UNSURE");
   if (r.cross_device)
-    pairs.notes.push_back("the two sides ran on different physical devices (uuid): the band is widened to +/-" +
-                          fmt(opt.device_band * 100, 3) +
-                          "% (--device-band), since chip-to-chip differences are not in a CI built from "
-                          "one run's samples");
+    pairs.notes.push_back(
+        "the two sides ran on different physical devices (uuid): the band is widened to +/-" +
+        fmt(opt.device_band * 100, 3) +
+        "% (--device-band), since chip-to-chip differences are not in a CI built from "
+        "one run's samples");
   rep.tables.push_back(std::move(pairs));
 
   Table ops;

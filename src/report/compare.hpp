@@ -77,8 +77,8 @@ struct CompareResult {
   int excluded = 0;              // cases on both sides, not ok with a positive latency on both
   ExclusionCounts excluded_a, excluded_b;  // why, per side (a case may count on both)
   std::vector<std::string> regressions;    // "op dtype shape: ratio 1.083 (SLOWER)"
-  bool cross_device = false;  // the sides ran on different physical devices (uuid)
-  double band_used = 0;       // the noise band the verdicts used
+  bool cross_device = false;               // the sides ran on different physical devices (uuid)
+  double band_used = 0;                    // the noise band the verdicts used
 
   [[nodiscard]] bool mismatch() const noexcept {
     return !mismatches.empty() || !identity_problems.empty();

@@ -19,9 +19,9 @@
 #include "backends/registry.hpp"
 #include "core/identity.hpp"
 #include "core/knobs.hpp"
-#include "run/cases.hpp"
 #include "core/rundir.hpp"
 #include "core/runlog.hpp"
+#include "run/cases.hpp"
 
 namespace caliber::run {
 

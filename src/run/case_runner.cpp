@@ -7,7 +7,6 @@
 #include <ostream>
 #include <sstream>
 
-
 namespace caliber::run {
 
 using nlohmann::json;
@@ -21,16 +20,20 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 void add_markers(json& row, const std::vector<std::string>& ms) {
   if (!row.contains("markers")) row["markers"] = json::array();
   for (const auto& m : ms)
-    if (std::find(row["markers"].begin(), row["markers"].end(), m) == row["markers"].end()) row["markers"].push_back(m);
+    if (std::find(row["markers"].begin(), row["markers"].end(), m) == row["markers"].end())
+      row["markers"].push_back(m);
 }
 
 // Raised out of a sweep when a measurement left the device context unusable.
 struct DeviceBroken : std::runtime_error {
-  DeviceBroken(const std::string& what, backends::Failure f) : std::runtime_error(what), failure(f) {}
+  DeviceBroken(const std::string& what, backends::Failure f)
+      : std::runtime_error(what), failure(f) {}
   backends::Failure failure;
 };
 
-const char* role_name(Role r) { return r == Role::baseline ? "baseline" : "candidate"; }
+const char* role_name(Role r) {
+  return r == Role::baseline ? "baseline" : "candidate";
+}
 
 std::string gib(double bytes) {
   std::ostringstream os;
@@ -47,7 +50,8 @@ timing::TimerKind timer_kind(const std::string& t) {
 }  // namespace
 
 CaseRunner::CaseRunner(const backends::Backend& backend, int device_index, std::uint64_t seed,
-                       const core::Knobs& knobs, std::string timer, const tune::Settings& tune_settings)
+                       const core::Knobs& knobs, std::string timer,
+                       const tune::Settings& tune_settings)
     : backend_(backend), knobs_(knobs), timer_(std::move(timer)) {
   device_ = backend_.open(device_index, seed);
   deny_ = backend_.capture_deny_ops();
@@ -74,7 +78,8 @@ timing::TimingOptions CaseRunner::timing_options(const OpInfo& info, bool short_
   o.rng = info.rng;
   o.op = info.name;
   if (short_budget) {
-    // The sweep uses the measurement's timer with a shorter budget (issue 6): enough to rank configs.
+    // The sweep uses the measurement's timer with a shorter budget (issue 6): enough to rank
+    // configs.
     o.repeat = 1;
     o.quantiles.clear();
     o.return_mode = core::ReturnMode::median;
@@ -90,14 +95,21 @@ timing::TimingOptions CaseRunner::timing_options(const OpInfo& info, bool short_
 Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w, std::size_t p,
                                  const ProviderInfo& pi, json& prow) {
   if (!pi.space.tunable()) return pi.space.default_config;
-  tune::CacheKey key{info.name, pi.name, pi.version, backend_.name(), device_->desc().name,
-                     std::string(to_string(c.dtype)), tune_key(pi.space.key)};
+  tune::CacheKey key{info.name,
+                     pi.name,
+                     pi.version,
+                     backend_.name(),
+                     device_->desc().name,
+                     std::string(to_string(c.dtype)),
+                     tune_key(pi.space.key)};
   std::optional<timing::Measurement> broken;
   auto time_config = [&](const Config& cfg) -> double {
     if (broken) throw ConfigRejected("device context unusable");
     w.prepare(p, cfg);
-    auto m = timing::measure(*device_, backend_, [&] { w.launch(p); }, timing_options(info, true));
-    // A broken context is not a bad config: remember it, so the case fails and the run stops timing.
+    auto m = timing::measure(
+        *device_, backend_, [&] { w.launch(p); }, timing_options(info, true));
+    // A broken context is not a bad config: remember it, so the case fails and the run stops
+    // timing.
     if (timing::process_unusable(m)) {
       broken = m;
       throw ConfigRejected(m.error);
@@ -108,8 +120,11 @@ Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w,
   tune::Selection s = tuner_->select(key, pi.space, time_config);
   if (broken) throw DeviceBroken(broken->error, broken->failure);
   prow["config"] = s.config.str();
-  prow["tune"] = {{"source", s.source}, {"tried", s.tried}, {"rejected", s.rejected},
-                  {"sweep_s", s.sweep_s}, {"key", key.key}};
+  prow["tune"] = {{"source", s.source},
+                  {"tried", s.tried},
+                  {"rejected", s.rejected},
+                  {"sweep_s", s.sweep_s},
+                  {"key", key.key}};
   if (!s.note.empty()) prow["tune"]["note"] = s.note;
   if (!s.markers.empty()) prow["markers"] = s.markers;
   for (auto& wmsg : tuner_->take_warnings()) warnings_.push_back(wmsg);
@@ -146,7 +161,8 @@ void CaseRunner::tune_case(const Op& op, const Case& c) {
     }
   } catch (const NativeError& e) {
     auto f = backend_.classify(e.code());
-    if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned) fatal_ = c.node_id();
+    if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned)
+      fatal_ = c.node_id();
     warnings_.push_back("tuning " + c.node_id() + " failed: " + e.what());
   } catch (const std::exception& e) {
     warnings_.push_back("tuning " + c.node_id() + " failed: " + e.what());
@@ -155,16 +171,11 @@ void CaseRunner::tune_case(const Op& op, const Case& c) {
 
 json CaseRunner::run_case(const Op& op, const Case& c) {
   const OpInfo info = op.info();
-  json row = {{"type", "case"},
-              {"op", c.op},
-              {"dtype", std::string(to_string(c.dtype))},
-              {"shape", c.size_detail()},
-              {"dims", c.shape},
-              {"node", c.node_id()},
-              {"family", info.family},
-              {"timer", timer_},
-              {"markers", json::array()},
-              {"repeat", knobs_.repeat}};
+  json row = {
+      {"type", "case"},           {"op", c.op},      {"dtype", std::string(to_string(c.dtype))},
+      {"shape", c.size_detail()}, {"dims", c.shape}, {"node", c.node_id()},
+      {"family", info.family},    {"timer", timer_}, {"markers", json::array()},
+      {"repeat", knobs_.repeat}};
   if (!c.params.empty()) row["params"] = c.params;
   auto fail = [&](const std::string& msg) {
     row["status"] = "failed";
@@ -244,7 +255,8 @@ json CaseRunner::run_case(const Op& op, const Case& c) {
     return row;
   } catch (const NativeError& e) {
     auto f = backend_.classify(e.code());
-    if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned) fatal_ = c.node_id();
+    if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned)
+      fatal_ = c.node_id();
     row["providers"] = prows;
     return fail(std::string(e.what()) + " [" + backends::to_string(f) + "]");
   } catch (const std::exception& e) {
@@ -262,7 +274,8 @@ json CaseRunner::run_case(const Op& op, const Case& c) {
     if (prow.contains("accuracy") && !prow["accuracy"].get<bool>()) continue;
     timing::Measurement m;
     try {
-      m = timing::measure(*device_, backend_, [&] { w->launch(p); }, timing_options(info, false));
+      m = timing::measure(
+          *device_, backend_, [&] { w->launch(p); }, timing_options(info, false));
     } catch (const std::exception& e) {
       m.ok = false;
       m.error = e.what();
@@ -307,16 +320,20 @@ json CaseRunner::run_case(const Op& op, const Case& c) {
     if (prow["role"] == "candidate" && cand == nullptr) cand = &prow;
   }
   const json* main = cand != nullptr ? cand : base;
-  if (base != nullptr && base->contains("latency_ms")) row["latency_base_ms"] = (*base)["latency_ms"];
+  if (base != nullptr && base->contains("latency_ms"))
+    row["latency_base_ms"] = (*base)["latency_ms"];
   if (main != nullptr && main->contains("latency_ms")) {
     row["latency_ms"] = (*main)["latency_ms"];
     if (main->contains("tflops")) row["tflops"] = (*main)["tflops"];
     if (main->contains("gbps")) row["gbps"] = (*main)["gbps"];
     if (main->contains("noise")) row["noise"] = (*main)["noise"];
   }
-  row["accuracy"] = cand != nullptr && cand->contains("accuracy") ? (*cand)["accuracy"] : json(nullptr);
-  const bool accurate = cand == nullptr || !cand->contains("accuracy") || (*cand)["accuracy"].get<bool>();
-  if (cand != nullptr && base != nullptr && accurate && cand->contains("latency_ms") && base->contains("latency_ms"))
+  row["accuracy"] =
+      cand != nullptr && cand->contains("accuracy") ? (*cand)["accuracy"] : json(nullptr);
+  const bool accurate =
+      cand == nullptr || !cand->contains("accuracy") || (*cand)["accuracy"].get<bool>();
+  if (cand != nullptr && base != nullptr && accurate && cand->contains("latency_ms") &&
+      base->contains("latency_ms"))
     row["speedup"] = (*base)["latency_ms"].get<double>() / (*cand)["latency_ms"].get<double>();
   else
     row["speedup"] = nullptr;
@@ -340,20 +357,23 @@ void print_run_table(std::ostream& out, const std::vector<json>& rows) {
     return os.str();
   };
   out << "\n"
-      << std::left << std::setw(12) << "op" << std::setw(6) << "dtype" << std::setw(30) << "shape" << std::right
-      << std::setw(12) << "base ms" << std::setw(12) << "cand ms" << std::setw(9) << "speedup" << std::setw(9)
-      << "TFLOPS" << std::setw(10) << "GB/s" << "  status\n";
+      << std::left << std::setw(12) << "op" << std::setw(6) << "dtype" << std::setw(30) << "shape"
+      << std::right << std::setw(12) << "base ms" << std::setw(12) << "cand ms" << std::setw(9)
+      << "speedup" << std::setw(9) << "TFLOPS" << std::setw(10) << "GB/s"
+      << "  status\n";
   for (const auto& r : rows) {
     std::string status = r.value("status", "?");
     if (r.contains("markers"))
       for (const auto& m : r["markers"])
-        if (m == "BENCHMARK_DIRECT_NO_CUDAGRAPH" || m == "BENCHMARK_CAPTURE_POISONED") status += " " + m.get<std::string>();
+        if (m == "BENCHMARK_DIRECT_NO_CUDAGRAPH" || m == "BENCHMARK_CAPTURE_POISONED")
+          status += " " + m.get<std::string>();
     std::string shape = r.value("shape", "");
     if (shape.size() > 29) shape = shape.substr(0, 28) + "~";
-    out << std::left << std::setw(12) << r.value("op", "") << std::setw(6) << r.value("dtype", "") << std::setw(30)
-        << shape << std::right << std::setw(12) << num(r, "latency_base_ms", 4) << std::setw(12)
-        << num(r, "latency_ms", 4) << std::setw(9) << num(r, "speedup", 2) << std::setw(9) << num(r, "tflops", 2)
-        << std::setw(10) << num(r, "gbps", 1) << "  " << status << "\n";
+    out << std::left << std::setw(12) << r.value("op", "") << std::setw(6) << r.value("dtype", "")
+        << std::setw(30) << shape << std::right << std::setw(12) << num(r, "latency_base_ms", 4)
+        << std::setw(12) << num(r, "latency_ms", 4) << std::setw(9) << num(r, "speedup", 2)
+        << std::setw(9) << num(r, "tflops", 2) << std::setw(10) << num(r, "gbps", 1) << "  "
+        << status << "\n";
   }
 }
 

@@ -21,8 +21,8 @@ namespace caliber::run {
 
 class CaseRunner {
  public:
-  CaseRunner(const backends::Backend& backend, int device_index, std::uint64_t seed, const core::Knobs& knobs,
-             std::string timer, const tune::Settings& tune_settings);
+  CaseRunner(const backends::Backend& backend, int device_index, std::uint64_t seed,
+             const core::Knobs& knobs, std::string timer, const tune::Settings& tune_settings);
   ~CaseRunner();
   CaseRunner(const CaseRunner&) = delete;
   CaseRunner& operator=(const CaseRunner&) = delete;

@@ -18,7 +18,8 @@ void load_ops_library(const std::string& path) {
   void* h = ::dlopen(fs::absolute(path).c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (h == nullptr) {
     const char* err = ::dlerror();
-    throw SelectionError("--ops-lib: '" + path + "' could not be loaded: " + (err ? err : "unknown"));
+    throw SelectionError("--ops-lib: '" + path +
+                         "' could not be loaded: " + (err ? err : "unknown"));
   }
   loaded.insert(path);  // the handle stays open: its ops live as long as the process
 }
@@ -100,15 +101,19 @@ Selection select_cases(const core::Knobs& k, const std::string& backend, bool ho
     if (br != std::string::npos) node_filter = k.node;
   }
   if (wanted.empty()) {
-    // Test ops exist only when CALIBER_TEST_OPS=1 registered them; then they are part of the corpus.
+    // Test ops exist only when CALIBER_TEST_OPS=1 registered them; then they are part of the
+    // corpus.
     for (auto& e : all) sel.ops.push_back(std::move(e));
   } else {
     for (const auto& name : wanted) {
-      auto it = std::find_if(all.begin(), all.end(), [&](const OpEntry& e) { return e.op && e.info.name == name; });
+      auto it = std::find_if(all.begin(), all.end(),
+                             [&](const OpEntry& e) { return e.op && e.info.name == name; });
       if (it == all.end()) {
-        bool dup = std::any_of(sel.ops.begin(), sel.ops.end(), [&](const OpEntry& e) { return e.info.name == name; });
+        bool dup = std::any_of(sel.ops.begin(), sel.ops.end(),
+                               [&](const OpEntry& e) { return e.info.name == name; });
         if (dup) continue;
-        throw SelectionError("unknown op '" + name + "' for backend " + backend + "; ops: " + op_names(corpus(backend)));
+        throw SelectionError("unknown op '" + name + "' for backend " + backend +
+                             "; ops: " + op_names(corpus(backend)));
       }
       sel.ops.push_back(std::move(*it));
     }
@@ -116,7 +121,8 @@ Selection select_cases(const core::Knobs& k, const std::string& backend, bool ho
   if (sel.ops.empty()) throw SelectionError("no op is registered for backend " + backend);
 
   sel.level = *core::parse_level(k.level);
-  sel.shapes_file = k.shapes_file.empty() ? default_shapes_file(host_backend) : fs::path(k.shapes_file);
+  sel.shapes_file =
+      k.shapes_file.empty() ? default_shapes_file(host_backend) : fs::path(k.shapes_file);
   core::ShapeSet shapes = core::ShapeSet::load(sel.shapes_file);
 
   bool any_dtype = false;
@@ -151,11 +157,12 @@ Selection select_cases(const core::Knobs& k, const std::string& backend, bool ho
   }
   if (!wanted.empty() && node_filter.empty()) {
     for (const auto& e : sel.ops)
-      if (std::none_of(sel.cases.begin(), sel.cases.end(), [&](const Case& c) { return c.op == e.info.name; }) &&
+      if (std::none_of(sel.cases.begin(), sel.cases.end(),
+                       [&](const Case& c) { return c.op == e.info.name; }) &&
           any_dtype)
         throw SelectionError("op '" + e.info.name + "' has no shapes at level " + k.level + " in " +
-                             sel.shapes_file.string() + " (neither its own list nor family '" + e.info.family +
-                             "')");
+                             sel.shapes_file.string() + " (neither its own list nor family '" +
+                             e.info.family + "')");
   }
   if (!k.dtypes.empty() && !any_dtype) {
     std::string list;
@@ -163,8 +170,8 @@ Selection select_cases(const core::Knobs& k, const std::string& backend, bool ho
     throw SelectionError("--dtypes: '" + list + "' is not supported by any selected op");
   }
   if (!node_filter.empty() && sel.cases.empty())
-    throw SelectionError("--node (TEST_NODE): '" + node_filter + "' matches no case at level " + k.level +
-                         " (caliber list --cases shows the node ids)");
+    throw SelectionError("--node (TEST_NODE): '" + node_filter + "' matches no case at level " +
+                         k.level + " (caliber list --cases shows the node ids)");
   return sel;
 }
 

@@ -27,9 +27,9 @@ struct OpEntry {
 };
 
 struct Selection {
-  std::vector<OpEntry> ops;                          // the selected ops, in corpus order
-  std::vector<Case> cases;                           // every case, op by op
-  std::vector<const Op*> case_op;                    // the op of each case
+  std::vector<OpEntry> ops;        // the selected ops, in corpus order
+  std::vector<Case> cases;         // every case, op by op
+  std::vector<const Op*> case_op;  // the op of each case
   std::filesystem::path shapes_file;
   core::Level level = core::Level::core;
   std::map<std::string, std::vector<core::Shape>> used_shapes;  // per op, for shapes.yaml
@@ -46,6 +46,7 @@ void load_ops_library(const std::string& path);
 [[nodiscard]] std::vector<std::string> read_op_file(const std::string& path);
 // Selects ops and builds cases. Throws SelectionError (unknown op, unknown node, dtype that no
 // selected op supports) or core::ShapeError (unreadable or malformed shape file).
-[[nodiscard]] Selection select_cases(const core::Knobs& k, const std::string& backend, bool host_backend);
+[[nodiscard]] Selection select_cases(const core::Knobs& k, const std::string& backend,
+                                     bool host_backend);
 
 }  // namespace caliber::run

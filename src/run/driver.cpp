@@ -15,13 +15,13 @@
 
 #include "backends/describe.hpp"
 #include "backends/registry.hpp"
-#include "plan/plan.hpp"
 #include "core/identity.hpp"
 #include "core/rundir.hpp"
 #include "core/runlog.hpp"
 #include "core/stats.hpp"
-#include "run/cases.hpp"
+#include "plan/plan.hpp"
 #include "run/case_runner.hpp"
+#include "run/cases.hpp"
 #include "run/peaks.hpp"
 #include "run/warmup_runner.hpp"
 #include "timing/timer.hpp"
@@ -35,7 +35,8 @@ namespace {
 
 std::uint64_t fresh_seed() {
   std::random_device rd;
-  std::uint64_t s = ((static_cast<std::uint64_t>(rd()) << 32) ^ rd()) & ((std::uint64_t{1} << 62) - 1);
+  std::uint64_t s =
+      ((static_cast<std::uint64_t>(rd()) << 32) ^ rd()) & ((std::uint64_t{1} << 62) - 1);
   return s == 0 ? 1 : s;
 }
 
@@ -86,16 +87,17 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   const auto caps = backend->capabilities();
   const auto devices = backend->enumerate();
   const int dev_index = k.devices.empty() ? 0 : k.devices.front();
-  auto dev_it = std::find_if(devices.begin(), devices.end(), [&](const auto& d) { return d.index == dev_index; });
+  auto dev_it = std::find_if(devices.begin(), devices.end(),
+                             [&](const auto& d) { return d.index == dev_index; });
   if (dev_it == devices.end())
     throw UsageError("--devices: '" + std::to_string(dev_index) + "' is not a " + backend->name() +
                      " device; devices: " + devices_list(devices));
   if (k.parallel_warmup > 0 && req.tune_shard.empty()) {
     const int selected = k.devices.empty() ? 1 : static_cast<int>(k.devices.size());
     if (k.parallel_warmup > selected)
-      throw UsageError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" + std::to_string(k.parallel_warmup) +
-                       "' is more than the " + std::to_string(selected) +
-                       " device(s) selected with --devices");
+      throw UsageError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" +
+                       std::to_string(k.parallel_warmup) + "' is more than the " +
+                       std::to_string(selected) + " device(s) selected with --devices");
     // Every shard's device is checked here, before the run directory is claimed.
     for (int i = 0; i < k.parallel_warmup; ++i) {
       try {
@@ -134,7 +136,8 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   // A parallel-warmup child tunes its shard and measures nothing; it claims no run directory.
   if (!req.tune_shard.empty()) {
     RunOutcome shard;
-    shard.exit_code = run_tune_shard(req, *backend, sel, k.seed != 0 ? k.seed : fresh_seed(), out, err);
+    shard.exit_code =
+        run_tune_shard(req, *backend, sel, k.seed != 0 ? k.seed : fresh_seed(), out, err);
     return shard;
   }
 
@@ -163,8 +166,12 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       {"return_mode", k.return_mode},
       {"quantiles", k.quantiles},
       {"l2", k.l2},
-      {"stop", {{"min_samples", k.min_samples}, {"min_time_s", k.min_time_s}, {"max_noise", k.max_noise},
-                {"timeout_s", k.timeout_s}, {"warmup_s", k.warmup_s}}},
+      {"stop",
+       {{"min_samples", k.min_samples},
+        {"min_time_s", k.min_time_s},
+        {"max_noise", k.max_noise},
+        {"timeout_s", k.timeout_s},
+        {"warmup_s", k.warmup_s}}},
       {"throttle_fraction", k.throttle_fraction},
       {"replay_from", k.replay_from},
       {"parallel_warmup", k.parallel_warmup},
@@ -173,13 +180,18 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       {"git_commit", core::caliber_git_commit()},
       {"start_time", core::iso8601_utc(wall_start)},
       {"host", core::host_name()},
-      {"capabilities", {{"graph_capture", caps.graph_capture}, {"graph_timer_default", caps.graph_timer_default},
-                        {"clusters", caps.clusters}, {"default_rng", caps.default_rng}, {"l2_known", caps.l2_known},
-                        {"host", caps.host}}},
+      {"capabilities",
+       {{"graph_capture", caps.graph_capture},
+        {"graph_timer_default", caps.graph_timer_default},
+        {"clusters", caps.clusters},
+        {"default_rng", caps.default_rng},
+        {"l2_known", caps.l2_known},
+        {"host", caps.host}}},
   };
   core::write_identity(run_dir, identity);
-  core::write_file_atomic(run_dir / "shapes.yaml",
-                          core::ShapeSet::archive_yaml(sel.level, sel.shapes_file.string(), sel.used_shapes));
+  core::write_file_atomic(
+      run_dir / "shapes.yaml",
+      core::ShapeSet::archive_yaml(sel.level, sel.shapes_file.string(), sel.used_shapes));
   core::RunLogWriter log(run_dir / "run.log");
   json header = identity;
   header["type"] = "header";
@@ -190,19 +202,25 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       << "  backend " << backend->name() << " | device " << dev_index << " (" << dev_it->name
       << ", physical " << dev_it->physical_id << ") | timer " << timer << " | level " << k.level
       << " | autotune " << k.tune << " | repeat " << k.repeat << " | l2 " << k.l2 << "\n"
-      << "  " << sel.cases.size() << " cases over " << sel.ops.size() << " ops, seed " << seed << "\n";
+      << "  " << sel.cases.size() << " cases over " << sel.ops.size() << " ops, seed " << seed
+      << "\n";
   if (!timer_note.empty()) out << "  note: " << timer_note << "\n";
   if (sequence_mode && k.repeat > 1)
-    out << "  note: --repeat " << k.repeat << " is skipped: --quantiles/--return-mode all return a sequence\n";
+    out << "  note: --repeat " << k.repeat
+        << " is skipped: --quantiles/--return-mode all return a sequence\n";
   out.flush();
 
   // Parallel warmup: shard the sweep over the selected devices, merge, then measure here, serially.
   json warmup_json = nullptr;
   if (k.parallel_warmup > 0 && (k.tune == "live" || k.tune == "record")) {
-    WarmupOutcome w = run_parallel_warmup(req, *backend, sel, run_dir, merge_target(k, run_dir), out);
-    warmup_json = {{"shards", w.shards},        {"failed_shards", w.failed_shards},
-                   {"wall_s", w.wall_s},        {"keys", w.merge.keys},
-                   {"disagreements", w.merge.disagreements}, {"disagreeing_keys", w.merge.disagreeing_keys},
+    WarmupOutcome w =
+        run_parallel_warmup(req, *backend, sel, run_dir, merge_target(k, run_dir), out);
+    warmup_json = {{"shards", w.shards},
+                   {"failed_shards", w.failed_shards},
+                   {"wall_s", w.wall_s},
+                   {"keys", w.merge.keys},
+                   {"disagreements", w.merge.disagreements},
+                   {"disagreeing_keys", w.merge.disagreeing_keys},
                    {"warning", w.warning}};
     identity["parallel_warmup_result"] = warmup_json;
     core::write_identity(run_dir, identity);
@@ -239,9 +257,12 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       ++outcome.failed;
     out << "[" << std::setw(std::to_string(n).size()) << (i + 1) << "/" << n << "] " << std::left
         << std::setw(44) << c.node_id() << std::right << " " << status;
-    if (row.contains("latency_base_ms")) out << "  base " << fmt_ms(row["latency_base_ms"].get<double>()) << " ms";
-    if (row.contains("latency_ms")) out << "  cand " << fmt_ms(row["latency_ms"].get<double>()) << " ms";
-    if (row.contains("speedup") && row["speedup"].is_number()) out << "  x" << fmt(row["speedup"].get<double>(), 2);
+    if (row.contains("latency_base_ms"))
+      out << "  base " << fmt_ms(row["latency_base_ms"].get<double>()) << " ms";
+    if (row.contains("latency_ms"))
+      out << "  cand " << fmt_ms(row["latency_ms"].get<double>()) << " ms";
+    if (row.contains("speedup") && row["speedup"].is_number())
+      out << "  x" << fmt(row["speedup"].get<double>(), 2);
     if (row.contains("error")) out << "  " << row["error"].get<std::string>();
     if (row.contains("reason")) out << "  " << row["reason"].get<std::string>();
     out << "\n";
@@ -252,18 +273,26 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   // 7. Footer and the summary table.
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  json footer = {{"type", "footer"},   {"ok", outcome.ok},       {"failed", outcome.failed},
-                 {"skipped", outcome.skipped}, {"cases", n},   {"wall_s", wall_s},
-                 {"warnings", runner.warnings()}, {"end_time", core::iso8601_utc(std::chrono::system_clock::now())},
-                 {"tune", {{"mode", k.tune}, {"keys_tuned", runner.tuner().keys_tuned()},
-                           {"sweep_s", runner.tuner().sweep_seconds()}, {"cache", runner.tuner().cache_file().string()}}},
+  json footer = {{"type", "footer"},
+                 {"ok", outcome.ok},
+                 {"failed", outcome.failed},
+                 {"skipped", outcome.skipped},
+                 {"cases", n},
+                 {"wall_s", wall_s},
+                 {"warnings", runner.warnings()},
+                 {"end_time", core::iso8601_utc(std::chrono::system_clock::now())},
+                 {"tune",
+                  {{"mode", k.tune},
+                   {"keys_tuned", runner.tuner().keys_tuned()},
+                   {"sweep_s", runner.tuner().sweep_seconds()},
+                   {"cache", runner.tuner().cache_file().string()}}},
                  {"parallel_warmup", warmup_json}};
   log.append(footer);
   for (const auto& w : runner.warnings()) err << "caliber: WARNING: " << w << "\n";
 
   print_run_table(out, rows);
-  out << "ok " << outcome.ok << ", failed " << outcome.failed << ", skipped " << outcome.skipped << " in "
-      << fmt(wall_s, 1) << " s; run directory " << run_dir.string() << "\n";
+  out << "ok " << outcome.ok << ", failed " << outcome.failed << ", skipped " << outcome.skipped
+      << " in " << fmt(wall_s, 1) << " s; run directory " << run_dir.string() << "\n";
   outcome.exit_code = outcome.failed > 0 ? 1 : 0;
   return outcome;
 }

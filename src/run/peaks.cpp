@@ -9,18 +9,23 @@ namespace caliber::run {
 using nlohmann::json;
 
 json Peaks::to_json() const {
-  json j = {{"copy_gbps", copy_gbps},     {"copy_bytes", copy_bytes},         {"gemm_tflops", gemm_tflops},
-            {"gemm_case", gemm_case},     {"gemm_provider", gemm_provider}};
+  json j = {{"copy_gbps", copy_gbps},
+            {"copy_bytes", copy_bytes},
+            {"gemm_tflops", gemm_tflops},
+            {"gemm_case", gemm_case},
+            {"gemm_provider", gemm_provider}};
   if (!note.empty()) j["note"] = note;
   return j;
 }
 
 namespace {
 
-void add_note(Peaks& p, const std::string& s) { p.note += (p.note.empty() ? "" : "; ") + s; }
+void add_note(Peaks& p, const std::string& s) {
+  p.note += (p.note.empty() ? "" : "; ") + s;
+}
 
-void measure_copy(backends::Device& dev, const backends::Backend& backend, const timing::TimingOptions& opt,
-                  Peaks& p) {
+void measure_copy(backends::Device& dev, const backends::Backend& backend,
+                  const timing::TimingOptions& opt, Peaks& p) {
   // Large enough to dwarf the L2 many times over, small enough to fit beside any case.
   const bool host = dev.props().host;
   std::size_t bytes = host ? (std::size_t{256} << 20) : (std::size_t{2} << 30);
@@ -39,7 +44,9 @@ void measure_copy(backends::Device& dev, const backends::Backend& backend, const
     o.quantiles.clear();
     o.return_mode = core::ReturnMode::median;
     o.op = "peak_copy";
-    const auto m = timing::measure(dev, backend, [&] { dev.copy(dst.get(), src.get(), bytes, CopyKind::device_to_device); }, o);
+    const auto m = timing::measure(
+        dev, backend, [&] { dev.copy(dst.get(), src.get(), bytes, CopyKind::device_to_device); },
+        o);
     if (m.ok && m.latency_ms > 0) {
       p.copy_bytes = static_cast<double>(bytes);
       p.copy_gbps = 2.0 * static_cast<double>(bytes) / (m.latency_ms * 1e-3) / 1e9;
@@ -51,10 +58,11 @@ void measure_copy(backends::Device& dev, const backends::Backend& backend, const
   }
 }
 
-void measure_gemm(backends::Device& dev, const backends::Backend& backend, const timing::TimingOptions& opt,
-                  Peaks& p) {
+void measure_gemm(backends::Device& dev, const backends::Backend& backend,
+                  const timing::TimingOptions& opt, Peaks& p) {
   auto ops = corpus(backend.name());
-  auto it = std::find_if(ops.begin(), ops.end(), [](const OpEntry& e) { return e.info.name == "mm"; });
+  auto it =
+      std::find_if(ops.begin(), ops.end(), [](const OpEntry& e) { return e.info.name == "mm"; });
   if (it == ops.end()) {
     add_note(p, "gemm: the corpus of " + backend.name() + " has no mm op");
     return;
@@ -85,9 +93,11 @@ void measure_gemm(backends::Device& dev, const backends::Backend& backend, const
     // The fastest provider with its default config: the rate this device reaches on this op.
     for (std::size_t i = 0; i < providers.size(); ++i) {
       w->prepare(i, providers[i].space.default_config);
-      const auto m = timing::measure(dev, backend, [&] { w->launch(i); }, o);
+      const auto m = timing::measure(
+          dev, backend, [&] { w->launch(i); }, o);
       if (!m.ok || m.latency_ms <= 0 || w->flops() <= 0) {
-        add_note(p, "gemm " + providers[i].name + ": " + (m.error.empty() ? std::string("no flop count") : m.error));
+        add_note(p, "gemm " + providers[i].name + ": " +
+                        (m.error.empty() ? std::string("no flop count") : m.error));
         continue;
       }
       const double tflops = w->flops() / (m.latency_ms * 1e-3) / 1e12;
@@ -103,7 +113,8 @@ void measure_gemm(backends::Device& dev, const backends::Backend& backend, const
 
 }  // namespace
 
-Peaks measure_peaks(backends::Device& dev, const backends::Backend& backend, const timing::TimingOptions& timing) {
+Peaks measure_peaks(backends::Device& dev, const backends::Backend& backend,
+                    const timing::TimingOptions& timing) {
   Peaks p;
   measure_copy(dev, backend, timing, p);
   measure_gemm(dev, backend, timing, p);

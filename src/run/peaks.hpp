@@ -18,7 +18,7 @@ struct Peaks {
   double gemm_tflops = 0;  // the mm baseline on a large square case
   std::string gemm_case;   // its node id
   std::string gemm_provider;
-  std::string note;        // what could not be measured, and why
+  std::string note;  // what could not be measured, and why
   [[nodiscard]] nlohmann::json to_json() const;
 };
 

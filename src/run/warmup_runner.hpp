@@ -29,14 +29,18 @@ struct WarmupOutcome {
 // --devices[i] (backend.child_env), tuning its share of `sel` into <run_dir>/warmup/shard-<i>.db;
 // then merges the shards into `merge_into`. SIGINT/SIGTERM terminate and reap every child before
 // the exception propagates. Throws std::runtime_error when interrupted (after reaping).
-[[nodiscard]] WarmupOutcome run_parallel_warmup(const RunRequest& req, const backends::Backend& backend,
-                                                const Selection& sel, const std::filesystem::path& run_dir,
-                                                const std::filesystem::path& merge_into, std::ostream& out);
+[[nodiscard]] WarmupOutcome run_parallel_warmup(const RunRequest& req,
+                                                const backends::Backend& backend,
+                                                const Selection& sel,
+                                                const std::filesystem::path& run_dir,
+                                                const std::filesystem::path& merge_into,
+                                                std::ostream& out);
 
 // Child side (`caliber run ... --tune-shard i/N --shard-cache FILE`): tunes shard i of N of the
 // cases on this process's device into FILE; measures nothing. Returns the exit code.
-[[nodiscard]] int run_tune_shard(const RunRequest& req, const backends::Backend& backend, const Selection& sel,
-                                 std::uint64_t seed, std::ostream& out, std::ostream& err);
+[[nodiscard]] int run_tune_shard(const RunRequest& req, const backends::Backend& backend,
+                                 const Selection& sel, std::uint64_t seed, std::ostream& out,
+                                 std::ostream& err);
 
 // The command-line arguments that rebuild, in a shard child, the knobs that define the case list
 // and the tuning (selection, timing, autotune, seed); devices and output are the caller's to add.
@@ -49,9 +53,12 @@ struct WarmupOutcome {
 
 // The tuner settings of a run (and of a shard child: a shard writes only its own cache, reading
 // the shared one in live mode; in record mode it is isolated from the shared cache too).
-[[nodiscard]] tune::Settings tune_settings(const core::Knobs& k, const std::filesystem::path& run_dir);
-[[nodiscard]] tune::Settings shard_tune_settings(const core::Knobs& k, const std::filesystem::path& shard_cache);
+[[nodiscard]] tune::Settings tune_settings(const core::Knobs& k,
+                                           const std::filesystem::path& run_dir);
+[[nodiscard]] tune::Settings shard_tune_settings(const core::Knobs& k,
+                                                 const std::filesystem::path& shard_cache);
 // The cache the merged winners go to: the shared cache (live) or <run_dir>/tune.db (record).
-[[nodiscard]] std::filesystem::path merge_target(const core::Knobs& k, const std::filesystem::path& run_dir);
+[[nodiscard]] std::filesystem::path merge_target(const core::Knobs& k,
+                                                 const std::filesystem::path& run_dir);
 
 }  // namespace caliber::run

@@ -22,7 +22,8 @@ tune::Settings shard_tune_settings(const core::Knobs& k, const fs::path& shard_c
   // what that lacks. Record: isolated from the shared cache, as a record run is.
   s.mode = tune::Mode::live;
   s.shared_cache = shard_cache;
-  if (k.tune != "record") s.read_also = k.tune_cache.empty() ? tune::default_cache_path() : fs::path(k.tune_cache);
+  if (k.tune != "record")
+    s.read_also = k.tune_cache.empty() ? tune::default_cache_path() : fs::path(k.tune_cache);
   return s;
 }
 

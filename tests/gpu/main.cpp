@@ -11,7 +11,8 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   const auto* cuda = caliber::backends::find_backend("cuda");
   if (cuda == nullptr || cuda->enumerate().empty()) {
-    std::printf("SKIPPED: no GPU on this machine: the GPU tests run through scripts/gpu-check on one\n");
+    std::printf(
+        "SKIPPED: no GPU on this machine: the GPU tests run through scripts/gpu-check on one\n");
     return 77;
   }
   return RUN_ALL_TESTS();

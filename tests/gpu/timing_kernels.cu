@@ -24,7 +24,9 @@ __global__ void spin_kernel(unsigned long long ns) {
 
 // Writes through a null pointer passed at run time: page 0 is never mapped, so this always faults.
 // (An earlier version wrote 1 TiB past null, an address that is mapped on the H200: no fault.)
-__global__ void illegal_address_kernel(int* p) { p[threadIdx.x] = 1; }
+__global__ void illegal_address_kernel(int* p) {
+  p[threadIdx.x] = 1;
+}
 
 void check(cudaError_t e, const char* api) {
   if (e != cudaSuccess) throw NativeError(static_cast<int>(e), api, cudaGetErrorString(e));

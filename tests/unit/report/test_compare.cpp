@@ -306,15 +306,18 @@ TEST(Compare, DifferentPhysicalDevicesWidenTheBand) {
   json ib = identity();
   ia["device"]["uuid"] = "GPU-aaaa";
   ib["device"]["uuid"] = "GPU-bbbb";
-  const auto a = write_run(t.path(), "a-20261129-101010", {timed_row("add", "1", 1.0, 0.005, 200, 3)}, ia);
-  const auto b = write_run(t.path(), "b-20261129-101010", {timed_row("add", "1", 1.05, 0.005, 200, 4)}, ib);
+  const auto a =
+      write_run(t.path(), "a-20261129-101010", {timed_row("add", "1", 1.0, 0.005, 200, 3)}, ia);
+  const auto b =
+      write_run(t.path(), "b-20261129-101010", {timed_row("add", "1", 1.05, 0.005, 200, 4)}, ib);
   const auto cross = compare_dirs({a}, {b});
   EXPECT_TRUE(cross.cross_device);
   EXPECT_DOUBLE_EQ(cross.band_used, 0.06);
   const auto* p = find_pair(cross, "add", "1");
   ASSERT_NE(p, nullptr);
   EXPECT_NE(p->verdict, Verdict::slower);
-  const auto b_same = write_run(t.path(), "c-20261129-101010", {timed_row("add", "1", 1.05, 0.005, 200, 4)}, ia);
+  const auto b_same =
+      write_run(t.path(), "c-20261129-101010", {timed_row("add", "1", 1.05, 0.005, 200, 4)}, ia);
   const auto same_dev = compare_dirs({a}, {b_same});
   EXPECT_FALSE(same_dev.cross_device);
   const auto* q = find_pair(same_dev, "add", "1");

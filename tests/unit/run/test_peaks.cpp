@@ -11,7 +11,9 @@ TEST(Peaks, AnnotatesRowAndProvidersAsPercentOfPeak) {
   Peaks p;
   p.copy_gbps = 200;
   p.gemm_tflops = 10;
-  json row = {{"gbps", 50.0}, {"tflops", 2.5}, {"providers", json::array({{{"gbps", 100.0}}, {{"name", "x"}}})}};
+  json row = {{"gbps", 50.0},
+              {"tflops", 2.5},
+              {"providers", json::array({{{"gbps", 100.0}}, {{"name", "x"}}})}};
   caliber::run::annotate_with_peaks(row, p);
   EXPECT_DOUBLE_EQ(row["pct_peak_bw"].get<double>(), 25.0);
   EXPECT_DOUBLE_EQ(row["pct_peak_flops"].get<double>(), 25.0);
