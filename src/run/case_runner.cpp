@@ -365,7 +365,7 @@ void print_run_table(std::ostream& out, const std::vector<json>& rows) {
     std::string status = r.value("status", "?");
     if (r.contains("markers"))
       for (const auto& m : r["markers"])
-        if (m == "BENCHMARK_DIRECT_NO_CUDAGRAPH" || m == "BENCHMARK_CAPTURE_POISONED")
+        if (m == timing::kMarkerDirectNoGraph || m == timing::kMarkerCapturePoisoned)
           status += " " + m.get<std::string>();
     std::string shape = r.value("shape", "");
     if (shape.size() > 29) shape = shape.substr(0, 28) + "~";
