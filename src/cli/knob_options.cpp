@@ -5,10 +5,13 @@ namespace caliber::cli {
 void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool with_ops) {
   for (const auto& spec : core::knob_table()) {
     if (skip.count(spec.name)) continue;
+    // The help line, then one line of facts: environment spelling, default, what is allowed.
+    std::vector<std::string> facts;
+    if (!spec.env.empty()) facts.push_back("env " + spec.env);
+    if (!spec.default_text.empty()) facts.push_back("default " + spec.default_text);
+    if (!spec.allowed.empty()) facts.push_back("allowed: " + spec.allowed);
     std::string desc = spec.help;
-    if (!spec.env.empty()) desc += "\n  env " + spec.env;
-    if (!spec.default_text.empty()) desc += "; default " + spec.default_text;
-    if (!spec.allowed.empty()) desc += "; allowed: " + spec.allowed;
+    for (std::size_t i = 0; i < facts.size(); ++i) desc += (i == 0 ? "\n  " : "; ") + facts[i];
     if (spec.name == "ops") {
       if (with_ops) app.add_option("ops", positional_ops, desc)->group(spec.group);
       continue;
