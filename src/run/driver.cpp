@@ -205,6 +205,9 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       << "  " << sel.cases.size() << " cases over " << sel.ops.size() << " ops, seed " << seed
       << "\n";
   if (!timer_note.empty()) out << "  note: " << timer_note << "\n";
+  if (k.shape_mode == "upstream")
+    out << "  note: --shape-mode upstream: no provider of this corpus ships its own core shapes, so "
+           "caliber's shape file is used (recorded as shape_mode=upstream)\n";
   if (sequence_mode && k.repeat > 1)
     out << "  note: --repeat " << k.repeat
         << " is skipped: --quantiles/--return-mode all return a sequence\n";
