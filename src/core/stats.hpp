@@ -44,4 +44,13 @@ struct Interval {
                                                  double confidence = 0.95, int resamples = 2000,
                                                  std::uint64_t seed = 1);
 
+// The same with each side given as groups (one per run or round): a two-stage bootstrap that
+// resamples the groups, then the samples within them, so drift between runs widens the interval
+// (one run's samples alone cannot show it).
+[[nodiscard]] Interval bootstrap_median_ratio_ci_grouped(const std::vector<std::vector<double>>& a,
+                                                         const std::vector<std::vector<double>>& b,
+                                                         double confidence = 0.95,
+                                                         int resamples = 2000,
+                                                         std::uint64_t seed = 1);
+
 }  // namespace caliber::core

@@ -100,7 +100,8 @@ void count(ExclusionCounts& c, const std::string& why) {
 
 struct Pooled {
   std::string role, name;
-  std::vector<double> samples;
+  std::vector<double> samples;              // all rows' samples together
+  std::vector<std::vector<double>> groups;  // one per row (run or round) that has samples
 };
 
 // Samples per (role, provider) over all rows of a case, in first-seen order.
@@ -111,10 +112,11 @@ std::vector<Pooled> pool(const SideCase& c) {
       auto it = std::find_if(out.begin(), out.end(),
                              [&](const Pooled& x) { return x.role == p.role && x.name == p.name; });
       if (it == out.end()) {
-        out.push_back({p.role, p.name, {}});
+        out.push_back({p.role, p.name, {}, {}});
         it = out.end() - 1;
       }
       it->samples.insert(it->samples.end(), p.samples_ms.begin(), p.samples_ms.end());
+      if (!p.samples_ms.empty()) it->groups.push_back(p.samples_ms);
     }
   return out;
 }
@@ -230,8 +232,13 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
       pr.fallback = fallback;
       if (static_cast<int>(pr.n_a) >= opt.min_samples &&
           static_cast<int>(pr.n_b) >= opt.min_samples) {
-        pr.ci = core::bootstrap_median_ratio_ci(x.samples, y->samples, opt.confidence,
-                                                opt.resamples, opt.seed);
+        // Several runs a side (ab rounds, repeated batches): resample runs, then samples, so
+        // drift between runs is in the interval. One run a side: its samples are all there is.
+        pr.grouped = x.groups.size() >= 2 && y->groups.size() >= 2;
+        pr.ci = pr.grouped ? core::bootstrap_median_ratio_ci_grouped(
+                                 x.groups, y->groups, opt.confidence, opt.resamples, opt.seed)
+                           : core::bootstrap_median_ratio_ci(x.samples, y->samples, opt.confidence,
+                                                             opt.resamples, opt.seed);
         pr.verdict = verdict_for(pr.ci, out.band_used);
       } else {
         // One number per side says nothing about noise: no verdict can be honest.

@@ -49,6 +49,7 @@ struct PairResult {
   core::Interval ci;
   Verdict verdict = Verdict::unsure;
   bool fallback = false;  // either side's row carries BENCHMARK_DIRECT_NO_CUDAGRAPH
+  bool grouped = false;   // the CI resampled runs, then samples (several runs on both sides)
 };
 
 struct OpRange {

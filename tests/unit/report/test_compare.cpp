@@ -324,3 +324,34 @@ TEST(Compare, DifferentPhysicalDevicesWidenTheBand) {
   ASSERT_NE(q, nullptr);
   EXPECT_EQ(q->verdict, Verdict::slower);
 }
+
+// Rounds that drift between themselves (+-4%) around the same level: pooling their samples makes a
+// narrow CI that calls a 2% shift SLOWER; resampling the rounds first widens it, so the verdict
+// is not SLOWER, and the grouped CI is wider than the flat one.
+TEST(Compare, DriftBetweenRoundsWidensTheInterval) {
+  TempDir t;
+  const double a_levels[] = {1.00, 1.04, 0.97};
+  const double b_levels[] = {1.05, 0.99, 1.03};
+  std::vector<fs::path> a, b;
+  for (int i = 0; i < 3; ++i) {
+    a.push_back(write_run(t.path(), "a" + std::to_string(i) + "-20261129-101010",
+                          {timed_row("add", "1", a_levels[i], 0.003, 100, 10 + i)}));
+    b.push_back(write_run(t.path(), "b" + std::to_string(i) + "-20261129-101010",
+                          {timed_row("add", "1", b_levels[i], 0.003, 100, 20 + i)}));
+  }
+  const auto grouped = compare_dirs(a, b);
+  const auto* g = find_pair(grouped, "add", "1");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(g->grouped);
+  EXPECT_NE(g->verdict, Verdict::slower) << g->ci.lo << " " << g->ci.hi;
+  // The same samples, pooled into one run a side: the flat CI is much narrower.
+  std::vector<double> pa, pb;
+  for (int i = 0; i < 3; ++i) {
+    auto x = samples(a_levels[i], 0.003, 100, 10 + i);
+    auto y = samples(b_levels[i], 0.003, 100, 20 + i);
+    pa.insert(pa.end(), x.begin(), x.end());
+    pb.insert(pb.end(), y.begin(), y.end());
+  }
+  const auto flat = caliber::core::bootstrap_median_ratio_ci(pa, pb);
+  EXPECT_GT(g->ci.hi - g->ci.lo, 2 * (flat.hi - flat.lo));
+}
