@@ -12,34 +12,15 @@
 
 #include "backends/registry.hpp"
 #include "caliber/caliber.hpp"
+#include "gpu/cuda_fixture.hpp"
 
 namespace {
 
 using caliber::Case;
 using caliber::DType;
 
-caliber::backends::Device* device() {
-  // Opened once and kept for the process: reopening a context per test would dominate the run.
-  static caliber::backends::Device* dev = []() -> caliber::backends::Device* {
-    const auto* b = caliber::backends::find_backend("cuda");
-    if (b == nullptr) return nullptr;
-    try {
-      return b->open(0, 1234).release();
-    } catch (const std::exception&) {
-      return nullptr;
-    }
-  }();
-  return dev;
-}
-
-std::unique_ptr<caliber::Op> find_op(const std::string& name) {
-  for (const auto& r : caliber::registered_ops()) {
-    if (r.backend != "cuda") continue;
-    auto op = r.factory();
-    if (op->info().name == name) return op;
-  }
-  return nullptr;
-}
+using caliber::gpu_test::cuda_device;
+using caliber::gpu_test::cuda_op;
 
 Case make_case(const caliber::Op& op, DType t, const std::vector<std::int64_t>& shape,
                std::map<std::string, std::string> params = {}) {
@@ -68,10 +49,10 @@ std::string describe(const GateCase& g, DType t) {
 // Runs the gate of every provider with its default config; returns failures as text.
 std::vector<std::string> run_gate(const GateCase& g, DType t) {
   std::vector<std::string> failures;
-  auto op = find_op(g.op);
+  auto op = cuda_op(g.op);
   if (!op) return {g.op + ": not registered for cuda"};
   const Case c = make_case(*op, t, g.shape, g.params);
-  auto w = op->setup(*device(), c);
+  auto w = op->setup(*cuda_device(), c);
   const auto providers = w->providers();
   if (providers.size() < 2 || providers[0].role != caliber::Role::baseline ||
       providers[1].role != caliber::Role::candidate) {
@@ -93,7 +74,7 @@ std::vector<std::string> run_gate(const GateCase& g, DType t) {
 class OpsA : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (device() == nullptr) GTEST_SKIP() << "no cuda device";
+    if (cuda_device() == nullptr) GTEST_SKIP() << "no cuda device";
   }
 };
 
@@ -103,16 +84,16 @@ TEST_F(OpsA, RegisteredWithFamiliesAndDtypes) {
       {"mul", "pointwise"},   {"gelu", "pointwise"},    {"silu", "pointwise"}, {"exp", "pointwise"},
       {"embedding", "index"}, {"index_select", "index"}};
   for (const auto& [name, family] : expected) {
-    auto op = find_op(name);
+    auto op = cuda_op(name);
     ASSERT_NE(op, nullptr) << name;
     const auto info = op->info();
     EXPECT_EQ(info.family, family) << name;
     const std::set<DType> dts(info.dtypes.begin(), info.dtypes.end());
     EXPECT_EQ(dts, (std::set<DType>{DType::f32, DType::f16, DType::bf16})) << name;
   }
-  auto mm = find_op("mm");
+  auto mm = cuda_op("mm");
   EXPECT_EQ(mm->canonical_shape({2, 384, 512, 640}), (std::vector<std::int64_t>{384, 512, 640}));
-  EXPECT_EQ(find_op("bmm")->canonical_shape({2, 384, 512, 640}).size(), 4u);
+  EXPECT_EQ(cuda_op("bmm")->canonical_shape({2, 384, 512, 640}).size(), 4u);
   EXPECT_EQ(mm->variants(false).size(), 1u);
   ASSERT_EQ(mm->variants(true).size(), 2u);
   EXPECT_EQ(mm->variants(true)[1].at("B"), "col");
@@ -158,9 +139,9 @@ TEST_F(OpsA, EveryTunedConfigPassesOrIsRejected) {
                                     {"bmm", {2, 128, 256, 64}, {{"B", "col"}}}};
   for (const auto& g : cases) {
     for (DType t : {DType::f32, DType::bf16}) {
-      auto op = find_op(g.op);
+      auto op = cuda_op(g.op);
       ASSERT_NE(op, nullptr);
-      auto w = op->setup(*device(), make_case(*op, t, g.shape, g.params));
+      auto w = op->setup(*cuda_device(), make_case(*op, t, g.shape, g.params));
       const auto providers = w->providers();
       ASSERT_GE(providers.size(), 2u);
       const auto& space = providers[1].space;
@@ -192,9 +173,9 @@ TEST_F(OpsA, LaunchesCanBeCapturedAndReplayed) {
       {"mm", {1, 256, 256, 256}, {}},     {"addmm", {1, 128, 64, 256}, {}},
       {"bmm", {2, 64, 64, 64}, {}},       {"embedding", {500, 256, 1000}, {}},
       {"index_select", {500, 33, 77}, {}}};
-  auto* dev = device();
+  auto* dev = cuda_device();
   for (const auto& g : cases) {
-    auto op = find_op(g.op);
+    auto op = cuda_op(g.op);
     ASSERT_NE(op, nullptr);
     auto w = op->setup(*dev, make_case(*op, DType::bf16, g.shape, g.params));
     const auto providers = w->providers();
@@ -221,10 +202,10 @@ TEST_F(OpsA, LaunchesCanBeCapturedAndReplayed) {
 }
 
 TEST_F(OpsA, NoVecSwitchChangesTheCandidate) {
-  auto op = find_op("add");
+  auto op = cuda_op("add");
   ASSERT_NE(op, nullptr);
   const Case c = make_case(*op, DType::f16, {4096, 4096});
-  auto w = op->setup(*device(), c);
+  auto w = op->setup(*cuda_device(), c);
   const std::string normal = w->providers()[1].label;
   ::setenv("CALIBER_EW_NOVEC", "1", 1);
   const std::string forced = w->providers()[1].label;
@@ -237,25 +218,25 @@ TEST_F(OpsA, NoVecSwitchChangesTheCandidate) {
 }
 
 TEST_F(OpsA, FlopAndByteFormulas) {
-  auto mm = find_op("mm");
-  auto addmm = find_op("addmm");
-  auto bmm = find_op("bmm");
-  auto add = find_op("add");
-  auto gelu = find_op("gelu");
-  auto emb = find_op("embedding");
-  auto w_mm = mm->setup(*device(), make_case(*mm, DType::f16, {1, 64, 128, 256}));
+  auto mm = cuda_op("mm");
+  auto addmm = cuda_op("addmm");
+  auto bmm = cuda_op("bmm");
+  auto add = cuda_op("add");
+  auto gelu = cuda_op("gelu");
+  auto emb = cuda_op("embedding");
+  auto w_mm = mm->setup(*cuda_device(), make_case(*mm, DType::f16, {1, 64, 128, 256}));
   EXPECT_DOUBLE_EQ(w_mm->flops(), 2.0 * 64 * 128 * 256);
   EXPECT_DOUBLE_EQ(w_mm->bytes(), 2.0 * (64 * 256 + 256 * 128 + 64 * 128));
-  auto w_addmm = addmm->setup(*device(), make_case(*addmm, DType::f32, {1, 64, 128, 256}));
+  auto w_addmm = addmm->setup(*cuda_device(), make_case(*addmm, DType::f32, {1, 64, 128, 256}));
   EXPECT_DOUBLE_EQ(w_addmm->flops(), 64.0 * 128 * (2 * 256 + 1));
   EXPECT_DOUBLE_EQ(w_addmm->bytes(), 4.0 * (64 * 256 + 256 * 128 + 64 * 128 + 128));
-  auto w_bmm = bmm->setup(*device(), make_case(*bmm, DType::bf16, {3, 64, 128, 256}));
+  auto w_bmm = bmm->setup(*cuda_device(), make_case(*bmm, DType::bf16, {3, 64, 128, 256}));
   EXPECT_DOUBLE_EQ(w_bmm->flops(), 2.0 * 3 * 64 * 128 * 256);
-  auto w_add = add->setup(*device(), make_case(*add, DType::bf16, {1000, 10}));
+  auto w_add = add->setup(*cuda_device(), make_case(*add, DType::bf16, {1000, 10}));
   EXPECT_DOUBLE_EQ(w_add->bytes(), 3.0 * 2 * 10000);
-  auto w_gelu = gelu->setup(*device(), make_case(*gelu, DType::f32, {1000, 10}));
+  auto w_gelu = gelu->setup(*cuda_device(), make_case(*gelu, DType::f32, {1000, 10}));
   EXPECT_DOUBLE_EQ(w_gelu->bytes(), 2.0 * 4 * 10000);
-  auto w_emb = emb->setup(*device(), make_case(*emb, DType::f32, {1000, 64, 500}));
+  auto w_emb = emb->setup(*cuda_device(), make_case(*emb, DType::f32, {1000, 64, 500}));
   EXPECT_DOUBLE_EQ(w_emb->bytes(), 2.0 * 4 * 64 * 500 + 8.0 * 500);
   // bytes_needed covers the buffers, so the harness can skip what does not fit.
   EXPECT_GE(mm->bytes_needed(make_case(*mm, DType::f32, {1, 4096, 4096, 4096})),

@@ -12,33 +12,15 @@
 
 #include "backends/registry.hpp"
 #include "caliber/caliber.hpp"
+#include "gpu/cuda_fixture.hpp"
 
 namespace {
 
 using caliber::Case;
 using caliber::DType;
 
-caliber::backends::Device* cuda_device() {
-  static caliber::backends::Device* dev = []() -> caliber::backends::Device* {
-    const auto* b = caliber::backends::find_backend("cuda");
-    if (b == nullptr) return nullptr;
-    try {
-      return b->open(0, 4321).release();
-    } catch (const std::exception&) {
-      return nullptr;
-    }
-  }();
-  return dev;
-}
-
-std::unique_ptr<caliber::Op> cuda_op(const std::string& name) {
-  for (const auto& r : caliber::registered_ops()) {
-    if (r.backend != "cuda") continue;
-    auto op = r.factory();
-    if (op->info().name == name) return op;
-  }
-  return nullptr;
-}
+using caliber::gpu_test::cuda_device;
+using caliber::gpu_test::cuda_op;
 
 Case case_of(const caliber::Op& op, DType t, const std::vector<std::int64_t>& shape) {
   Case c;
