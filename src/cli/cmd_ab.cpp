@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/compare_options.hpp"
 #include "cli/knob_options.hpp"
 #include "report/command.hpp"
 #include "run/ab.hpp"
@@ -35,13 +36,7 @@ void add_ab(CLI::App& root, int& exit_code) {
   sub->add_option("--timeout-per-run", *timeout, "Seconds a round's run may take; 0: none")
       ->group("A/B")
       ->check(CLI::NonNegativeNumber);
-  sub->add_option("--format", cmp->format, "Output: table, md, csv, json")->group("Output");
-  sub->add_option("--noise-band", cmp->noise_band_pct,
-                  "Noise band in percent: a CI wholly inside +/- it is SAME (default 2)")
-      ->group("Compare");
-  sub->add_option("--fail-on-regression", cmp->fail_on_regression_pct,
-                  "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100")
-      ->group("Compare");
+  add_compare_options(*sub, *cmp, /*ab=*/true);
   sub->callback([knobs, envs, args, rounds, timeout, cmp, &exit_code] {
     try {
       const core::Knobs k = knobs->resolve();

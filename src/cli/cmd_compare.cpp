@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/compare_options.hpp"
 #include "report/command.hpp"
 
 namespace caliber::cli {
@@ -28,21 +29,7 @@ void add_compare(CLI::App& root, int& exit_code) {
   auto cmp = std::make_shared<report::CompareCommand>();
   sub->add_option("A", *a, "Run or batch directory (the reference)")->required();
   sub->add_option("B", *b, "Run or batch directory (the change)")->required();
-  sub->add_option("--format", cmp->format, "Output: table, md, csv, json")->group("Output");
-  sub->add_option("--noise-band", cmp->noise_band_pct,
-                  "Noise band in percent: a CI wholly inside +/- it is SAME (default 2)")
-      ->group("Compare");
-  sub->add_option(
-         "--device-band", cmp->device_band_pct,
-         "Noise band in percent when A and B ran on different physical devices (default 6:\n"
-         "two H200s differed by up to 5.8% on the same code, 2026-11-29)")
-      ->group("Compare");
-  sub->add_option("--fail-on-regression", cmp->fail_on_regression_pct,
-                  "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100 (for CI)")
-      ->group("Compare");
-  sub->add_flag("--allow-mismatch", cmp->allow_mismatch,
-                "Compare even when the two calibers differ (the difference is still printed)")
-      ->group("Compare");
+  add_compare_options(*sub, *cmp);
   sub->callback(
       [a, b, cmp, &exit_code] { exit_code = cmp->run({*a}, {*b}, std::cout, std::cerr); });
 }

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/compare_options.hpp"
 #include "report/command.hpp"
 #include "report/summary.hpp"
 
@@ -26,16 +27,7 @@ void add_summary(CLI::App& root, int& exit_code) {
   sub->add_option("dirs", *dirs, "Run or batch directories");
   sub->add_option("--ab", *ab, "Compare two runs or batches (A B), as `caliber compare`")
       ->expected(2);
-  sub->add_option("--format", cmp->format, "Output: table, md, csv, json")->group("Output");
-  sub->add_option("--noise-band", cmp->noise_band_pct,
-                  "Noise band in percent: a CI wholly inside +/- it is SAME (default 2)")
-      ->group("Compare");
-  sub->add_option("--fail-on-regression", cmp->fail_on_regression_pct,
-                  "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100 (for CI)")
-      ->group("Compare");
-  sub->add_flag("--allow-mismatch", cmp->allow_mismatch,
-                "Compare even when the two calibers differ (the difference is still printed)")
-      ->group("Compare");
+  add_compare_options(*sub, *cmp);
   sub->callback([dirs, ab, cmp, &exit_code] {
     if (!ab->empty()) {
       if (!dirs->empty()) {

@@ -1,0 +1,32 @@
+// The flags of a comparison, shared by compare, summary --ab and ab, so the three take the same
+// flags with the same meaning.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "report/command.hpp"
+
+namespace caliber::cli {
+
+// --format, --noise-band, --device-band, --fail-on-regression and, unless `ab` (whose rounds share
+// one caliber by construction), --allow-mismatch.
+inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool ab = false) {
+  sub.add_option("--format", cmp.format, "Output: table, md, csv, json")->group("Output");
+  sub.add_option("--noise-band", cmp.noise_band_pct,
+                 "Noise band in percent: a CI wholly inside +/- it is SAME (default 2)")
+      ->group("Compare");
+  sub.add_option(
+         "--device-band", cmp.device_band_pct,
+         "Noise band in percent when A and B ran on different physical devices (default 6:\n"
+         "two H200s differed by up to 5.8% on the same code, 2026-11-29)")
+      ->group("Compare");
+  sub.add_option("--fail-on-regression", cmp.fail_on_regression_pct,
+                 "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100 (for CI)")
+      ->group("Compare");
+  if (!ab)
+    sub.add_flag("--allow-mismatch", cmp.allow_mismatch,
+                 "Compare even when the two calibers differ (the difference is still printed)")
+        ->group("Compare");
+}
+
+}  // namespace caliber::cli
