@@ -5,7 +5,6 @@
 #include "cli/commands.hpp"
 #include "core/rundir.hpp"
 #include "report/html.hpp"
-#include "report/summary.hpp"
 
 namespace caliber::cli {
 namespace {
@@ -23,19 +22,11 @@ void add_report(CLI::App& root, int& exit_code) {
   sub->callback([dirs, out, &exit_code] {
     try {
       std::vector<std::filesystem::path> paths(dirs->begin(), dirs->end());
-      const auto runs = report::load_runs(report::expand_run_dirs(paths));
-      if (runs.empty()) {
-        exit_code = usage_error("report: no run directory under the given paths");
-        return;
-      }
-      report::Report r = report::summary_report(report::summarize(paths));
-      r.tables.insert(r.tables.begin(), report::caliber_table(runs));
-      r.tables.push_back(report::cases_table(runs));
+      const std::string page = report::html_report(paths);
       const std::filesystem::path file =
           out->empty() ? paths.front() / "report.html" : std::filesystem::path(*out);
-      core::write_file_atomic(
-          file, report::render_html(r, "caliber report: " + paths.front().filename().string()));
-      std::cout << "report: " << file.string() << " (" << runs.size() << " run(s))\n";
+      core::write_file_atomic(file, page);
+      std::cout << "report: " << file.string() << "\n";
       exit_code = kExitOk;
     } catch (const std::exception& e) {
       exit_code = usage_error(std::string("report: ") + e.what());

@@ -1,6 +1,9 @@
 #include "report/html.hpp"
 
 #include <sstream>
+#include <stdexcept>
+
+#include "report/summary.hpp"
 
 namespace caliber::report {
 
@@ -129,6 +132,15 @@ std::string render_html(const Report& r, const std::string& title) {
   for (const auto& w : r.warnings) o << "<p class=\"warn\">" << html_escape(w) << "</p>\n";
   o << "</body></html>\n";
   return o.str();
+}
+
+std::string html_report(const std::vector<std::filesystem::path>& dirs) {
+  const auto runs = load_runs(expand_run_dirs(dirs));
+  if (runs.empty()) throw std::invalid_argument("no run directory under the given paths");
+  Report r = summary_report(summarize(dirs));
+  r.tables.insert(r.tables.begin(), caliber_table(runs));
+  r.tables.push_back(cases_table(runs));
+  return render_html(r, "caliber report: " + dirs.front().filename().string());
 }
 
 }  // namespace caliber::report

@@ -19,6 +19,9 @@ namespace caliber::report {
 // One table of every case row of the runs: op, dtype, shape, latencies, speedup, TFLOPS, GB/s,
 // percent of peak, status and markers.
 [[nodiscard]] Table cases_table(const std::vector<RunData>& runs);
+// The page of `caliber report`: each run's caliber, the summary, every case. Throws
+// std::invalid_argument when the paths hold no run.
+[[nodiscard]] std::string html_report(const std::vector<std::filesystem::path>& dirs);
 // One table of each run's caliber (backend, device, timer, level, tune, repeat, l2, peaks).
 [[nodiscard]] Table caliber_table(const std::vector<RunData>& runs);
 
