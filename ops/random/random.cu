@@ -126,6 +126,67 @@ __global__ void from_curand_kernel(const float* __restrict__ u, T* __restrict__ 
   }
 }
 
+// Per-block partials of the statistics check. rand/randn: count = elements non-finite or out of
+// range, sum/sum2 over the rest. dropout: kept = elements whose mask is 1, count = elements whose
+// mask is above 1 or whose output is not exactly round(x * 2) (kept) or 0 (dropped).
+struct alignas(16) StatsAcc {
+  double sum;
+  double sum2;
+  unsigned long long count;
+  unsigned long long kept;
+};
+
+struct StatsCombine {
+  __device__ __forceinline__ StatsAcc operator()(const StatsAcc& a, const StatsAcc& b) const {
+    return StatsAcc{a.sum + b.sum, a.sum2 + b.sum2, a.count + b.count, a.kept + b.kept};
+  }
+};
+
+constexpr int kStatsBlock = 256;
+
+template <Kind K, class T>
+__global__ void __launch_bounds__(kStatsBlock)
+    stats_kernel(const T* __restrict__ y, const unsigned char* __restrict__ mask,
+                 const T* __restrict__ x, long long n, StatsAcc* __restrict__ partial) {
+  __shared__ StatsAcc scratch[33];
+  StatsAcc a{0.0, 0.0, 0ull, 0ull};
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const float v = to_float(y[i]);
+    if constexpr (K == Kind::dropout) {
+      // Mirrors the host's round_to(x * 2, dtype): x * 2 is exact in float, then rounded to T.
+      // Compared as values (not bits), like the host's double comparison: NaN never matches.
+      const unsigned char m = mask[i];
+      const bool keep = m == 1;
+      a.kept += keep ? 1ull : 0ull;
+      const float expect = keep ? to_float(from_float<T>(to_float(x[i]) * 2.f)) : 0.f;
+      if (!(m <= 1) || !(v == expect)) ++a.count;
+    } else {
+      const bool ok = isfinite(v) && (K == Kind::randn || (v >= 0.f && v <= 1.f));
+      if (!ok) {
+        ++a.count;
+        continue;
+      }
+      const double d = v;
+      a.sum += d;
+      a.sum2 += d * d;
+    }
+  }
+  const StatsAcc r =
+      rowsb::block_reduce(a, StatsCombine{}, StatsAcc{0.0, 0.0, 0ull, 0ull}, scratch);
+  if (threadIdx.x == 0) partial[blockIdx.x] = r;
+}
+
+// The Kolmogorov-Smirnov sample: out[j] = y[j * stride] for every j * stride < n.
+template <class T>
+__global__ void gather_kernel(const T* __restrict__ y, long long m, long long stride,
+                              T* __restrict__ out) {
+  for (long long j = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; j < m;
+       j += static_cast<long long>(gridDim.x) * blockDim.x) {
+    out[j] = y[j * stride];
+  }
+}
+
 double normal_cdf(double z) {
   return 0.5 * std::erfc(-z / std::sqrt(2.0));
 }
@@ -305,52 +366,77 @@ class RandomWorkload final : public Workload {
     });
   }
 
-  // Streams the whole output back: every element finite and in range; mean and variance over
-  // all of it; a Kolmogorov-Smirnov distance on a strided sample; dropout's keep rate and the
-  // exact scaling of kept values.
+  // Every element finite and in range; mean and variance over all of it; a Kolmogorov-Smirnov
+  // distance on a strided sample; dropout's keep rate and the exact scaling of kept values. The
+  // pass over all n elements runs on the device (per-block partials in double, summed here in
+  // block order, so the result is deterministic); only the partials and the strided sample
+  // cross to the host.
   [[nodiscard]] Accuracy statistics(std::size_t p) {
     const double u = ref::unit_roundoff(case_.dtype);
     const double n = static_cast<double>(n_);
     const std::int64_t want = std::min<std::int64_t>(n_, 1 << 16);
     const std::int64_t stride = std::max<std::int64_t>(1, n_ / want);
-    std::vector<double> sample;
-    double sum = 0, sum2 = 0;
-    std::size_t out_of_range = 0, kept = 0, bad_scale = 0;
-    std::vector<unsigned char> mask;
-    std::vector<double> xin;
-    const std::int64_t chunk = std::int64_t{1} << 24;
-    for (std::int64_t off = 0; off < n_; off += chunk) {
-      const std::int64_t m = std::min(chunk, n_ - off);
-      std::vector<double> y;
-      rowsb::stream_back(
-          y_.get(), case_.dtype, off, m, s_,
-          [&](const std::vector<double>& v, std::int64_t) { y = v; }, chunk);
-      if (kind_ == Kind::dropout) {
-        rowsb::stream_back(
-            x_.get(), case_.dtype, off, m, s_,
-            [&](const std::vector<double>& v, std::int64_t) { xin = v; }, chunk);
-        mask.resize(static_cast<std::size_t>(m));
-        CALIBER_CUDA_CHECK(cudaMemcpy(mask.data(), mask_.as<unsigned char>() + off,
-                                      static_cast<std::size_t>(m), cudaMemcpyDeviceToHost));
+    const unsigned grid = grid_for(n_, kStatsBlock, ctx_.props(), 1, 2048 / kStatsBlock);
+    if (partial_.get() == nullptr) {
+      partial_ = Buffer(ctx_, static_cast<std::size_t>(grid) * sizeof(StatsAcc));
+    }
+    // Strided indices 0, stride, 2 * stride, ... below n (fewer than 2 * want of them).
+    const std::int64_t strided = kind_ == Kind::dropout ? 0 : ceil_div(n_, stride);
+    const std::size_t es = size_of(case_.dtype);
+    if (strided > 0 && sample_.get() == nullptr) {
+      sample_ = Buffer(ctx_, static_cast<std::size_t>(strided) * es);
+    }
+    dispatch_float(case_.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      auto* part = partial_.as<StatsAcc>();
+      switch (kind_) {
+        case Kind::rand:
+          stats_kernel<Kind::rand, T>
+              <<<grid, kStatsBlock, 0, s_>>>(y_.as<const T>(), nullptr, nullptr, n_, part);
+          break;
+        case Kind::randn:
+          stats_kernel<Kind::randn, T>
+              <<<grid, kStatsBlock, 0, s_>>>(y_.as<const T>(), nullptr, nullptr, n_, part);
+          break;
+        case Kind::dropout:
+          stats_kernel<Kind::dropout, T><<<grid, kStatsBlock, 0, s_>>>(
+              y_.as<const T>(), mask_.as<const unsigned char>(), x_.as<const T>(), n_, part);
+          break;
       }
-      for (std::size_t k = 0; k < y.size(); ++k) {
-        const double v = y[k];
-        const auto i = off + static_cast<std::int64_t>(k);
-        if (kind_ == Kind::dropout) {
-          const bool keep = mask[k] == 1;
-          kept += keep;
-          const double expect = keep ? ref::round_to(xin[k] * 2.0, case_.dtype) : 0.0;
-          if (!(mask[k] <= 1) || !(v == expect)) ++bad_scale;
-          continue;
-        }
+      CALIBER_LAUNCH_CHECK("stats_kernel");
+      if (strided > 0) {
+        gather_kernel<T><<<grid_for(strided, 256, ctx_.props()), 256, 0, s_>>>(
+            y_.as<const T>(), strided, stride, sample_.as<T>());
+        CALIBER_LAUNCH_CHECK("gather_kernel");
+      }
+    });
+    std::vector<StatsAcc> parts(grid);
+    CALIBER_CUDA_CHECK(cudaMemcpyAsync(
+        parts.data(), partial_.get(), parts.size() * sizeof(StatsAcc), cudaMemcpyDeviceToHost, s_));
+    std::vector<unsigned char> raw(static_cast<std::size_t>(strided) * es);
+    if (!raw.empty()) {
+      CALIBER_CUDA_CHECK(
+          cudaMemcpyAsync(raw.data(), sample_.get(), raw.size(), cudaMemcpyDeviceToHost, s_));
+    }
+    sync(s_);
+    double sum = 0, sum2 = 0;
+    std::uint64_t bad = 0, kept = 0;
+    for (const StatsAcc& q : parts) {
+      sum += q.sum;
+      sum2 += q.sum2;
+      bad += q.count;
+      kept += q.kept;
+    }
+    const std::uint64_t out_of_range = bad, bad_scale = bad;
+    // The first `want` finite, in-range values at the strided indices, in index order.
+    std::vector<double> sample;
+    if (!raw.empty()) {
+      const std::vector<double> got = ref::to_double(raw.data(), case_.dtype, raw.size() / es);
+      sample.reserve(static_cast<std::size_t>(want));
+      for (const double v : got) {
+        if (static_cast<std::int64_t>(sample.size()) >= want) break;
         const bool ok = std::isfinite(v) && (kind_ == Kind::randn || (v >= 0.0 && v <= 1.0));
-        if (!ok) {
-          ++out_of_range;
-          continue;
-        }
-        sum += v;
-        sum2 += v * v;
-        if (i % stride == 0 && static_cast<std::int64_t>(sample.size()) < want) sample.push_back(v);
+        if (ok) sample.push_back(v);
       }
     }
     Accuracy a;
@@ -399,6 +485,7 @@ class RandomWorkload final : public Workload {
   std::int64_t n_;
   cudaStream_t s_;
   Buffer y_, x_, mask_, scratch_;
+  Buffer partial_, sample_;  // statistics(): per-block partials and the strided KS sample
   curandGenerator_t gen_ = nullptr;
   GeneratorState own_state_;  // where the backend has no default generator
   int block_ = 256;
