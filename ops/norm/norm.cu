@@ -3,13 +3,18 @@
 // Baseline: cuDNN's softmax (ACCURATE / LOG, INSTANCE mode on an N x C x 1 x 1 tensor) where
 // cuDNN is built in and has the dtype; otherwise, and for layer_norm / rms_norm which cuDNN's
 // legacy API lacks, a plain two-kernel reference (statistics pass, then a normalizing pass that
-// reads the row again). Candidate: single-pass statistics (online softmax, Welford) with the row
-// kept in shared memory, so it is read from device memory once; rows too long for shared memory
-// or too few to fill the device are split over blocks.
+// reads the row again). Candidate: the row is read once from device memory (16-byte vector loads)
+// into shared memory in its own type, the statistics are exact two-pass ones over that copy (max
+// then sum of exp; mean then centered sum of squares; sum of squares), and the output is written
+// once with 16-byte stores; one wave of resident blocks loops over the rows. Rows too long for
+// shared memory or too few to fill the device are split over blocks (two kernels, with single-
+// pass mergeable statistics: online softmax, Welford).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <type_traits>
 
 #include "common/cuda_common.cuh"
 #include "common/rows_b.cuh"
@@ -41,8 +46,8 @@ const char* kind_name(Kind k) {
 constexpr float kLayerEps = 1e-5f;
 constexpr float kRmsEps = 1e-6f;
 
-// Running statistics of part of a row. softmax: (max, sum of exp(x - max)); layer_norm:
-// Welford (count, mean, M2); rms_norm: (sum of squares).
+// Split path: running statistics of part of a row. softmax: (max, sum of exp(x - max));
+// layer_norm: Welford (count, mean, M2); rms_norm: (sum of squares).
 struct Stats {
   float a, b, c;
 };
@@ -98,32 +103,221 @@ __device__ __forceinline__ T apply(float x, Fin f, const T* w, const T* b, long 
   return from_float<T>(x * f.scale * to_float(w[j]));
 }
 
-// Candidate: a block per row; the row is read once into shared memory (as float) while the
-// statistics accumulate, then normalized from there. Without shared memory (SMEM false) the
-// second pass reads the row again (from L2 for moderate rows).
-template <Kind K, class T, bool SMEM>
-__global__ void fused_rows_kernel(const T* __restrict__ x, T* __restrict__ y,
-                                  const T* __restrict__ w, const T* __restrict__ bias,
-                                  long long rows, long long cols) {
-  extern __shared__ float row_buf[];
-  __shared__ Stats scratch[33];
-  const StatOps<K> comb;
+// ---------------------------------------------------------------------------------------------
+// Candidate, fused path: a block per row (grid-stride over rows, one wave of resident blocks),
+// the row kept in shared memory in its own type T so that device memory sees each element read
+// once and written once. With V > 1 (cols % V == 0, 16-byte aligned rows) the row is copied
+// 16 bytes at a time with cp.async, straight into shared memory: the whole row is in flight at
+// once without staging registers. The output is written with 16-byte stores. With V = 1 the
+// copy goes through registers, kUnroll elements in flight per thread. The statistics are exact
+// two-pass ones over the shared copy: softmax max, then sum of exp(x - max); layer_norm sum,
+// then sum of (x - mean)^2; rms_norm sum of squares.
+//
+// Shared memory: every thread reads back only the slots it wrote itself (vector i of the row
+// belongs to thread i % blockDim.x in every pass, and cp.async.wait_all makes a thread's own
+// copies visible to it), so within a row the passes need no barrier for the row buffer; the
+// block reductions carry their own barriers (the trailing one lets the scratch be reused). One
+// __syncthreads at the end of each row separates the last reads of a row from the next row's
+// asynchronous copies into the same buffer.
+
+constexpr int kUnroll = 4;  // copy through registers: vectors loaded before any is stored
+
+// 16 bytes from global to shared memory, asynchronously (sm_80+; L2 only, no register staging).
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
+  const auto s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+struct MaxOp {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+struct SumOp {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+
+// V elements to float; pairs of 16-bit types are converted two at a time.
+template <class T, int V>
+__device__ __forceinline__ void unpack(const Vec<T, V>& in, float (&f)[V]) {
+  if constexpr (std::is_same_v<T, __half> && V % 2 == 0) {
+#pragma unroll
+    for (int e = 0; e < V; e += 2) {
+      const float2 p = __half22float2(*reinterpret_cast<const __half2*>(&in.v[e]));
+      f[e] = p.x;
+      f[e + 1] = p.y;
+    }
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16> && V % 2 == 0) {
+#pragma unroll
+    for (int e = 0; e < V; e += 2) {
+      const float2 p = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&in.v[e]));
+      f[e] = p.x;
+      f[e + 1] = p.y;
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) f[e] = to_float(in.v[e]);
+  }
+}
+
+// V floats to T, rounded to nearest even (as from_float).
+template <class T, int V>
+__device__ __forceinline__ Vec<T, V> pack(const float (&f)[V]) {
+  Vec<T, V> out;
+  if constexpr (std::is_same_v<T, __half> && V % 2 == 0) {
+#pragma unroll
+    for (int e = 0; e < V; e += 2) {
+      *reinterpret_cast<__half2*>(&out.v[e]) = __floats2half2_rn(f[e], f[e + 1]);
+    }
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16> && V % 2 == 0) {
+#pragma unroll
+    for (int e = 0; e < V; e += 2) {
+      *reinterpret_cast<__nv_bfloat162*>(&out.v[e]) = __floats2bfloat162_rn(f[e], f[e + 1]);
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) out.v[e] = from_float<T>(f[e]);
+  }
+  return out;
+}
+
+// exp(x - m) for softmax. float rows use the accurate expf; 16-bit rows, whose outputs are
+// rounded to 11 or 8 bits, use exp2 of a prescaled argument (a few 1e-7 relative error, far
+// below their rounding) which halves the instruction count of the two exponentials per element.
+template <class T>
+__device__ __forceinline__ float exp_shifted(float x, [[maybe_unused]] float m,
+                                             [[maybe_unused]] float m_log2e) {
+  if constexpr (std::is_same_v<T, float>) {
+    return expf(x - m);
+  } else {
+    return exp2f(fmaf(x, 1.4426950408889634f, -m_log2e));
+  }
+}
+
+template <Kind K, class T, int V>
+__global__ void __launch_bounds__(1024)
+    fused_rows_kernel(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ w,
+                      const T* __restrict__ bias, long long rows, long long cols) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* const row_buf = reinterpret_cast<T*>(smem_raw);
+  __shared__ float scratch[33];
+  constexpr bool kSoftmax = K == Kind::softmax || K == Kind::log_softmax;
+  const int nvec = static_cast<int>(cols / V);  // cols % V == 0 (host-checked)
+  const int tid = static_cast<int>(threadIdx.x);
+  const int nt = static_cast<int>(blockDim.x);
+  const float n = static_cast<float>(cols);
+
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T* xr = x + r * cols;
-    T* yr = y + r * cols;
-    Stats s = StatOps<K>::identity();
-    for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
-      const float v = to_float(xr[j]);
-      if constexpr (SMEM) row_buf[j] = v;
-      s = comb(s, StatOps<K>::one(v));
+    const T* const xr = x + r * cols;
+    T* const yr = y + r * cols;
+
+    // Pass 0: device memory -> shared memory (this thread's slots only).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    constexpr bool kAsync = V * sizeof(T) == 16;
+#else
+    constexpr bool kAsync = false;
+#endif
+    if constexpr (kAsync) {
+      for (int i = tid; i < nvec; i += nt) {
+        cp_async_16(row_buf + i * V, xr + static_cast<long long>(i) * V);
+      }
+      cp_async_wait_all();
+    } else {
+      for (int i0 = tid; i0 < nvec; i0 += kUnroll * nt) {
+        Vec<T, V> v[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int i = i0 + u * nt;
+          if (i < nvec) v[u] = load_vec<T, V>(xr + static_cast<long long>(i) * V);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int i = i0 + u * nt;
+          if (i < nvec) store_vec<T, V>(row_buf + i * V, v[u]);
+        }
+      }
     }
-    s = rowsb::block_reduce(s, comb, StatOps<K>::identity(), scratch);
-    const Fin f = finish<K>(s, cols);
-    for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
-      const float v = SMEM ? row_buf[j] : to_float(xr[j]);
-      yr[j] = apply<K, T>(v, f, w, bias, j);
+
+    // Pass 1 over the shared copy: max, sum or sum of squares.
+    float acc = kSoftmax ? -INFINITY : 0.f;
+    for (int i = tid; i < nvec; i += nt) {
+      float f[V];
+      unpack<T, V>(load_vec<T, V>(row_buf + i * V), f);
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        if constexpr (kSoftmax) {
+          acc = fmaxf(acc, f[e]);
+        } else if constexpr (K == Kind::layer_norm) {
+          acc += f[e];
+        } else {
+          acc = fmaf(f[e], f[e], acc);
+        }
+      }
     }
-    __syncthreads();  // row_buf is rewritten by the next row
+
+    // Pass 2 (softmax, layer_norm) and the row's final constants.
+    float shift = 0.f, scale = 1.f, shift_log2e = 0.f;
+    if constexpr (kSoftmax) {
+      const float m = rowsb::block_reduce(acc, MaxOp{}, -INFINITY, scratch);
+      const float m_log2e = m * 1.4426950408889634f;
+      float s = 0.f;
+      for (int i = tid; i < nvec; i += nt) {
+        float f[V];
+        unpack<T, V>(load_vec<T, V>(row_buf + i * V), f);
+#pragma unroll
+        for (int e = 0; e < V; ++e) s += exp_shifted<T>(f[e], m, m_log2e);
+      }
+      s = rowsb::block_reduce(s, SumOp{}, 0.f, scratch);
+      shift = m;
+      shift_log2e = m_log2e;
+      scale = K == Kind::softmax ? 1.f / s : logf(s);  // log_softmax: x - m - log(sum)
+    } else if constexpr (K == Kind::layer_norm) {
+      const float mean = rowsb::block_reduce(acc, SumOp{}, 0.f, scratch) / n;
+      float q = 0.f;
+      for (int i = tid; i < nvec; i += nt) {
+        float f[V];
+        unpack<T, V>(load_vec<T, V>(row_buf + i * V), f);
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          const float d = f[e] - mean;
+          q = fmaf(d, d, q);
+        }
+      }
+      q = rowsb::block_reduce(q, SumOp{}, 0.f, scratch);
+      shift = mean;
+      scale = rsqrtf(q / n + kLayerEps);
+    } else {
+      const float ss = rowsb::block_reduce(acc, SumOp{}, 0.f, scratch);
+      scale = rsqrtf(ss / n + kRmsEps);
+    }
+
+    // Pass 3: normalize from shared memory into device memory (weight and bias are L2-resident).
+#pragma unroll 2
+    for (int i = tid; i < nvec; i += nt) {
+      float f[V];
+      unpack<T, V>(load_vec<T, V>(row_buf + i * V), f);
+      if constexpr (K == Kind::softmax) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) f[e] = exp_shifted<T>(f[e], shift, shift_log2e) * scale;
+      } else if constexpr (K == Kind::log_softmax) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) f[e] = (f[e] - shift) - scale;
+      } else if constexpr (K == Kind::layer_norm) {
+        float fw[V], fb[V];
+        unpack<T, V>(load_vec<T, V>(w + i * V), fw);
+        unpack<T, V>(load_vec<T, V>(bias + i * V), fb);
+#pragma unroll
+        for (int e = 0; e < V; ++e) f[e] = fmaf((f[e] - shift) * scale, fw[e], fb[e]);
+      } else {
+        float fw[V];
+        unpack<T, V>(load_vec<T, V>(w + i * V), fw);
+#pragma unroll
+        for (int e = 0; e < V; ++e) f[e] = f[e] * scale * fw[e];
+      }
+      store_vec<T, V>(yr + static_cast<long long>(i) * V, pack<T, V>(f));
+    }
+    __syncthreads();  // row_buf is overwritten (asynchronously) by the next row
   }
 }
 
@@ -228,9 +422,12 @@ class NormWorkload final : public Workload {
     ProviderInfo cand;
     cand.name = "caliber";
     cand.role = Role::candidate;
-    cand.label = kind_ == Kind::layer_norm ? "own single-pass Welford kernel, row in shared memory"
-                                           : "own single-pass kernel, row in shared memory";
-    cand.space = rowsb::block_space(rs_);
+    cand.label = kind_ == Kind::layer_norm
+                     ? "own kernel, row in shared memory, 16-byte accesses, two-pass mean/variance"
+                 : kind_ == Kind::rms_norm
+                     ? "own kernel, row in shared memory, 16-byte accesses"
+                     : "own kernel, row in shared memory, 16-byte accesses, max then sum of exp";
+    cand.space = rowsb::block_space(rs_, default_block());
     return {base, cand};
   }
 
@@ -295,15 +492,45 @@ class NormWorkload final : public Workload {
     int block = 256;
     bool split = false;
     bool smem = false;
+    int vec = 1;                 // fused path: elements per global access (16 bytes or 1)
+    unsigned grid = 1;           // fused path: resident blocks of the whole device
+    std::size_t smem_bytes = 0;  // fused path: the row, in T
     std::int64_t chunk = 1, splits = 1;
     Buffer partial;
   };
 
+  // The fused path keeps the row (in T) in shared memory up to this size; longer rows go to
+  // the split path. 96 KB leaves room for two blocks per SM on the H200 (228 KB).
+  static constexpr std::size_t kMaxRowSmem = 96 * 1024;
+
+  [[nodiscard]] std::size_t row_smem_bytes() const {
+    const std::size_t raw = static_cast<std::size_t>(rs_.cols) * size_of(case_.dtype);
+    return (raw + 15) / 16 * 16;
+  }
+
+  // Default block of the candidate. A row of 40 KB or more in shared memory leaves room for at
+  // most five blocks per SM (228 KB on Hopper), so 256-thread blocks would keep at most 1280
+  // threads resident; 512 doubles that for the same rows in flight. Smaller rows fit six or more
+  // blocks and keep 256: more rows in flight per SM, each with its whole copy outstanding. Rows
+  // above kMaxRowSmem take the split path, tuned at 256.
+  [[nodiscard]] std::int64_t default_block() const {
+    const std::size_t row = row_smem_bytes();
+    return row >= 40 * 1024 && row <= kMaxRowSmem ? 512 : 256;
+  }
+
+  // 16-byte accesses need every row (cols % V == 0) and every base pointer 16-byte aligned.
+  template <class T>
+  [[nodiscard]] bool vector_ok(const void* out) const {
+    constexpr int kV = max_vec<T>();
+    return rs_.cols % kV == 0 && aligned_to(x_.get(), 16) && aligned_to(out, 16) &&
+           aligned_to(w_.get(), 16) && aligned_to(b_.get(), 16);
+  }
+
   void plan_split(Plan& plan, int block, bool force_split) {
     plan.block = block;
     const std::int64_t target = rowsb::fill_blocks(ctx_.props(), block);
-    const std::size_t smem_bytes = static_cast<std::size_t>(rs_.cols) * sizeof(float);
-    plan.smem = !force_split && smem_bytes <= 96 * 1024;
+    plan.smem_bytes = row_smem_bytes();
+    plan.smem = !force_split && plan.smem_bytes <= kMaxRowSmem;
     plan.split = force_split || (rs_.rows < target / 2 && rs_.cols >= 16 * block) || !plan.smem;
     if (plan.split) {
       plan.smem = false;
@@ -319,11 +546,37 @@ class NormWorkload final : public Workload {
       using T = decltype(tag);
       with_kind([&](auto kc) {
         constexpr Kind K = decltype(kc)::value;
-        if (plan.smem) {
-          require_launchable(fused_rows_kernel<K, T, true>, block, smem_bytes, "fused_rows_kernel");
-        } else {
-          require_launchable(fused_rows_kernel<K, T, false>, block, 0, "fused_rows_kernel");
+        if (plan.split) {
+          require_launchable(partial_stats_kernel<K, T>, block, 0, "partial_stats_kernel");
+          require_launchable(apply_split_kernel<K, T>, block, 0, "apply_split_kernel");
+          return;
         }
+        // Both widths are made launchable: run_plan falls back to V = 1 for an unaligned output.
+        constexpr int kV = max_vec<T>();
+        plan.vec = vector_ok<T>(y_.get()) ? kV : 1;
+        const auto setup = [&](auto kernel) {
+          require_launchable(kernel, block, plan.smem_bytes, "fused_rows_kernel");
+          // Rows live in shared memory: ask for the largest carveout so that the most blocks
+          // fit per SM (the occupancy query below assumes it).
+          CALIBER_CUDA_CHECK(cudaFuncSetAttribute(kernel,
+                                                  cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                  cudaSharedmemCarveoutMaxShared));
+          int blocks = 0;
+          CALIBER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block,
+                                                                           plan.smem_bytes));
+          return blocks;
+        };
+        const int occ_vec = setup(fused_rows_kernel<K, T, kV>);
+        const int occ_one = setup(fused_rows_kernel<K, T, 1>);
+        const int occupancy = plan.vec == kV ? occ_vec : occ_one;
+        if (occupancy < 1) {
+          throw ConfigRejected("fused_rows_kernel: block " + std::to_string(block) + " with " +
+                               std::to_string(plan.smem_bytes) +
+                               " bytes of shared memory fits no block on an SM");
+        }
+        // One wave of resident blocks, each looping over rows: no tail wave, and the rows of a
+        // block's loop differ by at most one across blocks.
+        plan.grid = grid_for(rs_.rows, 1, ctx_.props(), 1, occupancy);
       });
     });
   }
@@ -367,15 +620,13 @@ class NormWorkload final : public Workload {
           CALIBER_LAUNCH_CHECK("apply_split_kernel");
           return;
         }
-        const unsigned grid =
-            grid_for(rs_.rows, 1, ctx_.props(), 4, std::max(1, 2048 / plan.block));
-        if (plan.smem) {
-          const std::size_t smem = static_cast<std::size_t>(rs_.cols) * sizeof(float);
-          fused_rows_kernel<K, T, true>
-              <<<grid, plan.block, smem, s_>>>(x, y, w, b, rs_.rows, rs_.cols);
+        constexpr int kV = max_vec<T>();
+        if (plan.vec == kV && aligned_to(out, 16)) {
+          fused_rows_kernel<K, T, kV>
+              <<<plan.grid, plan.block, plan.smem_bytes, s_>>>(x, y, w, b, rs_.rows, rs_.cols);
         } else {
-          fused_rows_kernel<K, T, false>
-              <<<grid, plan.block, 0, s_>>>(x, y, w, b, rs_.rows, rs_.cols);
+          fused_rows_kernel<K, T, 1>
+              <<<plan.grid, plan.block, plan.smem_bytes, s_>>>(x, y, w, b, rs_.rows, rs_.cols);
         }
         CALIBER_LAUNCH_CHECK("fused_rows_kernel");
       });
