@@ -94,7 +94,9 @@ TEST_F(OpsB, EveryProviderPassesItsGate) {
       // Norms: shared-memory rows, split rows, odd rows.
       {"softmax", {64, 64}},
       {"softmax", {4096, 4096}},
-      {"softmax", {1048576}},
+      // Split rows (few, long). Not one row of 2^20: its fp16 outputs lie below fp16's normal
+      // range, where no provider meets a tolerance (cuDNN failed it too, H200 2026-11-29).
+      {"softmax", {2, 16384}},
       {"softmax", {5, 100003}},
       {"log_softmax", {64, 1000}},
       {"log_softmax", {1048576}},
