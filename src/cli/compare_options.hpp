@@ -8,8 +8,8 @@
 
 namespace caliber::cli {
 
-// --format, --noise-band, --device-band, --fail-on-regression and, unless `ab` (whose rounds share
-// one caliber by construction), --allow-mismatch.
+// --format, --noise-band, --device-band, --run-noise, --fail-on-regression and, unless `ab` (whose
+// rounds share one caliber by construction), --allow-mismatch.
 inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool ab = false) {
   sub.add_option("--format", cmp.format, "Output: table, md, csv, json")->group("Output");
   sub.add_option("--noise-band", cmp.noise_band_pct,
@@ -19,6 +19,11 @@ inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool
          "--device-band", cmp.device_band_pct,
          "Noise band in percent when A and B ran on different physical devices (default 6:\n"
          "two H200s differed by up to 5.8% on the same code, 2026-11-29)")
+      ->group("Compare");
+  sub.add_option("--run-noise", cmp.run_noise,
+                 "Run-to-run noise per side in percent, added to the CI of a side with fewer than\n"
+                 "three runs: PCT[,FAMILY=PCT...] (default 0.5,blas=4: same code on one H200 moved\n"
+                 "GEMMs by up to 11.8% between runs, other families stayed inside 2%, 2026-11-29)")
       ->group("Compare");
   sub.add_option("--fail-on-regression", cmp.fail_on_regression_pct,
                  "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100 (for CI)")

@@ -17,6 +17,7 @@ struct CompareCommand {
   std::string format = "table";
   double noise_band_pct = 2.0;
   double device_band_pct = 6.0;        // band when the sides ran on different physical devices
+  std::string run_noise = "0.5,blas=4";  // run-to-run noise per side, percent: default, FAMILY=PCT
   double fail_on_regression_pct = -1;  // < 0: not given
   bool allow_mismatch = false;
 

@@ -1,9 +1,12 @@
 #include "report/compare.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <sstream>
+#include <stdexcept>
 
 namespace caliber::report {
 
@@ -28,6 +31,73 @@ Verdict verdict_for(core::Interval ci, double band) noexcept {
   return Verdict::unsure;
 }
 
+namespace {
+// The standard normal quantile at p in (0, 1), by bisection on erfc (accurate to ~1e-12).
+double normal_quantile(double p) {
+  double lo = -40, hi = 40;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    if (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+}  // namespace
+
+core::Interval widen_for_run_noise(core::Interval ci, double ratio, double sd_a, double sd_b,
+                                   double confidence) {
+  if (!(ratio > 0) || !(ci.lo > 0) || !(ci.hi > 0)) return ci;
+  const double z = normal_quantile(0.5 + 0.5 * confidence);
+  const double extra = z * std::sqrt(sd_a * sd_a + sd_b * sd_b);
+  if (!(extra > 0)) return ci;
+  const double c = std::log(ratio);
+  const double below = std::max(0.0, c - std::log(ci.lo));
+  const double above = std::max(0.0, std::log(ci.hi) - c);
+  return {std::exp(c - std::hypot(below, extra)), std::exp(c + std::hypot(above, extra))};
+}
+
+void parse_run_noise(const std::string& spec, CompareOptions& opt) {
+  const std::string allowed =
+      "a comma list of PCT (the default) and FAMILY=PCT, percentages from 0 to below 100, "
+      "e.g. 0.5,blas=4";
+  std::map<std::string, double> fam;
+  std::optional<double> def;
+  std::size_t start = 0;
+  while (start <= spec.size()) {
+    const std::size_t comma = spec.find(',', start);
+    const std::string item =
+        spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::size_t eq = item.find('=');
+    const std::string name = eq == std::string::npos ? "" : item.substr(0, eq);
+    const std::string num = eq == std::string::npos ? item : item.substr(eq + 1);
+    double v = 0;
+    std::size_t used = 0;
+    bool ok = !num.empty() && (eq == std::string::npos || !name.empty());
+    for (const char ch : name)
+      ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '_');
+    if (ok) {
+      try {
+        v = std::stod(num, &used);
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    ok = ok && used == num.size() && std::isfinite(v) && v >= 0 && v < 100;
+    if (!ok)
+      throw std::invalid_argument("--run-noise: '" + spec + "' is not allowed (" + allowed + ")");
+    if (name.empty())
+      def = v / 100.0;
+    else
+      fam[name] = v / 100.0;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (def) opt.run_noise = *def;
+  opt.run_noise_family = std::move(fam);
+}
+
 bool CompareResult::any_difference() const noexcept {
   return std::any_of(pairs.begin(), pairs.end(), [](const PairResult& p) {
     return p.verdict == Verdict::faster || p.verdict == Verdict::slower;
@@ -37,7 +107,7 @@ bool CompareResult::any_difference() const noexcept {
 namespace {
 
 struct SideCase {
-  std::string op, dtype, shape;
+  std::string op, dtype, shape, family;
   std::vector<const nlohmann::json*> rows;
 };
 
@@ -57,6 +127,7 @@ Side collect(const std::vector<RunData>& runs) {
         it->second.op = row_string(row, core::field::op);
         it->second.dtype = row_string(row, core::field::dtype);
         it->second.shape = row_string(row, core::field::shape);
+        it->second.family = row_string(row, "family");
       }
       it->second.rows.push_back(&row);
     }
@@ -239,6 +310,15 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
                                  x.groups, y->groups, opt.confidence, opt.resamples, opt.seed)
                            : core::bootstrap_median_ratio_ci(x.samples, y->samples, opt.confidence,
                                                              opt.resamples, opt.seed);
+        // A side with fewer than three runs cannot show the run-to-run noise: add it.
+        const auto fam = opt.run_noise_family.find(ca.family);
+        const double rn = fam != opt.run_noise_family.end() ? fam->second : opt.run_noise;
+        const double sd_a = x.groups.size() >= 3 ? 0.0 : rn;
+        const double sd_b = y->groups.size() >= 3 ? 0.0 : rn;
+        if (sd_a > 0 || sd_b > 0) {
+          pr.ci = widen_for_run_noise(pr.ci, pr.ratio, sd_a, sd_b, opt.confidence);
+          pr.run_noise = std::hypot(sd_a, sd_b);
+        }
         pr.verdict = verdict_for(pr.ci, out.band_used);
       } else {
         // One number per side says nothing about noise: no verdict can be honest.
@@ -330,6 +410,14 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
                         fmt((r.band_used > 0 ? r.band_used : opt.noise_band) * 100, 3) +
                         "%: FASTER/SLOWER when the CI lies wholly outside it, SAME when wholly "
                         "inside, else UNSURE");
+  {
+    std::string fams;
+    for (const auto& [f, v] : opt.run_noise_family) fams += ", " + f + " " + fmt(v * 100, 3) + "%";
+    pairs.notes.push_back(
+        "the CI includes run-to-run noise (--run-noise: " + fmt(opt.run_noise * 100, 3) + "%" +
+        fams +
+        " per side) for a side with fewer than three runs, whose own samples cannot show it");
+  }
   if (r.cross_device)
     pairs.notes.push_back(
         "the two sides ran on different physical devices (uuid): the band is widened to +/-" +

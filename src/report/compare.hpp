@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,12 +27,28 @@ enum class Verdict { faster, slower, same, unsure };
 // inside [1 - band, 1 + band]; otherwise UNSURE.
 [[nodiscard]] Verdict verdict_for(core::Interval ratio_ci, double band) noexcept;
 
+// The CI of a ratio widened by run-to-run noise: each side with fewer than three runs adds its
+// relative standard deviation `sd_a` / `sd_b`; the extra half-width z*sqrt(sd_a^2 + sd_b^2) is
+// combined in quadrature with each half of `ci` on a log scale around `ratio`.
+[[nodiscard]] core::Interval widen_for_run_noise(core::Interval ci, double ratio, double sd_a,
+                                                 double sd_b, double confidence);
+
 struct CompareOptions {
   double noise_band = 0.02;  // fraction
   // When the two sides ran on different physical devices (uuid), the band is at least this:
   // chip-to-chip differences are not in a CI built from one run's samples. Two runs of the same
   // code on two H200s differed by up to 5.8% (cuBLAS f16 4096^3 baseline, 2026-11-29).
   double device_band = 0.06;
+  // Run-to-run noise: the relative standard deviation between two runs of the same code on one
+  // device, which one run's samples cannot show (clock and power state, memory placement). A side
+  // with fewer than three runs of a case gets it added to its interval in quadrature; with three
+  // or more, the grouped bootstrap measures it. By family (the row's "family"), else `run_noise`.
+  // Same code, one H200, 2026-11-29: GEMM pairs' |log ratio| p50 0.5%, p99 6.6%, max 11.8%
+  // (cuBLAS and cuBLASLt alike, 7 pairs of runs); the other families' 200 pairs all stayed
+  // inside the 2% band. 4% for blas keeps every one of those pairs off FASTER/SLOWER; below
+  // ~13% a GEMM change needs `caliber ab` with three or more rounds to be called.
+  double run_noise = 0.005;
+  std::map<std::string, double> run_noise_family{{"blas", 0.04}};
   double confidence = 0.95;
   int resamples = 2000;
   std::uint64_t seed = 1;
@@ -39,6 +56,9 @@ struct CompareOptions {
   bool allow_mismatch = false;
   std::optional<double> fail_on_regression_pct;
 };
+
+// "1,blas=3" -> default 1%, blas 3% (fractions in the result). Throws std::invalid_argument.
+void parse_run_noise(const std::string& spec, CompareOptions& opt);
 
 struct PairResult {
   std::string op, dtype, shape;
@@ -50,6 +70,7 @@ struct PairResult {
   Verdict verdict = Verdict::unsure;
   bool fallback = false;  // either side's row carries BENCHMARK_DIRECT_NO_CUDAGRAPH
   bool grouped = false;   // the CI resampled runs, then samples (several runs on both sides)
+  double run_noise = 0;   // the run-to-run term added to the CI (log scale half-width), 0 if none
 };
 
 struct OpRange {

@@ -66,6 +66,7 @@ struct RowSpec {
   std::string op = "add";
   std::string dtype = "f32";
   std::string shape = "1024";
+  std::string family;  // empty: no "family" field
   std::string status = "ok";
   std::vector<double> cand;  // candidate samples (empty: baseline-only op)
   std::vector<double> base;  // baseline samples
@@ -90,6 +91,7 @@ inline json make_row(const RowSpec& s) {
               {"timer", "direct"},
               {"markers", s.markers},
               {"repeat", 1}};
+  if (!s.family.empty()) row["family"] = s.family;
   json provs = json::array();
   json lat = nullptr, base = nullptr;
   if (!s.cand.empty()) {

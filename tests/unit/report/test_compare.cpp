@@ -355,3 +355,85 @@ TEST(Compare, DriftBetweenRoundsWidensTheInterval) {
   const auto flat = caliber::core::bootstrap_median_ratio_ci(pa, pb);
   EXPECT_GT(g->ci.hi - g->ci.lo, 2 * (flat.hi - flat.lo));
 }
+
+// Run-to-run noise, which one run's samples cannot show, widens a single run's interval:
+// in quadrature on a log scale, by z * sqrt(sd_a^2 + sd_b^2).
+TEST(RunNoise, WidensInQuadratureOnALogScale) {
+  const caliber::core::Interval ci{1.04, 1.06};
+  const auto same = widen_for_run_noise(ci, 1.05, 0, 0, 0.95);
+  EXPECT_DOUBLE_EQ(same.lo, 1.04);
+  EXPECT_DOUBLE_EQ(same.hi, 1.06);
+  const auto w = widen_for_run_noise(ci, 1.05, 0.01, 0.01, 0.95);
+  const double extra = 1.959964 * std::sqrt(2.0) * 0.01;
+  EXPECT_NEAR(std::log(1.05) - std::log(w.lo), std::hypot(std::log(1.05 / 1.04), extra), 1e-6);
+  EXPECT_NEAR(std::log(w.hi) - std::log(1.05), std::hypot(std::log(1.06 / 1.05), extra), 1e-6);
+  EXPECT_LT(w.lo, ci.lo);
+  EXPECT_GT(w.hi, ci.hi);
+}
+
+TEST(RunNoise, SpecParsesDefaultAndFamilies) {
+  CompareOptions o;
+  parse_run_noise("0.5,blas=4", o);
+  EXPECT_DOUBLE_EQ(o.run_noise, 0.005);
+  ASSERT_EQ(o.run_noise_family.size(), 1u);
+  EXPECT_DOUBLE_EQ(o.run_noise_family.at("blas"), 0.04);
+  parse_run_noise("0", o);  // off: no family entries either
+  EXPECT_DOUBLE_EQ(o.run_noise, 0.0);
+  EXPECT_TRUE(o.run_noise_family.empty());
+  parse_run_noise("norm=2", o);  // the default stays as it was
+  EXPECT_DOUBLE_EQ(o.run_noise, 0.0);
+  EXPECT_DOUBLE_EQ(o.run_noise_family.at("norm"), 0.02);
+  for (const char* bad : {"", "x", "1,", "=3", "blas=", "-1", "100", "blas=abc", "1;blas=2"}) {
+    CompareOptions b;
+    EXPECT_THROW(parse_run_noise(bad, b), std::invalid_argument) << bad;
+  }
+}
+
+// A GEMM 6% slower in one run against one run of the same code: within what two runs of the same
+// code on one H200 did (up to 11.8%), so no verdict; with the run noise off it is SLOWER, and with
+// three runs a side the grouped bootstrap measures the run-to-run noise instead of assuming it.
+TEST(RunNoise, SingleGemmRunsAreNotCalledOnASixPercentShift) {
+  TempDir t;
+  auto row = [](double ms, std::uint32_t seed) {
+    RowSpec s;
+    s.op = "mm";
+    s.family = "blas";
+    s.shape = "M4096";
+    s.cand = samples(ms, 0.003, 100, seed);
+    s.base = samples(2.0, 0.003, 100, seed + 1000);
+    return make_row(s);
+  };
+  const auto a = write_run(t.path(), "a-20261129-101010", {row(1.0, 1)});
+  const auto b = write_run(t.path(), "b-20261129-101010", {row(1.06, 2)});
+  const auto r = compare_dirs({a}, {b});
+  const auto* p = find_pair(r, "mm", "M4096");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->verdict, Verdict::unsure) << p->ci.lo << " " << p->ci.hi;
+  EXPECT_NEAR(p->run_noise, std::hypot(0.04, 0.04), 1e-12);
+  CompareOptions off;
+  parse_run_noise("0", off);
+  const auto r0 = compare_dirs({a}, {b}, off);
+  EXPECT_EQ(find_pair(r0, "mm", "M4096")->verdict, Verdict::slower);
+  // The same shift in an elementwise op (default 0.5%) stays SLOWER.
+  RowSpec e;
+  e.family = "pointwise";
+  e.cand = samples(1.0, 0.003, 100, 5);
+  e.base = samples(2.0, 0.003, 100, 6);
+  const auto ea = write_run(t.path(), "c-20261129-101010", {make_row(e)});
+  e.cand = samples(1.06, 0.003, 100, 7);
+  const auto eb = write_run(t.path(), "d-20261129-101010", {make_row(e)});
+  EXPECT_EQ(find_pair(compare_dirs({ea}, {eb}), "add", "1024")->verdict, Verdict::slower);
+  // Three runs a side that agree within themselves: measured, not assumed.
+  std::vector<fs::path> a3, b3;
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    a3.push_back(
+        write_run(t.path(), "a" + std::to_string(i) + "-20261129-101011", {row(1.0, 10 + i)}));
+    b3.push_back(
+        write_run(t.path(), "b" + std::to_string(i) + "-20261129-101011", {row(1.06, 20 + i)}));
+  }
+  const auto r3 = compare_dirs(a3, b3);
+  const auto* q = find_pair(r3, "mm", "M4096");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->run_noise, 0.0);
+  EXPECT_EQ(q->verdict, Verdict::slower) << q->ci.lo << " " << q->ci.hi;
+}
