@@ -84,6 +84,32 @@ TEST(ReferenceGemm, ElementRowMajorAndColumnMajorB) {
   const auto s = ref::gemm_element(a, b_row, 2, 3, false, 1, 0, 2.0, 0.5, {10, 20});
   EXPECT_DOUBLE_EQ(s.ref, 2 * 139 + 5);
   EXPECT_DOUBLE_EQ(s.scale, 2 * 139 + 5);  // all terms positive here
+  EXPECT_DOUBLE_EQ(s.pre_bias, 2 * 139);
+  EXPECT_DOUBLE_EQ(ref::gemm_element(a, b_row, 2, 3, false, 1, 0).pre_bias, 0.0);  // no bias
+}
+
+// addmm whose product is rounded to fp16 before a bias that nearly cancels it (cuBLAS's beta = 1
+// path on the H200): within one rounding of the product, so it passes; twice that error fails.
+TEST(ReferenceGemm, AddmmAllowsOneRoundingOfTheProduct) {
+  const std::vector<double> a{0.5, 0.25};
+  const std::vector<double> b{0.4, 0.2};  // column of B, K = 2: product 0.25
+  const auto s = ref::gemm_element(a, b, 1, 2, true, 0, 0, 1.0, 1.0, {-0.2312});
+  ASSERT_DOUBLE_EQ(s.pre_bias, 0.25);
+  const auto tol = ref::gemm_tolerance(DType::f16, 2);
+  const double one_rounding = 0x1p-11 * 0.25;  // f16 unit roundoff times the product
+  // 100 samples, one of them off (the norm gate sees the whole sample, as on the device).
+  auto check = [&](double err, double pre_bias) {
+    auto g = s;
+    g.pre_bias = pre_bias;
+    std::vector<ref::GemmSample> samples(100, g);
+    std::vector<double> out(100, s.ref);
+    out[37] += err;
+    return ref::compare_gemm(out, samples, tol, "addmm").passed;
+  };
+  EXPECT_TRUE(check(0.9 * one_rounding, s.pre_bias));
+  // Without the allowance the same error fails: |ref| is only 0.0188.
+  EXPECT_FALSE(check(0.9 * one_rounding, 0.0));
+  EXPECT_FALSE(check(6 * one_rounding, s.pre_bias));
 }
 
 TEST(ReferenceGemm, CompareAcceptsRoundingRejectsWrongElement) {
