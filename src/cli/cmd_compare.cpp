@@ -27,11 +27,17 @@ void add_compare(CLI::App& root, int& exit_code) {
   auto a = std::make_shared<std::string>();
   auto b = std::make_shared<std::string>();
   auto cmp = std::make_shared<report::CompareCommand>();
-  sub->add_option("A", *a, "Run or batch directory (the reference)")->required();
-  sub->add_option("B", *b, "Run or batch directory (the change)")->required();
+  sub->add_option("A", *a,
+                  "Run or batch directory (the reference); several, comma-separated, for repeated\n"
+                  "runs of the same code: their spread then enters the interval")
+      ->required();
+  sub->add_option("B", *b, "Run or batch directory (the change); several, comma-separated")
+      ->required();
   add_compare_options(*sub, *cmp);
-  sub->callback(
-      [a, b, cmp, &exit_code] { exit_code = cmp->run({*a}, {*b}, std::cout, std::cerr); });
+  sub->callback([a, b, cmp, &exit_code] {
+    exit_code = cmp->run(report::CompareCommand::side_paths(*a),
+                         report::CompareCommand::side_paths(*b), std::cout, std::cerr);
+  });
 }
 
 CALIBER_COMMAND(60, add_compare);

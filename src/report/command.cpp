@@ -8,6 +8,20 @@
 
 namespace caliber::report {
 
+std::vector<std::filesystem::path> CompareCommand::side_paths(const std::string& arg) {
+  std::vector<std::filesystem::path> out;
+  std::size_t start = 0;
+  while (start <= arg.size()) {
+    const std::size_t comma = arg.find(',', start);
+    const std::string item =
+        arg.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) out.emplace_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
 CompareOptions CompareCommand::options() const {
   CompareOptions o;
   if (!std::isfinite(noise_band_pct) || noise_band_pct < 0 || noise_band_pct >= 100)

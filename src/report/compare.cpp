@@ -315,11 +315,14 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
         const double rn = fam != opt.run_noise_family.end() ? fam->second : opt.run_noise;
         const double sd_a = x.groups.size() >= 3 ? 0.0 : rn;
         const double sd_b = y->groups.size() >= 3 ? 0.0 : rn;
+        const Verdict samples_only = verdict_for(pr.ci, out.band_used);
         if (sd_a > 0 || sd_b > 0) {
           pr.ci = widen_for_run_noise(pr.ci, pr.ratio, sd_a, sd_b, opt.confidence);
           pr.run_noise = std::hypot(sd_a, sd_b);
         }
         pr.verdict = verdict_for(pr.ci, out.band_used);
+        if (pr.verdict == Verdict::unsure && samples_only != Verdict::unsure)
+          ++out.unsure_by_run_noise;
       } else {
         // One number per side says nothing about noise: no verdict can be honest.
         pr.ci = {pr.ratio, pr.ratio};
@@ -417,6 +420,11 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
         "the CI includes run-to-run noise (--run-noise: " + fmt(opt.run_noise * 100, 3) + "%" +
         fams +
         " per side) for a side with fewer than three runs, whose own samples cannot show it");
+    if (r.unsure_by_run_noise > 0)
+      pairs.notes.push_back(
+          std::to_string(r.unsure_by_run_noise) +
+          " pair(s) are UNSURE only because of that run-to-run noise: to resolve them, give each "
+          "side three or more runs (caliber ab --rounds 3, or A1,A2,A3 B1,B2,B3 to compare)");
   }
   if (r.cross_device)
     pairs.notes.push_back(

@@ -101,6 +101,7 @@ struct CompareResult {
   std::vector<std::string> regressions;    // "op dtype shape: ratio 1.083 (SLOWER)"
   bool cross_device = false;               // the sides ran on different physical devices (uuid)
   double band_used = 0;                    // the noise band the verdicts used
+  int unsure_by_run_noise = 0;  // pairs UNSURE only because the run-to-run noise was added
 
   [[nodiscard]] bool mismatch() const noexcept {
     return !mismatches.empty() || !identity_problems.empty();

@@ -2,6 +2,10 @@
 // refusal, verdicts on synthetic sample sets with known differences, the regression gate.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <sstream>
+
+#include "report/command.hpp"
 #include "report/compare.hpp"
 #include "unit/report/fixtures.hpp"
 
@@ -436,4 +440,32 @@ TEST(RunNoise, SingleGemmRunsAreNotCalledOnASixPercentShift) {
   ASSERT_NE(q, nullptr);
   EXPECT_EQ(q->run_noise, 0.0);
   EXPECT_EQ(q->verdict, Verdict::slower) << q->ci.lo << " " << q->ci.hi;
+}
+
+// compare's sides: one directory, or several comma-separated (repeated runs of the same code).
+TEST(CompareCommand, SidePathsSplitOnCommas) {
+  using caliber::report::CompareCommand;
+  EXPECT_EQ(CompareCommand::side_paths("runs/a"), std::vector<fs::path>{"runs/a"});
+  EXPECT_EQ(CompareCommand::side_paths("a,b,c"), (std::vector<fs::path>{"a", "b", "c"}));
+  EXPECT_EQ(CompareCommand::side_paths(",a,,b,"), (std::vector<fs::path>{"a", "b"}));
+  EXPECT_TRUE(CompareCommand::side_paths("").empty());
+}
+
+// Three runs a side through the command: the grouped bootstrap, no run-noise note.
+TEST(CompareCommand, SeveralRunsASideAreGrouped) {
+  TempDir t;
+  std::string a, b;
+  for (int i = 0; i < 3; ++i) {
+    a += (i ? "," : "") + write_run(t.path(), "a" + std::to_string(i) + "-20261129-101010",
+                                    {timed_row("add", "1", 1.0, 0.003, 100, 30 + i)})
+                              .string();
+    b += (i ? "," : "") + write_run(t.path(), "b" + std::to_string(i) + "-20261129-101010",
+                                    {timed_row("add", "1", 1.0, 0.003, 100, 40 + i)})
+                              .string();
+  }
+  caliber::report::CompareCommand cmd;
+  std::ostringstream out, err;
+  EXPECT_EQ(cmd.run(cmd.side_paths(a), cmd.side_paths(b), out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("SAME"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("UNSURE only because"), std::string::npos) << out.str();
 }
