@@ -13,6 +13,7 @@
 #include <limits>
 #include <memory>
 
+#include "common/check_kernels.cuh"
 #include "common/cuda_common.cuh"
 #include "common/rows_b.cuh"
 
@@ -290,6 +291,109 @@ __global__ void pair_to_index_kernel(const cub::KeyValuePair<int, T>* __restrict
   for (long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; r < rows;
        r += static_cast<long long>(gridDim.x) * blockDim.x) {
     idx[r] = kv[r].key;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Device references for check() on rows longer than kHostRowLimit (streaming such a row to the
+// host and reducing it there took most of a corpus run). Plain and independent of the kernels
+// above: double accumulation per thread or per warp, shared-memory tree and shuffle reductions,
+// fixed launch shapes so every result is deterministic on a given device.
+
+constexpr std::int64_t kHostRowLimit = std::int64_t{1} << 24;  // longer rows: device reference
+constexpr int kRefBlock = 256;
+constexpr long long kRefChunk = 4096;                      // scan reference: elements per chunk sum
+constexpr std::int64_t kRefBatch = std::int64_t{1} << 18;  // scan positions per download
+
+// Per block: the double sum and the float maximum (exact: it is an input element) of the
+// block's grid-stride share of x[0, n).
+template <class T>
+__global__ void __launch_bounds__(kRefBlock)
+    ref_sum_max_kernel(const T* __restrict__ x, long long n, double* __restrict__ block_sum,
+                       float* __restrict__ block_max) {
+  __shared__ double ssum[kRefBlock];
+  __shared__ float smax[kRefBlock];
+  double s = 0;
+  float m = -INFINITY;
+  const long long step = static_cast<long long>(gridDim.x) * kRefBlock;
+  for (long long i = static_cast<long long>(blockIdx.x) * kRefBlock + threadIdx.x; i < n;
+       i += step) {
+    const float v = to_float(x[i]);
+    s += static_cast<double>(v);
+    m = fmaxf(m, v);
+  }
+  ssum[threadIdx.x] = s;
+  smax[threadIdx.x] = m;
+  __syncthreads();
+  for (int h = kRefBlock / 2; h > 0; h >>= 1) {
+    if (static_cast<int>(threadIdx.x) < h) {
+      ssum[threadIdx.x] += ssum[threadIdx.x + h];
+      smax[threadIdx.x] = fmaxf(smax[threadIdx.x], smax[threadIdx.x + h]);
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    block_sum[blockIdx.x] = ssum[0];
+    block_max[blockIdx.x] = smax[0];
+  }
+}
+
+__device__ __forceinline__ double ref_warp_sum(double s) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+  return s;
+}
+
+// A warp per chunk of kRefChunk elements of x[0, n): the chunk's sum in double.
+template <class T>
+__global__ void __launch_bounds__(kRefBlock)
+    ref_chunk_sum_kernel(const T* __restrict__ x, long long n, long long chunks,
+                         double* __restrict__ sums) {
+  constexpr long long kWarps = kRefBlock / 32;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  for (long long c = static_cast<long long>(blockIdx.x) * kWarps + (threadIdx.x >> 5); c < chunks;
+       c += static_cast<long long>(gridDim.x) * kWarps) {
+    const long long begin = c * kRefChunk;
+    const long long end = min(n, begin + kRefChunk);
+    double s = 0;
+    for (long long i = begin + lane; i < end; i += 32) s += static_cast<double>(to_float(x[i]));
+    s = ref_warp_sum(s);
+    if (lane == 0) sums[c] = s;
+  }
+}
+
+// The compared positions of a scanned row of n: k * stride for k < ceil(n / stride), then n - 1
+// when it is not one of those.
+__host__ __device__ __forceinline__ long long scan_position(long long k, long long n,
+                                                            long long stride) {
+  const long long strided = (n + stride - 1) / stride;
+  return k < strided ? k * stride : n - 1;
+}
+
+// A warp per compared position k in [first, first + count): the reference inclusive prefix at
+// j = scan_position(k), carry[j / kRefChunk] (the exclusive prefix of the chunk sums) plus
+// x[chunk start .. j] in double, and the candidate's y[j] (exact in double).
+template <class T>
+__global__ void __launch_bounds__(kRefBlock)
+    ref_scan_at_kernel(const T* __restrict__ x, const T* __restrict__ y, long long n,
+                       long long stride, long long first, long long count,
+                       const double* __restrict__ carry, double* __restrict__ ref,
+                       double* __restrict__ got) {
+  constexpr long long kWarps = kRefBlock / 32;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  for (long long t = static_cast<long long>(blockIdx.x) * kWarps + (threadIdx.x >> 5); t < count;
+       t += static_cast<long long>(gridDim.x) * kWarps) {
+    const long long j = scan_position(first + t, n, stride);
+    const long long c = j / kRefChunk;
+    double s = 0;
+    for (long long i = c * kRefChunk + lane; i <= j; i += 32) {
+      s += static_cast<double>(to_float(x[i]));
+    }
+    s = ref_warp_sum(s);
+    if (lane == 0) {
+      ref[t] = carry[c] + s;
+      got[t] = static_cast<double>(to_float(y[j]));
+    }
   }
 }
 
@@ -577,9 +681,73 @@ class ReduceWorkload final : public Workload {
     }
   }
 
-  // sum / amax / argmax on sampled rows, each row streamed back and reduced in double.
+  // Device reference of one row (rows longer than kHostRowLimit): its sum in double and its
+  // exact maximum. Per-block partials are combined on the host in block order.
+  template <class T>
+  void device_sum_max(const T* row, std::int64_t cols, double& sum, double& max) {
+    const unsigned grid = grid_for(cols, kRefBlock, ctx_.props(), 2);
+    Buffer sums(ctx_, grid * sizeof(double));
+    Buffer maxes(ctx_, grid * sizeof(float));
+    ref_sum_max_kernel<T>
+        <<<grid, kRefBlock, 0, s_>>>(row, cols, sums.as<double>(), maxes.as<float>());
+    CALIBER_LAUNCH_CHECK("ref_sum_max_kernel");
+    const auto hs = download_raw<double>(sums.get(), grid, s_);
+    const auto hm = download_raw<float>(maxes.get(), grid, s_);
+    sum = 0;
+    float m = -std::numeric_limits<float>::infinity();
+    for (unsigned b = 0; b < grid; ++b) {
+      sum += hs[b];
+      m = std::fmax(m, hm[b]);
+    }
+    max = static_cast<double>(m);
+  }
+
+  // Device reference of one scanned row (rows longer than kHostRowLimit): appends the
+  // candidate's value and the double prefix at every compared position (scan_position) to
+  // got / want. Chunk sums in double on the device, their exclusive prefix on the host, then
+  // each position adds its chunk's elements up to itself; positions go in batches of kRefBatch
+  // so the scratch stays a few MB.
+  template <class T>
+  void device_scan_at(const T* x, const T* y, std::int64_t cols, std::int64_t stride,
+                      std::vector<double>& got, std::vector<double>& want) {
+    const std::int64_t chunks = ceil_div(cols, kRefChunk);
+    Buffer carry(ctx_, static_cast<std::size_t>(chunks) * sizeof(double));
+    ref_chunk_sum_kernel<T>
+        <<<grid_for(chunks, kRefBlock / 32, ctx_.props(), 4), kRefBlock, 0, s_>>>(
+            x, cols, chunks, carry.as<double>());
+    CALIBER_LAUNCH_CHECK("ref_chunk_sum_kernel");
+    auto prefix = download_raw<double>(carry.get(), static_cast<std::size_t>(chunks), s_);
+    double run = 0;
+    for (auto& v : prefix) {
+      const double chunk_sum = v;
+      v = run;
+      run += chunk_sum;
+    }
+    CALIBER_CUDA_CHECK(cudaMemcpyAsync(carry.get(), prefix.data(), prefix.size() * sizeof(double),
+                                       cudaMemcpyHostToDevice, s_));
+    const std::int64_t strided = ceil_div(cols, stride);
+    const std::int64_t positions = strided + ((cols - 1) % stride != 0 ? 1 : 0);
+    const std::int64_t batch = std::min(positions, kRefBatch);
+    Buffer ref_d(ctx_, static_cast<std::size_t>(batch) * sizeof(double));
+    Buffer got_d(ctx_, static_cast<std::size_t>(batch) * sizeof(double));
+    for (std::int64_t first = 0; first < positions; first += batch) {
+      const std::int64_t count = std::min(batch, positions - first);
+      ref_scan_at_kernel<T><<<grid_for(count, kRefBlock / 32, ctx_.props(), 4), kRefBlock, 0, s_>>>(
+          x, y, cols, stride, first, count, carry.as<const double>(), ref_d.as<double>(),
+          got_d.as<double>());
+      CALIBER_LAUNCH_CHECK("ref_scan_at_kernel");
+      const auto r = download_raw<double>(ref_d.get(), static_cast<std::size_t>(count), s_);
+      const auto g = download_raw<double>(got_d.get(), static_cast<std::size_t>(count), s_);
+      want.insert(want.end(), r.begin(), r.end());
+      got.insert(got.end(), g.begin(), g.end());
+    }
+  }
+
+  // sum / amax / argmax on sampled rows, each row reduced in double: streamed back to the host,
+  // or for rows longer than kHostRowLimit on the device (ref_sum_max_kernel).
   [[nodiscard]] Accuracy check_reduction() {
     const auto rows = rowsb::sample_rows(rs_, ctx_.seed() ^ 0x5eed, 1 << 24);
+    const bool on_device = rs_.cols > kHostRowLimit;
     std::vector<double> ref_v;
     std::vector<long long> ref_i, out_i;
     std::vector<double> out_v;
@@ -597,14 +765,27 @@ class ReduceWorkload final : public Workload {
       long long mi = -1;
       double v_at = std::numeric_limits<double>::quiet_NaN();
       const long long want = kind_ == Kind::argmax ? out_i[static_cast<std::size_t>(r)] : -1;
-      rowsb::stream_back(x_.get(), case_.dtype, r * rs_.cols, rs_.cols, s_,
-                         [&](const std::vector<double>& v, std::int64_t off) {
-                           for (std::size_t k = 0; k < v.size(); ++k) {
-                             s += v[k];
-                             if (v[k] > m) m = v[k], mi = off + static_cast<long long>(k);
-                             if (off + static_cast<long long>(k) == want) v_at = v[k];
-                           }
-                         });
+      if (on_device) {
+        dispatch_float(case_.dtype, [&](auto tag) {
+          using T = decltype(tag);
+          device_sum_max<T>(x_.as<const T>() + r * rs_.cols, rs_.cols, s, m);
+        });
+        if (want >= 0 && want < rs_.cols) {
+          // The one element at the reported index.
+          const auto* at = static_cast<const unsigned char*>(x_.get()) +
+                           static_cast<std::size_t>(r * rs_.cols + want) * size_of(case_.dtype);
+          v_at = download(at, case_.dtype, 1, s_)[0];
+        }
+      } else {
+        rowsb::stream_back(x_.get(), case_.dtype, r * rs_.cols, rs_.cols, s_,
+                           [&](const std::vector<double>& v, std::int64_t off) {
+                             for (std::size_t k = 0; k < v.size(); ++k) {
+                               s += v[k];
+                               if (v[k] > m) m = v[k], mi = off + static_cast<long long>(k);
+                               if (off + static_cast<long long>(k) == want) v_at = v[k];
+                             }
+                           });
+      }
       if (kind_ == Kind::sum) ref_v.push_back(s);
       if (kind_ == Kind::amax) ref_v.push_back(m);
       if (kind_ == Kind::argmax) {
@@ -614,7 +795,8 @@ class ReduceWorkload final : public Workload {
       }
     }
     const std::string what = std::string(kind_name(kind_)) + " on " +
-                             rowsb::rows_detail(rs_, rows.size()) + " vs host float64";
+                             rowsb::rows_detail(rs_, rows.size()) +
+                             (on_device ? " vs device float64 reference" : " vs host float64");
     if (kind_ == Kind::argmax) {
       Accuracy a;
       a.passed = bad_idx == 0 && !rows.empty();
@@ -636,15 +818,26 @@ class ReduceWorkload final : public Workload {
     return ref::compare(out_v, ref_v, tol, what);
   }
 
-  // cumsum: sampled rows streamed back with their host prefix in double. Every element is
-  // checked for NaN (poison); values are compared on all of them, or on a strided sample of a
-  // row longer than 4M elements.
+  // cumsum: sampled rows with their prefix in double, streamed back to the host, or for rows
+  // longer than kHostRowLimit computed on the device (device_scan_at) with only the compared
+  // outputs downloaded. Every element is checked for NaN (poison; on the device for long rows);
+  // values are compared on all of them, or on a strided sample of a row longer than 4M elements.
   [[nodiscard]] Accuracy check_scan() {
     const auto rows = rowsb::sample_rows(rs_, ctx_.seed() ^ 0x5ca9, 1 << 24);
     const std::int64_t stride = rs_.cols > (1 << 22) ? rs_.cols / (1 << 20) : 1;
+    const bool on_device = rs_.cols > kHostRowLimit;
     std::vector<double> out_s, ref_s;
     std::size_t nonfinite = 0;
     for (auto r : rows) {
+      if (on_device) {
+        dispatch_float(case_.dtype, [&](auto tag) {
+          using T = decltype(tag);
+          const T* y = out_.as<const T>() + r * rs_.cols;
+          nonfinite += static_cast<std::size_t>(count_nonfinite<T>(ctx_, y, rs_.cols));
+          device_scan_at<T>(x_.as<const T>() + r * rs_.cols, y, rs_.cols, stride, out_s, ref_s);
+        });
+        continue;
+      }
       std::vector<double> prefix;
       double s = 0;
       rowsb::stream_back(x_.get(), case_.dtype, r * rs_.cols, rs_.cols, s_,
@@ -670,7 +863,8 @@ class ReduceWorkload final : public Workload {
     }
     ref::Tolerance tol = ref::reduction_tolerance(case_.dtype, rs_.cols);
     tol.atol = std::max(tol.atol, 16.0 * 0x1p-24 * std::sqrt(static_cast<double>(rs_.cols)));
-    std::string what = "cumsum on " + rowsb::rows_detail(rs_, rows.size()) + " vs host float64";
+    std::string what = "cumsum on " + rowsb::rows_detail(rs_, rows.size()) +
+                       (on_device ? " vs device float64 reference" : " vs host float64");
     if (stride > 1)
       what += " (every " + std::to_string(stride) + "th element compared, all NaN-checked)";
     Accuracy a = ref::compare(out_s, ref_s, tol, what);
