@@ -167,9 +167,17 @@ TEST_F(OpsB, EveryProviderPassesItsGate) {
 
 TEST_F(OpsB, EveryTunedConfigPassesOrIsRejected) {
   const std::vector<std::pair<std::string, std::vector<std::int64_t>>> cases{
-      {"sum", {3, 70001}},     {"argmax", {256, 300}},       {"cumsum", {2, 300000}},
-      {"softmax", {33, 2049}}, {"layer_norm", {1, 1 << 20}}, {"rand", {100003}},
-      {"nonzero", {99999}}};
+      {"sum", {3, 70001}},
+      {"argmax", {256, 300}},
+      {"cumsum", {2, 300000}},
+      {"softmax", {33, 2049}},
+      {"layer_norm", {1, 1 << 20}},
+      {"rand", {100003}},
+      {"nonzero", {99999}},
+      // 16-byte norm rows, more rows than one wave of blocks: pipe=1 prefetches the next row.
+      {"softmax", {4096, 4096}},
+      {"layer_norm", {8192, 1024}},
+      {"rms_norm", {16384, 512}}};
   for (const auto& [name, shape] : cases) {
     auto op = cuda_op(name);
     ASSERT_NE(op, nullptr);
