@@ -6,19 +6,15 @@
 // reads the row again). Candidate: the row is read once from device memory (16-byte vector loads)
 // into shared memory in its own type, the statistics are exact two-pass ones over that copy (max
 // then sum of exp; mean then centered sum of squares; sum of squares), and the output is written
-// once with 16-byte stores; one wave of resident blocks loops over the rows. A tunable "pipe"
-// double-buffers the shared copy: the next row's asynchronous copy is in flight while the block
-// reduces and writes the current one. Rows too long for shared memory or too few to fill the
-// device are split over blocks (two kernels, with single-pass mergeable statistics: online
-// softmax, Welford).
+// once with 16-byte stores; one wave of resident blocks loops over the rows. Rows too long for
+// shared memory or too few to fill the device are split over blocks (two kernels, with single-
+// pass mergeable statistics: online softmax, Welford).
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <string>
 #include <type_traits>
-#include <utility>
 
 #include "common/cuda_common.cuh"
 #include "common/rows_b.cuh"
@@ -118,22 +114,11 @@ __device__ __forceinline__ T apply(float x, Fin f, const T* w, const T* b, long 
 // then sum of (x - mean)^2; rms_norm sum of squares.
 //
 // Shared memory: every thread reads back only the slots it wrote itself (vector i of the row
-// belongs to thread i % blockDim.x in the copy and in every pass), and a thread's cp.async wait
-// (wait_all, or wait_group) makes its own completed copies visible to it, so within a row the
-// passes need no barrier for the row buffer. Any change that lets a thread read another
-// thread's slots needs a __syncthreads() after the wait, since cp.async waits are per thread.
-// The block reductions carry their own barriers (the trailing one lets the scratch be reused).
-// One __syncthreads at the end of each row separates every thread's last reads of a buffer from
-// the later asynchronous copies into that buffer.
-//
-// kPipe (16-byte path only): two row buffers. Before the block works on row r (buffer cur), it
-// issues the copies of its next row r + gridDim.x into the other buffer and commits them as one
-// cp.async group, then waits with cp.async.wait_group 1: every group but the newest (the
-// prefetch) has landed, i.e. row r. So a block keeps one row's reads in flight while it reduces
-// and writes the previous one, and reads and writes overlap even when the blocks of an SM run in
-// step. The buffer prefetched into was last read for row r - gridDim.x, whose end-of-row
-// barrier every thread has passed. A commit with no copies (no next row) makes an empty group,
-// which keeps the group count uniform.
+// belongs to thread i % blockDim.x in every pass, and cp.async.wait_all makes a thread's own
+// copies visible to it), so within a row the passes need no barrier for the row buffer; the
+// block reductions carry their own barriers (the trailing one lets the scratch be reused). One
+// __syncthreads at the end of each row separates the last reads of a row from the next row's
+// asynchronous copies into the same buffer.
 
 constexpr int kUnroll = 4;  // copy through registers: vectors loaded before any is stored
 
@@ -144,41 +129,6 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
 }
 __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-// Waits until at most N of this thread's committed groups are pending.
-template <int N>
-__device__ __forceinline__ void cp_async_wait_group() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-// Pass 0 of a row: device memory -> shared memory, this thread's slots only (vector i goes to
-// thread i % nt). kAsync: 16-byte cp.async copies, issued but not waited for. Otherwise through
-// registers, kUnroll vectors in flight per thread, complete on return.
-template <class T, int V, bool kAsync>
-__device__ __forceinline__ void copy_row(T* __restrict__ dst, const T* __restrict__ src, int nvec,
-                                         int tid, int nt) {
-  if constexpr (kAsync) {
-    for (int i = tid; i < nvec; i += nt) {
-      cp_async_16(dst + i * V, src + static_cast<long long>(i) * V);
-    }
-  } else {
-    for (int i0 = tid; i0 < nvec; i0 += kUnroll * nt) {
-      Vec<T, V> v[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int i = i0 + u * nt;
-        if (i < nvec) v[u] = load_vec<T, V>(src + static_cast<long long>(i) * V);
-      }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int i = i0 + u * nt;
-        if (i < nvec) store_vec<T, V>(dst + i * V, v[u]);
-      }
-    }
-  }
 }
 
 struct MaxOp {
@@ -245,57 +195,48 @@ __device__ __forceinline__ float exp_shifted(float x, [[maybe_unused]] float m,
   }
 }
 
-// kPipe needs the 16-byte path (the host rejects it otherwise). Dynamic shared memory: one row,
-// padded to 16 bytes, or two of them with kPipe.
-template <Kind K, class T, int V, bool kPipe>
+template <Kind K, class T, int V>
 __global__ void __launch_bounds__(1024)
     fused_rows_kernel(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ w,
                       const T* __restrict__ bias, long long rows, long long cols) {
-  static_assert(!kPipe || V * sizeof(T) == 16, "the prefetch pipeline needs the 16-byte path");
   extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* const row_buf = reinterpret_cast<T*>(smem_raw);
   __shared__ float scratch[33];
   constexpr bool kSoftmax = K == Kind::softmax || K == Kind::log_softmax;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  constexpr bool kAsync = V * sizeof(T) == 16;
-#else
-  constexpr bool kAsync = false;  // kPipe still works: the prefetch is then a synchronous copy
-#endif
   const int nvec = static_cast<int>(cols / V);  // cols % V == 0 (host-checked)
   const int tid = static_cast<int>(threadIdx.x);
   const int nt = static_cast<int>(blockDim.x);
   const float n = static_cast<float>(cols);
-  // Buffer stride in elements: the row padded to 16 bytes (as the host sizes it), so the second
-  // buffer is 16-byte aligned.
-  const int buf_stride = static_cast<int>((cols * static_cast<long long>(sizeof(T)) + 15) / 16 *
-                                          16 / static_cast<long long>(sizeof(T)));
-  T* const buf0 = reinterpret_cast<T*>(smem_raw);
-  int cur = 0;  // kPipe: the buffer of the row being worked on (0 or 1)
-
-  if constexpr (kPipe) {
-    // Prologue: the first row's copies, as their own group.
-    if (blockIdx.x < rows) copy_row<T, V, kAsync>(buf0, x + blockIdx.x * cols, nvec, tid, nt);
-    if constexpr (kAsync) cp_async_commit();
-  }
 
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* const xr = x + r * cols;
     T* const yr = y + r * cols;
-    T* const row_buf = buf0 + cur * buf_stride;
 
     // Pass 0: device memory -> shared memory (this thread's slots only).
-    if constexpr (kPipe) {
-      // Prefetch the next row into the other buffer (its last reads, for row r - gridDim.x,
-      // ended before that row's end-of-row barrier), then wait for this row's group only.
-      const long long next = r + gridDim.x;
-      if (next < rows) {
-        copy_row<T, V, kAsync>(buf0 + (cur ^ 1) * buf_stride, x + next * cols, nvec, tid, nt);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    constexpr bool kAsync = V * sizeof(T) == 16;
+#else
+    constexpr bool kAsync = false;
+#endif
+    if constexpr (kAsync) {
+      for (int i = tid; i < nvec; i += nt) {
+        cp_async_16(row_buf + i * V, xr + static_cast<long long>(i) * V);
       }
-      if constexpr (kAsync) {
-        cp_async_commit();
-        cp_async_wait_group<1>();  // row r's copies by this thread have landed
-      }
+      cp_async_wait_all();
     } else {
-      copy_row<T, V, kAsync>(row_buf, x + r * cols, nvec, tid, nt);
-      if constexpr (kAsync) cp_async_wait_all();
+      for (int i0 = tid; i0 < nvec; i0 += kUnroll * nt) {
+        Vec<T, V> v[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int i = i0 + u * nt;
+          if (i < nvec) v[u] = load_vec<T, V>(xr + static_cast<long long>(i) * V);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int i = i0 + u * nt;
+          if (i < nvec) store_vec<T, V>(row_buf + i * V, v[u]);
+        }
+      }
     }
 
     // Pass 1 over the shared copy: max, sum or sum of squares.
@@ -376,10 +317,7 @@ __global__ void __launch_bounds__(1024)
       }
       store_vec<T, V>(yr + static_cast<long long>(i) * V, pack<T, V>(f));
     }
-    // Every thread's reads of row_buf are done: the next row's copies (kPipe: the prefetch of
-    // row r + 2 * gridDim.x, issued at the top of the next iteration) may land in it.
-    __syncthreads();
-    if constexpr (kPipe) cur ^= 1;
+    __syncthreads();  // row_buf is overwritten (asynchronously) by the next row
   }
 }
 
@@ -489,7 +427,7 @@ class NormWorkload final : public Workload {
                  : kind_ == Kind::rms_norm
                      ? "own kernel, row in shared memory, 16-byte accesses"
                      : "own kernel, row in shared memory, 16-byte accesses, max then sum of exp";
-    cand.space = candidate_space();
+    cand.space = rowsb::block_space(rs_, default_block());
     return {base, cand};
   }
 
@@ -502,7 +440,7 @@ class NormWorkload final : public Workload {
       }
       return;
     }
-    plan_split(own_plan_, rowsb::block_of(c), false, pipe_of(c));
+    plan_split(own_plan_, rowsb::block_of(c), false);
   }
 
   void launch(std::size_t p) override {
@@ -554,10 +492,9 @@ class NormWorkload final : public Workload {
     int block = 256;
     bool split = false;
     bool smem = false;
-    bool pipe = false;           // fused path: double-buffered prefetch of the next row
     int vec = 1;                 // fused path: elements per global access (16 bytes or 1)
     unsigned grid = 1;           // fused path: resident blocks of the whole device
-    std::size_t smem_bytes = 0;  // fused path, as launched: the row in T (two rows with pipe)
+    std::size_t smem_bytes = 0;  // fused path: the row, in T
     std::int64_t chunk = 1, splits = 1;
     Buffer partial;
   };
@@ -589,68 +526,12 @@ class NormWorkload final : public Workload {
            aligned_to(w_.get(), 16) && aligned_to(b_.get(), 16);
   }
 
-  // The candidate's rows go to the split path with this block (plan_split's rule): too long for
-  // shared memory, or too few rows to fill the device and long enough to split.
-  [[nodiscard]] bool goes_split(int block) const {
-    const std::int64_t target = rowsb::fill_blocks(ctx_.props(), block);
-    return row_smem_bytes() > kMaxRowSmem || (rs_.rows < target / 2 && rs_.cols >= 16 * block);
-  }
-
-  // Why pipe=1 cannot apply with this block, or "" when it can: it needs the fused path with
-  // 16-byte cp.async copies and two rows within kMaxRowSmem.
-  [[nodiscard]] std::string pipe_blocker(int block) const {
-    if (2 * row_smem_bytes() > kMaxRowSmem) {
-      return "two rows of " + std::to_string(row_smem_bytes()) + " bytes exceed " +
-             std::to_string(kMaxRowSmem) + " bytes of shared memory";
-    }
-    if (goes_split(block)) return "the rows take the split path";
-    const bool vec = dispatch_float(case_.dtype, [&](auto tag) {
-      using T = decltype(tag);
-      return vector_ok<T>(y_.get());
-    });
-    if (!vec) return "the rows are not on the 16-byte path";
-    return "";
-  }
-
-  // The candidate's space: rowsb::block_space (block, keyed by cols and rows) times pipe in
-  // {0, 1}. The default keeps the default block and prefetches wherever that can apply. With
-  // pipe a block holds two rows, so about half as many blocks are resident per SM at the same
-  // block size; the tuner weighs that against the overlap.
-  [[nodiscard]] ConfigSpace candidate_space() const {
-    const ConfigSpace blocks = rowsb::block_space(rs_, default_block());
-    ConfigSpace s;
-    s.key = blocks.key;
-    for (const Config& c : blocks.configs) {
-      for (std::int64_t pipe : {0, 1}) {
-        Config d = c;
-        d.values.emplace_back("pipe", pipe);
-        s.configs.push_back(std::move(d));
-      }
-    }
-    s.default_config = blocks.default_config;
-    const bool pipe = pipe_blocker(rowsb::block_of(blocks.default_config)).empty();
-    s.default_config.values.emplace_back("pipe", pipe ? 1 : 0);
-    return s;
-  }
-
-  // pipe=1 where it cannot apply is rejected (not silently run as pipe=0) so that the tuner
-  // never times the same kernel under two names.
-  [[nodiscard]] bool pipe_of(const Config& c) const {
-    const auto p = c.get("pipe", 0);
-    if (p != 0 && p != 1) throw ConfigRejected("pipe=" + std::to_string(p) + " is not 0 or 1");
-    if (p == 0) return false;
-    const std::string why = pipe_blocker(rowsb::block_of(c));
-    if (!why.empty()) throw ConfigRejected("pipe=1: " + why);
-    return true;
-  }
-
-  void plan_split(Plan& plan, int block, bool force_split, bool pipe = false) {
+  void plan_split(Plan& plan, int block, bool force_split) {
     plan.block = block;
     const std::int64_t target = rowsb::fill_blocks(ctx_.props(), block);
-    plan.smem = !force_split && row_smem_bytes() <= kMaxRowSmem;
-    plan.split = force_split || goes_split(block);
-    plan.pipe = pipe && !plan.split;  // pipe_of has rejected pipe=1 on the split path
-    plan.smem_bytes = row_smem_bytes() * (plan.pipe ? 2 : 1);
+    plan.smem_bytes = row_smem_bytes();
+    plan.smem = !force_split && plan.smem_bytes <= kMaxRowSmem;
+    plan.split = force_split || (rs_.rows < target / 2 && rs_.cols >= 16 * block) || !plan.smem;
     if (plan.split) {
       plan.smem = false;
       const std::int64_t min_chunk = static_cast<std::int64_t>(block) * 8;
@@ -685,14 +566,9 @@ class NormWorkload final : public Workload {
                                                                            plan.smem_bytes));
           return blocks;
         };
-        // The occupancy (hence the grid) is that of the variant launched, at the shared memory
-        // launched: with pipe, twice the row, which roughly halves the resident blocks.
-        const int occ_one = setup(fused_rows_kernel<K, T, 1, false>);
-        int occupancy = occ_one;
-        if (plan.vec == kV) {
-          occupancy = plan.pipe ? setup(fused_rows_kernel<K, T, kV, true>)
-                                : setup(fused_rows_kernel<K, T, kV, false>);
-        }
+        const int occ_vec = setup(fused_rows_kernel<K, T, kV>);
+        const int occ_one = setup(fused_rows_kernel<K, T, 1>);
+        const int occupancy = plan.vec == kV ? occ_vec : occ_one;
         if (occupancy < 1) {
           throw ConfigRejected("fused_rows_kernel: block " + std::to_string(block) + " with " +
                                std::to_string(plan.smem_bytes) +
@@ -746,17 +622,10 @@ class NormWorkload final : public Workload {
         }
         constexpr int kV = max_vec<T>();
         if (plan.vec == kV && aligned_to(out, 16)) {
-          if (plan.pipe) {
-            fused_rows_kernel<K, T, kV, true>
-                <<<plan.grid, plan.block, plan.smem_bytes, s_>>>(x, y, w, b, rs_.rows, rs_.cols);
-          } else {
-            fused_rows_kernel<K, T, kV, false>
-                <<<plan.grid, plan.block, plan.smem_bytes, s_>>>(x, y, w, b, rs_.rows, rs_.cols);
-          }
+          fused_rows_kernel<K, T, kV>
+              <<<plan.grid, plan.block, plan.smem_bytes, s_>>>(x, y, w, b, rs_.rows, rs_.cols);
         } else {
-          // V = 1 fallback (unaligned output): no pipeline; with pipe it keeps the two-row
-          // allocation it was made launchable with and uses the first row of it.
-          fused_rows_kernel<K, T, 1, false>
+          fused_rows_kernel<K, T, 1>
               <<<plan.grid, plan.block, plan.smem_bytes, s_>>>(x, y, w, b, rs_.rows, rs_.cols);
         }
         CALIBER_LAUNCH_CHECK("fused_rows_kernel");
