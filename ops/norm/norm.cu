@@ -508,14 +508,21 @@ class NormWorkload final : public Workload {
     return (raw + 15) / 16 * 16;
   }
 
-  // Default block of the candidate. A row of 40 KB or more in shared memory leaves room for at
-  // most five blocks per SM (228 KB on Hopper), so 256-thread blocks would keep at most 1280
-  // threads resident; 512 doubles that for the same rows in flight. Smaller rows fit six or more
-  // blocks and keep 256: more rows in flight per SM, each with its whole copy outstanding. Rows
-  // above kMaxRowSmem take the split path, tuned at 256.
+  // Default block of the candidate (used with --tune off and before a key is tuned). A row of
+  // 40 KB or more in shared memory leaves room for at most five blocks per SM (228 KB on
+  // Hopper), so 512 threads keep more in flight. Otherwise one thread per four 16-byte vectors
+  // of the row, 64 to 256 (what the tuner picked at 1024, 4096 and 16384 columns): 256 threads
+  // on a row of 1024 fp16 (128 vectors) left half of them idle and reached 44-66% of the copy
+  // peak where the tuned block=64 reached 79-88% (H200, 2026-11-29). Rows above kMaxRowSmem
+  // take the split path, tuned at 256.
   [[nodiscard]] std::int64_t default_block() const {
     const std::size_t row = row_smem_bytes();
-    return row >= 40 * 1024 && row <= kMaxRowSmem ? 512 : 256;
+    if (row >= 40 * 1024 && row <= kMaxRowSmem) return 512;
+    if (row > kMaxRowSmem) return 256;
+    const std::int64_t vectors = static_cast<std::int64_t>(row / 16);
+    std::int64_t b = 64;
+    while (b < 256 && 2 * b * 4 <= vectors) b *= 2;
+    return b;
   }
 
   // 16-byte accesses need every row (cols % V == 0) and every base pointer 16-byte aligned.

@@ -174,7 +174,7 @@ TEST_F(OpsB, EveryTunedConfigPassesOrIsRejected) {
       {"layer_norm", {1, 1 << 20}},
       {"rand", {100003}},
       {"nonzero", {99999}},
-      // 16-byte norm rows, more rows than one wave of blocks: pipe=1 prefetches the next row.
+      // 16-byte norm rows, more rows than one wave of blocks: each block loops over rows.
       {"softmax", {4096, 4096}},
       {"layer_norm", {8192, 1024}},
       {"rms_norm", {16384, 512}}};
