@@ -61,7 +61,7 @@ core::Interval widen_for_run_noise(core::Interval ci, double ratio, double sd_a,
 void parse_run_noise(const std::string& spec, CompareOptions& opt) {
   const std::string allowed =
       "a comma list of PCT (the default) and FAMILY=PCT, percentages from 0 to below 100, "
-      "e.g. 0.5,blas=4";
+      "e.g. 0.5,blas=4,fallback=5,tiny=1.5";
   std::map<std::string, double> fam;
   std::optional<double> def;
   std::size_t start = 0;
@@ -95,7 +95,7 @@ void parse_run_noise(const std::string& spec, CompareOptions& opt) {
     start = comma + 1;
   }
   if (def) opt.run_noise = *def;
-  opt.run_noise_family = std::move(fam);
+  opt.run_noise_class = std::move(fam);
 }
 
 bool CompareResult::any_difference() const noexcept {
@@ -311,8 +311,14 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
                            : core::bootstrap_median_ratio_ci(x.samples, y->samples, opt.confidence,
                                                              opt.resamples, opt.seed);
         // A side with fewer than three runs cannot show the run-to-run noise: add it.
-        const auto fam = opt.run_noise_family.find(ca.family);
-        const double rn = fam != opt.run_noise_family.end() ? fam->second : opt.run_noise;
+        double rn = opt.run_noise;
+        auto take = [&](const std::string& cls) {
+          const auto it = opt.run_noise_class.find(cls);
+          if (it != opt.run_noise_class.end()) rn = std::max(rn, it->second);
+        };
+        take(ca.family);
+        if (fallback) take("fallback");
+        if (std::min(pr.median_a, pr.median_b) < CompareOptions::kTinyMs) take("tiny");
         const double sd_a = x.groups.size() >= 3 ? 0.0 : rn;
         const double sd_b = y->groups.size() >= 3 ? 0.0 : rn;
         const Verdict samples_only = verdict_for(pr.ci, out.band_used);
@@ -415,11 +421,12 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
                         "inside, else UNSURE");
   {
     std::string fams;
-    for (const auto& [f, v] : opt.run_noise_family) fams += ", " + f + " " + fmt(v * 100, 3) + "%";
+    for (const auto& [f, v] : opt.run_noise_class) fams += ", " + f + " " + fmt(v * 100, 3) + "%";
     pairs.notes.push_back(
         "the CI includes run-to-run noise (--run-noise: " + fmt(opt.run_noise * 100, 3) + "%" +
-        fams +
-        " per side) for a side with fewer than three runs, whose own samples cannot show it");
+        fams + " per side; tiny: a median below " + fmt(CompareOptions::kTinyMs * 1e3, 3) +
+        " us, fallback: a direct-timer fallback row) for a side with fewer than three runs, "
+        "whose own samples cannot show it");
     if (r.unsure_by_run_noise > 0)
       pairs.notes.push_back(
           std::to_string(r.unsure_by_run_noise) +

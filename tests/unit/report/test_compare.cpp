@@ -379,14 +379,14 @@ TEST(RunNoise, SpecParsesDefaultAndFamilies) {
   CompareOptions o;
   parse_run_noise("0.5,blas=4", o);
   EXPECT_DOUBLE_EQ(o.run_noise, 0.005);
-  ASSERT_EQ(o.run_noise_family.size(), 1u);
-  EXPECT_DOUBLE_EQ(o.run_noise_family.at("blas"), 0.04);
+  ASSERT_EQ(o.run_noise_class.size(), 1u);
+  EXPECT_DOUBLE_EQ(o.run_noise_class.at("blas"), 0.04);
   parse_run_noise("0", o);  // off: no family entries either
   EXPECT_DOUBLE_EQ(o.run_noise, 0.0);
-  EXPECT_TRUE(o.run_noise_family.empty());
+  EXPECT_TRUE(o.run_noise_class.empty());
   parse_run_noise("norm=2", o);  // the default stays as it was
   EXPECT_DOUBLE_EQ(o.run_noise, 0.0);
-  EXPECT_DOUBLE_EQ(o.run_noise_family.at("norm"), 0.02);
+  EXPECT_DOUBLE_EQ(o.run_noise_class.at("norm"), 0.02);
   for (const char* bad : {"", "x", "1,", "=3", "blas=", "-1", "100", "blas=abc", "1;blas=2"}) {
     CompareOptions b;
     EXPECT_THROW(parse_run_noise(bad, b), std::invalid_argument) << bad;
@@ -468,4 +468,32 @@ TEST(CompareCommand, SeveralRunsASideAreGrouped) {
   EXPECT_EQ(cmd.run(cmd.side_paths(a), cmd.side_paths(b), out, err), 0) << err.str();
   EXPECT_NE(out.str().find("SAME"), std::string::npos) << out.str();
   EXPECT_EQ(out.str().find("UNSURE only because"), std::string::npos) << out.str();
+}
+
+// Classes of rows with more run-to-run noise on the H200: fallback rows (direct timer, host in
+// the loop) and kernels below 5 us. The same shifts on an ordinary row are called.
+TEST(RunNoise, FallbackAndTinyRowsTakeTheirClass) {
+  TempDir t;
+  const std::vector<std::string> fb{"BENCHMARK_DIRECT_NO_CUDAGRAPH", "timer=direct"};
+  const auto a = write_run(
+      t.path(), "a-20261129-101010",
+      {timed_row("nonzero", "1", 1.0, 0.003, 100, 1, fb),
+       timed_row("exp", "64x64", 0.001, 0.003, 100, 2), timed_row("add", "1", 1.0, 0.003, 100, 3)});
+  const auto b = write_run(t.path(), "b-20261129-101010",
+                           {timed_row("nonzero", "1", 1.10, 0.003, 100, 4, fb),
+                            timed_row("exp", "64x64", 0.00105, 0.003, 100, 5),
+                            timed_row("add", "1", 1.05, 0.003, 100, 6)});
+  const auto r = compare_dirs({a}, {b});
+  const auto* nz = find_pair(r, "nonzero", "1");
+  const auto* tiny = find_pair(r, "exp", "64x64");
+  const auto* add = find_pair(r, "add", "1");
+  ASSERT_TRUE(nz && tiny && add);
+  EXPECT_EQ(nz->verdict, Verdict::unsure) << nz->ci.lo;
+  EXPECT_NEAR(nz->run_noise, std::hypot(0.05, 0.05), 1e-12);
+  EXPECT_EQ(tiny->verdict, Verdict::unsure) << tiny->ci.lo;
+  EXPECT_NEAR(tiny->run_noise, std::hypot(0.015, 0.015), 1e-12);
+  EXPECT_EQ(add->verdict, Verdict::slower) << add->ci.lo;
+  EXPECT_NEAR(add->run_noise, std::hypot(0.005, 0.005), 1e-12);
+  // The two candidates, and nonzero's unchanged baseline: SAME on its samples, UNSURE with 5%.
+  EXPECT_EQ(r.unsure_by_run_noise, 3);
 }
