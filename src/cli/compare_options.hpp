@@ -13,7 +13,8 @@ namespace caliber::cli {
 inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool ab = false) {
   sub.add_option("--format", cmp.format, "Output: table, md, csv, json")->group("Output");
   sub.add_option("--noise-band", cmp.noise_band_pct,
-                 "Noise band in percent: a CI wholly inside +/- it is SAME (default 2)")
+                 "Noise band in percent: a CI wholly inside +/- it is SAME, wholly outside "
+                 "FASTER/SLOWER\n(default 3)")
       ->group("Compare");
   sub.add_option(
          "--device-band", cmp.device_band_pct,
@@ -25,7 +26,7 @@ inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool
          "Run-to-run noise per side in percent, added to the CI of a side with fewer than\n"
          "three runs: PCT[,CLASS=PCT...], CLASS a family, fallback (a direct-timer fallback\n"
          "row) or tiny (a median below 5 us); a pair takes the largest that applies.\n"
-         "Default 0.5,blas=4,fallback=5,tiny=1.5: same code twice on one H200 moved GEMMs by\n"
+         "Default 0.8,blas=4,fallback=5,tiny=1.5: same code twice on one H200 moved GEMMs by\n"
          "up to 11.8%, fallback rows 12.9%, rows below 5 us 4.8%, the rest 2.9% (2026-11-29)")
       ->group("Compare");
   sub.add_option("--fail-on-regression", cmp.fail_on_regression_pct,

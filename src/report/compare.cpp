@@ -61,7 +61,7 @@ core::Interval widen_for_run_noise(core::Interval ci, double ratio, double sd_a,
 void parse_run_noise(const std::string& spec, CompareOptions& opt) {
   const std::string allowed =
       "a comma list of PCT (the default) and FAMILY=PCT, percentages from 0 to below 100, "
-      "e.g. 0.5,blas=4,fallback=5,tiny=1.5";
+      "e.g. 0.8,blas=4,fallback=5,tiny=1.5";
   std::map<std::string, double> fam;
   std::optional<double> def;
   std::size_t start = 0;
