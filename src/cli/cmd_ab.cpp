@@ -15,10 +15,12 @@ void add_ab(CLI::App& root, int& exit_code) {
       "ab",
       "A/B of a switch: R interleaved rounds (A B A B ...), each a full `caliber run` into\n"
       "<ab dir>/A-<round> or B-<round>, on the same device with everything else equal; then the\n"
-      "compare of all A rounds against all B rounds (samples pooled per row). The switch is an\n"
-      "environment variable (--env NAME=A --env NAME=B; once: set on A, unset on B) and/or a run\n"
-      "flag (--arg=--flag=x --arg=--flag=y; once: A only). When no row differs beyond noise it\n"
-      "warns that the switch may not be live. Exit codes as compare; 128+N interrupted.");
+      "compare of all A rounds against all B rounds (rounds resampled, then samples: the spread\n"
+      "between rounds is in the interval; with fewer than 3 rounds --run-noise stands in for it).\n"
+      "The switch is an environment variable (--env NAME=A --env NAME=B; once: set on A, unset\n"
+      "on B) and/or a run flag (--arg=--flag=x --arg=--flag=y; once: A only). When no row\n"
+      "differs beyond noise it warns that the switch may not be live. Exit codes as compare;\n"
+      "128+N interrupted.");
   auto knobs = std::make_shared<KnobOptions>();
   knobs->add_to(*sub, {"name"});
   auto envs = std::make_shared<std::vector<std::string>>();
