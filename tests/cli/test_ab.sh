@@ -11,20 +11,35 @@ T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 RUN=(--backend cpu --devices 0 --min-samples 30 --min-time 0 --warmup 0)
 
-"$CAL" ab --env CALIBER_TEST_SWITCH=normal --env CALIBER_TEST_SWITCH=slow --rounds 2 \
-  --out "$T/live" "${RUN[@]}" test_switch > "$T/live.txt" 2>&1; rc=$?
-cat "$T/live.txt"
-[ "$rc" -eq 0 ] || fail "ab exit $rc"
-[ "$(ls -d "$T"/live/ab-*/A-1-* "$T"/live/ab-*/B-2-* | wc -l)" -eq 2 ] || fail "round directories"
-grep -q 'SLOWER' "$T/live.txt" || fail "a 2x slower switch was not found SLOWER"
-grep -q 'may not be live' "$T/live.txt" && fail "a live switch was called dead"
+# Timing on a shared 2-core host (ctest -j2): a load spike during one side's rounds can move a
+# whole side, so each verdict gets three attempts; broken logic fails all three.
+live_ok=0
+for attempt in 1 2 3; do
+  rm -rf "$T/live"
+  "$CAL" ab --env CALIBER_TEST_SWITCH=normal --env CALIBER_TEST_SWITCH=slow --rounds 2 \
+    --out "$T/live" "${RUN[@]}" test_switch > "$T/live.txt" 2>&1; rc=$?
+  cat "$T/live.txt"
+  [ "$rc" -eq 0 ] || fail "ab exit $rc"
+  [ "$(ls -d "$T"/live/ab-*/A-1-* "$T"/live/ab-*/B-2-* | wc -l)" -eq 2 ] || fail "round directories"
+  if grep -q 'SLOWER' "$T/live.txt" && ! grep -q 'may not be live' "$T/live.txt"; then
+    live_ok=1; break
+  fi
+  echo "attempt $attempt: the 2x slower switch was not found SLOWER (or was called dead); again"
+done
+[ "$live_ok" -eq 1 ] || fail "a 2x slower switch was not found SLOWER in three attempts"
 
 # A wide band: on a shared host, noise alone must not make this switch look live.
-"$CAL" ab --env CALIBER_NOTHING_READS_THIS=1 --env CALIBER_NOTHING_READS_THIS=2 --rounds 2 \
-  --noise-band 50 --out "$T/dead" "${RUN[@]}" test_switch > "$T/dead.txt" 2>&1; rc=$?
-cat "$T/dead.txt"
-[ "$rc" -eq 0 ] || fail "ab exit $rc"
-grep -q 'may not be live' "$T/dead.txt" || fail "no warning for a switch nothing reads"
+dead_ok=0
+for attempt in 1 2 3; do
+  rm -rf "$T/dead"
+  "$CAL" ab --env CALIBER_NOTHING_READS_THIS=1 --env CALIBER_NOTHING_READS_THIS=2 --rounds 2 \
+    --noise-band 50 --out "$T/dead" "${RUN[@]}" test_switch > "$T/dead.txt" 2>&1; rc=$?
+  cat "$T/dead.txt"
+  [ "$rc" -eq 0 ] || fail "ab exit $rc"
+  if grep -q 'may not be live' "$T/dead.txt"; then dead_ok=1; break; fi
+  echo "attempt $attempt: no 'may not be live' warning (host noise moved a side by 50%?); again"
+done
+[ "$dead_ok" -eq 1 ] || fail "no warning for a switch nothing reads in three attempts"
 
 "$CAL" ab --rounds 1 "${RUN[@]}" test_switch > /dev/null 2>&1; rc=$?
 [ "$rc" -eq 2 ] || fail "ab without a switch must exit 2, got $rc"
