@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 
+#include "common/check_kernels.cuh"
 #include "common/cuda_common.cuh"
 #include "common/philox_b.hpp"
 #include "common/rows_b.cuh"
@@ -175,16 +176,6 @@ __global__ void __launch_bounds__(kStatsBlock)
   const StatsAcc r =
       rowsb::block_reduce(a, StatsCombine{}, StatsAcc{0.0, 0.0, 0ull, 0ull}, scratch);
   if (threadIdx.x == 0) partial[blockIdx.x] = r;
-}
-
-// The Kolmogorov-Smirnov sample: out[j] = y[j * stride] for every j * stride < n.
-template <class T>
-__global__ void gather_kernel(const T* __restrict__ y, long long m, long long stride,
-                              T* __restrict__ out) {
-  for (long long j = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; j < m;
-       j += static_cast<long long>(gridDim.x) * blockDim.x) {
-    out[j] = y[j * stride];
-  }
 }
 
 double normal_cdf(double z) {
@@ -381,11 +372,11 @@ class RandomWorkload final : public Workload {
       partial_ = Buffer(ctx_, static_cast<std::size_t>(grid) * sizeof(StatsAcc));
     }
     // Strided indices 0, stride, 2 * stride, ... below n (fewer than 2 * want of them).
-    const std::int64_t strided = kind_ == Kind::dropout ? 0 : ceil_div(n_, stride);
-    const std::size_t es = size_of(case_.dtype);
-    if (strided > 0 && sample_.get() == nullptr) {
-      sample_ = Buffer(ctx_, static_cast<std::size_t>(strided) * es);
+    std::vector<std::int64_t> strided;
+    if (kind_ != Kind::dropout) {
+      for (std::int64_t i = 0; i < n_; i += stride) strided.push_back(i);
     }
+    std::vector<double> got;  // the values there, gathered on the device
     dispatch_float(case_.dtype, [&](auto tag) {
       using T = decltype(tag);
       auto* part = partial_.as<StatsAcc>();
@@ -404,20 +395,11 @@ class RandomWorkload final : public Workload {
           break;
       }
       CALIBER_LAUNCH_CHECK("stats_kernel");
-      if (strided > 0) {
-        gather_kernel<T><<<grid_for(strided, 256, ctx_.props()), 256, 0, s_>>>(
-            y_.as<const T>(), strided, stride, sample_.as<T>());
-        CALIBER_LAUNCH_CHECK("gather_kernel");
-      }
+      got = gather_to_host(ctx_, y_.as<const T>(), strided);
     });
     std::vector<StatsAcc> parts(grid);
     CALIBER_CUDA_CHECK(cudaMemcpyAsync(
         parts.data(), partial_.get(), parts.size() * sizeof(StatsAcc), cudaMemcpyDeviceToHost, s_));
-    std::vector<unsigned char> raw(static_cast<std::size_t>(strided) * es);
-    if (!raw.empty()) {
-      CALIBER_CUDA_CHECK(
-          cudaMemcpyAsync(raw.data(), sample_.get(), raw.size(), cudaMemcpyDeviceToHost, s_));
-    }
     sync(s_);
     double sum = 0, sum2 = 0;
     std::uint64_t bad = 0, kept = 0;
@@ -430,14 +412,11 @@ class RandomWorkload final : public Workload {
     const std::uint64_t out_of_range = bad, bad_scale = bad;
     // The first `want` finite, in-range values at the strided indices, in index order.
     std::vector<double> sample;
-    if (!raw.empty()) {
-      const std::vector<double> got = ref::to_double(raw.data(), case_.dtype, raw.size() / es);
-      sample.reserve(static_cast<std::size_t>(want));
-      for (const double v : got) {
-        if (static_cast<std::int64_t>(sample.size()) >= want) break;
-        const bool ok = std::isfinite(v) && (kind_ == Kind::randn || (v >= 0.0 && v <= 1.0));
-        if (ok) sample.push_back(v);
-      }
+    sample.reserve(static_cast<std::size_t>(want));
+    for (const double v : got) {
+      if (static_cast<std::int64_t>(sample.size()) >= want) break;
+      const bool ok = std::isfinite(v) && (kind_ == Kind::randn || (v >= 0.0 && v <= 1.0));
+      if (ok) sample.push_back(v);
     }
     Accuracy a;
     std::string what = std::string(kind_name(kind_)) + " (" + (p == 0 ? "cuRAND" : "own Philox") +
@@ -485,7 +464,7 @@ class RandomWorkload final : public Workload {
   std::int64_t n_;
   cudaStream_t s_;
   Buffer y_, x_, mask_, scratch_;
-  Buffer partial_, sample_;  // statistics(): per-block partials and the strided KS sample
+  Buffer partial_;  // statistics(): per-block partials
   curandGenerator_t gen_ = nullptr;
   GeneratorState own_state_;  // where the backend has no default generator
   int block_ = 256;

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "core/knobs.hpp"
+
 namespace caliber::backends {
 namespace {
 
@@ -16,14 +18,8 @@ std::string trim(std::string_view s) {
 }
 
 std::vector<std::string> split_commas(std::string_view s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = s.find(',', start);
-    out.push_back(trim(s.substr(start, comma == std::string_view::npos ? s.npos : comma - start)));
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
-  }
+  std::vector<std::string> out = core::split_fields(s, ',');
+  for (auto& f : out) f = trim(f);
   return out;
 }
 

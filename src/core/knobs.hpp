@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace caliber::core {
@@ -84,6 +85,9 @@ struct KnobSpec {
 
 // "a, b c" -> {"a","b","c"}: the list syntax of OP, --devices, --dtypes, op files.
 [[nodiscard]] std::vector<std::string> split_list(const std::string& s);
+// "a,,b" -> {"a","","b"}: every field between separators, empty ones kept, nothing trimmed
+// (for callers that must see an empty field, or keep spaces).
+[[nodiscard]] std::vector<std::string> split_fields(std::string_view s, char sep);
 
 // The message format of every refusal: "caliber: --level: 'bogus' is not allowed (core,
 // comprehensive)".

@@ -4,21 +4,15 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "core/knobs.hpp"
 #include "report/ab_report.hpp"
 
 namespace caliber::report {
 
 std::vector<std::filesystem::path> CompareCommand::side_paths(const std::string& arg) {
   std::vector<std::filesystem::path> out;
-  std::size_t start = 0;
-  while (start <= arg.size()) {
-    const std::size_t comma = arg.find(',', start);
-    const std::string item =
-        arg.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (const auto& item : core::split_fields(arg, ','))
     if (!item.empty()) out.emplace_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
   return out;
 }
 

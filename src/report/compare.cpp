@@ -8,6 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/knobs.hpp"
+
 namespace caliber::report {
 
 const char* to_string(Verdict v) noexcept {
@@ -60,15 +62,12 @@ core::Interval widen_for_run_noise(core::Interval ci, double ratio, double sd_a,
 
 void parse_run_noise(const std::string& spec, CompareOptions& opt) {
   const std::string allowed =
-      "a comma list of PCT (the default) and FAMILY=PCT, percentages from 0 to below 100, "
+      "a comma list of PCT (the default) and CLASS=PCT (a family, fallback or tiny), "
+      "percentages from 0 to below 100, "
       "e.g. 0.8,blas=4,fallback=5,tiny=1.5";
   std::map<std::string, double> fam;
   std::optional<double> def;
-  std::size_t start = 0;
-  while (start <= spec.size()) {
-    const std::size_t comma = spec.find(',', start);
-    const std::string item =
-        spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (const std::string& item : core::split_fields(spec, ',')) {
     const std::size_t eq = item.find('=');
     const std::string name = eq == std::string::npos ? "" : item.substr(0, eq);
     const std::string num = eq == std::string::npos ? item : item.substr(eq + 1);
@@ -91,8 +90,6 @@ void parse_run_noise(const std::string& spec, CompareOptions& opt) {
       def = v / 100.0;
     else
       fam[name] = v / 100.0;
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   if (def) opt.run_noise = *def;
   opt.run_noise_class = std::move(fam);

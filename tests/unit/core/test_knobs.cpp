@@ -272,3 +272,10 @@ TEST(KnobCrossRules, ParallelWarmupNeedsTuning) {
   EXPECT_TRUE(contains(msg, "off")) << msg;
   EXPECT_EQ(resolve({{"parallel_warmup", "2"}, {"tune", "record"}}).parallel_warmup, 2);
 }
+
+TEST(Lists, SplitListDropsEmptiesSplitFieldsKeepsThem) {
+  EXPECT_EQ(split_list("a, b  c,,d"), (std::vector<std::string>{"a", "b", "c", "d"}));
+  EXPECT_EQ(split_fields("a,,b ", ','), (std::vector<std::string>{"a", "", "b "}));
+  EXPECT_EQ(split_fields("", ','), (std::vector<std::string>{""}));
+  EXPECT_EQ(split_fields(",", ','), (std::vector<std::string>{"", ""}));
+}
