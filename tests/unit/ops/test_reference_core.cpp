@@ -119,6 +119,32 @@ TEST(ReferenceCompare, NormGateCatchesSmallWidespreadError) {
   EXPECT_NE(a.detail.find("norm error above tolerance"), std::string::npos) << a.detail;
 }
 
+TEST(ReferenceCompare, SubnormalOutputsAreJudgedBeyondTheFormatsResolution) {
+  // fp16 softmax over a 151936-column row: every probability ~6.6e-6 is subnormal in fp16, so a
+  // correctly rounded output is up to 0.5% off, far above the 1e-3 norm gate. The gate must pass
+  // it and still fail an output that is two subnormal steps off everywhere.
+  const auto tol = ref::reduction_tolerance(DType::f16, 151936);
+  std::vector<double> r(4096), rounded(4096), off(4096);
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    r[i] = (1.0 + 0.37 * std::sin(0.1 * static_cast<double>(i))) / 151936.0;
+    rounded[i] = ref::round_to(r[i], DType::f16);
+    off[i] = rounded[i] + 2 * 0x1p-24;
+  }
+  double d2 = 0, r2 = 0;
+  for (std::size_t i = 0; i < r.size(); ++i) d2 += (rounded[i] - r[i]) * (rounded[i] - r[i]);
+  for (double v : r) r2 += v * v;
+  ASSERT_GT(std::sqrt(d2 / r2), tol.norm_rel);  // the plain norm error would fail the gate
+  const auto a = ref::compare(rounded, r, tol, "subnormal");
+  EXPECT_TRUE(a.passed) << a.detail;
+  const auto b = ref::compare(off, r, tol, "two steps off");
+  EXPECT_FALSE(b.passed) << b.detail;
+  EXPECT_NE(b.detail.find("norm error above tolerance"), std::string::npos) << b.detail;
+  // fp32 has no such floor at these magnitudes: a 1e-4 relative error still fails.
+  std::vector<double> f32off(r);
+  for (double& v : f32off) v *= 1.0 + 1e-4;
+  EXPECT_FALSE(ref::compare(f32off, r, ref::reduction_tolerance(DType::f32, 151936), "f32").passed);
+}
+
 TEST(ReferenceCompare, ExactIntegerCompare) {
   std::vector<std::int64_t> r{0, 5, 9}, o{0, 5, 9};
   EXPECT_TRUE(ref::compare_exact(o, r, "idx").passed);
