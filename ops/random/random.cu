@@ -12,8 +12,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 
 #include "common/check_kernels.cuh"
 #include "common/cuda_common.cuh"
@@ -47,62 +49,180 @@ __device__ __forceinline__ float below_one() {
   return 1.f - 0x1p-24f;
 }
 
+// Dropout keeps an element when its uniform to_unit(r) < 1 - p. to_unit(r) is (r >> 8) * 2^-24
+// exactly, so with (1 - p) * 2^24 an integer the test is r < ((1 - p) * 2^24) << 8 on the raw
+// word: the same decisions without an int-to-float conversion.
+constexpr std::uint32_t kKeepBelow = static_cast<std::uint32_t>((1.f - kDropP) * 0x1p24f) << 8;
+static_assert(static_cast<float>(kKeepBelow >> 8) == (1.f - kDropP) * 0x1p24f,
+              "(1 - p) * 2^24 must be an integer for the integer keep test");
+
 template <Kind K, class T>
-__device__ __forceinline__ void make4(philox::U32x4 r, float out[4], unsigned char keep[4]) {
+__device__ __forceinline__ void make4(philox::U32x4 r, float out[4], bool fast) {
   if constexpr (K == Kind::rand) {
 #pragma unroll
-    for (int k = 0; k < 4; ++k) out[k] = fminf(philox::to_unit(r.v[k]), below_one<T>());
+    for (int k = 0; k < 4; ++k) {
+      // For fp32 below_one() is the largest to_unit value already: the clamp would be a no-op.
+      out[k] = std::is_same_v<T, float> ? philox::to_unit(r.v[k])
+                                        : fminf(philox::to_unit(r.v[k]), below_one<T>());
+    }
   } else if constexpr (K == Kind::randn) {
 #pragma unroll
     for (int k = 0; k < 4; k += 2) {
       const float rad = sqrtf(-2.f * logf(philox::to_unit_open0(r.v[k])));
+      const float turn = philox::to_unit(r.v[k + 1]);
       float s, c;
-      sincospif(2.f * philox::to_unit(r.v[k + 1]), &s, &c);
+      if (fast) {
+        // cuRAND's choice for its Box-Muller: the hardware sin/cos (absolute error about 2^-21
+        // over the turn); the radius keeps the accurate logf and sqrtf.
+        __sincosf(turn * 6.28318530717958647692f, &s, &c);
+      } else {
+        sincospif(2.f * turn, &s, &c);
+      }
       out[k] = rad * c;
       out[k + 1] = rad * s;
     }
-  } else {
-#pragma unroll
-    for (int k = 0; k < 4; ++k) keep[k] = philox::to_unit(r.v[k]) < 1.f - kDropP;
   }
 }
 
-// Group g of four outputs draws Philox counter (offset + g); grid-stride over groups.
-template <Kind K, class T>
-__global__ void philox_kernel(T* __restrict__ y, unsigned char* __restrict__ mask,
-                              const T* __restrict__ x, long long n, unsigned long long seed,
-                              unsigned long long offset) {
-  const long long groups = (n + 3) / 4;
-  for (long long g = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; g < groups;
-       g += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const philox::U32x4 r = philox::draw(seed, offset, static_cast<unsigned long long>(g));
-    const long long i = g * 4;
-    float v[4];
-    unsigned char keep[4] = {0, 0, 0, 0};
-    make4<K, T>(r, v, keep);
-    if (i + 4 <= n) {
-      Vec<T, 4> o;
-      if constexpr (K == Kind::dropout) {
-        const Vec<T, 4> in = load_vec<T, 4>(x + i);
+// philox::draw with the ten rounds unrolled: the shared header's round loop stays a loop in
+// device code (key additions and a branch per round), and its 64-bit products leave 64-bit
+// masks and XORs in the PTX. Same arithmetic, same bits: the host check recomputes fp32 rand
+// with philox::draw.
+__device__ __forceinline__ philox::U32x4 draw_unrolled(unsigned long long seed,
+                                                       unsigned long long offset,
+                                                       unsigned long long group) {
+  constexpr std::uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  constexpr std::uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  const unsigned long long ctr = offset + group;
+  philox::U32x4 c{{static_cast<std::uint32_t>(ctr), static_cast<std::uint32_t>(ctr >> 32), 0u, 0u}};
+  const auto k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
 #pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          o.v[k] = keep[k] ? from_float<T>(to_float(in.v[k]) * (1.f / (1.f - kDropP)))
-                           : from_float<T>(0.f);
+  for (int r = 0; r < 10; ++r) {
+    // 32-bit halves of the products (as cuRAND writes them), so no 64-bit arithmetic survives.
+    const std::uint32_t hi0 = __umulhi(kM0, c.v[0]), lo0 = kM0 * c.v[0];
+    const std::uint32_t hi1 = __umulhi(kM1, c.v[2]), lo1 = kM1 * c.v[2];
+    c = philox::U32x4{{hi1 ^ c.v[1] ^ (k0 + static_cast<std::uint32_t>(r) * kW0), lo1,
+                       hi0 ^ c.v[3] ^ (k1 + static_cast<std::uint32_t>(r) * kW1), lo0}};
+  }
+  return c;
+}
+
+// Two floats into two adjacent T's, rounded to nearest even (one packed conversion for 16 bits).
+template <class T>
+__device__ __forceinline__ void put2(T* o, float a, float b) {
+  if constexpr (std::is_same_v<T, __half>) {
+    *reinterpret_cast<__half2*>(o) = __floats2half2_rn(a, b);
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    *reinterpret_cast<__nv_bfloat162*>(o) = __floats2bfloat162_rn(a, b);
+  } else {
+    o[0] = a;
+    o[1] = b;
+  }
+}
+
+// dropout's mask bytes of one group: byte k is 1 where r.v[k] < kKeepBelow.
+__device__ __forceinline__ std::uint32_t keep_bytes(const philox::U32x4& r) {
+  if constexpr (kKeepBelow == 0x80000000u) {
+    // Keep <=> top bit clear: gather the four top bytes, invert, move bit 7 of each to bit 0.
+    const std::uint32_t top = __byte_perm(__byte_perm(r.v[0], r.v[1], 0x0073),
+                                          __byte_perm(r.v[2], r.v[3], 0x0073), 0x5410);
+    return (~top >> 7) & 0x01010101u;
+  } else {
+    std::uint32_t m = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) m |= static_cast<std::uint32_t>(r.v[k] < kKeepBelow) << (8 * k);
+    return m;
+  }
+}
+
+// The own kernel. Group g of four outputs draws Philox counter (offset + g) (philox::draw's stream
+// layout, which the host check recomputes); only the schedule below is tunable.
+//  - Each iteration a block covers blockDim * ILP consecutive groups, as ILP / P units per thread
+//    of P consecutive groups: unit s of thread t is groups base + (s * blockDim + t) * P + [0, P),
+//    so every store instruction of a warp is contiguous. P = 2 for 16-bit types at ILP >= 2 (one
+//    16-byte store of 8 values, an 8-byte mask store), else 1 (16-byte fp32 / 8-byte 16-bit
+//    stores, a 4-byte mask store).
+//  - All ILP draws are computed before any store (dropout's loads of x are issued before the
+//    draws), so ILP independent Philox chains overlap and ILP stores are in flight together.
+//  - I is the index type: 32-bit when the host saw that every index of the launch fits.
+//  - The grid (host) either strides (capped at `waves` resident waves) or covers all groups.
+template <Kind K, class T, int ILP, class I>
+__global__ void philox_kernel(T* __restrict__ y, unsigned char* __restrict__ mask,
+                              const T* __restrict__ x, I n, unsigned long long seed,
+                              unsigned long long offset, bool fast) {
+  constexpr int P = (sizeof(T) == 2 && ILP >= 2) ? 2 : 1;
+  constexpr int S = ILP / P;
+  constexpr int E = 4 * P;  // elements per unit
+  using MaskWord = std::conditional_t<P == 2, uint2, std::uint32_t>;
+  (void)fast;  // randn only
+  const I groups = (n + 3) / 4;
+  const I tile = static_cast<I>(blockDim.x) * ILP;
+  const I stride = static_cast<I>(gridDim.x) * tile;
+  for (I base = static_cast<I>(blockIdx.x) * tile; base < groups; base += stride) {
+    I e[S];  // first element of each unit
+    Vec<T, E> in[S];
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      e[s] = (base + (static_cast<I>(s) * blockDim.x + threadIdx.x) * P) * 4;
+      if constexpr (K == Kind::dropout) {
+        if (e[s] + E <= n) in[s] = load_vec<T, E>(x + e[s]);
+      }
+    }
+    philox::U32x4 r[ILP];
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        r[s * P + p] = draw_unrolled(seed, offset, static_cast<unsigned long long>(e[s] / 4 + p));
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      if (e[s] >= n) continue;
+      float v[E];
+      std::uint32_t keep[P];
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        if constexpr (K == Kind::dropout) {
+          keep[p] = keep_bytes(r[s * P + p]);
+        } else {
+          make4<K, T>(r[s * P + p], v + 4 * p, fast);
         }
-        *reinterpret_cast<uchar4*>(mask + i) = make_uchar4(keep[0], keep[1], keep[2], keep[3]);
+      }
+      if (e[s] + E <= n) {
+        Vec<T, E> o;
+        if constexpr (K == Kind::dropout) {
+#pragma unroll
+          for (int k = 0; k < E; k += 2) {
+            const bool k0 = (keep[k / 4] >> (8 * (k % 4))) & 1u;
+            const bool k1 = (keep[k / 4] >> (8 * (k % 4 + 1))) & 1u;
+            put2<T>(o.v + k, k0 ? to_float(in[s].v[k]) * (1.f / (1.f - kDropP)) : 0.f,
+                    k1 ? to_float(in[s].v[k + 1]) * (1.f / (1.f - kDropP)) : 0.f);
+          }
+          MaskWord m;
+          if constexpr (P == 2) {
+            m = make_uint2(keep[0], keep[1]);
+          } else {
+            m = keep[0];
+          }
+          *reinterpret_cast<MaskWord*>(mask + e[s]) = m;
+        } else {
+#pragma unroll
+          for (int k = 0; k < E; k += 2) put2<T>(o.v + k, v[k], v[k + 1]);
+        }
+        store_vec<T, E>(y + e[s], o);
       } else {
 #pragma unroll
-        for (int k = 0; k < 4; ++k) o.v[k] = from_float<T>(v[k]);
-      }
-      store_vec<T, 4>(y + i, o);
-    } else {
-      for (int k = 0; i + k < n; ++k) {
-        if constexpr (K == Kind::dropout) {
-          y[i + k] = keep[k] ? from_float<T>(to_float(x[i + k]) * (1.f / (1.f - kDropP)))
+        for (int k = 0; k < E; ++k) {
+          if (e[s] + k >= n) break;
+          if constexpr (K == Kind::dropout) {
+            const bool kk = (keep[k / 4] >> (8 * (k % 4))) & 1u;
+            y[e[s] + k] = kk ? from_float<T>(to_float(x[e[s] + k]) * (1.f / (1.f - kDropP)))
                              : from_float<T>(0.f);
-          mask[i + k] = keep[k];
-        } else {
-          y[i + k] = from_float<T>(v[k]);
+            mask[e[s] + k] = kk ? 1 : 0;
+          } else {
+            y[e[s] + k] = from_float<T>(v[k]);
+          }
         }
       }
     }
@@ -217,7 +337,12 @@ class RandomWorkload final : public Workload {
     cand.name = "caliber";
     cand.role = Role::candidate;
     cand.label = "own Philox4x32-10, (seed, offset) as kernel arguments: capture-safe";
-    cand.space = rowsb::block_space(rowsb::RowShape{1, n_});
+    if (kind_ == Kind::randn) {
+      cand.label += "; Box-Muller sin/cos by sincospif (fast=0) or __sincosf (fast=1)";
+    }
+    // Tune-cache generation: 2 since ilp, waves and fast joined block.
+    cand.version = std::to_string(2);
+    cand.space = own_space();
     return {base, cand};
   }
 
@@ -234,9 +359,36 @@ class RandomWorkload final : public Workload {
       return;
     }
     block_ = rowsb::block_of(c);
+    // Absent keys (a config tuned before they existed) mean the original schedule.
+    ilp_ = static_cast<int>(c.get("ilp", 1));
+    waves_ = static_cast<int>(c.get("waves", 2));
+    const std::int64_t fast = c.get("fast", 0);
+    if (ilp_ != 1 && ilp_ != 2 && ilp_ != 4) {
+      throw ConfigRejected("philox_kernel: ilp=" + std::to_string(ilp_) + " is not 1, 2 or 4");
+    }
+    if (waves_ < 0) throw ConfigRejected("philox_kernel: waves must be 0 (no cap) or positive");
+    if (fast != 0 && fast != 1) throw ConfigRejected("philox_kernel: fast must be 0 or 1");
+    if (fast != 0 && kind_ != Kind::randn) {
+      throw ConfigRejected("philox_kernel: fast applies to randn only");
+    }
+    fast_ = fast != 0;
+    // 16-byte accesses of y (and x), 8-byte mask stores: the buffers come from the device
+    // allocator, so this only guards against a future sub-allocation.
+    if (!aligned_to(y_.get(), 16) ||
+        (kind_ == Kind::dropout && (!aligned_to(x_.get(), 16) || !aligned_to(mask_.get(), 8)))) {
+      throw ConfigRejected("philox_kernel: buffers not aligned for vector accesses");
+    }
+    grid_ = own_grid();
+    // Every index of the launch (the last grid-stride step's overshoot included) in 32 bits?
+    const std::uint64_t span = static_cast<std::uint64_t>(grid_) * block_ * ilp_;
+    idx32_ = (static_cast<std::uint64_t>(philox::counters_for(static_cast<std::uint64_t>(n_))) +
+              span) * 4 +
+                 64 <
+             (std::uint64_t{1} << 32);
     dispatch_float(case_.dtype, [&](auto tag) {
       using T = decltype(tag);
-      require_launchable(philox_kernel<Kind::rand, T>, block_, 0, "philox_kernel");
+      with_own_kernel<T>(
+          [&](auto kernel) { require_launchable(kernel, block_, 0, "philox_kernel"); });
     });
   }
 
@@ -334,25 +486,90 @@ class RandomWorkload final : public Workload {
     });
   }
 
+  // The candidate's launch space: block x ilp (groups per thread per iteration) x waves (grid cap
+  // in resident waves of blocks, 0 = one iteration per thread) x, for randn, fast (sin/cos). The
+  // original schedule is block=256,ilp=1,waves=2 (fast=0).
+  [[nodiscard]] ConfigSpace own_space() const {
+    ConfigSpace s;
+    const bool normal = kind_ == Kind::randn;
+    for (std::int64_t block : {128, 256, 512}) {
+      for (std::int64_t ilp : {1, 2, 4}) {
+        for (std::int64_t waves : {1, 2, 8, 0}) {
+          Config c{{{"block", block}, {"ilp", ilp}, {"waves", waves}}};
+          if (!normal) {
+            s.configs.push_back(c);
+            continue;
+          }
+          for (std::int64_t fast : {0, 1}) {
+            Config f = c;
+            f.values.emplace_back("fast", fast);
+            s.configs.push_back(f);
+          }
+        }
+      }
+    }
+    s.default_config = Config{{{"block", 256}, {"ilp", 2}, {"waves", 2}}};
+    if (normal) s.default_config.values.emplace_back("fast", 1);
+    s.key = rowsb::block_space(rowsb::RowShape{1, n_}).key;
+    return s;
+  }
+
+  // Blocks of the launch: capped at waves_ resident waves (grid-stride loop), or enough for every
+  // group at ilp_ groups per thread (waves_ = 0).
+  [[nodiscard]] unsigned own_grid() const {
+    const std::int64_t per_block = static_cast<std::int64_t>(block_) * ilp_;
+    const std::int64_t groups = ceil_div(n_, 4);
+    if (waves_ == 0) {
+      return static_cast<unsigned>(
+          std::clamp<std::int64_t>(ceil_div(groups, per_block), 1, std::int64_t{2147483647}));
+    }
+    return grid_for(groups, per_block, ctx_.props(), waves_, std::max(1, 2048 / block_));
+  }
+
+  // Calls f(kernel) with the philox_kernel instance of this case and the prepared config.
+  template <class T, class F>
+  void with_own_kernel(F&& f) const {
+    auto by_ilp = [&]<Kind K, class I>() {
+      switch (ilp_) {
+        case 1:
+          return f(philox_kernel<K, T, 1, I>);
+        case 2:
+          return f(philox_kernel<K, T, 2, I>);
+        default:
+          return f(philox_kernel<K, T, 4, I>);
+      }
+    };
+    auto by_index = [&]<Kind K>() {
+      if (idx32_) {
+        by_ilp.template operator()<K, unsigned>();
+      } else {
+        by_ilp.template operator()<K, long long>();
+      }
+    };
+    switch (kind_) {
+      case Kind::rand:
+        by_index.template operator()<Kind::rand>();
+        break;
+      case Kind::randn:
+        by_index.template operator()<Kind::randn>();
+        break;
+      case Kind::dropout:
+        by_index.template operator()<Kind::dropout>();
+        break;
+    }
+  }
+
   void launch_own(std::uint64_t seed, std::uint64_t offset) {
     dispatch_float(case_.dtype, [&](auto tag) {
       using T = decltype(tag);
-      const unsigned grid =
-          grid_for(ceil_div(n_, 4), block_, ctx_.props(), 2, std::max(1, 2048 / block_));
-      switch (kind_) {
-        case Kind::rand:
-          philox_kernel<Kind::rand, T>
-              <<<grid, block_, 0, s_>>>(y_.as<T>(), nullptr, nullptr, n_, seed, offset);
-          break;
-        case Kind::randn:
-          philox_kernel<Kind::randn, T>
-              <<<grid, block_, 0, s_>>>(y_.as<T>(), nullptr, nullptr, n_, seed, offset);
-          break;
-        case Kind::dropout:
-          philox_kernel<Kind::dropout, T><<<grid, block_, 0, s_>>>(
-              y_.as<T>(), mask_.as<unsigned char>(), x_.as<const T>(), n_, seed, offset);
-          break;
-      }
+      T* y = y_.as<T>();
+      auto* m = kind_ == Kind::dropout ? mask_.as<unsigned char>() : nullptr;
+      const T* x = kind_ == Kind::dropout ? x_.as<const T>() : nullptr;
+      with_own_kernel<T>(
+          [&]<class I>(void (*kernel)(T*, unsigned char*, const T*, I, unsigned long long,
+                                      unsigned long long, bool)) {
+            kernel<<<grid_, block_, 0, s_>>>(y, m, x, static_cast<I>(n_), seed, offset, fast_);
+          });
       CALIBER_LAUNCH_CHECK("philox_kernel");
     });
   }
@@ -468,6 +685,11 @@ class RandomWorkload final : public Workload {
   curandGenerator_t gen_ = nullptr;
   GeneratorState own_state_;  // where the backend has no default generator
   int block_ = 256;
+  int ilp_ = 1;
+  int waves_ = 2;
+  bool fast_ = false;
+  bool idx32_ = false;
+  unsigned grid_ = 1;
 };
 
 class RandomOp : public Op {

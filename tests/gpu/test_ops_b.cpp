@@ -221,6 +221,26 @@ TEST_F(OpsB, OwnPhiloxCapturesAndAdvancesTheGenerator) {
   if (g != nullptr) EXPECT_EQ(g->offset, before + (1 << 20) / 4);
 }
 
+// Every config of the own Philox kernel (ilp, waves, fast) for each random op and dtype, on a
+// length with a ragged tail (not a multiple of 8) and on one shorter than a single group.
+TEST_F(OpsB, EveryPhiloxConfigPassesOnRaggedLengths) {
+  for (const char* name : {"rand", "randn", "dropout"}) {
+    auto op = cuda_op(name);
+    ASSERT_NE(op, nullptr);
+    for (const DType t : {DType::f32, DType::f16, DType::bf16}) {
+      for (const std::int64_t n : {std::int64_t{100003}, std::int64_t{3}}) {
+        auto w = op->setup(*cuda_device(), case_of(*op, t, {n}));
+        const auto space = w->providers()[1].space;
+        for (const auto& cfg : space.configs) {
+          w->prepare(1, cfg);
+          const auto acc = w->check(1);
+          EXPECT_TRUE(acc.passed) << name << " n=" << n << " " << cfg.str() << ": " << acc.detail;
+        }
+      }
+    }
+  }
+}
+
 // nonzero synchronizes inside launch: capturing it must fail with a capture error (900..908).
 TEST_F(OpsB, NonzeroRefusesCapture) {
   auto* dev = cuda_device();
