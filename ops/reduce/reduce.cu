@@ -9,6 +9,7 @@
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_segmented_reduce.cuh>
+#include <cuda/atomic>
 #include <cuda/std/functional>
 #include <limits>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "common/check_kernels.cuh"
 #include "common/cuda_common.cuh"
 #include "common/rows_b.cuh"
+#include "reduce/scan_lookback.hpp"
 
 namespace caliber::ops::cuda::reduceb {
 namespace {
@@ -284,6 +286,249 @@ __global__ void carry_scan_kernel(const SumAcc* __restrict__ partial, float* __r
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Single-pass inclusive scan with decoupled look-back (Merrill and Garland 2016, "Single-pass
+// parallel prefix scan with decoupled look-back"; CUB's DeviceScan): the input is read once and
+// the output written once. The flattened rows x cols tensor is cut into tiles of block * ITEMS
+// elements, one tile per block; a row start (flat index % cols == 0) resets the sum, so a tile
+// may hold many short rows, and a long row spans many tiles. Index and status arithmetic lives
+// in reduce/scan_lookback.hpp (unit-tested on the host).
+//
+// Inside a tile, warp w owns 32 * ITEMS consecutive elements, lane l its vectors k * 32 + l
+// (V = 16 / sizeof(T) elements each, so loads and stores are 16-byte and coalesced). Each step
+// k scans a lane's vector, then the warp's 32 vectors (segmented Kogge-Stone: a lane adds a
+// partner only when no row start lies between), carrying a (reset, value) pair from step to
+// step; warp 0 then scans the warps' pairs. An element whose row starts inside the same warp
+// segment is final at that point ("reached"); the others add their warp's exclusive prefix,
+// which for a warp with no row start before it in the tile needs the tile's exclusive prefix:
+// the look-back.
+//
+// Look-back (warp 0 of the block): the tile publishes its aggregate at once (as a prefix when
+// it holds a row start: nothing before it matters to anything after it), then, unless its first
+// element starts a row, reads its 32 closest predecessors' status words, waits (with backoff)
+// until none is invalid, adds the values from the closest one up to the closest prefix, and
+// moves 32 tiles further back when there is no prefix among them. The chain always ends: the
+// tile holding the row's start publishes a prefix without waiting on anything. Then it
+// publishes its own prefix. Tile ids come from a ticket counter, in the order blocks started,
+// so a tile waits only on tiles that are already running and publish without waiting: no
+// deadlock whatever order the hardware schedules blocks in. Status words are single 64-bit
+// values read and written with relaxed device-scope atomics (a reader needs nothing else from
+// the writer); tile sums are fp32, the exclusive prefixes fp64 (see scan_lookback.hpp).
+
+constexpr int kLookbackMaxBlock = 512;
+
+// cumsum's config key "algo": the three-pass scan (chunk sums, their scan, then every chunk
+// with its carry-in; configs without the key) or the single-pass look-back scan (with "items"
+// per thread, 8 or 16).
+constexpr std::int64_t kAlgoThreePass = 0;
+constexpr std::int64_t kAlgoLookback = 1;
+constexpr int kStatusOffset = 16;  // words: the ticket counter sits alone in the first 128 bytes
+
+using StatusRef = ::cuda::atomic_ref<unsigned long long, ::cuda::thread_scope_device>;
+
+// Segmented inclusive warp scan of one float per lane: `seg` is the lane where this lane's
+// segment starts (-1: before lane 0); a lane adds a partner's partial only inside its segment.
+__device__ __forceinline__ float warp_segmented_scan(float v, int lane, int seg) {
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const float o = __shfl_up_sync(0xffffffffu, v, d);
+    if (lane >= d && lane - d >= seg) v += o;
+  }
+  return v;
+}
+
+// The exclusive prefix of tile `tile` in its row (warp 0, every lane; the tile's first element
+// does not start a row). Every predecessor has started (lower ticket) and publishes before its
+// own look-back, so the waits end.
+__device__ double lookback(unsigned long long* status, long long tile, unsigned long long tag,
+                           int lane) {
+  double excl = 0.0;
+  for (long long pred = tile - 1;; pred -= 32) {
+    const long long p = pred - lane;  // lane 0 is the closest predecessor
+    unsigned long long word = 0;
+    unsigned long long flag = scan::kFlagInvalid;
+    unsigned ns = 32;
+    for (long long spins = 0;; ++spins) {
+      if (flag == scan::kFlagInvalid) {
+        if (p < 0) {
+          flag = scan::kFlagPrefix;  // before tile 0: an empty prefix (tile 0 starts a row)
+          word = 0;
+        } else {
+          word = StatusRef(status[p]).load(::cuda::memory_order_relaxed);
+          flag = scan::status_flag(word, tag);
+        }
+      }
+      if (__all_sync(0xffffffffu, flag != scan::kFlagInvalid)) break;
+      // Legitimate waits are microseconds. Far past that an invariant is broken (a launch that
+      // did not take its tickets): fail with a device error rather than hang the process.
+      if (spins > (1LL << 24)) __trap();
+      __nanosleep(ns);
+      if (ns < 1024) ns *= 2;
+    }
+    const unsigned prefixes = __ballot_sync(0xffffffffu, flag == scan::kFlagPrefix);
+    const int stop = prefixes != 0 ? __ffs(prefixes) - 1 : 31;  // the closest prefix
+    double part = lane <= stop && p >= 0 ? scan::status_value(word) : 0.0;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) part += __shfl_xor_sync(0xffffffffu, part, off);
+    excl += part;
+    if (prefixes != 0) return excl;
+  }
+}
+
+template <class T, int ITEMS>
+__global__ void __launch_bounds__(kLookbackMaxBlock)
+    cumsum_lookback_kernel(const T* __restrict__ x, T* __restrict__ y, long long n, long long cols,
+                           long long tiles, unsigned long long magic, bool vec,
+                           unsigned long long* __restrict__ scratch) {
+  constexpr int V = max_vec<T>();
+  static_assert(ITEMS % V == 0 && ITEMS <= 16, "whole 16-byte vectors, one bit per item");
+  constexpr int NV = ITEMS / V;
+  constexpr unsigned kFull = 0xffffffffu;
+  __shared__ long long s_tile, s_col0;
+  __shared__ unsigned long long s_tag;
+  __shared__ float s_warp_sum[32];
+  __shared__ int s_warp_reset[32];
+  __shared__ double s_warp_prefix[32];
+
+  unsigned long long* status = scratch + kStatusOffset;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const int warp = static_cast<int>(threadIdx.x >> 5);
+  const int warps = static_cast<int>(blockDim.x >> 5);
+  const long long tile_elems = static_cast<long long>(blockDim.x) * ITEMS;
+  if (threadIdx.x == 0) {
+    const scan::TileTicket tt = scan::tile_of_ticket(atomicAdd(scratch, 1ull), tiles);
+    s_tile = tt.tile;
+    s_tag = tt.tag;
+    s_col0 = (tt.tile * tile_elems) % cols;
+  }
+  __syncthreads();
+  const long long tile = s_tile;
+  const long long col0 = s_col0;
+  const long long begin = tile * tile_elems;
+  const long long warp_off = static_cast<long long>(warp) * 32 * ITEMS;
+
+  // Loads: vector k of this lane starts at tile offset warp_off + (k * 32 + lane) * V.
+  float v[NV][V];
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const long long e = begin + warp_off + static_cast<long long>(k * 32 + lane) * V;
+    if (vec && e + V <= n) {
+      const Vec<T, V> in = load_vec<T, V>(x + e);
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[k][i] = to_float(in.v[i]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[k][i] = e + i < n ? to_float(x[e + i]) : 0.f;
+    }
+  }
+
+  // Step k: scan the lane's vector, then the warp's row of 32 vectors, then add the carry of
+  // steps < k. reached: bit k * V + i when element i of vector k needs no prefix from outside
+  // the warp segment (its row starts inside it).
+  float carry = 0.f;
+  bool carry_reset = false;
+  unsigned reached = 0;
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const long long off = warp_off + static_cast<long long>(k * 32 + lane) * V;
+    const long long e = begin + off;
+    unsigned heads = 0;
+    if (e < n) {
+      heads = scan::head_bits<V>(scan::column_at(col0, off, cols, magic), cols) &
+              scan::valid_bits(n - e, V);
+    }
+    float run = 0.f;
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      run = ((heads >> i) & 1u) != 0 ? v[k][i] : run + v[k][i];
+      v[k][i] = run;
+    }
+    const unsigned ball = __ballot_sync(kFull, heads != 0);
+    const float inc = warp_segmented_scan(run, lane, scan::last_set_at_or_below(ball, lane));
+    float ex = __shfl_up_sync(kFull, inc, 1);
+    const bool ex_reset = (ball & ((1u << lane) - 1u)) != 0;  // a row start in a lower lane
+    float base = 0.f;
+    bool base_reset = true;
+    if (ex_reset) {
+      base = ex;
+    } else {
+      base = lane == 0 ? carry : carry + ex;
+      base_reset = carry_reset;
+    }
+    const unsigned first_head = heads != 0 ? static_cast<unsigned>(__ffs(heads) - 1) : V;
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      if (static_cast<unsigned>(i) >= first_head) {
+        reached |= 1u << (k * V + i);  // its row starts in this vector
+      } else {
+        v[k][i] = base + v[k][i];
+        if (base_reset) reached |= 1u << (k * V + i);
+      }
+    }
+    const float total = __shfl_sync(kFull, inc, 31);
+    if (ball != 0) {
+      carry = total;
+      carry_reset = true;
+    } else {
+      carry += total;
+    }
+  }
+  if (lane == 0) {
+    s_warp_sum[warp] = carry;
+    s_warp_reset[warp] = carry_reset ? 1 : 0;
+  }
+  __syncthreads();
+
+  if (warp == 0) {
+    const float a = lane < warps ? s_warp_sum[lane] : 0.f;
+    const bool r = lane < warps && s_warp_reset[lane] != 0;
+    const unsigned ball = __ballot_sync(kFull, r);
+    const float inc = warp_segmented_scan(a, lane, scan::last_set_at_or_below(ball, lane));
+    const float up = __shfl_up_sync(kFull, inc, 1);
+    const float ex = lane == 0 ? 0.f : up;
+    const bool ex_reset = (ball & ((1u << lane) - 1u)) != 0;
+    const float tile_sum = __shfl_sync(kFull, inc, 31);  // lanes >= warps add nothing
+    const bool tile_reset = ball != 0;
+    const unsigned long long tag = s_tag;
+    if (lane == 0) {
+      StatusRef(status[tile])
+          .store(scan::pack_status(tile_sum, tag,
+                                   tile_reset ? scan::kFlagPrefix : scan::kFlagAggregate),
+                 ::cuda::memory_order_relaxed);
+    }
+    const double excl = col0 != 0 ? lookback(status, tile, tag, lane) : 0.0;
+    if (lane == 0 && !tile_reset) {
+      StatusRef(status[tile])
+          .store(scan::pack_status(excl + static_cast<double>(tile_sum), tag, scan::kFlagPrefix),
+                 ::cuda::memory_order_relaxed);
+    }
+    if (lane < warps) {
+      s_warp_prefix[lane] = ex_reset ? static_cast<double>(ex) : excl + static_cast<double>(ex);
+    }
+  }
+  __syncthreads();
+
+  const float prefix = static_cast<float>(s_warp_prefix[warp]);
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const long long e = begin + warp_off + static_cast<long long>(k * 32 + lane) * V;
+    Vec<T, V> o;
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      const float r = ((reached >> (k * V + i)) & 1u) != 0 ? v[k][i] : prefix + v[k][i];
+      o.v[i] = from_float<T>(r);
+    }
+    if (vec && e + V <= n) {
+      store_vec<T, V>(y + e, o);
+    } else {
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        if (e + i < n) y[e + i] = o.v[i];
+      }
+    }
+  }
+}
+
 // Segmented CUB ArgMax gives (int offset, value) pairs; torch's argmax is int64.
 template <class T>
 __global__ void pair_to_index_kernel(const cub::KeyValuePair<int, T>* __restrict__ kv,
@@ -452,6 +697,13 @@ class ReduceWorkload final : public Workload {
     cand.role = Role::candidate;
     cand.label = "own row kernels (warp per short row, split blocks per long row)";
     cand.space = rowsb::block_space(rs_);
+    if (kind_ == Kind::cumsum) {
+      cand.version = "2";  // the algo key (three-pass or look-back) joined the space
+      cand.label =
+          "own scans: single-pass decoupled look-back (algo=1) or three passes (algo=0), fp32 "
+          "sums, fp64 tile prefixes";
+      cand.space = scan_space();
+    }
     return {base, cand};
   }
 
@@ -459,7 +711,7 @@ class ReduceWorkload final : public Workload {
     if (p == 0) {
       prepare_cub();
     } else {
-      prepare_own(rowsb::block_of(c));
+      prepare_own(c);
     }
   }
 
@@ -567,7 +819,36 @@ class ReduceWorkload final : public Workload {
     temp_ = Buffer(ctx_, temp_bytes_);
   }
 
-  void prepare_own(int block) {
+  // cumsum: the three-pass configs (every block size of block_space) and the look-back ones
+  // (block x items); the look-back is the default for every shape (one kernel, input read once;
+  // many short rows share a tile, long rows chain tiles).
+  [[nodiscard]] ConfigSpace scan_space() const {
+    ConfigSpace s = rowsb::block_space(rs_);
+    for (auto& c : s.configs) c.values.insert(c.values.begin(), {"algo", kAlgoThreePass});
+    for (std::int64_t b : {128, 256, 512}) {
+      for (std::int64_t items : {8, 16}) {
+        s.configs.push_back(Config{{{"algo", kAlgoLookback}, {"block", b}, {"items", items}}});
+      }
+    }
+    s.default_config = Config{{{"algo", kAlgoLookback}, {"block", 256}, {"items", 16}}};
+    return s;
+  }
+
+  void prepare_own(const Config& c) {
+    const int block = rowsb::block_of(c);
+    const std::int64_t algo =
+        kind_ == Kind::cumsum ? c.get("algo", kAlgoThreePass) : kAlgoThreePass;
+    if (algo == kAlgoLookback) {
+      prepare_lookback(block, c.get("items", 16));
+      algo_ = kAlgoLookback;
+      return;
+    }
+    if (algo != kAlgoThreePass) {
+      throw ConfigRejected("algo=" + std::to_string(algo) + " is neither " +
+                           std::to_string(kAlgoThreePass) + " (three-pass scan) nor " +
+                           std::to_string(kAlgoLookback) + " (look-back scan)");
+    }
+    algo_ = kAlgoThreePass;
     block_ = block;
     const std::int64_t vec = static_cast<std::int64_t>(max_vec_for());
     warp_mode_ = kind_ != Kind::cumsum && rs_.cols <= 1024;
@@ -600,6 +881,54 @@ class ReduceWorkload final : public Workload {
                            "reduce_rows_kernel");
       }
     });
+  }
+
+  // The look-back scan's scratch: the ticket counter, then one status word per tile, zeroed here
+  // once (see scan_lookback.hpp: launches tell their words apart by tag, so launch() adds no
+  // memset).
+  void prepare_lookback(int block, std::int64_t items) {
+    if (items != 8 && items != 16) {
+      throw ConfigRejected("items=" + std::to_string(items) + " is not 8 or 16");
+    }
+    if (block > kLookbackMaxBlock) {
+      throw ConfigRejected("block=" + std::to_string(block) + " exceeds the look-back scan's " +
+                           std::to_string(kLookbackMaxBlock));
+    }
+    const auto plan = scan::plan_lookback(rs_.numel(), rs_.cols, block, static_cast<int>(items));
+    if (plan.tiles > std::numeric_limits<int>::max()) {
+      throw ConfigRejected(std::to_string(plan.tiles) + " tiles exceed the grid limit");
+    }
+    dispatch_float(case_.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if (items == 8) {
+        require_launchable(cumsum_lookback_kernel<T, 8>, block, 0, "cumsum_lookback_kernel");
+      } else {
+        require_launchable(cumsum_lookback_kernel<T, 16>, block, 0, "cumsum_lookback_kernel");
+      }
+    });
+    const auto bytes = static_cast<std::size_t>(kStatusOffset + plan.tiles) * sizeof(std::uint64_t);
+    scan_scratch_ = Buffer(ctx_, bytes);
+    CALIBER_CUDA_CHECK(cudaMemsetAsync(scan_scratch_.get(), 0, bytes, s_));
+    block_ = block;
+    items_ = static_cast<int>(items);
+    plan_ = plan;
+  }
+
+  template <class T>
+  void run_lookback() {
+    const bool vec = aligned_to(x_.get(), 16) && aligned_to(out_.get(), 16);
+    const auto grid = static_cast<unsigned>(plan_.tiles);
+    auto* scratch = scan_scratch_.as<unsigned long long>();
+    if (items_ == 8) {
+      cumsum_lookback_kernel<T, 8><<<grid, block_, 0, s_>>>(x_.as<const T>(), out_.as<T>(),
+                                                            rs_.numel(), rs_.cols, plan_.tiles,
+                                                            plan_.magic, vec, scratch);
+    } else {
+      cumsum_lookback_kernel<T, 16><<<grid, block_, 0, s_>>>(x_.as<const T>(), out_.as<T>(),
+                                                             rs_.numel(), rs_.cols, plan_.tiles,
+                                                             plan_.magic, vec, scratch);
+    }
+    CALIBER_LAUNCH_CHECK("cumsum_lookback_kernel");
   }
 
   [[nodiscard]] int max_vec_for() const {
@@ -653,6 +982,10 @@ class ReduceWorkload final : public Workload {
         run_reduce<Kind::argmax, T>();
         break;
       case Kind::cumsum: {
+        if (algo_ == kAlgoLookback) {
+          run_lookback<T>();
+          break;
+        }
         const float* carry = nullptr;
         if (splits_ > 1) {
           // Chunk sums (the reduce kernel's partial path), then their per-row exclusive scan.
@@ -880,9 +1213,12 @@ class ReduceWorkload final : public Workload {
   Kind kind_;
   RowShape rs_;
   cudaStream_t s_;
-  Buffer x_, out_, temp_, pair_scratch_, partial_, carry_;
+  Buffer x_, out_, temp_, pair_scratch_, partial_, carry_, scan_scratch_;
   std::size_t temp_bytes_ = 0;
   int block_ = 256;
+  std::int64_t algo_ = kAlgoThreePass;
+  int items_ = 16;
+  scan::LookbackPlan plan_;
   bool warp_mode_ = false;
   std::int64_t splits_ = 1, chunk_ = 1;
 };
