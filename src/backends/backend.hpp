@@ -61,6 +61,10 @@ struct ClockSample {
   int sm_mhz = 0;
   int sm_max_mhz = 0;
   std::uint64_t throttle_reasons = 0;  // vendor bit mask, 0 when none or unknown
+  // The clock is held down only by the board's power limit, which the running work itself draws
+  // against (a large GEMM on the H200 does): its sustained speed, not heat, a hardware slowdown
+  // or an idle clock. The backend decodes its vendor's reasons into this.
+  bool power_cap_only = false;
 };
 
 // A captured, instantiated graph of launches.

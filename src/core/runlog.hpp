@@ -39,7 +39,8 @@ inline constexpr const char* samples_ms = "samples_ms";  // inside a provider ob
 
 // A per-provider object inside "providers":
 // {"name","role","latency_ms","samples_ms":[...],"timer","markers":[...],"noise","stop_reason",
-//  "throttled_discarded","repeat","tflops","gbps","accuracy","config","tune":{...},"error"}
+//  "throttled_discarded","power_capped_samples" (when >
+//  0),"repeat","tflops","gbps","accuracy","config","tune":{...},"error"}
 
 class RunLogWriter {
  public:

@@ -285,6 +285,7 @@ json CaseRunner::run_case(const Op& op, const Case& c) {
     prow["noise"] = m.noise;
     prow["stop_reason"] = m.stop_reason;
     prow["throttled_discarded"] = m.throttled_discarded;
+    if (m.power_capped > 0) prow["power_capped_samples"] = m.power_capped;
     prow["repeat"] = m.repeat;
     prow["launches_per_sample"] = m.launches_per_sample;
     prow["l2_method"] = m.l2_method;

@@ -174,6 +174,7 @@ Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& b
       detail::SampleRun r = direct_call(dev, launch, opt, now, estimate);
       if (i == 0) m.estimate_ms = estimate;
       m.throttled_discarded += r.discarded;
+      m.power_capped += r.power_capped;
       m.noise = std::max(m.noise, r.noise);
       if (!r.converged && first_timeout.empty()) {
         first_timeout = calls > 1 ? "call " + std::to_string(i + 1) + "/" + std::to_string(calls) +
@@ -206,6 +207,7 @@ Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& b
   } else {
     m.markers = {kMarkerDirectNoGraph, kMarkerTimerDirect, repeat_marker(calls)};
   }
+  if (m.power_capped > 0) m.markers.push_back(kMarkerPowerCapped);
   return m;
 }
 
@@ -299,6 +301,7 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
     return m;
   }
   m.throttled_discarded = r.discarded;
+  m.power_capped = r.power_capped;
   m.noise = r.noise;
   m.stop_reason = r.stop_reason;
   if (r.per_launch_ms.empty()) {
@@ -306,6 +309,7 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
     return m;
   }
   summarize(m, {r.per_launch_ms}, opt);
+  if (m.power_capped > 0) m.markers.push_back(kMarkerPowerCapped);
   return m;
 }
 

@@ -51,6 +51,11 @@ bool throttled(const std::optional<backends::ClockSample>& c, double fraction) {
   return c->sm_mhz < fraction * c->sm_max_mhz;
 }
 
+// Low, but only because the work being timed draws the board to its power limit.
+bool power_capped(const std::optional<backends::ClockSample>& c, double fraction) {
+  return throttled(c, fraction) && c->power_cap_only;
+}
+
 }  // namespace
 
 SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>& one_interval_ms,
@@ -73,9 +78,18 @@ SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>
     pending.clear();
     for (int i = 0; i < window; ++i) pending.push_back(one_interval_ms());
     const std::optional<backends::ClockSample> after = dev.clocks();
-    if (throttled(before, opt.throttle_fraction) || throttled(after, opt.throttle_fraction)) {
+    const bool low_before = throttled(before, opt.throttle_fraction);
+    const bool low_after = throttled(after, opt.throttle_fraction);
+    // A clock held down by the power limit alone is the work's own sustained speed (the largest
+    // GEMMs run there all the time): kept, counted and marked. Discarding it would leave such
+    // a case no samples, or only the brief high-clock ones: a speed it cannot sustain.
+    const bool own_cap = (low_before || low_after) &&
+                         (!low_before || power_capped(before, opt.throttle_fraction)) &&
+                         (!low_after || power_capped(after, opt.throttle_fraction));
+    if ((low_before || low_after) && !own_cap) {
       run.discarded += static_cast<int>(pending.size());
     } else {
+      if (own_cap) run.power_capped += static_cast<int>(pending.size());
       for (double interval : pending) {
         run.per_launch_ms.push_back(interval / k);
         sum_s += interval * 1e-3;

@@ -31,6 +31,7 @@ struct SampleRun {
   bool converged = false;
   std::string stop_reason;
   int discarded = 0;
+  int power_capped = 0;  // kept samples taken at a clock lowered only by the power cap
 };
 
 // Takes samples until the stop rule says so. `one_interval_ms` times one sample (its events, and

@@ -30,6 +30,9 @@ enum class L2Policy { cold, warm };
 inline constexpr const char* kMarkerDirectNoGraph = "BENCHMARK_DIRECT_NO_CUDAGRAPH";
 inline constexpr const char* kMarkerCapturePoisoned = "BENCHMARK_CAPTURE_POISONED";
 inline constexpr const char* kMarkerTimerDirect = "timer=direct";
+// Some kept samples ran at an SM clock below the throttle fraction because the work itself drew
+// the board to its power limit: the latency is the sustained, power-limited one.
+inline constexpr const char* kMarkerPowerCapped = "CLOCK_POWER_CAPPED";
 // "repeat=N"
 [[nodiscard]] std::string repeat_marker(int n);
 
@@ -102,6 +105,7 @@ struct Measurement {
   double noise = 0;                  // relative noise reached (worst call when repeated)
   std::string stop_reason;           // "converged", or "timeout after 1.0 s: noise 1.2% > 0.5%"
   int throttled_discarded = 0;
+  int power_capped = 0;  // kept samples taken at a clock lowered only by the power cap (marked)
   int launches_per_sample = 1;  // K of the graph timer
   std::string l2_method;        // "flush-per-launch", "flush-per-replay" or "warm"
   backends::Failure failure = backends::Failure::ok;

@@ -217,7 +217,11 @@ void CudaDevice::flush_l2() {
 std::optional<ClockSample> CudaDevice::clocks() {
   const auto c = Nvml::get().clocks(nvml_handle_);
   if (!c) return std::nullopt;
-  return ClockSample{c->sm_mhz, c->sm_max_mhz, c->throttle_reasons};
+  // NVML clock event reasons: 0x1 idle, 0x4 software power cap, 0x8 hardware slowdown,
+  // 0x20 / 0x40 software / hardware thermal slowdown, 0x80 hardware power brake.
+  constexpr std::uint64_t kPowerCap = 0x4, kNotTheWork = 0x1 | 0x8 | 0x20 | 0x40 | 0x80;
+  const std::uint64_t r = c->throttle_reasons;
+  return ClockSample{c->sm_mhz, c->sm_max_mhz, r, (r & kPowerCap) != 0 && (r & kNotTheWork) == 0};
 }
 
 bool CudaDevice::healthy() noexcept {

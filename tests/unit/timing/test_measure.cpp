@@ -409,6 +409,49 @@ TEST_F(Throttle, AllThrottledFailsAndSaysSo) {
   EXPECT_NE(m.error.find("throttled"), std::string::npos) << m.error;
 }
 
+TEST_F(Throttle, APowerCapOfTheWorkItselfIsKeptAndMarked) {
+  // The largest fp16 GEMMs on the H200 hold the board at its power limit: every clock reading
+  // is low, with the power cap as the only reason. Those samples are the work's sustained speed.
+  for (const TimerKind timer : {TimerKind::direct, TimerKind::graph}) {
+    FakeDevice d;
+    d.kernel_ms = [](long) { return 1.0; };
+    d.clock_script = [](int call) {
+      backends::ClockSample c;
+      c.sm_max_mhz = 2000;
+      c.sm_mhz = call % 2 == 0 ? 1200 : 1980;
+      c.power_cap_only = true;
+      return std::optional<backends::ClockSample>(c);
+    };
+    TimingOptions o = test::fake_options(d);
+    o.timer = timer;
+    const Measurement m = measure(
+        d, backend, [&] { d.kernel(); }, o);
+    ASSERT_TRUE(m.ok) << m.error;
+    EXPECT_EQ(m.throttled_discarded, 0);
+    EXPECT_GT(m.power_capped, 0);
+    EXPECT_NE(std::find(m.markers.begin(), m.markers.end(), std::string(kMarkerPowerCapped)),
+              m.markers.end());
+  }
+  // The same low clock for any other reason (heat, a hardware slowdown) is still discarded.
+  FakeDevice d;
+  d.kernel_ms = [](long) { return 1.0; };
+  d.clock_script = [](int call) {
+    backends::ClockSample c;
+    c.sm_max_mhz = 2000;
+    c.sm_mhz = call == 3 ? 1200 : 1980;
+    return std::optional<backends::ClockSample>(c);
+  };
+  TimingOptions o = test::fake_options(d);
+  o.timer = TimerKind::direct;
+  const Measurement m = measure(
+      d, backend, [&] { d.kernel(); }, o);
+  ASSERT_TRUE(m.ok);
+  EXPECT_EQ(m.throttled_discarded, 2);
+  EXPECT_EQ(m.power_capped, 0);
+  EXPECT_TRUE(m.markers.empty() || std::find(m.markers.begin(), m.markers.end(),
+                                             std::string(kMarkerPowerCapped)) == m.markers.end());
+}
+
 TEST_F(RngGuard, CaptureDoesNotAdvanceTheGenerator) {
   opt.timer = TimerKind::graph;
   opt.rng = true;
