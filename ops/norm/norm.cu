@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "common/cuda_common.cuh"
@@ -321,6 +323,217 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Candidate, warp path (config key "warp" = L lanes per row, 4, 8, 16 or 32): rows of at most
+// L * NV 16-byte vectors are held in registers, a group of L lanes per row (32 / L rows per
+// warp), so a row needs no shared memory, no __syncthreads and no block reduction: the block
+// path's per-row fixed costs dominated rows of up to a few thousand elements. Each lane loads
+// vectors sub, sub + L, ... of its row (16-byte loads, coalesced across the group), the exact
+// two-pass statistics of the fused path are formed from those registers with shuffles inside the
+// group (softmax max, then sum of exp(x - max); layer_norm sum, then sum of (x - mean)^2;
+// rms_norm sum of squares; same formulas, fp32), and the output is written with 16-byte stores.
+// Needs cols % V == 0 and 16-byte aligned tensors (the host rejects the config otherwise).
+// Rows are dealt out warp by warp (grid-stride, one wave of resident blocks); the loop bound is
+// uniform over the warp, so every lane reaches every shuffle (a group past the last row computes
+// on nothing and stores nothing).
+
+constexpr int kWarpBlockMax = 256;  // launch bound of the warp path (blocks 128 and 256 offered)
+// Vectors per lane at L = 32: rows of up to 1024 f32 or 2048 f16/bf16. 16 (2048 f32, 4096
+// 16-bit) needed 100-170 registers, or spilled (up to 1.2 KB for bf16) when held to 80.
+constexpr int kWarpNvMax = 8;
+constexpr int kSubWarpNvMax = 4;  // vectors per lane at L < 32
+
+// Registers at 8 vectors per lane: held to 80 (three blocks of 256 per SM) for f32 and f16,
+// which need no more; bf16 rows kept as floats need 90-102 and spilled at 80, so they get 128.
+template <class T, int NV>
+constexpr int warp_min_blocks() {
+  if constexpr (NV < 8) return 1;
+  return std::is_same_v<T, __nv_bfloat16> ? 2 : 3;
+}
+
+template <int L>
+__device__ __forceinline__ float group_max(float v) {
+#pragma unroll
+  for (int off = L / 2; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+
+template <int L>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+  for (int off = L / 2; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+template <Kind K, class T, int L, int NV>
+__global__ void __launch_bounds__(kWarpBlockMax, warp_min_blocks<T, NV>())
+    warp_rows_kernel(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ w,
+                     const T* __restrict__ bias, long long rows, long long cols) {
+  static_assert(L == 4 || L == 8 || L == 16 || L == 32, "lanes per row");
+  constexpr int V = max_vec<T>();
+  constexpr int kRowsPerWarp = 32 / L;
+  constexpr bool kSoftmax = K == Kind::softmax || K == Kind::log_softmax;
+  const int nvec = static_cast<int>(cols / V);  // cols % V == 0 (host-checked)
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const int sub = lane % L;  // lane within the row's group
+  const int grp = lane / L;  // the group's row within the warp's rows
+  const long long warp =
+      (static_cast<long long>(blockIdx.x) * blockDim.x + static_cast<long long>(threadIdx.x)) >> 5;
+  const long long warps = (static_cast<long long>(gridDim.x) * blockDim.x) >> 5;
+  const float n = static_cast<float>(cols);
+
+  for (long long base = warp * kRowsPerWarp; base < rows; base += warps * kRowsPerWarp) {
+    const bool live = base + grp < rows;
+    const long long r = live ? base + grp : base;  // a dead group keeps an in-range pointer
+    const T* const xr = x + r * cols;
+    T* const yr = y + r * cols;
+
+    // Load the whole row slice of this lane before using any of it.
+    Vec<T, V> v[NV];
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int i = sub + k * L;
+      if (live && i < nvec) {
+        v[k] = load_vec<T, V>(xr + static_cast<long long>(i) * V);
+      } else {
+        v[k] = Vec<T, V>{};  // zeros: a dead group's statistics read only defined values
+      }
+    }
+
+    // Pass 1: max, sum or sum of squares (vectors past the row's end are skipped).
+    float acc = kSoftmax ? -INFINITY : 0.f;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      if (sub + k * L < nvec) {
+        float f[V];
+        unpack<T, V>(v[k], f);
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          if constexpr (kSoftmax) {
+            acc = fmaxf(acc, f[e]);
+          } else if constexpr (K == Kind::layer_norm) {
+            acc += f[e];
+          } else {
+            acc = fmaf(f[e], f[e], acc);
+          }
+        }
+      }
+    }
+
+    // Pass 2 (softmax, layer_norm) and the row's final constants, as in the fused path.
+    float shift = 0.f, scale = 1.f, shift_log2e = 0.f;
+    if constexpr (kSoftmax) {
+      const float m = group_max<L>(acc);
+      const float m_log2e = m * 1.4426950408889634f;
+      float s = 0.f;
+#pragma unroll
+      for (int k = 0; k < NV; ++k) {
+        if (sub + k * L < nvec) {
+          float f[V];
+          unpack<T, V>(v[k], f);
+#pragma unroll
+          for (int e = 0; e < V; ++e) s += exp_shifted<T>(f[e], m, m_log2e);
+        }
+      }
+      s = group_sum<L>(s);
+      shift = m;
+      shift_log2e = m_log2e;
+      scale = K == Kind::softmax ? 1.f / s : logf(s);  // log_softmax: x - m - log(sum)
+    } else if constexpr (K == Kind::layer_norm) {
+      const float mean = group_sum<L>(acc) / n;
+      float q = 0.f;
+#pragma unroll
+      for (int k = 0; k < NV; ++k) {
+        if (sub + k * L < nvec) {
+          float f[V];
+          unpack<T, V>(v[k], f);
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            const float d = f[e] - mean;
+            q = fmaf(d, d, q);
+          }
+        }
+      }
+      q = group_sum<L>(q);
+      shift = mean;
+      scale = rsqrtf(q / n + kLayerEps);
+    } else {
+      const float ss = group_sum<L>(acc);
+      scale = rsqrtf(ss / n + kRmsEps);
+    }
+
+    // Pass 3: normalize from registers into device memory (weight and bias are L1/L2-resident).
+    if (live) {
+#pragma unroll
+      for (int k = 0; k < NV; ++k) {
+        const int i = sub + k * L;
+        if (i < nvec) {
+          float f[V];
+          unpack<T, V>(v[k], f);
+          if constexpr (K == Kind::softmax) {
+#pragma unroll
+            for (int e = 0; e < V; ++e) f[e] = exp_shifted<T>(f[e], shift, shift_log2e) * scale;
+          } else if constexpr (K == Kind::log_softmax) {
+#pragma unroll
+            for (int e = 0; e < V; ++e) f[e] = (f[e] - shift) - scale;
+          } else if constexpr (K == Kind::layer_norm) {
+            float fw[V], fb[V];
+            unpack<T, V>(load_vec<T, V>(w + i * V), fw);
+            unpack<T, V>(load_vec<T, V>(bias + i * V), fb);
+#pragma unroll
+            for (int e = 0; e < V; ++e) f[e] = fmaf((f[e] - shift) * scale, fw[e], fb[e]);
+          } else {
+            float fw[V];
+            unpack<T, V>(load_vec<T, V>(w + i * V), fw);
+#pragma unroll
+            for (int e = 0; e < V; ++e) f[e] = f[e] * scale * fw[e];
+          }
+          store_vec<T, V>(yr + static_cast<long long>(i) * V, pack<T, V>(f));
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+using WarpKernel = void (*)(const T*, T*, const T*, const T*, long long, long long);
+
+// The instantiation for L lanes per row and nv vectors per lane (a power of two up to
+// kWarpNvMax at L = 32, kSubWarpNvMax below); nullptr for any other pair.
+template <Kind K, class T, int L>
+WarpKernel<T> warp_kernel_nv(int nv) {
+  switch (nv) {
+    case 1:
+      return warp_rows_kernel<K, T, L, 1>;
+    case 2:
+      return warp_rows_kernel<K, T, L, 2>;
+    case 4:
+      return warp_rows_kernel<K, T, L, 4>;
+    default:
+      break;
+  }
+  if constexpr (L == 32) {
+    if (nv == 8) return warp_rows_kernel<K, T, L, 8>;
+  }
+  return nullptr;
+}
+
+template <Kind K, class T>
+WarpKernel<T> warp_kernel(int lanes, int nv) {
+  switch (lanes) {
+    case 4:
+      return warp_kernel_nv<K, T, 4>(nv);
+    case 8:
+      return warp_kernel_nv<K, T, 8>(nv);
+    case 16:
+      return warp_kernel_nv<K, T, 16>(nv);
+    case 32:
+      return warp_kernel_nv<K, T, 32>(nv);
+    default:
+      return nullptr;
+  }
+}
+
 // Split path, pass 1: statistics of chunk `task % splits` of row `task / splits`.
 template <Kind K, class T>
 __global__ void partial_stats_kernel(const T* __restrict__ x, long long rows, long long cols,
@@ -422,12 +635,16 @@ class NormWorkload final : public Workload {
     ProviderInfo cand;
     cand.name = "caliber";
     cand.role = Role::candidate;
+    cand.version = "2";  // the warp path (key "warp") joined the space and is the default
     cand.label = kind_ == Kind::layer_norm
-                     ? "own kernel, row in shared memory, 16-byte accesses, two-pass mean/variance"
+                     ? "own kernel, row in registers (warp=L lanes) or shared memory (block), "
+                       "16-byte accesses, two-pass mean/variance"
                  : kind_ == Kind::rms_norm
-                     ? "own kernel, row in shared memory, 16-byte accesses"
-                     : "own kernel, row in shared memory, 16-byte accesses, max then sum of exp";
-    cand.space = rowsb::block_space(rs_, default_block());
+                     ? "own kernel, row in registers (warp=L lanes) or shared memory (block), "
+                       "16-byte accesses"
+                     : "own kernel, row in registers (warp=L lanes) or shared memory (block), "
+                       "16-byte accesses, max then sum of exp";
+    cand.space = norm_space();
     return {base, cand};
   }
 
@@ -438,6 +655,10 @@ class NormWorkload final : public Workload {
       } else {
         plan_split(ref_plan_, 256, /*force_split=*/true);
       }
+      return;
+    }
+    if (c.has("warp")) {
+      plan_warp(own_plan_, c);
       return;
     }
     plan_split(own_plan_, rowsb::block_of(c), false);
@@ -490,6 +711,8 @@ class NormWorkload final : public Workload {
  private:
   struct Plan {
     int block = 256;
+    int warp = 0;     // warp path: lanes per row (0: the fused or split path)
+    int warp_nv = 0;  // warp path: 16-byte vectors per lane
     bool split = false;
     bool smem = false;
     int vec = 1;                 // fused path: elements per global access (16 bytes or 1)
@@ -525,6 +748,99 @@ class NormWorkload final : public Workload {
     return b;
   }
 
+  // The warp path: L lanes per row, each holding a power of two of 16-byte vectors (at most
+  // kWarpNvMax at L = 32, kSubWarpNvMax below). 0 when the row does not fit at L lanes or the
+  // tensors do not allow 16-byte accesses (cols % V, alignment).
+  [[nodiscard]] int warp_nv_for(int lanes) const {
+    const auto v = static_cast<std::int64_t>(16 / size_of(case_.dtype));
+    if (rs_.cols % v != 0 || !aligned_to(x_.get(), 16) || !aligned_to(y_.get(), 16) ||
+        !aligned_to(w_.get(), 16) || !aligned_to(b_.get(), 16)) {
+      return 0;
+    }
+    const std::int64_t need = ceil_div(rs_.cols / v, lanes);
+    const int most = lanes == 32 ? kWarpNvMax : kSubWarpNvMax;
+    int nv = 1;
+    while (nv < need) nv *= 2;
+    return nv <= most ? nv : 0;
+  }
+
+  // Default lanes per row of the warp path: the fewest of 4, 8, 16, 32 that hold the row in at
+  // most two vectors per lane (so short rows share a warp instead of idling most of its lanes),
+  // 32 for longer rows; 0 when the row does not fit the warp path at all.
+  [[nodiscard]] int default_warp_lanes() const {
+    for (int lanes : {4, 8, 16}) {
+      const int nv = warp_nv_for(lanes);
+      if (nv > 0 && nv <= 2) return lanes;
+    }
+    return warp_nv_for(32) > 0 ? 32 : 0;
+  }
+
+  // The candidate's space: the fused/split path's block sizes (block_space), and where the row
+  // fits, the warp path at every lane count that holds it, in blocks of 128 and 256 threads.
+  // The warp path is the default when it fits (block 128: a finer grain for the last wave).
+  [[nodiscard]] ConfigSpace norm_space() const {
+    ConfigSpace s = rowsb::block_space(rs_, default_block());
+    for (int lanes : {4, 8, 16, 32}) {
+      if (warp_nv_for(lanes) == 0) continue;
+      for (std::int64_t block : {128, 256}) {
+        s.configs.push_back(Config{{{"warp", lanes}, {"block", block}}});
+      }
+    }
+    const int lanes = default_warp_lanes();
+    if (lanes > 0) s.default_config = Config{{{"warp", lanes}, {"block", 128}}};
+    return s;
+  }
+
+  void plan_warp(Plan& plan, const Config& c) {
+    const std::int64_t lanes = c.get("warp", 32);
+    if (lanes != 4 && lanes != 8 && lanes != 16 && lanes != 32) {
+      throw ConfigRejected("warp=" + std::to_string(lanes) +
+                           " is not 4, 8, 16 or 32 lanes per row");
+    }
+    const int block = rowsb::block_of(c, 128);
+    if (block > kWarpBlockMax) {
+      throw ConfigRejected("warp path: block " + std::to_string(block) + " exceeds its bound " +
+                           std::to_string(kWarpBlockMax));
+    }
+    const int nv = warp_nv_for(static_cast<int>(lanes));
+    if (nv == 0) {
+      throw ConfigRejected("warp path: a row of " + std::to_string(rs_.cols) + " " +
+                           std::string(to_string(case_.dtype)) + " does not fit " +
+                           std::to_string(lanes) +
+                           " lanes of 16-byte vectors (or is not a whole number of aligned "
+                           "16-byte vectors)");
+    }
+    plan.block = block;
+    plan.split = false;
+    plan.smem = false;
+    plan.smem_bytes = 0;
+    plan.warp = static_cast<int>(lanes);
+    plan.warp_nv = nv;
+    plan.vec = static_cast<int>(16 / size_of(case_.dtype));
+    dispatch_float(case_.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      with_kind([&](auto kc) {
+        constexpr Kind K = decltype(kc)::value;
+        const WarpKernel<T> kernel = warp_kernel<K, T>(plan.warp, plan.warp_nv);
+        if (kernel == nullptr) {
+          throw ConfigRejected("warp path: no kernel for " + std::to_string(plan.warp) +
+                               " lanes x " + std::to_string(plan.warp_nv) + " vectors");
+        }
+        require_launchable(kernel, block, 0, "warp_rows_kernel");
+        int blocks = 0;
+        CALIBER_CUDA_CHECK(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block, 0));
+        if (blocks < 1) {
+          throw ConfigRejected("warp_rows_kernel: block " + std::to_string(block) +
+                               " fits no block on an SM");
+        }
+        // One wave of resident blocks; each warp loops over its share of the rows.
+        const std::int64_t rows_per_block = static_cast<std::int64_t>(block / 32) * (32 / lanes);
+        plan.grid = grid_for(ceil_div(rs_.rows, rows_per_block), 1, ctx_.props(), 1, blocks);
+      });
+    });
+  }
+
   // 16-byte accesses need every row (cols % V == 0) and every base pointer 16-byte aligned.
   template <class T>
   [[nodiscard]] bool vector_ok(const void* out) const {
@@ -535,6 +851,8 @@ class NormWorkload final : public Workload {
 
   void plan_split(Plan& plan, int block, bool force_split) {
     plan.block = block;
+    plan.warp = 0;
+    plan.warp_nv = 0;
     const std::int64_t target = rowsb::fill_blocks(ctx_.props(), block);
     plan.smem_bytes = row_smem_bytes();
     plan.smem = !force_split && plan.smem_bytes <= kMaxRowSmem;
@@ -625,6 +943,16 @@ class NormWorkload final : public Workload {
                                                                 plan.chunk, plan.splits,
                                                                 plan.partial.as<const Stats>());
           CALIBER_LAUNCH_CHECK("apply_split_kernel");
+          return;
+        }
+        if (plan.warp > 0) {
+          // prepare() checked the lanes, the vectors and the alignment of x, y, w and b.
+          if (!aligned_to(out, 16)) {
+            throw std::logic_error("warp_rows_kernel: output not 16-byte aligned");
+          }
+          const WarpKernel<T> kernel = warp_kernel<K, T>(plan.warp, plan.warp_nv);
+          kernel<<<plan.grid, plan.block, 0, s_>>>(x, y, w, b, rs_.rows, rs_.cols);
+          CALIBER_LAUNCH_CHECK("warp_rows_kernel");
           return;
         }
         constexpr int kV = max_vec<T>();
