@@ -53,7 +53,7 @@ TEST_F(ScanLookbackGpu, EveryLookbackConfigPassesOnShortAndLongRows) {
       const auto providers = w->providers();
       ASSERT_EQ(providers.size(), 2u);
       const auto& space = providers[1].space;
-      EXPECT_EQ(space.default_config.get("algo", 0), 1) << "look-back is the default";
+      EXPECT_EQ(space.default_config.get("algo", 1), 0) << "the three-pass scan is the default";
       int lookback = 0;
       for (const auto& cfg : space.configs) {
         if (cfg.get("algo", 0) != 1) continue;
@@ -82,8 +82,8 @@ TEST_F(ScanLookbackGpu, CorrectAfterCapturesReplaysAndTagWrap) {
   ASSERT_NE(op, nullptr);
   for (const auto& shape : std::vector<std::vector<std::int64_t>>{{2, 40000}, {512, 300}}) {
     auto w = op->setup(*dev, scan_case(*op, DType::f32, shape));
-    const auto space = w->providers()[1].space;
-    w->prepare(1, space.default_config);
+    const caliber::Config lookback{{{"algo", 1}, {"block", 256}, {"items", 16}}};
+    w->prepare(1, lookback);
     EXPECT_TRUE(w->check(1).passed) << shape_str(shape);
     dev->begin_capture();
     try {
