@@ -197,6 +197,48 @@ __device__ __forceinline__ float exp_shifted(float x, [[maybe_unused]] float m,
   }
 }
 
+// Pass 1 of the fused and warp kernels on one vector: the max (softmax, log_softmax), the sum
+// (layer_norm) or the sum of squares (rms_norm), into acc.
+template <Kind K, int V>
+__device__ __forceinline__ void accumulate_vec(float& acc, const float (&f)[V]) {
+#pragma unroll
+  for (int e = 0; e < V; ++e) {
+    if constexpr (K == Kind::softmax || K == Kind::log_softmax) {
+      acc = fmaxf(acc, f[e]);
+    } else if constexpr (K == Kind::layer_norm) {
+      acc += f[e];
+    } else {
+      acc = fmaf(f[e], f[e], acc);
+    }
+  }
+}
+
+// Pass 3 of the fused and warp kernels on one vector: the V values at vector index i of a row,
+// normalized in place with the row's statistics (weight and bias, when the op has them, at i).
+template <Kind K, class T, int V>
+__device__ __forceinline__ void normalize_vec(float (&f)[V], float shift, float shift_log2e,
+                                              float scale, const T* __restrict__ w,
+                                              const T* __restrict__ bias, int i) {
+  if constexpr (K == Kind::softmax) {
+#pragma unroll
+    for (int e = 0; e < V; ++e) f[e] = exp_shifted<T>(f[e], shift, shift_log2e) * scale;
+  } else if constexpr (K == Kind::log_softmax) {
+#pragma unroll
+    for (int e = 0; e < V; ++e) f[e] = (f[e] - shift) - scale;
+  } else if constexpr (K == Kind::layer_norm) {
+    float fw[V], fb[V];
+    unpack<T, V>(load_vec<T, V>(w + i * V), fw);
+    unpack<T, V>(load_vec<T, V>(bias + i * V), fb);
+#pragma unroll
+    for (int e = 0; e < V; ++e) f[e] = fmaf((f[e] - shift) * scale, fw[e], fb[e]);
+  } else {
+    float fw[V];
+    unpack<T, V>(load_vec<T, V>(w + i * V), fw);
+#pragma unroll
+    for (int e = 0; e < V; ++e) f[e] = f[e] * scale * fw[e];
+  }
+}
+
 template <Kind K, class T, int V>
 __global__ void __launch_bounds__(1024)
     fused_rows_kernel(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ w,
@@ -246,16 +288,7 @@ __global__ void __launch_bounds__(1024)
     for (int i = tid; i < nvec; i += nt) {
       float f[V];
       unpack<T, V>(load_vec<T, V>(row_buf + i * V), f);
-#pragma unroll
-      for (int e = 0; e < V; ++e) {
-        if constexpr (kSoftmax) {
-          acc = fmaxf(acc, f[e]);
-        } else if constexpr (K == Kind::layer_norm) {
-          acc += f[e];
-        } else {
-          acc = fmaf(f[e], f[e], acc);
-        }
-      }
+      accumulate_vec<K, V>(acc, f);
     }
 
     // Pass 2 (softmax, layer_norm) and the row's final constants.
@@ -299,24 +332,7 @@ __global__ void __launch_bounds__(1024)
     for (int i = tid; i < nvec; i += nt) {
       float f[V];
       unpack<T, V>(load_vec<T, V>(row_buf + i * V), f);
-      if constexpr (K == Kind::softmax) {
-#pragma unroll
-        for (int e = 0; e < V; ++e) f[e] = exp_shifted<T>(f[e], shift, shift_log2e) * scale;
-      } else if constexpr (K == Kind::log_softmax) {
-#pragma unroll
-        for (int e = 0; e < V; ++e) f[e] = (f[e] - shift) - scale;
-      } else if constexpr (K == Kind::layer_norm) {
-        float fw[V], fb[V];
-        unpack<T, V>(load_vec<T, V>(w + i * V), fw);
-        unpack<T, V>(load_vec<T, V>(bias + i * V), fb);
-#pragma unroll
-        for (int e = 0; e < V; ++e) f[e] = fmaf((f[e] - shift) * scale, fw[e], fb[e]);
-      } else {
-        float fw[V];
-        unpack<T, V>(load_vec<T, V>(w + i * V), fw);
-#pragma unroll
-        for (int e = 0; e < V; ++e) f[e] = f[e] * scale * fw[e];
-      }
+      normalize_vec<K, T, V>(f, shift, shift_log2e, scale, w, bias, i);
       store_vec<T, V>(yr + static_cast<long long>(i) * V, pack<T, V>(f));
     }
     __syncthreads();  // row_buf is overwritten (asynchronously) by the next row
@@ -407,16 +423,7 @@ __global__ void __launch_bounds__(kWarpBlockMax, warp_min_blocks<T, NV>())
       if (sub + k * L < nvec) {
         float f[V];
         unpack<T, V>(v[k], f);
-#pragma unroll
-        for (int e = 0; e < V; ++e) {
-          if constexpr (kSoftmax) {
-            acc = fmaxf(acc, f[e]);
-          } else if constexpr (K == Kind::layer_norm) {
-            acc += f[e];
-          } else {
-            acc = fmaf(f[e], f[e], acc);
-          }
-        }
+        accumulate_vec<K, V>(acc, f);
       }
     }
 
@@ -470,24 +477,7 @@ __global__ void __launch_bounds__(kWarpBlockMax, warp_min_blocks<T, NV>())
         if (i < nvec) {
           float f[V];
           unpack<T, V>(v[k], f);
-          if constexpr (K == Kind::softmax) {
-#pragma unroll
-            for (int e = 0; e < V; ++e) f[e] = exp_shifted<T>(f[e], shift, shift_log2e) * scale;
-          } else if constexpr (K == Kind::log_softmax) {
-#pragma unroll
-            for (int e = 0; e < V; ++e) f[e] = (f[e] - shift) - scale;
-          } else if constexpr (K == Kind::layer_norm) {
-            float fw[V], fb[V];
-            unpack<T, V>(load_vec<T, V>(w + i * V), fw);
-            unpack<T, V>(load_vec<T, V>(bias + i * V), fb);
-#pragma unroll
-            for (int e = 0; e < V; ++e) f[e] = fmaf((f[e] - shift) * scale, fw[e], fb[e]);
-          } else {
-            float fw[V];
-            unpack<T, V>(load_vec<T, V>(w + i * V), fw);
-#pragma unroll
-            for (int e = 0; e < V; ++e) f[e] = f[e] * scale * fw[e];
-          }
+          normalize_vec<K, T, V>(f, shift, shift_log2e, scale, w, bias, i);
           store_vec<T, V>(yr + static_cast<long long>(i) * V, pack<T, V>(f));
         }
       }

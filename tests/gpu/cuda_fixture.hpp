@@ -1,12 +1,15 @@
 // Shared by the GPU op tests: the cuda device, opened once per process, and the corpus's ops.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <exception>
 #include <memory>
 #include <string>
 
 #include "backends/registry.hpp"
 #include "caliber/caliber.hpp"
+#include "op_case.hpp"
 
 namespace caliber::gpu_test {
 
@@ -34,5 +37,16 @@ inline std::unique_ptr<Op> cuda_op(const std::string& name) {
   }
   return nullptr;
 }
+
+using test_support::case_of;
+using test_support::shape_str;
+
+// The fixture of every GPU op test: skips, saying so, where no cuda device can be opened.
+class CudaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda_device() == nullptr) GTEST_SKIP() << "no cuda device";
+  }
+};
 
 }  // namespace caliber::gpu_test

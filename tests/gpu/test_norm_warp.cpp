@@ -19,25 +19,11 @@
 
 namespace {
 
-using caliber::Case;
 using caliber::DType;
+using caliber::gpu_test::case_of;
 using caliber::gpu_test::cuda_device;
 using caliber::gpu_test::cuda_op;
-
-Case norm_case(const caliber::Op& op, DType t, const std::vector<std::int64_t>& shape) {
-  Case c;
-  c.op = op.info().name;
-  c.dtype = t;
-  c.shape = op.canonical_shape(shape);
-  c.dim_names = op.info().dim_names;
-  return c;
-}
-
-std::string shape_str(const std::vector<std::int64_t>& shape) {
-  std::string s;
-  for (auto d : shape) s += (s.empty() ? "" : "x") + std::to_string(d);
-  return s;
-}
+using caliber::gpu_test::shape_str;
 
 // Mirrors the host rule of norm.cu: 16-byte vectors (4 f32, 8 f16/bf16) that divide the row,
 // at most 8 per lane of a full warp.
@@ -46,12 +32,7 @@ bool warp_fits(DType t, std::int64_t cols) {
   return cols % v == 0 && cols / v <= 32 * 8;
 }
 
-class NormWarpGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (cuda_device() == nullptr) GTEST_SKIP() << "no cuda device";
-  }
-};
+class NormWarpGpu : public caliber::gpu_test::CudaTest {};
 
 TEST_F(NormWarpGpu, EveryConfigPassesOrIsRejectedOnRaggedRows) {
   const std::vector<std::vector<std::int64_t>> shapes{
@@ -66,7 +47,7 @@ TEST_F(NormWarpGpu, EveryConfigPassesOrIsRejectedOnRaggedRows) {
       for (DType t : {DType::f32, DType::f16, DType::bf16}) {
         const std::string what =
             std::string(name) + " " + shape_str(shape) + " " + std::string(caliber::to_string(t));
-        auto w = op->setup(*cuda_device(), norm_case(*op, t, shape));
+        auto w = op->setup(*cuda_device(), case_of(*op, t, shape));
         const auto providers = w->providers();
         ASSERT_EQ(providers.size(), 2u) << what;
         const auto& space = providers[1].space;

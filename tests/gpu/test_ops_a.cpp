@@ -19,19 +19,9 @@ namespace {
 using caliber::Case;
 using caliber::DType;
 
+using caliber::gpu_test::case_of;
 using caliber::gpu_test::cuda_device;
 using caliber::gpu_test::cuda_op;
-
-Case make_case(const caliber::Op& op, DType t, const std::vector<std::int64_t>& shape,
-               std::map<std::string, std::string> params = {}) {
-  Case c;
-  c.op = op.info().name;
-  c.dtype = t;
-  c.shape = op.canonical_shape(shape);
-  c.dim_names = op.info().dim_names;
-  c.params = std::move(params);
-  return c;
-}
 
 struct GateCase {
   std::string op;
@@ -51,7 +41,7 @@ std::vector<std::string> run_gate(const GateCase& g, DType t) {
   std::vector<std::string> failures;
   auto op = cuda_op(g.op);
   if (!op) return {g.op + ": not registered for cuda"};
-  const Case c = make_case(*op, t, g.shape, g.params);
+  const Case c = case_of(*op, t, g.shape, g.params);
   auto w = op->setup(*cuda_device(), c);
   const auto providers = w->providers();
   if (providers.size() < 2 || providers[0].role != caliber::Role::baseline ||
@@ -71,12 +61,7 @@ std::vector<std::string> run_gate(const GateCase& g, DType t) {
   return failures;
 }
 
-class OpsA : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (cuda_device() == nullptr) GTEST_SKIP() << "no cuda device";
-  }
-};
+class OpsA : public caliber::gpu_test::CudaTest {};
 
 TEST_F(OpsA, RegisteredWithFamiliesAndDtypes) {
   const std::map<std::string, std::string> expected{
@@ -141,7 +126,7 @@ TEST_F(OpsA, EveryTunedConfigPassesOrIsRejected) {
     for (DType t : {DType::f32, DType::bf16}) {
       auto op = cuda_op(g.op);
       ASSERT_NE(op, nullptr);
-      auto w = op->setup(*cuda_device(), make_case(*op, t, g.shape, g.params));
+      auto w = op->setup(*cuda_device(), case_of(*op, t, g.shape, g.params));
       const auto providers = w->providers();
       ASSERT_GE(providers.size(), 2u);
       const auto& space = providers[1].space;
@@ -177,7 +162,7 @@ TEST_F(OpsA, LaunchesCanBeCapturedAndReplayed) {
   for (const auto& g : cases) {
     auto op = cuda_op(g.op);
     ASSERT_NE(op, nullptr);
-    auto w = op->setup(*dev, make_case(*op, DType::bf16, g.shape, g.params));
+    auto w = op->setup(*dev, case_of(*op, DType::bf16, g.shape, g.params));
     const auto providers = w->providers();
     for (std::size_t p = 0; p < providers.size(); ++p) {
       w->prepare(p, providers[p].space.default_config);
@@ -204,7 +189,7 @@ TEST_F(OpsA, LaunchesCanBeCapturedAndReplayed) {
 TEST_F(OpsA, NoVecSwitchChangesTheCandidate) {
   auto op = cuda_op("add");
   ASSERT_NE(op, nullptr);
-  const Case c = make_case(*op, DType::f16, {4096, 4096});
+  const Case c = case_of(*op, DType::f16, {4096, 4096});
   auto w = op->setup(*cuda_device(), c);
   const std::string normal = w->providers()[1].label;
   ::setenv("CALIBER_EW_NOVEC", "1", 1);
@@ -224,24 +209,24 @@ TEST_F(OpsA, FlopAndByteFormulas) {
   auto add = cuda_op("add");
   auto gelu = cuda_op("gelu");
   auto emb = cuda_op("embedding");
-  auto w_mm = mm->setup(*cuda_device(), make_case(*mm, DType::f16, {1, 64, 128, 256}));
+  auto w_mm = mm->setup(*cuda_device(), case_of(*mm, DType::f16, {1, 64, 128, 256}));
   EXPECT_DOUBLE_EQ(w_mm->flops(), 2.0 * 64 * 128 * 256);
   EXPECT_DOUBLE_EQ(w_mm->bytes(), 2.0 * (64 * 256 + 256 * 128 + 64 * 128));
-  auto w_addmm = addmm->setup(*cuda_device(), make_case(*addmm, DType::f32, {1, 64, 128, 256}));
+  auto w_addmm = addmm->setup(*cuda_device(), case_of(*addmm, DType::f32, {1, 64, 128, 256}));
   EXPECT_DOUBLE_EQ(w_addmm->flops(), 64.0 * 128 * (2 * 256 + 1));
   EXPECT_DOUBLE_EQ(w_addmm->bytes(), 4.0 * (64 * 256 + 256 * 128 + 64 * 128 + 128));
-  auto w_bmm = bmm->setup(*cuda_device(), make_case(*bmm, DType::bf16, {3, 64, 128, 256}));
+  auto w_bmm = bmm->setup(*cuda_device(), case_of(*bmm, DType::bf16, {3, 64, 128, 256}));
   EXPECT_DOUBLE_EQ(w_bmm->flops(), 2.0 * 3 * 64 * 128 * 256);
-  auto w_add = add->setup(*cuda_device(), make_case(*add, DType::bf16, {1000, 10}));
+  auto w_add = add->setup(*cuda_device(), case_of(*add, DType::bf16, {1000, 10}));
   EXPECT_DOUBLE_EQ(w_add->bytes(), 3.0 * 2 * 10000);
-  auto w_gelu = gelu->setup(*cuda_device(), make_case(*gelu, DType::f32, {1000, 10}));
+  auto w_gelu = gelu->setup(*cuda_device(), case_of(*gelu, DType::f32, {1000, 10}));
   EXPECT_DOUBLE_EQ(w_gelu->bytes(), 2.0 * 4 * 10000);
-  auto w_emb = emb->setup(*cuda_device(), make_case(*emb, DType::f32, {1000, 64, 500}));
+  auto w_emb = emb->setup(*cuda_device(), case_of(*emb, DType::f32, {1000, 64, 500}));
   EXPECT_DOUBLE_EQ(w_emb->bytes(), 2.0 * 4 * 64 * 500 + 8.0 * 500);
   // bytes_needed covers the buffers, so the harness can skip what does not fit.
-  EXPECT_GE(mm->bytes_needed(make_case(*mm, DType::f32, {1, 4096, 4096, 4096})),
+  EXPECT_GE(mm->bytes_needed(case_of(*mm, DType::f32, {1, 4096, 4096, 4096})),
             3u * 4096u * 4096u * 4u);
-  EXPECT_GE(add->bytes_needed(make_case(*add, DType::f32, {1073741824})), 3ull * 4 * 1073741824ull);
+  EXPECT_GE(add->bytes_needed(case_of(*add, DType::f32, {1073741824})), 3ull * 4 * 1073741824ull);
 }
 
 }  // namespace

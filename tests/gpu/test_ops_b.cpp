@@ -19,17 +19,9 @@ namespace {
 using caliber::Case;
 using caliber::DType;
 
+using caliber::gpu_test::case_of;
 using caliber::gpu_test::cuda_device;
 using caliber::gpu_test::cuda_op;
-
-Case case_of(const caliber::Op& op, DType t, const std::vector<std::int64_t>& shape) {
-  Case c;
-  c.op = op.info().name;
-  c.dtype = t;
-  c.shape = op.canonical_shape(shape);
-  c.dim_names = op.info().dim_names;
-  return c;
-}
 
 std::string name_of(const std::string& op, DType t, const std::vector<std::int64_t>& shape) {
   std::string s = op + "[" + std::string(caliber::to_string(t));
@@ -37,12 +29,7 @@ std::string name_of(const std::string& op, DType t, const std::vector<std::int64
   return s + "]";
 }
 
-class OpsB : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (cuda_device() == nullptr) GTEST_SKIP() << "no cuda device";
-  }
-};
+class OpsB : public caliber::gpu_test::CudaTest {};
 
 TEST_F(OpsB, RegisteredWithFamiliesAndFlags) {
   const std::map<std::string, std::string> family{

@@ -14,32 +14,13 @@
 
 namespace {
 
-using caliber::Case;
 using caliber::DType;
+using caliber::gpu_test::case_of;
 using caliber::gpu_test::cuda_device;
 using caliber::gpu_test::cuda_op;
+using caliber::gpu_test::shape_str;
 
-Case scan_case(const caliber::Op& op, DType t, const std::vector<std::int64_t>& shape) {
-  Case c;
-  c.op = op.info().name;
-  c.dtype = t;
-  c.shape = op.canonical_shape(shape);
-  c.dim_names = op.info().dim_names;
-  return c;
-}
-
-std::string shape_str(const std::vector<std::int64_t>& shape) {
-  std::string s;
-  for (auto d : shape) s += (s.empty() ? "" : "x") + std::to_string(d);
-  return s;
-}
-
-class ScanLookbackGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (cuda_device() == nullptr) GTEST_SKIP() << "no cuda device";
-  }
-};
+class ScanLookbackGpu : public caliber::gpu_test::CudaTest {};
 
 TEST_F(ScanLookbackGpu, EveryLookbackConfigPassesOnShortAndLongRows) {
   const std::vector<std::vector<std::int64_t>> shapes{
@@ -49,7 +30,7 @@ TEST_F(ScanLookbackGpu, EveryLookbackConfigPassesOnShortAndLongRows) {
   ASSERT_NE(op, nullptr);
   for (const auto& shape : shapes) {
     for (DType t : {DType::f32, DType::f16, DType::bf16}) {
-      auto w = op->setup(*cuda_device(), scan_case(*op, t, shape));
+      auto w = op->setup(*cuda_device(), case_of(*op, t, shape));
       const auto providers = w->providers();
       ASSERT_EQ(providers.size(), 2u);
       const auto& space = providers[1].space;
@@ -81,7 +62,7 @@ TEST_F(ScanLookbackGpu, CorrectAfterCapturesReplaysAndTagWrap) {
   auto op = cuda_op("cumsum");
   ASSERT_NE(op, nullptr);
   for (const auto& shape : std::vector<std::vector<std::int64_t>>{{2, 40000}, {512, 300}}) {
-    auto w = op->setup(*dev, scan_case(*op, DType::f32, shape));
+    auto w = op->setup(*dev, case_of(*op, DType::f32, shape));
     const caliber::Config lookback{{{"algo", 1}, {"block", 256}, {"items", 16}}};
     w->prepare(1, lookback);
     EXPECT_TRUE(w->check(1).passed) << shape_str(shape);

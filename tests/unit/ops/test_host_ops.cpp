@@ -14,6 +14,7 @@
 #include "caliber/caliber.hpp"
 #include "host/host_common.hpp"
 #include "host/test_ops.hpp"
+#include "op_case.hpp"
 
 namespace {
 
@@ -21,6 +22,7 @@ using caliber::Case;
 using caliber::Config;
 using caliber::DType;
 using caliber::host::HostWorkload;
+using caliber::test_support::case_of;
 
 std::unique_ptr<caliber::backends::cpu::CpuDevice> make_device(std::uint64_t seed = 1234) {
   caliber::backends::DeviceDesc d;
@@ -39,17 +41,6 @@ std::unique_ptr<caliber::Op> find_host_op(const std::string& name) {
     if (op->info().name == name) return op;
   }
   return nullptr;
-}
-
-Case make_case(const caliber::Op& op, DType t, std::vector<std::int64_t> shape,
-               std::map<std::string, std::string> params = {}) {
-  Case c;
-  c.op = op.info().name;
-  c.dtype = t;
-  c.shape = op.canonical_shape(shape);
-  c.dim_names = op.info().dim_names;
-  c.params = std::move(params);
-  return c;
 }
 
 HostWorkload& host(caliber::Workload& w) {
@@ -128,7 +119,7 @@ TEST_P(HostOpCase, EveryProviderPassesItsCheck) {
   auto op = find_host_op(p.op);
   ASSERT_NE(op, nullptr) << p.op << " is not registered for cpu";
   auto dev = make_device();
-  const Case c = make_case(*op, p.dtype, p.shape, p.params);
+  const Case c = case_of(*op, p.dtype, p.shape, p.params);
   auto w = op->setup(*dev, c);
   const auto providers = w->providers();
   ASSERT_EQ(providers.size(), 2u);
@@ -147,7 +138,7 @@ TEST_P(HostOpCase, ACorruptedOutputFailsTheCheck) {
   auto op = find_host_op(p.op);
   ASSERT_NE(op, nullptr);
   auto dev = make_device();
-  auto w = op->setup(*dev, make_case(*op, p.dtype, p.shape, p.params));
+  auto w = op->setup(*dev, case_of(*op, p.dtype, p.shape, p.params));
   auto& h = host(*w);
   w->prepare(1, w->providers()[1].space.default_config);
   ASSERT_TRUE(w->check(1).passed);
@@ -165,7 +156,7 @@ TEST_P(HostOpCase, AnUnwrittenOrNaNOutputFailsTheCheck) {
   auto op = find_host_op(p.op);
   ASSERT_NE(op, nullptr);
   auto dev = make_device();
-  auto w = op->setup(*dev, make_case(*op, p.dtype, p.shape, p.params));
+  auto w = op->setup(*dev, case_of(*op, p.dtype, p.shape, p.params));
   auto& h = host(*w);
   h.poison_output();
   EXPECT_FALSE(h.verify().passed) << "a poisoned output passed";
@@ -183,7 +174,7 @@ TEST_P(HostOpCase, FreshInputsAreNeverZeroAndDependOnTheSeed) {
   ASSERT_NE(op, nullptr);
   auto d1 = make_device(1);
   auto d2 = make_device(2);
-  const Case c = make_case(*op, p.dtype, p.shape, p.params);
+  const Case c = case_of(*op, p.dtype, p.shape, p.params);
   auto w1 = op->setup(*d1, c);
   auto w2 = op->setup(*d2, c);
   // The baseline's output is a pure function of the inputs: different seeds, different outputs.
@@ -218,9 +209,9 @@ TEST(HostOps, RegisteredWithTheirFamiliesAndDtypes) {
 TEST(HostOps, UnsupportedDtypeIsSkippedNotCrashed) {
   auto dev = make_device();
   auto op = find_host_op("add");
-  EXPECT_THROW((void)op->setup(*dev, make_case(*op, DType::bf16, {16})), caliber::CaseSkipped);
+  EXPECT_THROW((void)op->setup(*dev, case_of(*op, DType::bf16, {16})), caliber::CaseSkipped);
   auto mm = find_host_op("mm");
-  EXPECT_THROW((void)mm->setup(*dev, make_case(*mm, DType::f32, {16, 16})), caliber::CaseSkipped);
+  EXPECT_THROW((void)mm->setup(*dev, case_of(*mm, DType::f32, {16, 16})), caliber::CaseSkipped);
 }
 
 TEST(HostOps, FlopsAndBytesFormulas) {
@@ -228,7 +219,7 @@ TEST(HostOps, FlopsAndBytesFormulas) {
   auto check = [&](const std::string& name, DType t, std::vector<std::int64_t> shape, double flops,
                    double bytes) {
     auto op = find_host_op(name);
-    const Case c = make_case(*op, t, shape);
+    const Case c = case_of(*op, t, shape);
     auto w = op->setup(*dev, c);
     EXPECT_DOUBLE_EQ(w->flops(), flops) << name;
     EXPECT_DOUBLE_EQ(w->bytes(), bytes) << name;
@@ -255,14 +246,14 @@ TEST(HostMm, ShapesAndVariants) {
   ASSERT_EQ(comp.size(), 2u);
   EXPECT_TRUE(comp[0].empty());
   EXPECT_EQ(comp[1].at("B"), "col");
-  const Case c = make_case(*op, DType::f32, {1, 4096, 4096, 512}, {{"B", "col"}});
+  const Case c = case_of(*op, DType::f32, {1, 4096, 4096, 512}, {{"B", "col"}});
   EXPECT_EQ(c.node_id(), "mm[f32-M4096-N4096-K512-Bcol]");
 }
 
 TEST(HostMm, ConfigSpaceAndKey) {
   auto op = find_host_op("mm");
   auto dev = make_device();
-  auto w = op->setup(*dev, make_case(*op, DType::f32, {67, 45, 130}));
+  auto w = op->setup(*dev, case_of(*op, DType::f32, {67, 45, 130}));
   const auto providers = w->providers();
   EXPECT_FALSE(providers[0].space.tunable());
   const auto& space = providers[1].space;
@@ -283,7 +274,7 @@ TEST(HostMm, EveryConfigRunsCorrectlyOrIsRejected) {
   auto op = find_host_op("mm");
   auto dev = make_device();
   for (DType t : {DType::f32, DType::f64}) {
-    auto w = op->setup(*dev, make_case(*op, t, {70, 300, 270}));
+    auto w = op->setup(*dev, case_of(*op, t, {70, 300, 270}));
     std::vector<std::string> rejected;
     const auto providers = w->providers();
     for (const auto& cfg : providers[1].space.configs) {
@@ -308,7 +299,7 @@ TEST(HostMm, EveryConfigRunsCorrectlyOrIsRejected) {
 TEST(HostMm, NonPositiveTilesAreRejected) {
   auto op = find_host_op("mm");
   auto dev = make_device();
-  auto w = op->setup(*dev, make_case(*op, DType::f32, {8, 8, 8}));
+  auto w = op->setup(*dev, case_of(*op, DType::f32, {8, 8, 8}));
   EXPECT_THROW(w->prepare(1, *Config::parse("tm=0,tn=64,tk=64")), caliber::ConfigRejected);
   EXPECT_THROW(w->prepare(1, *Config::parse("tm=16,tn=-1,tk=64")), caliber::ConfigRejected);
   // A rejected config leaves the last accepted one in place.
@@ -319,8 +310,8 @@ TEST(HostMm, ColumnMajorBChangesTheResult) {
   // Same seed, same numbers in B, another layout: a kernel that ignored the variant would agree.
   auto op = find_host_op("mm");
   auto dev = make_device();
-  auto row = op->setup(*dev, make_case(*op, DType::f64, {16, 16, 16}));
-  auto col = op->setup(*dev, make_case(*op, DType::f64, {16, 16, 16}, {{"B", "col"}}));
+  auto row = op->setup(*dev, case_of(*op, DType::f64, {16, 16, 16}));
+  auto col = op->setup(*dev, case_of(*op, DType::f64, {16, 16, 16}, {{"B", "col"}}));
   row->launch(1);
   col->launch(1);
   EXPECT_NE(std::memcmp(host(*row).output_data(), host(*col).output_data(), 16 * 16 * 8), 0);
@@ -331,7 +322,7 @@ TEST(HostMm, ColumnMajorBChangesTheResult) {
 TEST(HostSort, OutputIsAscendingAndAPermutation) {
   auto op = find_host_op("sort");
   auto dev = make_device();
-  auto w = op->setup(*dev, make_case(*op, DType::f32, {2, 5000}));
+  auto w = op->setup(*dev, case_of(*op, DType::f32, {2, 5000}));
   w->prepare(1, {});
   w->launch(1);
   const auto* out = static_cast<const float*>(host(*w).output_data());
@@ -374,7 +365,7 @@ TEST(HostTestOps, NamesAndFamily) {
 TEST(HostTestOps, FailCandidateFailsItsCheckAndBaselinePasses) {
   auto op = caliber::host::make_test_op("test_fail");
   auto dev = make_device();
-  auto w = op->setup(*dev, make_case(*op, DType::f32, {64}));
+  auto w = op->setup(*dev, case_of(*op, DType::f32, {64}));
   EXPECT_TRUE(w->check(0).passed);
   const auto acc = w->check(1);
   EXPECT_FALSE(acc.passed);
@@ -384,7 +375,7 @@ TEST(HostTestOps, FailCandidateFailsItsCheckAndBaselinePasses) {
 TEST(HostTestOps, CudaGuardSkipsWithTheExactReason) {
   auto op = caliber::host::make_test_op("test_cuda_guard");
   auto dev = make_device();
-  const Case c = make_case(*op, DType::f32, {64});
+  const Case c = case_of(*op, DType::f32, {64});
   EXPECT_EQ(op->skip_reason(c, *dev),
             std::optional<std::string>(
                 "test_cuda_guard: skipped because the guard requires torch.cuda.is_available()"));
@@ -397,7 +388,7 @@ TEST(HostTestOps, CudaGuardSkipsWithTheExactReason) {
 TEST(HostTestOps, SwitchIsCorrectInBothModes) {
   auto op = caliber::host::make_test_op("test_switch");
   auto dev = make_device();
-  const Case c = make_case(*op, DType::f32, {1000});
+  const Case c = case_of(*op, DType::f32, {1000});
   for (const char* mode : {"slow", "fast"}) {
     setenv(caliber::host::kTestSwitchEnv, mode, 1);
     auto w = op->setup(*dev, c);
@@ -410,7 +401,7 @@ TEST(HostTestOpsDeathTest, AbortCrashesInLaunch) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   auto op = caliber::host::make_test_op("test_abort");
   auto dev = make_device();
-  auto w = op->setup(*dev, make_case(*op, DType::f32, {64}));
+  auto w = op->setup(*dev, case_of(*op, DType::f32, {64}));
   w->launch(0);  // the baseline is fine
   EXPECT_DEATH(w->launch(1), "");
 }
