@@ -9,6 +9,8 @@
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  // Listing needs no device (scripts/gpu-check lists the suites to run each in its own process).
+  if (GTEST_FLAG_GET(list_tests)) return RUN_ALL_TESTS();
   const auto* cuda = caliber::backends::find_backend("cuda");
   if (cuda == nullptr || cuda->enumerate().empty()) {
     std::printf(
