@@ -17,6 +17,8 @@ namespace fs = std::filesystem;
 
 inline constexpr const char* kFallbackMarker = "BENCHMARK_DIRECT_NO_CUDAGRAPH";
 inline constexpr const char* kPoisonedMarker = "BENCHMARK_CAPTURE_POISONED";
+// Some samples ran at a clock the power limit alone held down (timing/timer.hpp).
+inline constexpr const char* kPowerCappedMarker = "CLOCK_POWER_CAPPED";
 
 struct RunData {
   fs::path dir;

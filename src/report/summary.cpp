@@ -21,6 +21,7 @@ void add_row(Accumulator& a, const nlohmann::json& row) {
   if (status == "skipped") ++a.g.skipped;
   if (row_has_marker(row, kFallbackMarker)) ++a.g.fallback;
   if (row_has_marker(row, kPoisonedMarker)) ++a.g.poisoned;
+  if (row_has_marker(row, kPowerCappedMarker)) ++a.g.power_capped;
   if (auto s = row_speedup(row)) {
     a.speedups.push_back(*s);
   } else {
@@ -93,7 +94,7 @@ Report summary_report(const Summary& s) {
   t.title = "Speedup (baseline latency / candidate latency), geometric mean per op and dtype";
   t.columns = {"source",  "op",  "dtype", "rows",     "speedup_rows", "geomean", "ci95_lo",
                "ci95_hi", "min", "max",   "fallback", "poisoned",     "failed",  "skipped"};
-  int excluded = 0;
+  int excluded = 0, power_capped = 0;
   auto add = [&](const SummaryGroup& g) {
     t.rows.push_back({text_cell(g.source), text_cell(g.op), text_cell(g.dtype),
                       integer_cell(g.rows), integer_cell(g.with_speedup), number_cell(g.geomean),
@@ -106,6 +107,7 @@ Report summary_report(const Summary& s) {
     for (; gi < s.groups.size() && s.groups[gi].source == o.source; ++gi) add(s.groups[gi]);
     add(o);
     excluded += o.no_speedup;
+    power_capped += o.power_capped;
   }
   for (; gi < s.groups.size(); ++gi) add(s.groups[gi]);
   t.notes.push_back("geomean and its bootstrap 95% CI are over the speedup_rows only");
@@ -113,6 +115,10 @@ Report summary_report(const Summary& s) {
     t.notes.push_back(std::to_string(excluded) +
                       " row(s) have no speedup (baseline-only ops, failed accuracy, failed or "
                       "skipped cases): counted in rows, excluded from the geomean");
+  if (power_capped > 0)
+    t.notes.push_back(std::to_string(power_capped) +
+                      " row(s) carry CLOCK_POWER_CAPPED: some samples ran at a clock that the "
+                      "power limit alone held down, so their latency is the sustained one");
   if (s.truncated_logs > 0)
     t.notes.push_back(
         std::to_string(s.truncated_logs) +

@@ -29,6 +29,7 @@ struct SummaryGroup {
   int no_speedup = 0;  // rows counted but excluded: baseline-only, failed accuracy, failed, skipped
   int fallback = 0;
   int poisoned = 0;
+  int power_capped = 0;  // rows marked CLOCK_POWER_CAPPED (said in a note)
   int failed = 0;
   int skipped = 0;
   std::optional<double> geomean, ci_lo, ci_hi, min, max;

@@ -126,6 +126,23 @@ TEST(Summary, FallbackAndPoisonedRowsAreCounted) {
   ASSERT_NE(g, nullptr);
   EXPECT_EQ(g->fallback, 2);
   EXPECT_EQ(g->poisoned, 1);
+  EXPECT_EQ(g->power_capped, 0);
+  const std::string plain = caliber::report::render_text(summary_report(s));
+  EXPECT_EQ(plain.find("CLOCK_POWER_CAPPED"), std::string::npos) << plain;
+}
+
+TEST(Summary, PowerCappedRowsAreCountedAndSaid) {
+  TempDir t;
+  const auto run = write_run(t.path(), "bmm-20261129-101010",
+                             {speedup_row("bmm", "f16", "1", 1.0, {"CLOCK_POWER_CAPPED"}),
+                              speedup_row("bmm", "f16", "2", 1.0, {"CLOCK_POWER_CAPPED"}),
+                              speedup_row("bmm", "f16", "3", 1.0)});
+  const auto s = summarize({run});
+  const auto* g = find_group(s, "bmm", "f16");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->power_capped, 2);
+  const std::string text = caliber::report::render_text(summary_report(s));
+  EXPECT_NE(text.find("2 row(s) carry CLOCK_POWER_CAPPED"), std::string::npos) << text;
 }
 
 TEST(Summary, BatchDirectoryUsesTheNewestRunPerOp) {
