@@ -10,6 +10,11 @@
 #else
 #define CALIBER_HD inline
 #endif
+#if defined(__CUDA_ARCH__)  // the device pass: the host compiler does not know the pragma
+#define CALIBER_UNROLL _Pragma("unroll")
+#else
+#define CALIBER_UNROLL
+#endif
 
 namespace caliber::ops::philox {
 
@@ -17,25 +22,26 @@ struct U32x4 {
   std::uint32_t v[4];
 };
 
-CALIBER_HD std::uint32_t mulhilo(std::uint32_t a, std::uint32_t b, std::uint32_t& hi) {
-  const std::uint64_t p = static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b);
-  hi = static_cast<std::uint32_t>(p >> 32);
-  return static_cast<std::uint32_t>(p);
+// The high half of a 32x32-bit product (on the device one instruction, no 64-bit arithmetic).
+CALIBER_HD std::uint32_t mulhi(std::uint32_t a, std::uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __umulhi(a, b);
+#else
+  return static_cast<std::uint32_t>((static_cast<std::uint64_t>(a) * b) >> 32);
+#endif
 }
 
-// Ten rounds on a 128-bit counter with a 64-bit key.
+// Ten rounds on a 128-bit counter with a 64-bit key; round r uses the key plus r Weyl steps.
+// Written the way cuRAND writes it, unrolled with 32-bit product halves: the earlier loop with a
+// running key and 64-bit products stayed a loop in the device code, with 64-bit masks and XORs.
 CALIBER_HD U32x4 philox4x32_10(U32x4 c, std::uint32_t k0, std::uint32_t k1) {
   constexpr std::uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
   constexpr std::uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
-  for (int r = 0; r < 10; ++r) {
-    if (r > 0) {
-      k0 += kW0;
-      k1 += kW1;
-    }
-    std::uint32_t hi0, hi1;
-    const std::uint32_t lo0 = mulhilo(kM0, c.v[0], hi0);
-    const std::uint32_t lo1 = mulhilo(kM1, c.v[2], hi1);
-    c = U32x4{{hi1 ^ c.v[1] ^ k0, lo1, hi0 ^ c.v[3] ^ k1, lo0}};
+  CALIBER_UNROLL
+  for (std::uint32_t r = 0; r < 10; ++r) {
+    const std::uint32_t hi0 = mulhi(kM0, c.v[0]), lo0 = kM0 * c.v[0];
+    const std::uint32_t hi1 = mulhi(kM1, c.v[2]), lo1 = kM1 * c.v[2];
+    c = U32x4{{hi1 ^ c.v[1] ^ (k0 + r * kW0), lo1, hi0 ^ c.v[3] ^ (k1 + r * kW1), lo0}};
   }
   return c;
 }

@@ -84,29 +84,6 @@ __device__ __forceinline__ void make4(philox::U32x4 r, float out[4], bool fast) 
   }
 }
 
-// philox::draw with the ten rounds unrolled: the shared header's round loop stays a loop in
-// device code (key additions and a branch per round), and its 64-bit products leave 64-bit
-// masks and XORs in the PTX. Same arithmetic, same bits: the host check recomputes fp32 rand
-// with philox::draw.
-__device__ __forceinline__ philox::U32x4 draw_unrolled(unsigned long long seed,
-                                                       unsigned long long offset,
-                                                       unsigned long long group) {
-  constexpr std::uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
-  constexpr std::uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
-  const unsigned long long ctr = offset + group;
-  philox::U32x4 c{{static_cast<std::uint32_t>(ctr), static_cast<std::uint32_t>(ctr >> 32), 0u, 0u}};
-  const auto k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
-#pragma unroll
-  for (int r = 0; r < 10; ++r) {
-    // 32-bit halves of the products (as cuRAND writes them), so no 64-bit arithmetic survives.
-    const std::uint32_t hi0 = __umulhi(kM0, c.v[0]), lo0 = kM0 * c.v[0];
-    const std::uint32_t hi1 = __umulhi(kM1, c.v[2]), lo1 = kM1 * c.v[2];
-    c = philox::U32x4{{hi1 ^ c.v[1] ^ (k0 + static_cast<std::uint32_t>(r) * kW0), lo1,
-                       hi0 ^ c.v[3] ^ (k1 + static_cast<std::uint32_t>(r) * kW1), lo0}};
-  }
-  return c;
-}
-
 // Two floats into two adjacent T's, rounded to nearest even (one packed conversion for 16 bits).
 template <class T>
 __device__ __forceinline__ void put2(T* o, float a, float b) {
@@ -173,7 +150,7 @@ __global__ void philox_kernel(T* __restrict__ y, unsigned char* __restrict__ mas
     for (int s = 0; s < S; ++s) {
 #pragma unroll
       for (int p = 0; p < P; ++p) {
-        r[s * P + p] = draw_unrolled(seed, offset, static_cast<unsigned long long>(e[s] / 4 + p));
+        r[s * P + p] = philox::draw(seed, offset, static_cast<unsigned long long>(e[s] / 4 + p));
       }
     }
 #pragma unroll

@@ -820,8 +820,8 @@ class ReduceWorkload final : public Workload {
   }
 
   // cumsum: the three-pass configs (every block size of block_space) and the look-back ones
-  // (block x items); the look-back is the default for every shape (one kernel, input read once;
-  // many short rows share a tile, long rows chain tiles).
+  // (block x items: one kernel, input read once; many short rows share a tile, long rows chain
+  // tiles).
   [[nodiscard]] ConfigSpace scan_space() const {
     ConfigSpace s = rowsb::block_space(rs_);
     for (auto& c : s.configs) c.values.insert(c.values.begin(), {"algo", kAlgoThreePass});

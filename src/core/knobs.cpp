@@ -190,8 +190,7 @@ std::vector<KnobSpec> make_table() {
   add({"throttle_fraction", "--throttle-fraction", "", "Timing", "0.75",
        "a fraction above 0, at most 1",
        "Discard samples taken while the SM clock is below this fraction of its maximum, unless "
-       "only "
-       "the power limit holds it there (the work's own sustained speed: kept, marked "
+       "only the power limit holds it there (the work's own sustained speed: kept, marked "
        "CLOCK_POWER_CAPPED).",
        [](Knobs& k, const std::string& v) {
          k.throttle_fraction = parse_real("throttle_fraction", v, 0, 1, true);

@@ -46,14 +46,17 @@ WarmupResult warmup(backends::Device& dev, const std::function<void()>& launch,
 
 namespace {
 
-bool throttled(const std::optional<backends::ClockSample>& c, double fraction) {
-  if (!c || c->sm_max_mhz <= 0 || c->sm_mhz <= 0) return false;
-  return c->sm_mhz < fraction * c->sm_max_mhz;
-}
+// What a clock reading says of the samples around it, in increasing order of doubt.
+enum class Reading {
+  fine,          // at speed, or nothing to compare with
+  power_capped,  // low, but only the power limit holds it there: the work's own sustained speed
+  throttled,     // low for another reason (idle, heat, a hardware slowdown): discard
+};
 
-// Low, but only because the work being timed draws the board to its power limit.
-bool power_capped(const std::optional<backends::ClockSample>& c, double fraction) {
-  return throttled(c, fraction) && c->power_cap_only;
+Reading classify(const std::optional<backends::ClockSample>& c, double fraction) {
+  if (!c || c->sm_max_mhz <= 0 || c->sm_mhz <= 0) return Reading::fine;
+  if (c->sm_mhz >= fraction * c->sm_max_mhz) return Reading::fine;
+  return c->power_cap_only ? Reading::power_capped : Reading::throttled;
 }
 
 }  // namespace
@@ -78,18 +81,17 @@ SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>
     pending.clear();
     for (int i = 0; i < window; ++i) pending.push_back(one_interval_ms());
     const std::optional<backends::ClockSample> after = dev.clocks();
-    const bool low_before = throttled(before, opt.throttle_fraction);
-    const bool low_after = throttled(after, opt.throttle_fraction);
-    // A clock held down by the power limit alone is the work's own sustained speed (the largest
-    // GEMMs run there all the time): kept, counted and marked. Discarding it would leave such
-    // a case no samples, or only the brief high-clock ones: a speed it cannot sustain.
-    const bool own_cap = (low_before || low_after) &&
-                         (!low_before || power_capped(before, opt.throttle_fraction)) &&
-                         (!low_after || power_capped(after, opt.throttle_fraction));
-    if ((low_before || low_after) && !own_cap) {
+    // The window counts as its worse reading. A clock held down by the power limit alone is the
+    // work's own sustained speed (the largest GEMMs run there all the time): kept, counted and
+    // marked. Discarding it would leave such a case no samples, or only the brief high-clock
+    // ones: a speed it cannot sustain.
+    const Reading window_reading =
+        std::max(classify(before, opt.throttle_fraction), classify(after, opt.throttle_fraction));
+    if (window_reading == Reading::throttled) {
       run.discarded += static_cast<int>(pending.size());
     } else {
-      if (own_cap) run.power_capped += static_cast<int>(pending.size());
+      if (window_reading == Reading::power_capped)
+        run.power_capped += static_cast<int>(pending.size());
       for (double interval : pending) {
         run.per_launch_ms.push_back(interval / k);
         sum_s += interval * 1e-3;
