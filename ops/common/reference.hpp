@@ -345,6 +345,25 @@ template <class I>
   return idx;
 }
 
+// The runs of consecutive values in `rows` (row indices, e.g. from sample_indices): each run as
+// {its first position in rows, its length}, so that a download copies a run at once. A check of
+// every row of 100003x8 made 100003 copies of 32 bytes (1.7 s per check on the H200, 2026-11-29).
+struct IndexRun {
+  std::size_t at = 0;
+  std::size_t count = 0;
+  bool operator==(const IndexRun&) const = default;
+};
+[[nodiscard]] inline std::vector<IndexRun> consecutive_runs(const std::vector<std::int64_t>& rows) {
+  std::vector<IndexRun> runs;
+  for (std::size_t i = 0; i < rows.size();) {
+    std::size_t j = i + 1;
+    while (j < rows.size() && rows[j] == rows[j - 1] + 1) ++j;
+    runs.push_back({i, j - i});
+    i = j;
+  }
+  return runs;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Pointwise references.
 

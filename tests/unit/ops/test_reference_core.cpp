@@ -145,6 +145,26 @@ TEST(ReferenceCompare, SubnormalOutputsAreJudgedBeyondTheFormatsResolution) {
   EXPECT_FALSE(ref::compare(f32off, r, ref::reduction_tolerance(DType::f32, 151936), "f32").passed);
 }
 
+TEST(ReferenceSampling, ConsecutiveRunsCoverEveryRowOnce) {
+  using R = ref::IndexRun;
+  EXPECT_TRUE(ref::consecutive_runs({}).empty());
+  EXPECT_EQ(ref::consecutive_runs({7}), (std::vector<R>{{0, 1}}));
+  EXPECT_EQ(ref::consecutive_runs({0, 1, 2, 5, 6, 9}), (std::vector<R>{{0, 3}, {3, 2}, {5, 1}}));
+  EXPECT_EQ(ref::consecutive_runs({3, 2, 2}), (std::vector<R>{{0, 1}, {1, 1}, {2, 1}}));
+  // Every row of a tensor (what sample_indices gives for small rows): one run.
+  EXPECT_EQ(ref::consecutive_runs(ref::sample_indices(100003, 100003, 1)),
+            (std::vector<R>{{0, 100003}}));
+  // A sparse sample: the runs cover its positions exactly once, in order.
+  const auto idx = ref::sample_indices(1 << 20, 4096, 5);
+  std::size_t next = 0;
+  for (const auto& r : ref::consecutive_runs(idx)) {
+    EXPECT_EQ(r.at, next);
+    for (std::size_t k = 1; k < r.count; ++k) EXPECT_EQ(idx[r.at + k], idx[r.at] + k);
+    next = r.at + r.count;
+  }
+  EXPECT_EQ(next, idx.size());
+}
+
 TEST(ReferenceCompare, ExactIntegerCompare) {
   std::vector<std::int64_t> r{0, 5, 9}, o{0, 5, 9};
   EXPECT_TRUE(ref::compare_exact(o, r, "idx").passed);
