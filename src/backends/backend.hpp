@@ -19,6 +19,11 @@ struct Capabilities {
   bool default_rng = false;          // a default generator callers see (RNG capture guard applies)
   bool l2_known = false;             // the L2 size is known (cold-L2 flush can be sized)
   bool host = false;                 // runs on the host (cpu): host clock, host memory
+  // Events recorded during a capture become nodes of the graph whose timestamps a replay sets
+  // (record_in_graph): the graph timer can then time each launch of a replay on its own.
+  bool graph_event_nodes = false;
+  // The stream can be held (hold_stream) so that what is enqueued meanwhile runs back to back.
+  bool stream_hold = false;
 };
 
 struct DeviceDesc {
@@ -65,6 +70,11 @@ struct ClockSample {
   // against (a large GEMM on the H200 does): its sustained speed, not heat, a hardware slowdown
   // or an idle clock. The backend decodes its vendor's reasons into this.
   bool power_cap_only = false;
+  double power_w = 0;        // board power now, 0 when unknown
+  double power_limit_w = 0;  // the enforced power limit, 0 when unknown
+  // The reasons the clock is held down, decoded into names the backend chooses ("power_cap",
+  // "thermal", "idle", ...); empty when none or unknown.
+  std::vector<std::string> reasons;
 };
 
 // A captured, instantiated graph of launches.
@@ -104,8 +114,27 @@ class Device : public caliber::DeviceContext {
   [[nodiscard]] virtual std::unique_ptr<Graph> end_capture() = 0;
   virtual void abort_capture() noexcept = 0;
 
-  // Evict the last-level cache: touch a persistent buffer the size of the L2, on the stream.
+  // Inside a capture: an event-record node that each replay executes, so that elapsed_ms between
+  // two such events reads the time between those two points of the replay. Backends without
+  // such nodes (capabilities().graph_event_nodes false) record as usual.
+  virtual void record_in_graph(Event& e) { record(e); }
+
+  // Evict the last-level cache: read a persistent buffer larger than the L2, on the stream. A read
+  // leaves clean lines behind, so the work that follows pays no write-back of the flush's own
+  // data (docs/timing.md).
   virtual void flush_l2() = 0;
+  // Hold the stream: the device waits here until release_stream(), so that what is enqueued
+  // meanwhile (a flush, an event, the launch, an event) runs back to back, without the host's
+  // launch gap inside the event pair. The hold gives up by itself after a bounded time (a launch
+  // that synchronizes with the device would otherwise wait on it forever). Returns false where
+  // the backend cannot hold (capabilities().stream_hold false).
+  virtual bool hold_stream() { return false; }
+  virtual void release_stream() {}
+  // After the work behind the last hold has completed: did the hold give up before release_stream
+  // (so that the launch gap is inside that sample after all)?
+  [[nodiscard]] virtual bool hold_gave_up() { return false; }
+  // The resolution of elapsed_ms, in microseconds (0 when unknown).
+  [[nodiscard]] virtual double timer_resolution_us() const { return 0; }
   // The SM clock now, when the backend can read it.
   [[nodiscard]] virtual std::optional<ClockSample> clocks() = 0;
   // Is the context still usable? (after a capture attempt, a cheap probe launch)

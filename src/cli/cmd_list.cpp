@@ -20,7 +20,7 @@ void add_list(CLI::App& root, int& exit_code) {
   auto knobs = std::make_shared<KnobOptions>();
   knobs->add_to(*sub, {"devices",      "timer",   "repeat",      "quantiles",
                        "return_mode",  "l2",      "min_samples", "min_time",
-                       "max_noise",    "timeout", "warmup",      "throttle_fraction",
+                       "max_noise",    "timeout", "warmup",      "throttle_fraction", "clock",
                        "capture_deny", "tune",    "replay_from", "parallel_warmup",
                        "tune_cache",   "out",     "name",        "seed"});
   auto names = std::make_shared<bool>(false);

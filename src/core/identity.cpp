@@ -43,7 +43,7 @@ std::string key_text(const nlohmann::json& identity, const std::string& key) {
 
 const std::vector<std::string>& caliber_keys() {
   static const std::vector<std::string> keys = {"level", "timer",  "backend", "device_model",
-                                                "tune",  "repeat", "l2"};
+                                                "tune",  "repeat", "l2",      "clock"};
   return keys;
 }
 
@@ -96,7 +96,7 @@ std::string run_header_text(const nlohmann::json& identity) {
   }
   return "caliber run: backend " + text("backend") + " | device " + device + " | timer " +
          text("timer") + " | level " + text("level") + " | tune " + text("tune") + " | repeat " +
-         text("repeat") + " | l2 " + text("l2");
+         text("repeat") + " | l2 " + text("l2") + " | clock " + text("clock");
 }
 
 std::string caliber_version() {

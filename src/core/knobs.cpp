@@ -169,13 +169,12 @@ std::vector<KnobSpec> make_table() {
   add({"min_time", "--min-time", "", "Timing", "0.01", "seconds, 0 to 60",
        "Stopping rule: at least this much measured time.",
        [](Knobs& k, const std::string& v) { k.min_time_s = parse_real("min_time", v, 0, 60); }});
-  add({"max_noise", "--max-noise", "", "Timing", "0.005", "a fraction above 0, at most 1",
+  add({"max_noise", "--max-noise", "", "Timing", "auto", "auto, or a fraction above 0, at most 1",
        "Stopping rule: stop once the relative noise (robust standard error of the median) is at "
-       "most this. With these defaults the graph timer converged in 0.045-0.053 s per measurement "
-       "with a spread of at most 0.2% over 5 processes on the H200 (caliber_timer_bench, "
-       "2026-11-29).",
+       "most this. auto: 0.005 on a device, 0.02 on the cpu backend, whose host timer on a "
+       "loaded machine rarely reaches 0.5% within the timeout (docs/timing.md).",
        [](Knobs& k, const std::string& v) {
-         k.max_noise = parse_real("max_noise", v, 0, 1, true);
+         k.max_noise = v == "auto" ? 0 : parse_real("max_noise", v, 0, 1, true);
        }});
   add({"timeout", "--timeout", "", "Timing", "1.0", "seconds above 0, at most 600",
        "Stopping rule: give up after this long per provider; the row says which condition was "
@@ -187,6 +186,15 @@ std::vector<KnobSpec> make_table() {
        "Device-busy warmup before sampling, long enough for the SM clock to ramp from idle "
        "(345 to 1980 MHz on the H200); too short a warmup read 30% slow in Triton's issue #2306.",
        [](Knobs& k, const std::string& v) { k.warmup_s = parse_real("warmup", v, 0, 60); }});
+  add({"clock", "--clock", "CALIBER_CLOCK", "Timing", "burst", "burst, sustained",
+       "The clock regime every sample comes from. burst: a rested device at its top clock "
+       "(samples the power limit slows are dropped and re-taken after a rest); sustained: after "
+       "the SM clock and board power settled under the work itself (slower for power-hungry "
+       "kernels, costs at least 0.075 s more per provider). Runs of different regimes are not "
+       "compared (docs/timing.md).",
+       [](Knobs& k, const std::string& v) {
+         k.clock = one_of("clock", v, {"burst", "sustained"});
+       }});
   add({"throttle_fraction", "--throttle-fraction", "", "Timing", "0.75",
        "a fraction above 0, at most 1",
        "Discard samples taken while the SM clock is below this fraction of its maximum, unless "
@@ -333,6 +341,12 @@ Knobs resolve_knobs(const std::map<std::string, std::string>& flags,
   if (k.parallel_warmup > 0 && k.tune == "off")
     throw KnobError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" +
                     std::to_string(k.parallel_warmup) + "' needs tuning, but --tune is off");
+  // A measurement that must sample longer than its timeout allows can never meet its rule: every
+  // row would stop on the timeout (docs/timing.md, Stopping).
+  if (k.min_time_s >= k.timeout_s)
+    throw KnobError("--min-time: '" + std::to_string(k.min_time_s) +
+                    "' s of measured time cannot fit in --timeout '" + std::to_string(k.timeout_s) +
+                    "' s of sampling; give a --min-time below the --timeout");
   return k;
 }
 

@@ -41,10 +41,11 @@ struct Knobs {
   std::string l2 = "cold";
   int min_samples = 10;
   double min_time_s = 0.01;
-  double max_noise = 0.005;
+  double max_noise = 0;  // 0: auto (the backend's default: 0.005 on devices, 0.02 on the host)
   double timeout_s = 1.0;
   double warmup_s = 0.02;
   double throttle_fraction = 0.75;
+  std::string clock = "burst";  // the clock regime: burst or sustained (docs/timing.md)
   std::vector<std::string> capture_deny;
   bool peaks = true;  // measure the copy bandwidth and the mm rate once per run
   // autotune

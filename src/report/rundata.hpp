@@ -9,16 +9,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/markers.hpp"
 #include "core/runlog.hpp"
 
 namespace caliber::report {
 
 namespace fs = std::filesystem;
 
-inline constexpr const char* kFallbackMarker = "BENCHMARK_DIRECT_NO_CUDAGRAPH";
-inline constexpr const char* kPoisonedMarker = "BENCHMARK_CAPTURE_POISONED";
-// Some samples ran at a clock the power limit alone held down (timing/timer.hpp).
-inline constexpr const char* kPowerCappedMarker = "CLOCK_POWER_CAPPED";
+inline constexpr const char* kFallbackMarker = core::markers::direct_no_graph;
+inline constexpr const char* kPoisonedMarker = core::markers::capture_poisoned;
+inline constexpr const char* kPowerCappedMarker = core::markers::power_capped;
+inline constexpr const char* kStopMissedMarker = core::markers::stop_missed;
 
 struct RunData {
   fs::path dir;

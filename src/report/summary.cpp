@@ -22,6 +22,7 @@ void add_row(Accumulator& a, const nlohmann::json& row) {
   if (row_has_marker(row, kFallbackMarker)) ++a.g.fallback;
   if (row_has_marker(row, kPoisonedMarker)) ++a.g.poisoned;
   if (row_has_marker(row, kPowerCappedMarker)) ++a.g.power_capped;
+  if (row_has_marker(row, kStopMissedMarker)) ++a.g.stop_missed;
   if (auto s = row_speedup(row)) {
     a.speedups.push_back(*s);
   } else {
@@ -92,15 +93,17 @@ Report summary_report(const Summary& s) {
   Table t;
   t.id = "summary";
   t.title = "Speedup (baseline latency / candidate latency), geometric mean per op and dtype";
-  t.columns = {"source",  "op",  "dtype", "rows",     "speedup_rows", "geomean", "ci95_lo",
-               "ci95_hi", "min", "max",   "fallback", "poisoned",     "failed",  "skipped"};
-  int excluded = 0, power_capped = 0;
+  t.columns = {"source",   "op",       "dtype",       "rows",   "speedup_rows",
+               "geomean",  "ci95_lo",  "ci95_hi",     "min",    "max",
+               "fallback", "poisoned", "stop_missed", "failed", "skipped"};
+  int excluded = 0, power_capped = 0, stop_missed = 0;
   auto add = [&](const SummaryGroup& g) {
     t.rows.push_back({text_cell(g.source), text_cell(g.op), text_cell(g.dtype),
                       integer_cell(g.rows), integer_cell(g.with_speedup), number_cell(g.geomean),
                       number_cell(g.ci_lo), number_cell(g.ci_hi), number_cell(g.min),
                       number_cell(g.max), integer_cell(g.fallback), integer_cell(g.poisoned),
-                      integer_cell(g.failed), integer_cell(g.skipped)});
+                      integer_cell(g.stop_missed), integer_cell(g.failed),
+                      integer_cell(g.skipped)});
   };
   std::size_t gi = 0;
   for (const auto& o : s.overall) {
@@ -108,6 +111,7 @@ Report summary_report(const Summary& s) {
     add(o);
     excluded += o.no_speedup;
     power_capped += o.power_capped;
+    stop_missed += o.stop_missed;
   }
   for (; gi < s.groups.size(); ++gi) add(s.groups[gi]);
   t.notes.push_back("geomean and its bootstrap 95% CI are over the speedup_rows only");
@@ -119,6 +123,11 @@ Report summary_report(const Summary& s) {
     t.notes.push_back(std::to_string(power_capped) +
                       " row(s) carry CLOCK_POWER_CAPPED: some samples ran at a clock that the "
                       "power limit alone held down, so their latency is the sustained one");
+  if (stop_missed > 0)
+    t.notes.push_back(std::to_string(stop_missed) +
+                      " row(s) carry STOP_NOT_CONVERGED: a provider stopped on its timeout below "
+                      "--min-samples or above the --max-noise target, so its figure is less "
+                      "precise than asked");
   if (s.truncated_logs > 0)
     t.notes.push_back(
         std::to_string(s.truncated_logs) +

@@ -30,6 +30,7 @@ struct SummaryGroup {
   int fallback = 0;
   int poisoned = 0;
   int power_capped = 0;  // rows marked CLOCK_POWER_CAPPED (said in a note)
+  int stop_missed = 0;   // rows marked STOP_NOT_CONVERGED (a column and a note)
   int failed = 0;
   int skipped = 0;
   std::optional<double> geomean, ci_lo, ci_hi, min, max;

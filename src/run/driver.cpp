@@ -166,10 +166,11 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       {"return_mode", k.return_mode},
       {"quantiles", k.quantiles},
       {"l2", k.l2},
+      {"clock", k.clock},
       {"stop",
        {{"min_samples", k.min_samples},
         {"min_time_s", k.min_time_s},
-        {"max_noise", k.max_noise},
+        {"max_noise", timing::resolved_max_noise(k.max_noise, caps)},
         {"timeout_s", k.timeout_s},
         {"warmup_s", k.warmup_s}}},
       {"throttle_fraction", k.throttle_fraction},
@@ -186,6 +187,8 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
         {"clusters", caps.clusters},
         {"default_rng", caps.default_rng},
         {"l2_known", caps.l2_known},
+        {"graph_event_nodes", caps.graph_event_nodes},
+        {"stream_hold", caps.stream_hold},
         {"host", caps.host}}},
   };
   core::write_identity(run_dir, identity);
@@ -201,12 +204,14 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   out << "caliber run: " << run_dir.string() << "\n"
       << "  backend " << backend->name() << " | device " << dev_index << " (" << dev_it->name
       << ", physical " << dev_it->physical_id << ") | timer " << timer << " | level " << k.level
-      << " | autotune " << k.tune << " | repeat " << k.repeat << " | l2 " << k.l2 << "\n"
+      << " | autotune " << k.tune << " | repeat " << k.repeat << " | l2 " << k.l2 << " | clock "
+      << k.clock << "\n"
       << "  " << sel.cases.size() << " cases over " << sel.ops.size() << " ops, seed " << seed
       << "\n";
   if (!timer_note.empty()) out << "  note: " << timer_note << "\n";
   if (k.shape_mode == "upstream")
-    out << "  note: --shape-mode upstream: no provider of this corpus ships its own core shapes, so "
+    out << "  note: --shape-mode upstream: no provider of this corpus ships its own core shapes, "
+           "so "
            "caliber's shape file is used (recorded as shape_mode=upstream)\n";
   if (sequence_mode && k.repeat > 1)
     out << "  note: --repeat " << k.repeat

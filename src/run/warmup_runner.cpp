@@ -134,7 +134,8 @@ std::vector<std::string> knobs_to_args(const core::Knobs& k) {
   add("l2", k.l2);
   add("min_samples", std::to_string(k.min_samples));
   add("min_time", exact(k.min_time_s));
-  add("max_noise", exact(k.max_noise));
+  add("max_noise", k.max_noise > 0 ? exact(k.max_noise) : std::string("auto"));
+  add("clock", k.clock);
   add("timeout", exact(k.timeout_s));
   add("warmup", exact(k.warmup_s));
   add("throttle_fraction", exact(k.throttle_fraction));

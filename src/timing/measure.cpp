@@ -15,6 +15,21 @@ namespace caliber::timing {
 
 using backends::Failure;
 
+const char* to_string(ClockRegime r) noexcept {
+  return r == ClockRegime::sustained ? "sustained" : "burst";
+}
+
+std::optional<ClockRegime> parse_clock_regime(std::string_view s) noexcept {
+  if (s == "burst") return ClockRegime::burst;
+  if (s == "sustained") return ClockRegime::sustained;
+  return std::nullopt;
+}
+
+double resolved_max_noise(double asked, const backends::Capabilities& caps) noexcept {
+  if (asked > 0) return asked;
+  return caps.host ? 0.02 : 0.005;
+}
+
 std::string repeat_marker(int n) {
   return "repeat=" + std::to_string(n);
 }
@@ -130,28 +145,71 @@ void summarize(Measurement& m, const std::vector<std::vector<double>>& calls,
   m.failure = Failure::ok;
 }
 
-std::string l2_method_for(const TimingOptions& opt, bool graph) {
+std::string l2_method_for(const TimingOptions& opt, bool flush_each_launch) {
   if (opt.l2 == L2Policy::warm) return "warm";
-  return graph ? "flush-per-replay" : "flush-per-launch";
+  return flush_each_launch ? "flush-per-launch" : "flush-per-replay";
 }
 
-// One whole call of the direct timer: warmup, then an event pair around each launch.
+// Folds one sampling run's regime and clock facts into the measurement (a repeated direct timer
+// folds each call's).
+void absorb(Measurement& m, const detail::SampleRun& r) {
+  m.throttled_discarded += r.discarded;
+  m.power_capped += r.power_capped;
+  m.regime_discarded += r.regime_discarded;
+  m.settle_s += r.settle_s;
+  m.settled = m.settled && r.settled;
+  const ClockSummary& c = r.clock;
+  if (!c.known) return;
+  ClockSummary& t = m.clock;
+  if (!t.known) {
+    t = c;
+    return;
+  }
+  const int n = t.readings + c.readings;
+  t.sm_mean_mhz = (t.sm_mean_mhz * t.readings + c.sm_mean_mhz * c.readings) / n;
+  if (c.power_mean_w > 0)
+    t.power_mean_w = t.power_mean_w > 0
+                         ? (t.power_mean_w * t.readings + c.power_mean_w * c.readings) / n
+                         : c.power_mean_w;
+  t.sm_min_mhz = std::min(t.sm_min_mhz, c.sm_min_mhz);
+  t.sm_max_mhz = std::max(t.sm_max_mhz, c.sm_max_mhz);
+  t.power_limit_w = std::max(t.power_limit_w, c.power_limit_w);
+  for (const auto& x : c.reasons)
+    if (std::find(t.reasons.begin(), t.reasons.end(), x) == t.reasons.end()) t.reasons.push_back(x);
+  t.readings = n;
+}
+
+// The markers every timer adds at the end: a power-limited clock, a missed stopping rule.
+void finish_markers(Measurement& m) {
+  if (m.power_capped > 0) m.markers.push_back(kMarkerPowerCapped);
+  if (!m.converged) m.markers.push_back(kMarkerStopMissed);
+}
+
+// One whole call of the direct timer: warmup, then an event pair around each launch; where the
+// backend can hold its stream, each sample is enqueued behind a hold and released at once, so the
+// host's launch gap stays outside the events.
 detail::SampleRun direct_call(backends::Device& dev, const std::function<void()>& launch,
-                              const TimingOptions& opt, const Clock& now, double& estimate_ms) {
-  const double start_s = now();
+                              const TimingOptions& opt, const Clock& now, double& estimate_ms,
+                              bool& hold) {
   const detail::WarmupResult w = detail::warmup(dev, launch, opt.stop, now);
   estimate_ms = w.estimate_ms;
   auto start = dev.create_event();
   auto end = dev.create_event();
   const bool cold = opt.l2 == L2Policy::cold;
   auto one = [&]() {
+    const bool held = hold && dev.hold_stream();
     if (cold) dev.flush_l2();  // outside the events: its time is never measured
     dev.record(*start);
     launch();
     dev.record(*end);
-    return dev.elapsed_ms(*start, *end);
+    if (held) dev.release_stream();
+    const double ms = dev.elapsed_ms(*start, *end);
+    // A launch that waits on the device waited on the hold too, until it gave up: this sample
+    // holds the gap after all, and holding the next ones would only cost that wait again.
+    if (held && dev.hold_gave_up()) hold = false;
+    return ms;
   };
-  return detail::sample_until_stop(dev, one, 1, w.estimate_ms, opt, now, start_s);
+  return detail::sample_until_stop(dev, one, 1, w.estimate_ms, opt, now);
 }
 
 Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& backend,
@@ -159,7 +217,9 @@ Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& b
                                const Clock& now, DirectMode mode) {
   Measurement m;
   m.timer = "direct";
-  m.l2_method = l2_method_for(opt, false);
+  m.l2_method = l2_method_for(opt, true);
+  bool hold = opt.direct_hold && dev.capabilities().stream_hold;
+  const bool hold_asked = hold;
   const int asked = std::max(1, opt.repeat);
   const bool sequence_wanted = !opt.quantiles.empty() || opt.return_mode == core::ReturnMode::all;
   // A median across calls is undefined for a sequence (quantiles, return mode all).
@@ -171,10 +231,9 @@ Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& b
   try {
     for (int i = 0; i < calls; ++i) {
       double estimate = 0;
-      detail::SampleRun r = direct_call(dev, launch, opt, now, estimate);
+      detail::SampleRun r = direct_call(dev, launch, opt, now, estimate, hold);
       if (i == 0) m.estimate_ms = estimate;
-      m.throttled_discarded += r.discarded;
-      m.power_capped += r.power_capped;
+      absorb(m, r);
       m.noise = std::max(m.noise, r.noise);
       if (!r.converged && first_timeout.empty()) {
         first_timeout = calls > 1 ? "call " + std::to_string(i + 1) + "/" + std::to_string(calls) +
@@ -200,6 +259,12 @@ Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& b
     return m;
   }
   m.stop_reason = first_timeout.empty() ? "converged" : first_timeout;
+  m.converged = first_timeout.empty();
+  m.sample_method = hold ? "held" : "unheld";
+  if (hold_asked && !hold)
+    m.note =
+        "the stream hold gave up (the launch waits on the device): launch gaps are inside "
+        "the events";
   summarize(m, samples, opt);
   if (mode == DirectMode::chosen) {
     m.markers = {kMarkerTimerDirect};
@@ -207,8 +272,20 @@ Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& b
   } else {
     m.markers = {kMarkerDirectNoGraph, kMarkerTimerDirect, repeat_marker(calls)};
   }
-  if (m.power_capped > 0) m.markers.push_back(kMarkerPowerCapped);
+  finish_markers(m);
   return m;
+}
+
+// Milliseconds one flush takes, from a few timed on their own (0 in warm mode).
+double flush_estimate_ms(backends::Device& dev, const TimingOptions& opt) {
+  if (opt.l2 != L2Policy::cold) return 0;
+  auto start = dev.create_event();
+  auto end = dev.create_event();
+  dev.flush_l2();  // the first may pay for lazy loading
+  dev.record(*start);
+  for (int i = 0; i < 3; ++i) dev.flush_l2();
+  dev.record(*end);
+  return dev.elapsed_ms(*start, *end) / 3;
 }
 
 Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& backend,
@@ -216,23 +293,36 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
                                 const Clock& now) {
   Measurement m;
   m.timer = "graph";
-  m.l2_method = l2_method_for(opt, true);
-  const double start_s = now();
+  const bool cold = opt.l2 == L2Policy::cold;
+  // Each launch between event nodes of its own (and, cold, behind a flush node of its own), where
+  // the backend has event nodes; else a replay timed whole, flushed once.
+  const bool per_launch = opt.graph_per_launch && dev.capabilities().graph_event_nodes;
+  m.l2_method = l2_method_for(opt, per_launch);
+  m.sample_method = per_launch ? "events-per-launch" : "events-per-replay";
   detail::WarmupResult w;
+  double flush_ms = 0;
   try {
     w = detail::warmup(dev, launch, opt.stop, now);
+    if (per_launch) flush_ms = flush_estimate_ms(dev, opt);
   } catch (const NativeError& e) {
     fail_classified(m, backend, e, "launch failed before capture");
     return m;
   }
   m.estimate_ms = w.estimate_ms;
-  // The 1e-9 keeps an exact ratio (1 ms / 0.01 ms) from rounding up to one launch more.
+  // One replay should last about graph_replay_ms, the flushes inside it included. The 1e-9 keeps
+  // an exact ratio (1 ms / 0.01 ms) from rounding up to one launch more.
+  const double per_launch_ms = w.estimate_ms + flush_ms;
   const double want =
-      w.estimate_ms > 0 ? std::ceil(opt.graph_replay_ms / w.estimate_ms * (1 - 1e-9)) : 1.0;
+      per_launch_ms > 0 ? std::ceil(opt.graph_replay_ms / per_launch_ms * (1 - 1e-9)) : 1.0;
   const int k =
       static_cast<int>(std::clamp(want, 1.0, double(std::max(1, opt.max_graph_launches))));
   m.launches_per_sample = k;
 
+  std::vector<std::unique_ptr<backends::Event>> marks;  // start, end of each launch
+  if (per_launch) {
+    marks.reserve(2 * static_cast<std::size_t>(k));
+    for (int i = 0; i < 2 * k; ++i) marks.push_back(dev.create_event());
+  }
   std::unique_ptr<backends::Graph> graph;
   int code = 0;
   std::string what;
@@ -240,7 +330,14 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
     detail::RngCaptureGuard guard(dev, opt.rng);
     try {
       dev.begin_capture();
-      for (int i = 0; i < k; ++i) launch();
+      for (int i = 0; i < k; ++i) {
+        if (per_launch) {
+          if (cold) dev.flush_l2();
+          dev.record_in_graph(*marks[2 * i]);
+        }
+        launch();
+        if (per_launch) dev.record_in_graph(*marks[2 * i + 1]);
+      }
       graph = dev.end_capture();
     } catch (const NativeError& e) {
       code = e.code();
@@ -262,7 +359,10 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
           return m;
         }
         Measurement d = direct_with_repeat(dev, backend, launch, opt, now, DirectMode::fallback);
-        if (d.ok) d.note = "capture refused (" + what + "): timed with the direct timer";
+        if (d.ok) {
+          const std::string why = "capture refused (" + what + "): timed with the direct timer";
+          d.note = d.note.empty() ? why : why + "; " + d.note;
+        }
         return d;
       }
       case Failure::fatal_on_device:
@@ -280,13 +380,18 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
 
   auto start = dev.create_event();
   auto end = dev.create_event();
-  const bool cold = opt.l2 == L2Policy::cold;
+  // One sample: one replay. Per launch, the sum of its launches' own intervals (so the caller's
+  // division by K gives their mean); else the replay's interval, flushed before it.
   auto one = [&]() {
-    if (cold) dev.flush_l2();  // between replays, outside the events
+    if (!per_launch && cold) dev.flush_l2();  // between replays, outside the events
     dev.record(*start);
     graph->launch();
     dev.record(*end);
-    return dev.elapsed_ms(*start, *end);
+    const double whole = dev.elapsed_ms(*start, *end);
+    if (!per_launch) return whole;
+    double sum = 0;
+    for (int i = 0; i < k; ++i) sum += dev.elapsed_ms(*marks[2 * i], *marks[2 * i + 1]);
+    return sum;
   };
   detail::SampleRun r;
   try {
@@ -295,21 +400,21 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
     graph->launch();
     dev.record(*end);
     (void)dev.elapsed_ms(*start, *end);
-    r = detail::sample_until_stop(dev, one, k, w.estimate_ms * k, opt, now, start_s);
+    r = detail::sample_until_stop(dev, one, k, w.estimate_ms * k, opt, now);
   } catch (const NativeError& e) {
     fail_classified(m, backend, e, "graph replay failed");
     return m;
   }
-  m.throttled_discarded = r.discarded;
-  m.power_capped = r.power_capped;
+  absorb(m, r);
   m.noise = r.noise;
   m.stop_reason = r.stop_reason;
+  m.converged = r.converged;
   if (r.per_launch_ms.empty()) {
     fail(m, Failure::other, "no sample kept: " + r.stop_reason);
     return m;
   }
   summarize(m, {r.per_launch_ms}, opt);
-  if (m.power_capped > 0) m.markers.push_back(kMarkerPowerCapped);
+  finish_markers(m);
   return m;
 }
 
@@ -322,6 +427,8 @@ Measurement measure(backends::Device& dev, const backends::Backend& backend,
   backends::Capabilities caps = backend.capabilities();
   caps.graph_capture = caps.graph_capture && dev.capabilities().graph_capture;
   const TimerChoice choice = choose_timer(caps, opt.timer);
+  // burst: start from a rested device (its cost is part of the measurement's).
+  const double rested_s = detail::rest_for_burst(dev, opt, now);
   Measurement m;
   // The backend's built-in deny list counts as much as the caller's flag.
   const std::vector<std::string> deny = backend.capture_deny_ops();
@@ -339,6 +446,14 @@ Measurement measure(backends::Device& dev, const backends::Backend& backend,
   } else {
     m = direct_with_repeat(dev, backend, launch, opt, now, DirectMode::chosen);
     if (m.note.empty()) m.note = choice.note;
+  }
+  m.regime = to_string(opt.regime.regime);
+  m.settle_s += rested_s;
+  m.timer_resolution_us = dev.timer_resolution_us();
+  if (m.ok && !m.clock.known) {
+    const std::string why =
+        "the backend reads no clocks: the clock regime is declared, not verified";
+    m.note = m.note.empty() ? why : m.note + "; " + why;
   }
   m.wall_s = now() - t0;
   return m;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <thread>
 
 namespace caliber::timing::detail {
 
@@ -59,12 +60,133 @@ Reading classify(const std::optional<backends::ClockSample>& c, double fraction)
   return c->power_cap_only ? Reading::power_capped : Reading::throttled;
 }
 
+bool has_reason(const backends::ClockSample& c, const char* name) {
+  return std::find(c.reasons.begin(), c.reasons.end(), name) != c.reasons.end();
+}
+
+// In the burst regime a window counts as slowed by the power limit when the limit is what holds
+// the clock (at any clock: the board is then already past its burst), or when the clock is low for
+// that reason alone.
+bool power_limited(const std::optional<backends::ClockSample>& c, double fraction) {
+  if (!c) return false;
+  if (has_reason(*c, "power_cap")) return true;
+  return classify(c, fraction) == Reading::power_capped;
+}
+
+class ClockAccumulator {
+ public:
+  void add(const std::optional<backends::ClockSample>& c) {
+    if (!c || c->sm_mhz <= 0) return;
+    s_.known = true;
+    ++s_.readings;
+    sm_sum_ += c->sm_mhz;
+    s_.sm_min_mhz = s_.readings == 1 ? c->sm_mhz : std::min(s_.sm_min_mhz, c->sm_mhz);
+    s_.sm_max_mhz = std::max(s_.sm_max_mhz, c->sm_max_mhz);
+    if (c->power_w > 0) {
+      power_sum_ += c->power_w;
+      ++power_n_;
+    }
+    if (c->power_limit_w > 0) s_.power_limit_w = c->power_limit_w;
+    for (const auto& r : c->reasons)
+      if (std::find(s_.reasons.begin(), s_.reasons.end(), r) == s_.reasons.end())
+        s_.reasons.push_back(r);
+  }
+  [[nodiscard]] ClockSummary summary() const {
+    ClockSummary out = s_;
+    if (out.readings > 0) out.sm_mean_mhz = sm_sum_ / out.readings;
+    if (power_n_ > 0) out.power_mean_w = power_sum_ / power_n_;
+    return out;
+  }
+
+ private:
+  ClockSummary s_;
+  double sm_sum_ = 0;
+  double power_sum_ = 0;
+  int power_n_ = 0;
+};
+
+// Three consecutive readings agree: the SM clock within clock_tol of its maximum, the power
+// within power_tol of the limit (where power is read at all).
+bool settled(const std::vector<backends::ClockSample>& last3, const RegimeRule& rule) {
+  if (last3.size() < 3) return false;
+  int lo = last3[0].sm_mhz, hi = lo;
+  double plo = last3[0].power_w, phi = plo;
+  for (const auto& c : last3) {
+    lo = std::min(lo, c.sm_mhz);
+    hi = std::max(hi, c.sm_mhz);
+    plo = std::min(plo, c.power_w);
+    phi = std::max(phi, c.power_w);
+  }
+  const double max_mhz = last3.back().sm_max_mhz > 0 ? last3.back().sm_max_mhz : hi;
+  if (hi - lo > rule.settle_clock_tol * max_mhz) return false;
+  const double limit = last3.back().power_limit_w;
+  if (limit > 0 && phi - plo > rule.settle_power_tol * limit) return false;
+  return true;
+}
+
+// sustained: runs the work (samples that are not kept) until the clocks settle or the bound.
+void settle_sustained(backends::Device& dev, const std::function<double()>& one_interval_ms,
+                      const TimingOptions& opt, const Clock& now, SampleRun& run) {
+  const RegimeRule& rule = opt.regime;
+  const double t0 = now();
+  std::vector<backends::ClockSample> last;
+  if (!dev.clocks()) {
+    run.settled = false;  // nothing to see the clocks with: the row says the clock is unknown
+    return;
+  }
+  for (;;) {
+    double busy_ms = 0;
+    while (busy_ms < rule.settle_window_s * 1e3) {
+      const double ms = one_interval_ms();
+      busy_ms += ms > 0 ? ms : 1e-3;  // a zero reading must not spin forever
+      if (now() - t0 >= rule.settle_timeout_s) break;
+    }
+    if (auto c = dev.clocks()) {
+      last.push_back(*c);
+      if (last.size() > 3) last.erase(last.begin());
+    }
+    if (settled(last, rule)) {
+      run.settled = true;
+      break;
+    }
+    if (now() - t0 >= rule.settle_timeout_s) {
+      run.settled = false;
+      break;
+    }
+  }
+  run.settle_s += now() - t0;
+}
+
 }  // namespace
+
+std::function<void(double)> sleeper_of(const TimingOptions& opt) {
+  if (opt.sleep) return opt.sleep;
+  return [](double s) {
+    if (s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(s));
+  };
+}
+
+double rest_for_burst(backends::Device& dev, const TimingOptions& opt, const Clock& now) {
+  const RegimeRule& rule = opt.regime;
+  if (rule.regime != ClockRegime::burst) return 0;
+  const auto sleep = sleeper_of(opt);
+  const double t0 = now();
+  for (;;) {
+    const auto c = dev.clocks();
+    if (!c) return now() - t0;
+    const bool hot =
+        has_reason(*c, "power_cap") ||
+        (c->power_limit_w > 0 && c->power_w > rule.rest_power_fraction * c->power_limit_w);
+    if (!hot || now() - t0 >= rule.rest_timeout_s) return now() - t0;
+    sleep(0.01);
+  }
+}
 
 SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>& one_interval_ms,
                             int launches_per_sample, double interval_estimate_ms,
-                            const TimingOptions& opt, const Clock& now, double start_s) {
+                            const TimingOptions& opt, const Clock& now) {
   const StopRule& rule = opt.stop;
+  const bool burst = opt.regime.regime == ClockRegime::burst;
   const int k = std::max(1, launches_per_sample);
   // About 0.2 ms of device time between clock readings keeps their cost small next to the samples.
   const int window =
@@ -72,26 +194,36 @@ SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>
           ? static_cast<int>(std::clamp(std::ceil(0.2 / interval_estimate_ms), 1.0, 16.0))
           : 1;
   SampleRun run;
+  if (!burst) settle_sustained(dev, one_interval_ms, opt, now, run);
+  ClockAccumulator clocks;
   std::vector<double> pending;
   pending.reserve(static_cast<std::size_t>(window));
   double sum_s = 0;
   int last_eval_n = 0;
   std::optional<backends::ClockSample> before = dev.clocks();
+  const double start_s = now();
   for (;;) {
     pending.clear();
     for (int i = 0; i < window; ++i) pending.push_back(one_interval_ms());
-    const std::optional<backends::ClockSample> after = dev.clocks();
+    std::optional<backends::ClockSample> after = dev.clocks();
     // The window counts as its worse reading. A clock held down by the power limit alone is the
-    // work's own sustained speed (the largest GEMMs run there all the time): kept, counted and
-    // marked. Discarding it would leave such a case no samples, or only the brief high-clock
-    // ones: a speed it cannot sustain.
+    // work's own sustained speed (the largest GEMMs run there all the time): in the sustained
+    // regime it is kept, counted and marked; in the burst regime it is past the burst: dropped,
+    // and the device rests before the next window.
     const Reading window_reading =
         std::max(classify(before, opt.throttle_fraction), classify(after, opt.throttle_fraction));
     if (window_reading == Reading::throttled) {
       run.discarded += static_cast<int>(pending.size());
+    } else if (burst && (power_limited(before, opt.throttle_fraction) ||
+                         power_limited(after, opt.throttle_fraction))) {
+      run.regime_discarded += static_cast<int>(pending.size());
+      run.settle_s += rest_for_burst(dev, opt, now);
+      after = dev.clocks();
     } else {
       if (window_reading == Reading::power_capped)
         run.power_capped += static_cast<int>(pending.size());
+      if (run.per_launch_ms.empty()) clocks.add(before);
+      clocks.add(after);
       for (double interval : pending) {
         run.per_launch_ms.push_back(interval / k);
         sum_s += interval * 1e-3;
@@ -106,7 +238,8 @@ SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>
     if ((may_converge && n - last_eval_n >= std::max(1, last_eval_n / 10)) || must_stop) {
       last_eval_n = n;
       run.noise = median_rel_std_error(run.per_launch_ms);
-      const StopState st = evaluate_stop(rule, n, sum_s, run.noise, elapsed, run.discarded);
+      const StopState st =
+          evaluate_stop(rule, n, sum_s, run.noise, elapsed, run.discarded + run.regime_discarded);
       if (st.stop) {
         run.converged = st.converged;
         run.stop_reason = st.reason;
@@ -114,6 +247,7 @@ SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>
       }
     }
   }
+  run.clock = clocks.summary();
   return run;
 }
 

@@ -31,19 +31,32 @@ struct SampleRun {
   bool converged = false;
   std::string stop_reason;
   int discarded = 0;
-  int power_capped = 0;  // kept samples taken at a clock lowered only by the power cap
+  int power_capped = 0;      // kept samples taken at a clock lowered only by the power cap
+  int regime_discarded = 0;  // burst: samples the power limit slowed, dropped and re-taken
+  ClockSummary clock;        // over the readings around the kept samples
+  double settle_s = 0;       // sustained: settling; burst: resting after a slowed window
+  bool settled = true;
 };
 
-// Takes samples until the stop rule says so. `one_interval_ms` times one sample (its events, and
-// the L2 flush before them, are its business) and returns the interval in ms; a sample covers
-// `launches_per_sample` launches. Clocks are read every few samples (about every 0.2 ms of device
-// time, so that reading them costs little): the samples of a window whose start or end reading
-// shows the SM clock below throttle_fraction of its maximum are discarded.
+// The host's sleep, or the options' scripted one.
+[[nodiscard]] std::function<void(double)> sleeper_of(const TimingOptions& opt);
+
+// burst: waits (sleeping, at most rule.rest_timeout_s) until the device reads rested: board power
+// at most rest_power_fraction of its limit and no power-cap reason. Returns the seconds waited
+// (0 at once where the backend cannot read clocks or power, or in the sustained regime).
+double rest_for_burst(backends::Device& dev, const TimingOptions& opt, const Clock& now);
+
+// Takes samples until the stop rule says so; its timeout counts from the first sample (warmup
+// and, in the sustained regime, settling come before it and have bounds of their own).
+// `one_interval_ms` times one sample (its events, and the L2 flush before them, are its business)
+// and returns the interval in ms; a sample covers `launches_per_sample` launches. Clocks are read
+// every few samples (about every 0.2 ms of device time, so that reading them costs little): the
+// samples of a window whose start or end reading shows the SM clock below throttle_fraction of its
+// maximum are discarded.
 [[nodiscard]] SampleRun sample_until_stop(backends::Device& dev,
                                           const std::function<double()>& one_interval_ms,
                                           int launches_per_sample, double interval_estimate_ms,
-                                          const TimingOptions& opt, const Clock& now,
-                                          double start_s);
+                                          const TimingOptions& opt, const Clock& now);
 
 // Saves the default generator before a capture and restores it when destroyed, so that capturing
 // an RNG op does not advance the state callers see. Does nothing when the op draws no random

@@ -1,38 +1,48 @@
-// Timers built on the backend's device interface. Nothing here names a vendor.
+// Timers built on the backend's device interface. Nothing here names a vendor. What each timer
+// measures, and how the L2 and the clocks are handled, is explained in docs/timing.md.
 //
-// Two timers (DESIGN.md, Timing):
-//  - direct: an event pair around each launch; in cold mode the L2 is flushed before each sample,
-//    outside the events.
+//  - direct: an event pair around each launch. Where the backend can hold its stream, the flush,
+//    the events and the launch are enqueued behind a hold and released together, so the host's
+//    launch gap stays out of the pair.
 //  - graph: K launches captured into one graph (K from a short estimate, so that one replay lasts
-//    about TimingOptions::graph_replay_ms and event resolution and launch cost vanish), replayed
-//    with an event pair around each replay; per-launch time = replay time / K. In cold mode the L2
-//    is flushed between replays, outside the events: only the first of the K launches of a replay
-//    sees a cold cache, which the row records as l2_method "flush-per-replay".
+//    about TimingOptions::graph_replay_ms), replayed. Where the backend has event nodes, every
+//    launch sits between two event nodes of its own (and, cold, behind a flush node of its own),
+//    so each launch is timed alone and sees an evicted L2; elsewhere a replay is timed as a whole
+//    and divided by K (the L2 flushed once per replay).
 // A case whose capture is refused falls back to the direct timer (markers below); a kernel that
 // fails on the device fails its case with no latency and the process must time nothing more.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "core/markers.hpp"
 #include "core/stats.hpp"
 
 namespace caliber::timing {
 
 enum class TimerKind { automatic, graph, direct };
 enum class L2Policy { cold, warm };
+// Which clock state samples come from (docs/timing.md): burst, a rested device at its top clock
+// (samples the power limit slows are discarded and re-taken after a rest); sustained, after the
+// clock and board power have settled under this very work (samples at a power-limited clock are
+// the regime itself, kept).
+enum class ClockRegime { burst, sustained };
+[[nodiscard]] const char* to_string(ClockRegime r) noexcept;
+[[nodiscard]] std::optional<ClockRegime> parse_clock_regime(std::string_view s) noexcept;
 
-// Marker strings (DESIGN.md, Files): exact spellings the old runner's users know.
-inline constexpr const char* kMarkerDirectNoGraph = "BENCHMARK_DIRECT_NO_CUDAGRAPH";
-inline constexpr const char* kMarkerCapturePoisoned = "BENCHMARK_CAPTURE_POISONED";
-inline constexpr const char* kMarkerTimerDirect = "timer=direct";
-// Some kept samples ran at an SM clock below the throttle fraction because the work itself drew
-// the board to its power limit: the latency is the sustained, power-limited one.
-inline constexpr const char* kMarkerPowerCapped = "CLOCK_POWER_CAPPED";
+// Marker strings: spelled once, in core/markers.hpp.
+inline constexpr const char* kMarkerDirectNoGraph = core::markers::direct_no_graph;
+inline constexpr const char* kMarkerCapturePoisoned = core::markers::capture_poisoned;
+inline constexpr const char* kMarkerTimerDirect = core::markers::timer_direct;
+inline constexpr const char* kMarkerPowerCapped = core::markers::power_capped;
+inline constexpr const char* kMarkerStopMissed = core::markers::stop_missed;
 // "repeat=N"
 [[nodiscard]] std::string repeat_marker(int n);
 
@@ -58,6 +68,11 @@ struct StopRule {
   int max_samples = 100000;  // a hard cap, so that a sub-microsecond kernel cannot exhaust memory
 };
 
+// The noise target a run uses: `asked`, or where that is 0 (auto) the backend's default: 0.005
+// on a device, 0.02 on the host, whose timer on a loaded two-core machine rarely reaches 0.5% in a
+// second (docs/timing.md).
+[[nodiscard]] double resolved_max_noise(double asked, const backends::Capabilities& caps) noexcept;
+
 // Relative standard error of the median, as defined above (0 for fewer than two samples or a
 // zero median).
 [[nodiscard]] double median_rel_std_error(std::span<const double> xs);
@@ -71,6 +86,22 @@ struct StopState {
 // time after the start, with `noise` reached. `discarded` only enriches a timeout's reason.
 [[nodiscard]] StopState evaluate_stop(const StopRule& rule, int kept, double sum_s, double noise,
                                       double elapsed_s, int discarded = 0);
+
+// How a regime is reached and held (docs/timing.md).
+struct RegimeRule {
+  ClockRegime regime = ClockRegime::burst;
+  // burst: before sampling, and after a window the power limit slowed, wait (sleeping) until the
+  // board draws at most rest_power_fraction of its limit and no power-cap reason is set.
+  double rest_power_fraction = 0.5;
+  double rest_timeout_s = 1.0;
+  // sustained: before sampling, run the work and read the clocks every settle_window_s of device
+  // time until the last three readings agree (SM clock within settle_clock_tol of its maximum,
+  // power within settle_power_tol of the limit), at most settle_timeout_s.
+  double settle_window_s = 0.025;
+  double settle_clock_tol = 0.02;
+  double settle_power_tol = 0.05;
+  double settle_timeout_s = 3.0;
+};
 
 struct TimingOptions {
   TimerKind timer = TimerKind::automatic;
@@ -89,8 +120,28 @@ struct TimingOptions {
   // several kernels gets several nodes per launch).
   int max_graph_launches = 1000;
   int max_kept_samples = 200;  // Measurement::samples_ms is thinned evenly to this many
+  // The graph timer times each launch between event nodes of its own where the backend has them
+  // (false: a replay as a whole, divided by K).
+  bool graph_per_launch = true;
+  // The direct timer holds the stream while it enqueues a sample, where the backend can.
+  bool direct_hold = true;
+  RegimeRule regime;
   // Wall clock in seconds (tests script it); empty: a steady host clock.
   std::function<double()> now;
+  // Sleeps this many seconds (tests script it); empty: the host's sleep.
+  std::function<void(double)> sleep;
+};
+
+// What the clock readings taken while sampling said.
+struct ClockSummary {
+  bool known = false;  // false: the backend could not read clocks (the row says so)
+  double sm_mean_mhz = 0;
+  int sm_min_mhz = 0;
+  int sm_max_mhz = 0;
+  double power_mean_w = 0;
+  double power_limit_w = 0;
+  std::vector<std::string> reasons;  // every reason seen, once each
+  int readings = 0;
 };
 
 struct Measurement {
@@ -107,7 +158,20 @@ struct Measurement {
   int throttled_discarded = 0;
   int power_capped = 0;  // kept samples taken at a clock lowered only by the power cap (marked)
   int launches_per_sample = 1;  // K of the graph timer
-  std::string l2_method;        // "flush-per-launch", "flush-per-replay" or "warm"
+  // "flush-per-launch" (every timed launch follows its own flush), "flush-per-replay" (only the
+  // first launch of a replay does), "warm"
+  std::string l2_method;
+  // How a sample was delimited: "events-per-launch" (graph, event nodes around each launch),
+  // "events-per-replay" (graph, a replay divided by K), "held" (direct, enqueued behind a stream
+  // hold: no launch gap inside the events), "unheld" (direct, the host's launch gap included)
+  std::string sample_method;
+  double timer_resolution_us = 0;  // of the device's event timer, 0 when unknown
+  bool converged = false;          // the stopping rule was met (else kMarkerStopMissed)
+  std::string regime;              // "burst" or "sustained"
+  ClockSummary clock;
+  double settle_s = 0;       // sustained: time spent settling; burst: resting
+  bool settled = true;       // sustained: the clock and power settled within the bound
+  int regime_discarded = 0;  // burst: samples dropped because the power limit slowed them
   backends::Failure failure = backends::Failure::ok;
   std::string error;  // when !ok
   double wall_s = 0;  // cost of this measurement, warmup and capture included

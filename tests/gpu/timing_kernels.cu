@@ -1,6 +1,7 @@
 // Kernels of known behaviour for the timing GPU tests (test_timing.cpp).
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <string>
 
 #include "caliber/context.hpp"
@@ -28,6 +29,13 @@ __global__ void illegal_address_kernel(int* p) {
   p[threadIdx.x] = 1;
 }
 
+__global__ void copy_kernel(const uint4* src, uint4* dst, std::size_t n) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride)
+    dst[i] = src[i];
+}
+
 void check(cudaError_t e, const char* api) {
   if (e != cudaSuccess) throw NativeError(static_cast<int>(e), api, cudaGetErrorString(e));
 }
@@ -45,6 +53,13 @@ void launch_spin(void* stream, double us) {
 void launch_spin_then_sync(void* stream, double us) {
   launch_spin(stream, us);
   check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
+}
+
+// A device copy of `bytes` (a multiple of 16): the data an L2-resident kernel reads and writes.
+void launch_copy(void* stream, const void* src, void* dst, std::size_t bytes) {
+  copy_kernel<<<132 * 4, 512, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const uint4*>(src), static_cast<uint4*>(dst), bytes / 16);
+  check(cudaGetLastError(), "copy_kernel");
 }
 
 void launch_illegal_address(void* stream) {

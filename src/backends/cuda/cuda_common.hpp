@@ -49,6 +49,8 @@ class CudaBackendBase : public Backend {
     c.clusters = true;
     c.default_rng = true;
     c.l2_known = true;
+    c.graph_event_nodes = true;
+    c.stream_hold = true;
     return c;
   }
 };

@@ -4,6 +4,8 @@
 #include "backends/cuda/cuda_kernels.hpp"
 #include "backends/cuda/nvml.hpp"
 
+#include <utility>
+
 namespace caliber::backends::cuda {
 
 void check(cudaError_t code, const char* api) {
@@ -68,9 +70,30 @@ CudaDevice::CudaDevice(int ordinal, DeviceDesc desc, std::uint64_t seed)
   // with (or leak into) what is timed here.
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   // One flush buffer for the device's life: reallocating it per sample would cost more than the
-  // kernels it isolates (DESIGN.md, Timing).
+  // kernels it isolates. Twice the L2, read rather than written: the L2 maps addresses to its
+  // slices by a hash, so reading exactly its size leaves some of the previous data behind, and a
+  // written buffer would leave dirty lines whose write-back the timed work would pay
+  // (docs/timing.md).
   l2_bytes_ = props_.l2_bytes;
-  if (l2_bytes_ > 0) check(cudaMalloc(&l2_buffer_, l2_bytes_), "cudaMalloc (L2 flush buffer)");
+  if (l2_bytes_ > 0) {
+    flush_bytes_ = 2 * l2_bytes_;
+    check(cudaMalloc(&l2_buffer_, flush_bytes_), "cudaMalloc (L2 flush buffer)");
+    check(cudaMemsetAsync(l2_buffer_, 0x5a, flush_bytes_, stream_), "cudaMemsetAsync (L2 flush)");
+    void* sink = nullptr;
+    check(cudaMalloc(&sink, sizeof(unsigned)), "cudaMalloc (L2 flush sink)");
+    flush_sink_ = static_cast<unsigned*>(sink);
+  }
+#if !defined(CALIBER_USE_HIP) && !defined(CALIBER_USE_MUSA)
+  void* words = nullptr;
+  check(cudaHostAlloc(&words, 2 * sizeof(int), cudaHostAllocMapped), "cudaHostAlloc (hold)");
+  hold_words_ = static_cast<volatile int*>(words);
+  hold_words_[0] = 0;
+  hold_words_[1] = 0;
+  void* dev_words = nullptr;
+  check(cudaHostGetDevicePointer(&dev_words, words, 0), "cudaHostGetDevicePointer (hold)");
+  hold_words_dev_ = static_cast<volatile int*>(dev_words);
+#endif
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   Nvml& nvml = Nvml::get();
   if (!desc_.uuid.empty()) nvml_handle_ = nvml.handle_by_uuid(desc_.uuid);
   if (nvml_handle_ == nullptr && desc_.extra.count("pci_bus_id") != 0) {
@@ -82,6 +105,10 @@ CudaDevice::~CudaDevice() {
   if (capturing_) abort_capture();
   (void)cudaStreamSynchronize(stream_);
   if (l2_buffer_ != nullptr) (void)cudaFree(l2_buffer_);
+  if (flush_sink_ != nullptr) (void)cudaFree(flush_sink_);
+#if !defined(CALIBER_USE_HIP) && !defined(CALIBER_USE_MUSA)
+  if (hold_words_ != nullptr) (void)cudaFreeHost(const_cast<int*>(hold_words_));
+#endif
   (void)cudaStreamDestroy(stream_);
 }
 
@@ -147,6 +174,10 @@ Capabilities CudaDevice::capabilities() const {
   c.clusters = props_.cc_major >= 9;  // thread-block clusters arrived with sm_90
   c.default_rng = true;
   c.l2_known = l2_bytes_ > 0;
+#if !defined(CALIBER_USE_HIP) && !defined(CALIBER_USE_MUSA)
+  c.graph_event_nodes = true;
+  c.stream_hold = hold_words_ != nullptr;
+#endif
   return c;
 }
 
@@ -206,12 +237,49 @@ void CudaDevice::abort_capture() noexcept {
   (void)cudaGetLastError();
 }
 
+void CudaDevice::record_in_graph(Event& e) {
+#if !defined(CALIBER_USE_HIP) && !defined(CALIBER_USE_MUSA)
+  if (capturing_) {
+    // External: a node of its own that each replay executes, with a timestamp elapsed_ms reads.
+    check(cudaEventRecordWithFlags(native(e), stream_, cudaEventRecordExternal),
+          "cudaEventRecordWithFlags (graph node)");
+    return;
+  }
+#endif
+  record(e);
+}
+
 void CudaDevice::flush_l2() {
   if (l2_buffer_ == nullptr) return;
-  // A different byte each time, so no layer can treat the write as a no-op.
-  flush_value_ = (flush_value_ + 1) & 0xff;
-  check(cudaMemsetAsync(l2_buffer_, flush_value_, l2_bytes_, stream_),
-        "cudaMemsetAsync (L2 flush)");
+  check(launch_l2_evict(l2_buffer_, flush_bytes_, flush_sink_, props_.sm_count, stream_),
+        "L2 flush launch");
+}
+
+bool CudaDevice::hold_stream() {
+  if (hold_words_ == nullptr || capturing_) return false;
+  hold_words_[0] = 0;
+  hold_words_[1] = 0;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // 20 ms: far longer than enqueueing a flush, two events and a launch takes; a launch that
+  // waits on the device meanwhile gets the stream back after that.
+  check(launch_hold(hold_words_dev_, hold_words_dev_ + 1, 0.02, stream_), "stream hold launch");
+  return true;
+}
+
+void CudaDevice::release_stream() {
+  if (hold_words_ == nullptr) return;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  hold_words_[0] = 1;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+bool CudaDevice::hold_gave_up() {
+  return hold_words_ != nullptr && hold_words_[1] != 0;
+}
+
+double CudaDevice::timer_resolution_us() const {
+  // The CUDA runtime documents event timing "with a resolution of around 0.5 microseconds".
+  return 0.5;
 }
 
 std::optional<ClockSample> CudaDevice::clocks() {
@@ -221,7 +289,20 @@ std::optional<ClockSample> CudaDevice::clocks() {
   // 0x20 / 0x40 software / hardware thermal slowdown, 0x80 hardware power brake.
   constexpr std::uint64_t kPowerCap = 0x4, kNotTheWork = 0x1 | 0x8 | 0x20 | 0x40 | 0x80;
   const std::uint64_t r = c->throttle_reasons;
-  return ClockSample{c->sm_mhz, c->sm_max_mhz, r, (r & kPowerCap) != 0 && (r & kNotTheWork) == 0};
+  ClockSample out;
+  out.sm_mhz = c->sm_mhz;
+  out.sm_max_mhz = c->sm_max_mhz;
+  out.throttle_reasons = r;
+  out.power_cap_only = (r & kPowerCap) != 0 && (r & kNotTheWork) == 0;
+  out.power_w = c->power_mw * 1e-3;
+  out.power_limit_w = c->power_limit_mw * 1e-3;
+  static constexpr std::pair<std::uint64_t, const char*> kNames[] = {
+      {0x1, "idle"},        {0x2, "app_clock_setting"}, {0x4, "power_cap"},
+      {0x8, "hw_slowdown"}, {0x10, "sync_boost"},       {0x20, "sw_thermal"},
+      {0x40, "hw_thermal"}, {0x80, "hw_power_brake"},   {0x100, "display_clock_setting"}};
+  for (const auto& [bit, name] : kNames)
+    if ((r & bit) != 0) out.reasons.emplace_back(name);
+  return out;
 }
 
 bool CudaDevice::healthy() noexcept {

@@ -41,7 +41,12 @@ class CudaDevice final : public Device {
   void begin_capture() override;
   std::unique_ptr<Graph> end_capture() override;
   void abort_capture() noexcept override;
+  void record_in_graph(Event& e) override;
   void flush_l2() override;
+  bool hold_stream() override;
+  void release_stream() override;
+  bool hold_gave_up() override;
+  double timer_resolution_us() const override;
   std::optional<ClockSample> clocks() override;
   bool healthy() noexcept override;
   int take_last_error() noexcept override;
@@ -55,7 +60,12 @@ class CudaDevice final : public Device {
   cudaStream_t stream_ = nullptr;
   void* l2_buffer_ = nullptr;
   std::size_t l2_bytes_ = 0;
-  int flush_value_ = 0;
+  std::size_t flush_bytes_ = 0;  // twice the L2: see flush_l2
+  unsigned* flush_sink_ = nullptr;
+  // The stream hold's two words in mapped host memory (host pointer; the kernel gets the device
+  // alias): [0] release, [1] gave up.
+  volatile int* hold_words_ = nullptr;
+  volatile int* hold_words_dev_ = nullptr;
   bool capturing_ = false;
   int pending_error_ = 0;  // an error seen (and cleared) by healthy(), kept for take_last_error
   void* nvml_handle_ = nullptr;

@@ -90,6 +90,43 @@ __global__ void fill_kernel(void* p, int dtype, std::size_t n, double lo, double
 
 __global__ void probe_kernel() {}
 
+// Reads every 16-byte word of the buffer once. The sum is written only when it equals a value it
+// never takes in practice, so the loads cannot be dropped and nothing is written.
+__global__ void evict_kernel(const uint4* buf, std::size_t words, unsigned* sink) {
+  unsigned acc = 0;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < words;
+       i += stride) {
+    const uint4 v = buf[i];
+    acc ^= v.x + v.y + v.z + v.w;
+  }
+  if (acc == 0x9e3779b9u) *sink = acc;
+}
+
+#if !defined(CALIBER_USE_HIP) && !defined(CALIBER_USE_MUSA)
+__device__ unsigned long long globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#endif
+
+// Spins until the host writes a nonzero *release, or until timeout_ns has passed; then says which
+// in *gave_up (1: timed out). Both words live in mapped host memory.
+__global__ void hold_kernel(volatile int* release, volatile int* gave_up,
+                            unsigned long long timeout_ns) {
+#if !defined(CALIBER_USE_HIP) && !defined(CALIBER_USE_MUSA)
+  const unsigned long long start = globaltimer_ns();
+  while (*release == 0) {
+    if (globaltimer_ns() - start > timeout_ns) {
+      *gave_up = 1;
+      return;
+    }
+  }
+#endif
+  *gave_up = 0;
+}
+
 }  // namespace
 
 cudaError_t launch_fill_uniform(void* p, DType t, std::size_t n, double lo, double hi,
@@ -99,6 +136,22 @@ cudaError_t launch_fill_uniform(void* p, DType t, std::size_t n, double lo, doub
   const std::size_t wanted = (n + kThreads - 1) / kThreads;
   const unsigned blocks = static_cast<unsigned>(wanted < 8192 ? wanted : 8192);
   fill_kernel<<<blocks, kThreads, 0, stream>>>(p, static_cast<int>(t), n, lo, hi, seed);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_l2_evict(const void* buf, std::size_t bytes, unsigned* sink, int sm_count,
+                            cudaStream_t stream) {
+  const std::size_t words = bytes / sizeof(uint4);
+  if (words == 0) return cudaSuccess;
+  const unsigned blocks = static_cast<unsigned>(sm_count > 0 ? 4 * sm_count : 512);
+  evict_kernel<<<blocks, 512, 0, stream>>>(static_cast<const uint4*>(buf), words, sink);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_hold(volatile int* release, volatile int* gave_up, double timeout_s,
+                        cudaStream_t stream) {
+  hold_kernel<<<1, 1, 0, stream>>>(release, gave_up,
+                                   static_cast<unsigned long long>(timeout_s * 1e9));
   return cudaGetLastError();
 }
 

@@ -48,6 +48,8 @@ Nvml::Nvml() {
     bind(lib_, "nvmlDeviceGetCurrentClocksThrottleReasons", throttle_reasons_);
   }
   bind(lib_, "nvmlDeviceGetMemoryInfo", memory_info_);
+  bind(lib_, "nvmlDeviceGetPowerUsage", power_usage_);
+  bind(lib_, "nvmlDeviceGetEnforcedPowerLimit", power_limit_);
   if (init_ == nullptr) {
     status_ = "NVML loaded but nvmlInit_v2 is missing";
     return;
@@ -100,6 +102,8 @@ std::optional<NvmlClocks> Nvml::clocks(void* handle) const {
   if (throttle_reasons_ != nullptr && throttle_reasons_(handle, &reasons) == 0) {
     c.throttle_reasons = reasons;
   }
+  if (power_usage_ != nullptr && power_usage_(handle, &v) == 0) c.power_mw = v;
+  if (power_limit_ != nullptr && power_limit_(handle, &v) == 0) c.power_limit_mw = v;
   return c;
 }
 

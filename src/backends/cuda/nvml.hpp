@@ -13,6 +13,8 @@ struct NvmlClocks {
   int sm_max_mhz = 0;
   int mem_mhz = 0;
   std::uint64_t throttle_reasons = 0;
+  unsigned power_mw = 0;        // board power, 0 when unknown
+  unsigned power_limit_mw = 0;  // the enforced limit, 0 when unknown
 };
 
 struct NvmlMemory {
@@ -56,6 +58,8 @@ class Nvml {
   int (*max_clock_info_)(Dev, int, unsigned*) = nullptr;
   int (*throttle_reasons_)(Dev, unsigned long long*) = nullptr;
   int (*memory_info_)(Dev, void*) = nullptr;
+  int (*power_usage_)(Dev, unsigned*) = nullptr;
+  int (*power_limit_)(Dev, unsigned*) = nullptr;
 };
 
 }  // namespace caliber::backends::cuda

@@ -273,6 +273,24 @@ TEST(KnobCrossRules, ParallelWarmupNeedsTuning) {
   EXPECT_EQ(resolve({{"parallel_warmup", "2"}, {"tune", "record"}}).parallel_warmup, 2);
 }
 
+TEST(KnobCrossRules, MinTimeMustFitInTheTimeout) {
+  const std::string msg = refusal({{"min_time", "2"}, {"timeout", "1"}});
+  EXPECT_TRUE(contains(msg, "--min-time")) << msg;
+  EXPECT_TRUE(contains(msg, "--timeout")) << msg;
+  EXPECT_EQ(resolve({{"min_time", "0.5"}, {"timeout", "1"}}).min_time_s, 0.5);
+}
+
+TEST(KnobTiming, ClockRegimeAndNoiseAuto) {
+  EXPECT_EQ(resolve({}).clock, "burst");
+  EXPECT_EQ(resolve({}, {{"CALIBER_CLOCK", "sustained"}}).clock, "sustained");
+  const std::string msg = refusal({{"clock", "turbo"}});
+  EXPECT_TRUE(contains(msg, "turbo")) << msg;
+  EXPECT_TRUE(contains(msg, "burst")) << msg;
+  EXPECT_EQ(resolve({}).max_noise, 0);  // auto: the backend's default
+  EXPECT_EQ(resolve({{"max_noise", "auto"}}).max_noise, 0);
+  EXPECT_EQ(resolve({{"max_noise", "0.01"}}).max_noise, 0.01);
+}
+
 TEST(Lists, SplitListDropsEmptiesSplitFieldsKeepsThem) {
   EXPECT_EQ(split_list("a, b  c,,d"), (std::vector<std::string>{"a", "b", "c", "d"}));
   EXPECT_EQ(split_fields("a,,b ", ','), (std::vector<std::string>{"a", "", "b "}));

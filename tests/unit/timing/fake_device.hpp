@@ -24,12 +24,20 @@ class FakeDevice : public backends::Device {
     caps_.graph_timer_default = true;
     caps_.default_rng = true;
     caps_.l2_known = true;
+    caps_.graph_event_nodes = true;
+    caps_.stream_hold = true;
   }
 
   // --- the script ---
   // Duration (ms) of the n-th kernel execution on the device (direct or inside a replay).
   std::function<double(long n)> kernel_ms = [](long) { return 1.0; };
   double flush_ms = 0;
+  // A kernel that runs with no kernel since the last flush (a cold L2) takes this much longer.
+  double cold_extra_ms = 0;
+  // The host's gap between recording an event and the launch reaching the device; a sample
+  // enqueued behind a stream hold does not see it.
+  double launch_gap_ms = 0;
+  bool hold_gives_up = false;    // every hold gives up before its release (a synchronizing launch)
   int throw_in_capture = 0;      // native code a launch throws while capturing (0: none)
   int throw_at_captured = 0;     // ... once this many launches were captured
   int throw_at_end_capture = 0;  // native code end_capture throws
@@ -46,6 +54,8 @@ class FakeDevice : public backends::Device {
   long uncaptured_launches = 0;
   long captured_launches = 0;
   int captures = 0, aborts = 0, replays = 0, flushes = 0, clock_calls = 0, events_created = 0;
+  int holds = 0, graph_event_records = 0;
+  double slept_s = 0;
   GeneratorState gen{42, 0};
 
   // What a test's launch function calls: one kernel launch on the stream.
@@ -53,6 +63,7 @@ class FakeDevice : public backends::Device {
     if (capturing_) {
       if (has_generator) gen.advance(1);  // a captured RNG op reserves offsets at capture time
       ++pending_;
+      nodes_.push_back({Node::kernel, nullptr});
       ++captured_launches;
       if (throw_in_capture != 0 && pending_ >= std::max(1, throw_at_captured)) {
         throw NativeError(throw_in_capture, "fakeLaunch", "operation not permitted when capturing");
@@ -67,7 +78,12 @@ class FakeDevice : public backends::Device {
     }
     if (has_generator) gen.advance(1);
     ++uncaptured_launches;
-    now_ms += kernel_ms(executions++);
+    if (!held_) now_ms += launch_gap_ms;
+    run_kernel();
+  }
+  void run_kernel() {
+    now_ms += kernel_ms(executions++) + (l2_cold_ ? cold_extra_ms : 0);
+    l2_cold_ = false;
   }
   [[nodiscard]] double wall_s() const { return now_ms * 1e-3; }
 
@@ -79,12 +95,27 @@ class FakeDevice : public backends::Device {
     return std::make_unique<FakeEvent>();
   }
   void record(backends::Event& e) override { static_cast<FakeEvent&>(e).t = now_ms; }
+  void record_in_graph(backends::Event& e) override {
+    if (!capturing_ || !caps_.graph_event_nodes) return record(e);
+    ++graph_event_records;
+    nodes_.push_back({Node::event, &static_cast<FakeEvent&>(e)});
+  }
+  bool hold_stream() override {
+    if (!caps_.stream_hold) return false;
+    ++holds;
+    held_ = true;
+    return true;
+  }
+  void release_stream() override { held_ = false; }
+  bool hold_gave_up() override { return hold_gives_up; }
+  [[nodiscard]] double timer_resolution_us() const override { return 0.5; }
   [[nodiscard]] double elapsed_ms(backends::Event& s, backends::Event& e) override {
     return static_cast<FakeEvent&>(e).t - static_cast<FakeEvent&>(s).t;
   }
   void begin_capture() override {
     capturing_ = true;
     pending_ = 0;
+    nodes_.clear();
     ++captures;
   }
   [[nodiscard]] std::unique_ptr<backends::Graph> end_capture() override {
@@ -92,15 +123,20 @@ class FakeDevice : public backends::Device {
     if (throw_at_end_capture != 0) {
       throw NativeError(throw_at_end_capture, "fakeEndCapture", "capture invalidated");
     }
-    return std::make_unique<FakeGraph>(*this, pending_);
+    return std::make_unique<FakeGraph>(*this, nodes_);
   }
   void abort_capture() noexcept override {
     capturing_ = false;
     ++aborts;
   }
   void flush_l2() override {
+    if (capturing_) {
+      nodes_.push_back({Node::flush, nullptr});
+      return;
+    }
     ++flushes;
     now_ms += flush_ms;
+    l2_cold_ = true;
   }
   [[nodiscard]] std::optional<backends::ClockSample> clocks() override {
     const int call = clock_calls++;
@@ -133,15 +169,31 @@ class FakeDevice : public backends::Device {
   struct FakeEvent : backends::Event {
     double t = 0;
   };
+  struct Node {
+    enum Kind { kernel, flush, event } kind;
+    FakeEvent* ev;
+  };
   struct FakeGraph : backends::Graph {
-    FakeGraph(FakeDevice& d, long k) : dev(d), launches(k) {}
+    FakeGraph(FakeDevice& d, std::vector<Node> n) : dev(d), nodes(std::move(n)) {}
     void launch() override {
       ++dev.replays;
-      for (long i = 0; i < launches; ++i) dev.now_ms += dev.kernel_ms(dev.executions++);
+      if (!dev.held_) dev.now_ms += dev.launch_gap_ms;  // one gap per replay, not per node
+      for (const Node& n : nodes) {
+        if (n.kind == Node::kernel) dev.run_kernel();
+        if (n.kind == Node::flush) {
+          ++dev.flushes;
+          dev.now_ms += dev.flush_ms;
+          dev.l2_cold_ = true;
+        }
+        if (n.kind == Node::event) n.ev->t = dev.now_ms;
+      }
     }
     FakeDevice& dev;
-    long launches;
+    std::vector<Node> nodes;
   };
+  std::vector<Node> nodes_;
+  bool l2_cold_ = false;
+  bool held_ = false;
 
   backends::DeviceDesc desc_;
   DeviceProps props_;
@@ -184,6 +236,10 @@ class FakeBackend : public backends::Backend {
 inline TimingOptions fake_options(FakeDevice& dev) {
   TimingOptions o;
   o.now = [&dev] { return dev.wall_s(); };
+  o.sleep = [&dev](double s) {
+    dev.slept_s += s;
+    dev.now_ms += s * 1e3;
+  };
   return o;
 }
 

@@ -1,0 +1,20 @@
+// Every marker a run.log row can carry, spelled once (docs/run-log.md). The first four are the old
+// runner's and keep its exact spelling.
+#pragma once
+
+#include <string>
+
+namespace caliber::core::markers {
+
+// A row of a graph-timed run that fell back to the direct timer (with repeat=N).
+inline constexpr const char* direct_no_graph = "BENCHMARK_DIRECT_NO_CUDAGRAPH";
+// The capture attempt left the context unusable: the op is capture-incompatible, not broken.
+inline constexpr const char* capture_poisoned = "BENCHMARK_CAPTURE_POISONED";
+inline constexpr const char* timer_direct = "timer=direct";
+// "repeat=N" and "compile_<stage>_no_evict" are built by repeat_marker() and the tuner.
+// Some kept samples ran at an SM clock the power limit alone held down (the sustained speed).
+inline constexpr const char* power_capped = "CLOCK_POWER_CAPPED";
+// The stopping rule was not met: the measurement stopped on its timeout or its sample cap.
+inline constexpr const char* stop_missed = "STOP_NOT_CONVERGED";
+
+}  // namespace caliber::core::markers

@@ -1,0 +1,232 @@
+// What the timers claim, on a scripted device whose truth is known: cold means cold for every
+// timed launch, launch gaps stay out of the direct timer's events, a missed stopping rule is
+// marked, warmup is outside the timeout, and the clock regimes (docs/timing.md).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "fake_device.hpp"
+#include "timing/timer.hpp"
+
+namespace caliber::timing {
+namespace {
+
+using test::FakeBackend;
+using test::FakeDevice;
+
+bool has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+struct Truth : ::testing::Test {
+  FakeDevice dev;
+  FakeBackend backend;
+  TimingOptions opt = test::fake_options(dev);
+  std::function<void()> launch = [this] { dev.kernel(); };
+  Measurement run() { return measure(dev, backend, launch, opt); }
+};
+
+TEST_F(Truth, GraphColdTimesEveryLaunchCold) {
+  // 10 us warm, 4 us more when the L2 was just flushed: a cold launch is 14 us.
+  dev.kernel_ms = [](long) { return 0.010; };
+  dev.cold_extra_ms = 0.004;
+  dev.flush_ms = 0.030;
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.timer, "graph");
+  EXPECT_GT(m.launches_per_sample, 10);
+  EXPECT_NEAR(m.latency_ms, 0.014, 1e-9);
+  EXPECT_EQ(m.l2_method, "flush-per-launch");
+  EXPECT_EQ(m.sample_method, "events-per-launch");
+  EXPECT_GT(dev.graph_event_records, 0);
+}
+
+TEST_F(Truth, GraphWarmTimesLaunchesWithoutFlushes) {
+  dev.kernel_ms = [](long) { return 0.010; };
+  dev.cold_extra_ms = 0.004;
+  opt.l2 = L2Policy::warm;
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_NEAR(m.latency_ms, 0.010, 1e-9);
+  EXPECT_EQ(m.l2_method, "warm");
+}
+
+TEST_F(Truth, WithoutEventNodesTheGraphSaysOnlyTheFirstLaunchWasCold) {
+  dev.caps_.graph_event_nodes = false;
+  dev.kernel_ms = [](long) { return 0.010; };
+  dev.cold_extra_ms = 0.004;
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.l2_method, "flush-per-replay");
+  EXPECT_EQ(m.sample_method, "events-per-replay");
+  // One cold launch per replay of K: nearly the warm figure, which is why the row must say so.
+  EXPECT_LT(m.latency_ms, 0.0105);
+}
+
+TEST_F(Truth, DirectHoldKeepsTheLaunchGapOutOfTheEvents) {
+  opt.timer = TimerKind::direct;
+  dev.kernel_ms = [](long) { return 0.010; };
+  dev.launch_gap_ms = 0.003;
+  const Measurement held = run();
+  ASSERT_TRUE(held.ok) << held.error;
+  EXPECT_NEAR(held.latency_ms, 0.010, 1e-9);
+  EXPECT_EQ(held.sample_method, "held");
+  EXPECT_GT(dev.holds, 0);
+
+  FakeDevice plain;
+  plain.caps_.stream_hold = false;
+  plain.kernel_ms = [](long) { return 0.010; };
+  plain.launch_gap_ms = 0.003;
+  TimingOptions o = test::fake_options(plain);
+  o.timer = TimerKind::direct;
+  const Measurement unheld = measure(
+      plain, backend, [&] { plain.kernel(); }, o);
+  ASSERT_TRUE(unheld.ok);
+  EXPECT_NEAR(unheld.latency_ms, 0.013, 1e-9);
+  EXPECT_EQ(unheld.sample_method, "unheld");
+}
+
+TEST_F(Truth, AHoldThatGivesUpIsDroppedAndSaid) {
+  opt.timer = TimerKind::direct;
+  dev.hold_gives_up = true;
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok);
+  EXPECT_EQ(m.sample_method, "unheld");
+  EXPECT_NE(m.note.find("hold gave up"), std::string::npos) << m.note;
+  EXPECT_LE(dev.holds, 3);  // not one per sample
+}
+
+TEST_F(Truth, AMissedStoppingRuleIsMarked) {
+  // 20% jitter and a short timeout: the 0.5% noise target cannot be met.
+  dev.kernel_ms = [](long n) { return n % 2 == 0 ? 0.8 : 1.2; };
+  opt.timer = TimerKind::direct;
+  opt.stop.timeout_s = 0.02;
+  opt.stop.max_noise = 0.0001;
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok);
+  EXPECT_FALSE(m.converged);
+  EXPECT_TRUE(has(m.markers, kMarkerStopMissed));
+  EXPECT_NE(m.stop_reason.find("timeout"), std::string::npos);
+}
+
+TEST_F(Truth, AMetStoppingRuleIsNotMarked) {
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok);
+  EXPECT_TRUE(m.converged);
+  EXPECT_FALSE(has(m.markers, kMarkerStopMissed));
+}
+
+TEST_F(Truth, WarmupDoesNotEatTheTimeout) {
+  // A warmup as long as the timeout used to leave one window of samples.
+  opt.timer = TimerKind::direct;
+  opt.stop.warmup_s = 0.2;
+  opt.stop.timeout_s = 0.2;
+  opt.stop.min_samples = 50;
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok);
+  EXPECT_GE(m.total_samples, 50);
+  EXPECT_TRUE(m.converged) << m.stop_reason;
+}
+
+backends::ClockSample clock(int mhz, double watts, std::vector<std::string> reasons = {}) {
+  backends::ClockSample c;
+  c.sm_mhz = mhz;
+  c.sm_max_mhz = 1980;
+  c.power_w = watts;
+  c.power_limit_w = 700;
+  c.power_cap_only = std::find(reasons.begin(), reasons.end(), "power_cap") != reasons.end();
+  c.reasons = std::move(reasons);
+  return c;
+}
+
+TEST_F(Truth, BurstDropsPowerLimitedWindowsAndRests) {
+  // The board hits its power limit for a stretch of readings, then recovers (after a rest).
+  dev.clock_script = [](int call) -> std::optional<backends::ClockSample> {
+    if (call >= 6 && call < 9) return clock(1470, 690, {"power_cap"});
+    return clock(1980, 300);
+  };
+  opt.stop.min_samples = 40;
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.regime, "burst");
+  EXPECT_GT(m.regime_discarded, 0);
+  EXPECT_GT(dev.slept_s, 0);
+  EXPECT_EQ(m.power_capped, 0);
+  EXPECT_TRUE(m.clock.known);
+  EXPECT_EQ(m.clock.sm_min_mhz, 1980);  // no kept sample came from the limited clock
+  EXPECT_FALSE(has(m.markers, kMarkerPowerCapped));
+}
+
+TEST_F(Truth, BurstStartsFromARestedDevice) {
+  // Hot at first (power near the limit): the measurement waits before it warms up.
+  dev.clock_script = [](int call) -> std::optional<backends::ClockSample> {
+    if (call < 5) return clock(1980, 650);
+    return clock(1980, 200);
+  };
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok);
+  EXPECT_GT(m.settle_s, 0.03);
+  EXPECT_LT(m.settle_s, opt.regime.rest_timeout_s);
+}
+
+TEST_F(Truth, SustainedSettlesThenKeepsThePowerLimitedClock) {
+  // The clock falls as the board heats, then holds at the power limit.
+  dev.clock_script = [](int call) -> std::optional<backends::ClockSample> {
+    static const int steps[] = {1980, 1900, 1750, 1600, 1500};
+    if (call < 5)
+      return clock(steps[call], 400 + 60 * call,
+                   call > 1 ? std::vector<std::string>{"power_cap"} : std::vector<std::string>{});
+    return clock(1450, 690, {"power_cap"});
+  };
+  opt.regime.regime = ClockRegime::sustained;
+  dev.kernel_ms = [](long) { return 0.5; };
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.regime, "sustained");
+  EXPECT_TRUE(m.settled);
+  EXPECT_GT(m.settle_s, 0.05);
+  EXPECT_EQ(m.clock.sm_min_mhz, 1450);
+  EXPECT_NEAR(m.clock.sm_mean_mhz, 1450, 1e-9);
+  EXPECT_NEAR(m.clock.power_mean_w, 690, 1e-9);
+  EXPECT_TRUE(has(m.clock.reasons, "power_cap"));
+  EXPECT_TRUE(has(m.markers, kMarkerPowerCapped));
+}
+
+TEST_F(Truth, SustainedThatNeverSettlesSaysSoWithinItsBound) {
+  dev.clock_script = [](int call) -> std::optional<backends::ClockSample> {
+    return clock(call % 2 == 0 ? 1980 : 1500, call % 2 == 0 ? 300 : 690);
+  };
+  opt.regime.regime = ClockRegime::sustained;
+  opt.regime.settle_timeout_s = 0.3;
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok);
+  EXPECT_FALSE(m.settled);
+  EXPECT_LE(m.settle_s, 0.3 + 0.05);
+}
+
+TEST_F(Truth, WithoutClocksTheRegimeIsDeclaredNotVerified) {
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok);
+  EXPECT_FALSE(m.clock.known);
+  EXPECT_NE(m.note.find("declared, not verified"), std::string::npos) << m.note;
+}
+
+TEST(RegimeNames, ParseAndPrint) {
+  EXPECT_EQ(parse_clock_regime("burst"), ClockRegime::burst);
+  EXPECT_EQ(parse_clock_regime("sustained"), ClockRegime::sustained);
+  EXPECT_FALSE(parse_clock_regime("boost").has_value());
+  EXPECT_STREQ(to_string(ClockRegime::sustained), "sustained");
+}
+
+TEST(NoiseDefault, TheHostGetsATargetItCanMeet) {
+  backends::Capabilities host;
+  host.host = true;
+  EXPECT_DOUBLE_EQ(resolved_max_noise(0, host), 0.02);
+  EXPECT_DOUBLE_EQ(resolved_max_noise(0, backends::Capabilities{}), 0.005);
+  EXPECT_DOUBLE_EQ(resolved_max_noise(0.01, host), 0.01);
+}
+
+}  // namespace
+}  // namespace caliber::timing
