@@ -145,6 +145,20 @@ TEST(Summary, PowerCappedRowsAreCountedAndSaid) {
   EXPECT_NE(text.find("2 row(s) carry CLOCK_POWER_CAPPED"), std::string::npos) << text;
 }
 
+TEST(Summary, StopMissesAreCountedInAColumnAndSaid) {
+  TempDir t;
+  const auto run = write_run(t.path(), "add-20261130-101010",
+                             {speedup_row("add", "f32", "1", 1.0, {"STOP_NOT_CONVERGED"}),
+                              speedup_row("add", "f32", "2", 1.0)});
+  const auto s = summarize({run});
+  const auto* g = find_group(s, "add", "f32");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->stop_missed, 1);
+  const std::string text = caliber::report::render_text(summary_report(s));
+  EXPECT_NE(text.find("stop_missed"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 row(s) carry STOP_NOT_CONVERGED"), std::string::npos) << text;
+}
+
 TEST(Summary, BatchDirectoryUsesTheNewestRunPerOp) {
   TempDir t;
   const auto batch = t.path() / "batch-20261129-100000";
