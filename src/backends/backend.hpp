@@ -133,6 +133,8 @@ class Device : public caliber::DeviceContext {
   // After the work behind the last hold has completed: did the hold give up before release_stream
   // (so that the launch gap is inside that sample after all)?
   [[nodiscard]] virtual bool hold_gave_up() { return false; }
+  // Enqueue an empty kernel on the stream: what the timers read for it is their floor.
+  virtual void launch_empty() {}
   // The resolution of elapsed_ms, in microseconds (0 when unknown).
   [[nodiscard]] virtual double timer_resolution_us() const { return 0; }
   // The SM clock now, when the backend can read it.

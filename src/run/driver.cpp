@@ -245,7 +245,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
     out << "  peaks: copy " << fmt(peaks.copy_gbps, 0) << " GB/s, " << peaks.gemm_case << " ("
         << peaks.gemm_provider << ") " << fmt(peaks.gemm_tflops, 3) << " TFLOPS";
     if (!peaks.note.empty()) out << " (" << peaks.note << ")";
-    out << "\n";
+    out << "\n  timer floor (an empty kernel): " << fmt(peaks.timer_floor_us, 2) << " us\n";
   }
   RunOutcome outcome;
   outcome.run_dir = run_dir;

@@ -13,7 +13,9 @@ json Peaks::to_json() const {
             {"copy_bytes", copy_bytes},
             {"gemm_tflops", gemm_tflops},
             {"gemm_case", gemm_case},
-            {"gemm_provider", gemm_provider}};
+            {"gemm_provider", gemm_provider},
+            {"timer_floor_us", timer_floor_us},
+            {"timer_floor_method", timer_floor_method}};
   if (!note.empty()) j["note"] = note;
   return j;
 }
@@ -111,6 +113,20 @@ void measure_gemm(backends::Device& dev, const backends::Backend& backend,
   }
 }
 
+void measure_floor(backends::Device& dev, const backends::Backend& backend,
+                   const timing::TimingOptions& timing, Peaks& p) {
+  timing::TimingOptions o = timing;
+  o.op = "empty";
+  const timing::Measurement m = timing::measure(
+      dev, backend, [&] { dev.launch_empty(); }, o);
+  if (!m.ok) {
+    p.note += (p.note.empty() ? "" : "; ") + std::string("timer floor: ") + m.error;
+    return;
+  }
+  p.timer_floor_us = m.latency_ms * 1e3;
+  p.timer_floor_method = m.timer + ", " + m.l2_method + ", " + m.sample_method;
+}
+
 }  // namespace
 
 Peaks measure_peaks(backends::Device& dev, const backends::Backend& backend,
@@ -118,6 +134,7 @@ Peaks measure_peaks(backends::Device& dev, const backends::Backend& backend,
   Peaks p;
   measure_copy(dev, backend, timing, p);
   measure_gemm(dev, backend, timing, p);
+  measure_floor(dev, backend, timing, p);
   return p;
 }
 

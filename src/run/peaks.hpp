@@ -18,6 +18,11 @@ struct Peaks {
   double gemm_tflops = 0;  // the mm baseline on a large square case
   std::string gemm_case;   // its node id
   std::string gemm_provider;
+  // What this run's timer reads for an empty kernel, in us: the part of any figure that is the
+  // timer's own (event overhead, the kernel's launch and teardown; docs/timing.md). 0 when the
+  // measurement failed.
+  double timer_floor_us = 0;
+  std::string timer_floor_method;  // the l2_method / sample_method it was read with
   std::string note;  // what could not be measured, and why
   [[nodiscard]] nlohmann::json to_json() const;
 };

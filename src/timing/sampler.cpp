@@ -1,6 +1,8 @@
 // Warmup and the sampling loop shared by the direct and graph timers.
 #include "timing/sampler.hpp"
 
+#include "core/stats.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -105,23 +107,37 @@ class ClockAccumulator {
   int power_n_ = 0;
 };
 
-// Three consecutive readings agree: the SM clock within clock_tol of its maximum, the power
-// within power_tol of the limit (where power is read at all).
-bool settled(const std::vector<backends::ClockSample>& last3, const RegimeRule& rule) {
-  if (last3.size() < 3) return false;
-  int lo = last3[0].sm_mhz, hi = lo;
-  double plo = last3[0].power_w, phi = plo;
-  for (const auto& c : last3) {
-    lo = std::min(lo, c.sm_mhz);
-    hi = std::max(hi, c.sm_mhz);
-    plo = std::min(plo, c.power_w);
-    phi = std::max(phi, c.power_w);
+struct SettleWindow {
+  double median_ms = 0;
+  std::optional<backends::ClockSample> clock;
+};
+
+bool cool(const std::optional<backends::ClockSample>& c, const RegimeRule& rule) {
+  if (!c || has_reason(*c, "power_cap")) return false;
+  if (c->power_limit_w > 0 && c->power_w > rule.rest_power_fraction * c->power_limit_w)
+    return false;
+  return c->sm_max_mhz <= 0 || c->sm_mhz >= (1 - rule.settle_clock_tol) * c->sm_max_mhz;
+}
+
+// The last four windows agree: median latencies within settle_latency_tol of each other, clock
+// readings within settle_clock_tol of the maximum.
+bool steady(const std::vector<SettleWindow>& w, const RegimeRule& rule) {
+  if (w.size() < 4) return false;
+  const auto last = w.end() - 4;
+  double lo = last->median_ms, hi = lo;
+  int clo = 0, chi = 0, cmax = 0;
+  bool first = true;
+  for (auto it = last; it != w.end(); ++it) {
+    lo = std::min(lo, it->median_ms);
+    hi = std::max(hi, it->median_ms);
+    if (!it->clock) continue;
+    clo = first ? it->clock->sm_mhz : std::min(clo, it->clock->sm_mhz);
+    chi = first ? it->clock->sm_mhz : std::max(chi, it->clock->sm_mhz);
+    cmax = std::max(cmax, it->clock->sm_max_mhz > 0 ? it->clock->sm_max_mhz : chi);
+    first = false;
   }
-  const double max_mhz = last3.back().sm_max_mhz > 0 ? last3.back().sm_max_mhz : hi;
-  if (hi - lo > rule.settle_clock_tol * max_mhz) return false;
-  const double limit = last3.back().power_limit_w;
-  if (limit > 0 && phi - plo > rule.settle_power_tol * limit) return false;
-  return true;
+  if (lo <= 0 || (hi - lo) > rule.settle_latency_tol * lo) return false;
+  return first || (chi - clo) <= rule.settle_clock_tol * cmax;
 }
 
 // sustained: runs the work (samples that are not kept) until the clocks settle or the bound.
@@ -129,27 +145,37 @@ void settle_sustained(backends::Device& dev, const std::function<double()>& one_
                       const TimingOptions& opt, const Clock& now, SampleRun& run) {
   const RegimeRule& rule = opt.regime;
   const double t0 = now();
-  std::vector<backends::ClockSample> last;
   if (!dev.clocks()) {
     run.settled = false;  // nothing to see the clocks with: the row says the clock is unknown
     return;
   }
+  std::vector<SettleWindow> windows;
+  std::vector<double> xs;
+  bool capped_seen = false;
   for (;;) {
+    xs.clear();
     double busy_ms = 0;
     while (busy_ms < rule.settle_window_s * 1e3) {
       const double ms = one_interval_ms();
+      xs.push_back(ms);
       busy_ms += ms > 0 ? ms : 1e-3;  // a zero reading must not spin forever
       if (now() - t0 >= rule.settle_timeout_s) break;
     }
-    if (auto c = dev.clocks()) {
-      last.push_back(*c);
-      if (last.size() > 3) last.erase(last.begin());
-    }
-    if (settled(last, rule)) {
+    SettleWindow win;
+    win.median_ms = core::median(xs);
+    win.clock = dev.clocks();
+    if (win.clock && has_reason(*win.clock, "power_cap")) capped_seen = true;
+    windows.push_back(win);
+    const double elapsed = now() - t0;
+    if (windows.size() == 2 && cool(windows[0].clock, rule) && cool(windows[1].clock, rule)) {
       run.settled = true;
       break;
     }
-    if (now() - t0 >= rule.settle_timeout_s) {
+    if (steady(windows, rule) && (!capped_seen || elapsed >= rule.settle_min_capped_s)) {
+      run.settled = true;
+      break;
+    }
+    if (elapsed >= rule.settle_timeout_s) {
       run.settled = false;
       break;
     }

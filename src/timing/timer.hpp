@@ -94,13 +94,19 @@ struct RegimeRule {
   // board draws at most rest_power_fraction of its limit and no power-cap reason is set.
   double rest_power_fraction = 0.5;
   double rest_timeout_s = 1.0;
-  // sustained: before sampling, run the work and read the clocks every settle_window_s of device
-  // time until the last three readings agree (SM clock within settle_clock_tol of its maximum,
-  // power within settle_power_tol of the limit), at most settle_timeout_s.
-  double settle_window_s = 0.025;
-  double settle_clock_tol = 0.02;
-  double settle_power_tol = 0.05;
-  double settle_timeout_s = 3.0;
+  // sustained: before sampling, run the work in windows of settle_window_s of device time, reading
+  // the clocks after each. Settled at once when the first two windows show a cool device (no
+  // power-cap reason, power at most rest_power_fraction of the limit, the clock within
+  // settle_clock_tol of its maximum): such work cannot move the clock. Otherwise settled when the
+  // last four windows' median latencies agree within settle_latency_tol and their clocks within
+  // settle_clock_tol of the maximum, and, once the power limit was seen, not before
+  // settle_min_capped_s (the board's power control swings the clock for a second or more before
+  // it holds). At most settle_timeout_s.
+  double settle_window_s = 0.05;
+  double settle_clock_tol = 0.03;
+  double settle_latency_tol = 0.01;
+  double settle_min_capped_s = 1.5;
+  double settle_timeout_s = 5.0;
 };
 
 struct TimingOptions {

@@ -55,9 +55,11 @@ TEST_F(CudaTiming, GraphTimerMatchesKnownDurations) {
     EXPECT_EQ(m.timer, "graph");
     EXPECT_TRUE(m.markers.empty());
     const double got_us = m.latency_ms * 1e3;
-    // Target: within 2% or 0.5 us of the truth; a spin kernel also pays its own launch on the
-    // SM (about 1 us), hence the extra microsecond here.
-    EXPECT_NEAR(got_us, us, std::max(0.02 * us, 0.5) + 1.0)
+    // ncu reads a spin of T us as T + 1.4 us (its launch and teardown, and the overshoot of the
+    // 1 us %globaltimer tick); the event pair of each launch adds about 1.5 us more (H200,
+    // 2026-11-30, docs/timing.md). Never below the target.
+    EXPECT_GT(got_us, us);
+    EXPECT_LT(got_us, us + 0.02 * us + 3.5)
         << us << " us read " << got_us << " us, K=" << m.launches_per_sample
         << ", noise=" << m.noise << ", " << m.stop_reason;
     EXPECT_LT(m.wall_s, 1.5);
@@ -72,11 +74,10 @@ TEST_F(CudaTiming, DirectTimerKeepsTheLaunchGapOut) {
     EXPECT_EQ(m.markers, (Markers{"timer=direct"}));
     EXPECT_EQ(m.sample_method, "held");
     const double got_us = m.latency_ms * 1e3;
-    // Held, the pair holds the kernel and the device's event cost, not the host's launch gap
-    // (unheld it read +2.7 us at 10 us on the H200, 2026-11-29); never less than the truth by
-    // more than the timer's resolution.
-    EXPECT_GT(got_us, us - 1.0) << got_us;
-    EXPECT_LT(got_us, us + 2.0) << got_us;
+    // Held, the pair holds the kernel and the device's own event cost (about 1.5 us over ncu's
+    // T + 1.4 us), not the host's launch gap (docs/timing.md); never below the target.
+    EXPECT_GT(got_us, us) << got_us;
+    EXPECT_LT(got_us, us + 0.02 * us + 3.5) << got_us;
   }
 }
 

@@ -277,6 +277,10 @@ bool CudaDevice::hold_gave_up() {
   return hold_words_ != nullptr && hold_words_[1] != 0;
 }
 
+void CudaDevice::launch_empty() {
+  check(launch_probe(stream_), "empty kernel launch");
+}
+
 double CudaDevice::timer_resolution_us() const {
   // The CUDA runtime documents event timing "with a resolution of around 0.5 microseconds".
   return 0.5;

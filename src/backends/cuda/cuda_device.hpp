@@ -47,6 +47,7 @@ class CudaDevice final : public Device {
   void release_stream() override;
   bool hold_gave_up() override;
   double timer_resolution_us() const override;
+  void launch_empty() override;
   std::optional<ClockSample> clocks() override;
   bool healthy() noexcept override;
   int take_last_error() noexcept override;
