@@ -214,10 +214,13 @@ SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>
   const StopRule& rule = opt.stop;
   const bool burst = opt.regime.regime == ClockRegime::burst;
   const int k = std::max(1, launches_per_sample);
-  // About 0.2 ms of device time between clock readings keeps their cost small next to the samples.
+  // About 10 ms of device time between clock readings: a reading takes the host a fraction of a
+  // millisecond, during which the device idles (the samples are synchronous); read after every
+  // sample of a 2 ms GEMM, that idling let its clock recover from the power limit and a sustained
+  // measurement read the burst speed (H200, 2026-11-30).
   const int window =
       interval_estimate_ms > 0
-          ? static_cast<int>(std::clamp(std::ceil(0.2 / interval_estimate_ms), 1.0, 16.0))
+          ? static_cast<int>(std::clamp(std::ceil(10.0 / interval_estimate_ms), 1.0, 1000.0))
           : 1;
   SampleRun run;
   if (!burst) settle_sustained(dev, one_interval_ms, opt, now, run);

@@ -50,7 +50,8 @@ double rest_for_burst(backends::Device& dev, const TimingOptions& opt, const Clo
 // and, in the sustained regime, settling come before it and have bounds of their own).
 // `one_interval_ms` times one sample (its events, and the L2 flush before them, are its business)
 // and returns the interval in ms; a sample covers `launches_per_sample` launches. Clocks are read
-// every few samples (about every 0.2 ms of device time, so that reading them costs little): the
+// every few samples (about every 10 ms of device time, so that the device seldom idles while the
+// host reads them): the
 // samples of a window whose start or end reading shows the SM clock below throttle_fraction of its
 // maximum are discarded.
 [[nodiscard]] SampleRun sample_until_stop(backends::Device& dev,

@@ -287,8 +287,16 @@ double CudaDevice::timer_resolution_us() const {
 }
 
 std::optional<ClockSample> CudaDevice::clocks() {
-  const auto c = Nvml::get().clocks(nvml_handle_);
+  // The maximum clock and the power limit are read once; each later reading asks only what moves.
+  auto c = Nvml::get().clocks(nvml_handle_, !static_read_);
   if (!c) return std::nullopt;
+  if (!static_read_) {
+    static_read_ = true;
+    sm_max_mhz_ = c->sm_max_mhz;
+    power_limit_mw_ = c->power_limit_mw;
+  }
+  c->sm_max_mhz = sm_max_mhz_;
+  c->power_limit_mw = power_limit_mw_;
   // NVML clock event reasons: 0x1 idle, 0x4 software power cap, 0x8 hardware slowdown,
   // 0x20 / 0x40 software / hardware thermal slowdown, 0x80 hardware power brake.
   constexpr std::uint64_t kPowerCap = 0x4, kNotTheWork = 0x1 | 0x8 | 0x20 | 0x40 | 0x80;

@@ -70,6 +70,9 @@ class CudaDevice final : public Device {
   bool capturing_ = false;
   int pending_error_ = 0;  // an error seen (and cleared) by healthy(), kept for take_last_error
   void* nvml_handle_ = nullptr;
+  bool static_read_ = false;  // sm_max_mhz_ and power_limit_mw_ hold NVML's values
+  int sm_max_mhz_ = 0;
+  unsigned power_limit_mw_ = 0;
   GeneratorState generator_;
   std::uint64_t base_seed_;
   mutable std::atomic<std::uint64_t> seeds_drawn_{0};

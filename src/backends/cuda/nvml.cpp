@@ -88,21 +88,22 @@ void* Nvml::handle_by_pci(const std::string& bus_id) const {
   return d;
 }
 
-std::optional<NvmlClocks> Nvml::clocks(void* handle) const {
+std::optional<NvmlClocks> Nvml::clocks(void* handle, bool full) const {
   if (!ok_ || handle == nullptr || clock_info_ == nullptr) return std::nullopt;
   NvmlClocks c;
   unsigned v = 0;
   if (clock_info_(handle, kClockSm, &v) != 0) return std::nullopt;
   c.sm_mhz = static_cast<int>(v);
-  if (max_clock_info_ != nullptr && max_clock_info_(handle, kClockSm, &v) == 0) {
-    c.sm_max_mhz = static_cast<int>(v);
-  }
-  if (clock_info_(handle, kClockMem, &v) == 0) c.mem_mhz = static_cast<int>(v);
   unsigned long long reasons = 0;
   if (throttle_reasons_ != nullptr && throttle_reasons_(handle, &reasons) == 0) {
     c.throttle_reasons = reasons;
   }
   if (power_usage_ != nullptr && power_usage_(handle, &v) == 0) c.power_mw = v;
+  if (!full) return c;
+  if (max_clock_info_ != nullptr && max_clock_info_(handle, kClockSm, &v) == 0) {
+    c.sm_max_mhz = static_cast<int>(v);
+  }
+  if (clock_info_(handle, kClockMem, &v) == 0) c.mem_mhz = static_cast<int>(v);
   if (power_limit_ != nullptr && power_limit_(handle, &v) == 0) c.power_limit_mw = v;
   return c;
 }

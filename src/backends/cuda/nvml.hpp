@@ -34,7 +34,10 @@ class Nvml {
   // Handle lookup by uuid ("GPU-...") or PCI bus id; nullptr when unknown.
   [[nodiscard]] void* handle_by_uuid(const std::string& uuid) const;
   [[nodiscard]] void* handle_by_pci(const std::string& bus_id) const;
-  [[nodiscard]] std::optional<NvmlClocks> clocks(void* handle) const;
+  // full: also the maximum SM clock, the memory clock and the power limit, which do not change
+  // while a run lasts; without it three calls (SM clock, reasons, power), cheap enough to read
+  // between samples.
+  [[nodiscard]] std::optional<NvmlClocks> clocks(void* handle, bool full = true) const;
   [[nodiscard]] std::optional<NvmlMemory> memory(void* handle) const;
   [[nodiscard]] std::string uuid(void* handle) const;
 

@@ -363,7 +363,7 @@ TEST_F(Repeat, NotAppliedToGraphRows) {
 
 TEST_F(Throttle, SamplesAroundALowClockReadingAreDiscarded) {
   opt.timer = TimerKind::direct;
-  dev.kernel_ms = [](long) { return 1.0; };  // >= 0.2 ms: clocks read after every sample
+  dev.kernel_ms = [](long) { return 10.0; };  // >= 10 ms: clocks read after every sample
   dev.clock_script = [](int call) {
     backends::ClockSample c;
     c.sm_max_mhz = 2000;
@@ -419,7 +419,7 @@ TEST_F(Throttle, APowerCapOfTheWorkItselfIsKeptAndMarked) {
   // is low, with the power cap as the only reason. Those samples are the work's sustained speed.
   for (const TimerKind timer : {TimerKind::direct, TimerKind::graph}) {
     FakeDevice d;
-    d.kernel_ms = [](long) { return 1.0; };
+    d.kernel_ms = [](long) { return 10.0; };  // a clock reading after every sample
     d.clock_script = [](int call) {
       backends::ClockSample c;
       c.sm_max_mhz = 2000;
@@ -441,7 +441,7 @@ TEST_F(Throttle, APowerCapOfTheWorkItselfIsKeptAndMarked) {
   }
   // The same low clock for any other reason (heat, a hardware slowdown) is still discarded.
   FakeDevice d;
-  d.kernel_ms = [](long) { return 1.0; };
+  d.kernel_ms = [](long) { return 10.0; };  // a clock reading after every sample
   d.clock_script = [](int call) {
     backends::ClockSample c;
     c.sm_max_mhz = 2000;

@@ -147,7 +147,9 @@ TEST_F(Truth, BurstDropsPowerLimitedWindowsAndRests) {
     if (call >= 6 && call < 9) return clock(1470, 690, {"power_cap"});
     return clock(1980, 300);
   };
+  dev.kernel_ms = [](long) { return 10.0; };  // a clock reading after every sample
   opt.stop.min_samples = 40;
+  opt.stop.timeout_s = 2.0;
   const Measurement m = run();
   ASSERT_TRUE(m.ok) << m.error;
   EXPECT_EQ(m.regime, "burst");
