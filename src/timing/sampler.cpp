@@ -66,13 +66,15 @@ bool has_reason(const backends::ClockSample& c, const char* name) {
   return std::find(c.reasons.begin(), c.reasons.end(), name) != c.reasons.end();
 }
 
-// In the burst regime a window counts as slowed by the power limit when the limit is what holds
-// the clock (at any clock: the board is then already past its burst), or when the clock is low for
-// that reason alone.
-bool power_limited(const std::optional<backends::ClockSample>& c, double fraction) {
+// In the burst regime a window is past the burst when the power limit holds the clock (at any
+// clock: the board is then already past its burst), or when the clock is below the burst fraction
+// of its maximum for a reason other than idling (the samples run, so an idle reading is the
+// clock catching up).
+bool past_burst(const std::optional<backends::ClockSample>& c, const RegimeRule& rule) {
   if (!c) return false;
   if (has_reason(*c, "power_cap")) return true;
-  return classify(c, fraction) == Reading::power_capped;
+  if (c->sm_max_mhz <= 0 || c->sm_mhz <= 0) return false;
+  return c->sm_mhz < rule.burst_clock_fraction * c->sm_max_mhz && !has_reason(*c, "idle");
 }
 
 class ClockAccumulator {
@@ -243,8 +245,7 @@ SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>
         std::max(classify(before, opt.throttle_fraction), classify(after, opt.throttle_fraction));
     if (window_reading == Reading::throttled) {
       run.discarded += static_cast<int>(pending.size());
-    } else if (burst && (power_limited(before, opt.throttle_fraction) ||
-                         power_limited(after, opt.throttle_fraction))) {
+    } else if (burst && (past_burst(before, opt.regime) || past_burst(after, opt.regime))) {
       run.regime_discarded += static_cast<int>(pending.size());
       run.settle_s += rest_for_burst(dev, opt, now);
       after = dev.clocks();

@@ -94,6 +94,10 @@ struct RegimeRule {
   // board draws at most rest_power_fraction of its limit and no power-cap reason is set.
   double rest_power_fraction = 0.5;
   double rest_timeout_s = 1.0;
+  // burst: a kept window's clock readings are at least this fraction of the maximum SM clock; a
+  // window below it (the power limit, or a board too hot to boost, whatever reason NVML gives)
+  // is dropped and the device rests.
+  double burst_clock_fraction = 0.95;
   // sustained: before sampling, run the work in windows of settle_window_s of device time, reading
   // the clocks after each. Settled at once when the first two windows show a cool device (no
   // power-cap reason, power at most rest_power_fraction of the limit, the clock within

@@ -56,10 +56,10 @@ TEST_F(CudaTiming, GraphTimerMatchesKnownDurations) {
     EXPECT_TRUE(m.markers.empty());
     const double got_us = m.latency_ms * 1e3;
     // ncu reads a spin of T us as T + 1.4 us (its launch and teardown, and the overshoot of the
-    // 1 us %globaltimer tick); the event pair of each launch adds about 1.5 us more (H200,
-    // 2026-11-30, docs/timing.md). Never below the target.
+    // 1 us %globaltimer tick); the event pair of each launch adds 1.5-3 us more, depending on the
+    // machine (H200s, 2026-11-30, docs/timing.md). Never below the target.
     EXPECT_GT(got_us, us);
-    EXPECT_LT(got_us, us + 0.02 * us + 3.5)
+    EXPECT_LT(got_us, us + 0.02 * us + 5.0)
         << us << " us read " << got_us << " us, K=" << m.launches_per_sample
         << ", noise=" << m.noise << ", " << m.stop_reason;
     EXPECT_LT(m.wall_s, 1.5);
@@ -74,10 +74,10 @@ TEST_F(CudaTiming, DirectTimerKeepsTheLaunchGapOut) {
     EXPECT_EQ(m.markers, (Markers{"timer=direct"}));
     EXPECT_EQ(m.sample_method, "held");
     const double got_us = m.latency_ms * 1e3;
-    // Held, the pair holds the kernel and the device's own event cost (about 1.5 us over ncu's
+    // Held, the pair holds the kernel and the device's own event cost (1.5-3 us over ncu's
     // T + 1.4 us), not the host's launch gap (docs/timing.md); never below the target.
     EXPECT_GT(got_us, us) << got_us;
-    EXPECT_LT(got_us, us + 0.02 * us + 3.5) << got_us;
+    EXPECT_LT(got_us, us + 0.02 * us + 5.0) << got_us;
   }
 }
 

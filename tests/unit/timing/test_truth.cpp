@@ -161,6 +161,21 @@ TEST_F(Truth, BurstDropsPowerLimitedWindowsAndRests) {
   EXPECT_FALSE(has(m.markers, kMarkerPowerCapped));
 }
 
+TEST_F(Truth, BurstDropsWindowsBelowTheBurstClockWhateverTheReason) {
+  // A board too hot to boost reads 1700 of 1980 MHz with no power-cap reason: not a burst.
+  dev.clock_script = [](int call) -> std::optional<backends::ClockSample> {
+    if (call >= 4 && call < 7) return clock(1700, 300);
+    return clock(1980, 300);
+  };
+  dev.kernel_ms = [](long) { return 10.0; };
+  opt.stop.min_samples = 30;
+  opt.stop.timeout_s = 2.0;
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_GT(m.regime_discarded, 0);
+  EXPECT_EQ(m.clock.sm_min_mhz, 1980);
+}
+
 TEST_F(Truth, BurstStartsFromARestedDevice) {
   // Hot at first (power near the limit): the measurement waits before it warms up.
   dev.clock_script = [](int call) -> std::optional<backends::ClockSample> {
