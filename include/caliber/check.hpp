@@ -445,12 +445,14 @@ template <class T>
   return to_double(raw.data(), t, rows.size() * static_cast<std::size_t>(row_elems));
 }
 
-// The device output (n elements of dtype t) against a float64 reference of the same length.
+// The device output (n elements of dtype t) against a float64 reference of the same length
+// (compare(), with its optional per-element scale).
 [[nodiscard]] inline Accuracy compare_device(DeviceContext& ctx, const void* out, DType t,
                                              std::size_t n, const std::vector<double>& ref,
-                                             const Tolerance& tol, const std::string& what) {
+                                             const Tolerance& tol, const std::string& what,
+                                             const std::vector<double>* scale = nullptr) {
   ctx.synchronize();
-  return compare(download(ctx, out, t, n), ref, tol, what);
+  return compare(download(ctx, out, t, n), ref, tol, what, scale);
 }
 
 // ---------------------------------------------------------------------------------------------

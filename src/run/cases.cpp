@@ -61,7 +61,9 @@ void load_ops_library(const std::string& path) {
     const std::string earlier = op_source(it->second);
     throw SelectionError("--ops-lib: op '" + name + "' (backend " + all[i].backend + ") from " +
                          abs + " is already registered by " +
-                         (earlier == abs ? "the same library" : earlier) +
+                         (earlier == abs                ? std::string("the same library")
+                          : earlier == kBuiltinSource ? std::string("the built-in corpus")
+                                                      : earlier) +
                          "; rename the op in one of them");
   }
 }
