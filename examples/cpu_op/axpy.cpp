@@ -24,9 +24,11 @@ class Axpy final : public Workload {
     return {{"loop", Role::baseline, "1", "plain loop", {}},
             {"unrolled", Role::candidate, "1", "restrict, unrolled lanes", space}};
   }
-  void prepare(std::size_t, const Config& c) override {
-    unroll_ = c.get("unroll", 4);
-    if (unroll_ < 1) throw ConfigRejected("unroll must be positive: " + c.str());
+  void prepare(std::size_t p, const Config& c) override {  // never timed
+    if (p == 0) return;                                    // the baseline has no config
+    const std::int64_t u = c.get("unroll", 4);
+    if (u < 1) throw ConfigRejected("unroll must be positive: " + c.str());  // skipped by the tuner
+    unroll_ = static_cast<std::size_t>(u);
   }
   void launch(std::size_t p) override {
     const float* __restrict x = x_.as<float>();

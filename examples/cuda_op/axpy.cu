@@ -23,8 +23,8 @@ __global__ void axpy_kernel(const float* __restrict__ x, float* __restrict__ y, 
        i += stride) {
     if (V == 4 && i + 4 <= n) {
       float4 a = *reinterpret_cast<const float4*>(x + i), b = *reinterpret_cast<float4*>(y + i);
-      *reinterpret_cast<float4*>(y + i) =
-          make_float4(kAlpha * a.x + b.x, kAlpha * a.y + b.y, kAlpha * a.z + b.z, kAlpha * a.w + b.w);
+      *reinterpret_cast<float4*>(y + i) = make_float4(kAlpha * a.x + b.x, kAlpha * a.y + b.y,
+                                                      kAlpha * a.z + b.z, kAlpha * a.w + b.w);
     } else {
       for (long long k = i; k < i + V && k < n; ++k) y[k] = kAlpha * x[k] + y[k];
     }
@@ -53,21 +53,23 @@ class Axpy final : public Workload {
   }
   void prepare(std::size_t p, const Config& c) override {  // never timed
     if (p == 0 && handle_ == nullptr) {
-      if (cublasCreate(&handle_) != CUBLAS_STATUS_SUCCESS) throw NativeError(1, "cublasCreate", "failed");
+      if (cublasCreate(&handle_) != CUBLAS_STATUS_SUCCESS)
+        throw NativeError(1, "cublasCreate", "failed");
       cublasSetStream(handle_, static_cast<cudaStream_t>(ctx_.stream()));
     }
+    if (p == 0) return;  // the baseline has no config
     block_ = static_cast<int>(c.get("block", 256));
     vec_ = static_cast<int>(c.get("vec", 4));
     if (block_ < 32 || block_ > 1024 || (vec_ != 1 && vec_ != 4))
       throw ConfigRejected("my_axpy_cuda: no kernel for " + c.str());
-    grid_ = static_cast<unsigned>(std::min<long long>(
-        (n_ / vec_ + block_ - 1) / block_, 8LL * std::max(ctx_.props().sm_count, 1)));
+    grid_ = static_cast<unsigned>(std::min<long long>((n_ / vec_ + block_ - 1) / block_,
+                                                      8LL * std::max(ctx_.props().sm_count, 1)));
   }
   void launch(std::size_t p) override {  // enqueue only, on the context's stream
     auto s = static_cast<cudaStream_t>(ctx_.stream());
     if (p == 0) {
-      const cublasStatus_t st = cublasSaxpy(handle_, static_cast<int>(n_), &kAlpha, x_.as<float>(),
-                                            1, y_.as<float>(), 1);
+      const cublasStatus_t st =
+          cublasSaxpy(handle_, static_cast<int>(n_), &kAlpha, x_.as<float>(), 1, y_.as<float>(), 1);
       if (st != CUBLAS_STATUS_SUCCESS) throw NativeError(st, "cublasSaxpy", "failed");
     } else if (vec_ == 4) {
       axpy_kernel<4><<<grid_, block_, 0, s>>>(x_.as<float>(), y_.as<float>(), n_);

@@ -216,7 +216,8 @@ struct GemmSample {
 // K-aware GEMM tolerance.
 [[nodiscard]] inline Accuracy compare_gemm(const std::vector<double>& out,
                                            const std::vector<GemmSample>& samples,
-                                           const check::GemmTolerance& tol, const std::string& what) {
+                                           const check::GemmTolerance& tol,
+                                           const std::string& what) {
   Accuracy a;
   std::size_t nonfinite = 0, viol = 0;
   double diff2 = 0, ref2 = 0, max_abs = 0;

@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "caliber/caliber.hpp"
+#include "caliber/reference.hpp"
 #include "common/check_kernels.cuh"
 #include "common/cuda_common.cuh"
-#include "caliber/reference.hpp"
 
 #define CALIBER_CUBLAS_CHECK(expr)                                                       \
   do {                                                                                   \

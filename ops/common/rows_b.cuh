@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "common/cuda_common.cuh"
 #include "caliber/reference.hpp"
+#include "common/cuda_common.cuh"
 
 namespace caliber::ops::cuda::rowsb {
 

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "caliber/caliber.hpp"
+#include "caliber/reference.hpp"
 #include "common/check_kernels.cuh"
 #include "common/cuda_common.cuh"
-#include "caliber/reference.hpp"
 
 namespace caliber::ops::cuda {
 namespace {
@@ -261,7 +261,8 @@ class EwWorkload final : public Workload {
     std::uint64_t unwritten = 0;
     if (n_ <= kFullCheckLimit) {
       a = check::download(ctx_, a_.get(), dtype_of<T>(), static_cast<std::size_t>(n_));
-      if (is_binary(K)) b = check::download(ctx_, b_.get(), dtype_of<T>(), static_cast<std::size_t>(n_));
+      if (is_binary(K))
+        b = check::download(ctx_, b_.get(), dtype_of<T>(), static_cast<std::size_t>(n_));
       out = check::download(ctx_, out_.get(), dtype_of<T>(), static_cast<std::size_t>(n_));
       what =
           std::string(kind_name(K)) + ": all " + std::to_string(n_) + " elements vs host float64";

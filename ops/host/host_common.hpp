@@ -1,6 +1,7 @@
 // Shared pieces of the host corpus: typed host buffers and dtype dispatch over the public check
-// helpers (caliber/check.hpp: poison, fresh inputs, comparison against a float64 reference). Host ops run on the cpu backend, where a DeviceContext's
-// pointers are host memory; they use nothing but include/caliber/.
+// helpers (caliber/check.hpp: poison, fresh inputs, comparison against a float64 reference). Host
+// ops run on the cpu backend, where a DeviceContext's pointers are host memory; they use nothing
+// but include/caliber/.
 #pragma once
 
 #include <cmath>
@@ -72,8 +73,8 @@ template <class T>
   check::Tolerance tol;
   tol.rtol = check::pointwise_tolerance(t).rtol * growth;
   tol.norm_rel = std::numeric_limits<double>::infinity();
-  return check::compare(check::to_double(out, t, ref.size()), ref, tol,
-                        what + " vs host float64", scale);
+  return check::compare(check::to_double(out, t, ref.size()), ref, tol, what + " vs host float64",
+                        scale);
 }
 
 // Rows and columns of an op over the last dimension.

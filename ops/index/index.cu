@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "caliber/caliber.hpp"
+#include "caliber/reference.hpp"
 #include "common/check_kernels.cuh"
 #include "common/cuda_common.cuh"
-#include "caliber/reference.hpp"
 
 namespace caliber::ops::cuda {
 namespace {
@@ -156,8 +156,8 @@ class IndexWorkload final : public Workload {
     check::poison(ctx_, out_.get(), static_cast<std::size_t>(total_) * sizeof(T));
     launch(p);
     sync(s);
-    const auto idx =
-        check::download_raw<std::int64_t>(ctx_, idx_.get(), static_cast<std::size_t>(s_.num_indices));
+    const auto idx = check::download_raw<std::int64_t>(ctx_, idx_.get(),
+                                                       static_cast<std::size_t>(s_.num_indices));
     for (std::size_t r = 0; r < idx.size(); ++r) {
       if (idx[r] < 0 || idx[r] >= s_.num_embeddings) {
         Accuracy bad;

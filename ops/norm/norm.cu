@@ -679,14 +679,16 @@ class NormWorkload final : public Workload {
     if (kind_ == Kind::softmax) ref = ref::row_softmax(x, nr, rs_.cols);
     if (kind_ == Kind::log_softmax) ref = ref::row_log_softmax(x, nr, rs_.cols);
     if (kind_ == Kind::layer_norm || kind_ == Kind::rms_norm) {
-      const auto w = check::download(ctx_, w_.get(), case_.dtype, static_cast<std::size_t>(rs_.cols));
-      const auto b = check::download(ctx_, b_.get(), case_.dtype, static_cast<std::size_t>(rs_.cols));
+      const auto w =
+          check::download(ctx_, w_.get(), case_.dtype, static_cast<std::size_t>(rs_.cols));
+      const auto b =
+          check::download(ctx_, b_.get(), case_.dtype, static_cast<std::size_t>(rs_.cols));
       ref = kind_ == Kind::layer_norm ? ref::row_layer_norm(x, nr, rs_.cols, kLayerEps, w, b)
                                       : ref::row_rms_norm(x, nr, rs_.cols, kRmsEps, w);
     }
     return check::compare(y, ref, check::reduction_tolerance(case_.dtype, rs_.cols),
-                        std::string(kind_name(kind_)) + " on " +
-                            rowsb::rows_detail(rs_, rows.size()) + " vs host float64");
+                          std::string(kind_name(kind_)) + " on " +
+                              rowsb::rows_detail(rs_, rows.size()) + " vs host float64");
   }
 
   [[nodiscard]] double bytes() const override {
@@ -985,10 +987,11 @@ class NormWorkload final : public Workload {
                              ref_s.push_back(v[k]);
                          }
                        });
-    Accuracy a = check::compare(out_s, ref_s, check::reduction_tolerance(case_.dtype, rs_.cols),
-                              std::string(kind_name(kind_)) + ": every " + std::to_string(stride) +
-                                  "th element vs the plain reference kernel (host float64 "
-                                  "unaffordable for this row length), all NaN-checked");
+    Accuracy a =
+        check::compare(out_s, ref_s, check::reduction_tolerance(case_.dtype, rs_.cols),
+                       std::string(kind_name(kind_)) + ": every " + std::to_string(stride) +
+                           "th element vs the plain reference kernel (host float64 "
+                           "unaffordable for this row length), all NaN-checked");
     if (nonfinite > 0) {
       a.passed = false;
       a.detail += "; " + std::to_string(nonfinite) + " NaN/unwritten elements";

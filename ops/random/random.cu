@@ -612,10 +612,10 @@ class RandomWorkload final : public Workload {
       return check::check_keep_rate(kept, static_cast<std::uint64_t>(n_), 1.0 - kDropP, bad_scale,
                                     what);
     }
-    return check::check_distribution(
-        kind_ == Kind::randn ? check::Distribution::standard_normal : check::Distribution::uniform01,
-        sum, sum2, static_cast<std::uint64_t>(n_), out_of_range, std::move(sample), case_.dtype,
-        what);
+    return check::check_distribution(kind_ == Kind::randn ? check::Distribution::standard_normal
+                                                          : check::Distribution::uniform01,
+                                     sum, sum2, static_cast<std::uint64_t>(n_), out_of_range,
+                                     std::move(sample), case_.dtype, what);
   }
 
   DeviceContext& ctx_;

@@ -1072,8 +1072,10 @@ class ReduceWorkload final : public Workload {
           x, y, cols, stride, first, count, carry.as<const double>(), ref_d.as<double>(),
           got_d.as<double>());
       CALIBER_LAUNCH_CHECK("ref_scan_at_kernel");
-      const auto r = check::download_raw<double>(ctx_, ref_d.get(), static_cast<std::size_t>(count));
-      const auto g = check::download_raw<double>(ctx_, got_d.get(), static_cast<std::size_t>(count));
+      const auto r =
+          check::download_raw<double>(ctx_, ref_d.get(), static_cast<std::size_t>(count));
+      const auto g =
+          check::download_raw<double>(ctx_, got_d.get(), static_cast<std::size_t>(count));
       want.insert(want.end(), r.begin(), r.end());
       got.insert(got.end(), g.begin(), g.end());
     }
@@ -1092,7 +1094,8 @@ class ReduceWorkload final : public Workload {
     if (kind_ == Kind::argmax) {
       out_i = check::download_raw<long long>(ctx_, out_.get(), static_cast<std::size_t>(rs_.rows));
     } else {
-      const auto all = check::download(ctx_, out_.get(), case_.dtype, static_cast<std::size_t>(rs_.rows));
+      const auto all =
+          check::download(ctx_, out_.get(), case_.dtype, static_cast<std::size_t>(rs_.rows));
       for (auto r : rows) out_v.push_back(all[static_cast<std::size_t>(r)]);
     }
     std::size_t bad_idx = 0;

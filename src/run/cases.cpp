@@ -35,8 +35,8 @@ std::string op_source(std::size_t index) {
 void load_ops_library(const std::string& path) {
   auto& libs = loaded_libraries();
   const std::string abs = fs::absolute(path).lexically_normal().string();
-  if (path.empty() || std::any_of(libs.begin(), libs.end(),
-                                  [&](const LoadedLibrary& l) { return l.path == abs; }))
+  if (path.empty() ||
+      std::any_of(libs.begin(), libs.end(), [&](const LoadedLibrary& l) { return l.path == abs; }))
     return;
   std::error_code ec;
   if (!fs::exists(path, ec)) throw SelectionError("--ops-lib: '" + path + "' does not exist");
@@ -61,7 +61,7 @@ void load_ops_library(const std::string& path) {
     const std::string earlier = op_source(it->second);
     throw SelectionError("--ops-lib: op '" + name + "' (backend " + all[i].backend + ") from " +
                          abs + " is already registered by " +
-                         (earlier == abs                ? std::string("the same library")
+                         (earlier == abs              ? std::string("the same library")
                           : earlier == kBuiltinSource ? std::string("the built-in corpus")
                                                       : earlier) +
                          "; rename the op in one of them");

@@ -13,8 +13,8 @@
 #include "backends/cpu/cpu_device.hpp"
 #include "caliber/caliber.hpp"
 #include "host/host_common.hpp"
-#include "ops_lib/test_ops.hpp"
 #include "op_case.hpp"
+#include "ops_lib/test_ops.hpp"
 
 namespace {
 

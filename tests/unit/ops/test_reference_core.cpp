@@ -107,7 +107,8 @@ TEST(ReferenceCompare, NaNNeverPasses) {
 }
 
 TEST(ReferenceCompare, SizeMismatchAndEmptyFail) {
-  EXPECT_FALSE(check::compare({1.0}, {1.0, 2.0}, check::pointwise_tolerance(DType::f32), "x").passed);
+  EXPECT_FALSE(
+      check::compare({1.0}, {1.0, 2.0}, check::pointwise_tolerance(DType::f32), "x").passed);
   EXPECT_FALSE(check::compare({}, {}, check::pointwise_tolerance(DType::f32), "x").passed);
 }
 
@@ -143,7 +144,8 @@ TEST(ReferenceCompare, SubnormalOutputsAreJudgedBeyondTheFormatsResolution) {
   // fp32 has no such floor at these magnitudes: a 1e-4 relative error still fails.
   std::vector<double> f32off(r);
   for (double& v : f32off) v *= 1.0 + 1e-4;
-  EXPECT_FALSE(check::compare(f32off, r, check::reduction_tolerance(DType::f32, 151936), "f32").passed);
+  EXPECT_FALSE(
+      check::compare(f32off, r, check::reduction_tolerance(DType::f32, 151936), "f32").passed);
 }
 
 TEST(ReferenceSampling, ConsecutiveRunsCoverEveryRowOnce) {
@@ -176,8 +178,10 @@ TEST(ReferenceCompare, ExactIntegerCompare) {
 }
 
 TEST(ReferenceTolerance, OrderedByPrecisionAndGrowWithLength) {
-  EXPECT_LT(check::pointwise_tolerance(DType::f32).rtol, check::pointwise_tolerance(DType::f16).rtol);
-  EXPECT_LT(check::pointwise_tolerance(DType::f16).rtol, check::pointwise_tolerance(DType::bf16).rtol);
+  EXPECT_LT(check::pointwise_tolerance(DType::f32).rtol,
+            check::pointwise_tolerance(DType::f16).rtol);
+  EXPECT_LT(check::pointwise_tolerance(DType::f16).rtol,
+            check::pointwise_tolerance(DType::bf16).rtol);
   EXPECT_DOUBLE_EQ(check::reduction_tolerance(DType::f32, 1024).norm_rel, 1e-5);
   EXPECT_DOUBLE_EQ(check::reduction_tolerance(DType::f16, 1024).norm_rel, 1e-3);
   EXPECT_DOUBLE_EQ(check::reduction_tolerance(DType::bf16, 1024).norm_rel, 1e-2);
