@@ -57,20 +57,20 @@ assert src["test_scale"] == sys.argv[3], src["test_scale"]' "$T/list.json" "$A" 
 
 # Collisions: with the built-in corpus, and between two libraries.
 CALIBER_TEST_SECOND_NAME=add expect_refused "a library op named add" \
-  "add built-in $B already" -- "$CAL" run --ops-lib "$B" "${FAST[@]}"
+  "add built-in $B already" -- "$CAL" run --ops-lib "$B" "${FAST[@]}" --out "$T/refused-out"
 CALIBER_TEST_SECOND_NAME=test_fail expect_refused "two libraries registering test_fail" \
-  "test_fail $A $B already" -- "$CAL" run --ops-lib "$A" --ops-lib "$B" "${FAST[@]}"
+  "test_fail $A $B already" -- "$CAL" run --ops-lib "$A" --ops-lib "$B" "${FAST[@]}" --out "$T/refused-out"
 cp "$A" "$T/copy-of-test-ops.so"
 expect_refused "a copy of a library beside it" "test_abort $A $T/copy-of-test-ops.so" -- \
   "$CAL" list --backend cpu --ops-lib "$A,$T/copy-of-test-ops.so"
 # Bad paths.
 expect_refused "a missing library" "--ops-lib $T/nope.so exist" -- \
-  "$CAL" run --ops-lib "$T/nope.so" "${FAST[@]}"
+  "$CAL" run --ops-lib "$T/nope.so" "${FAST[@]}" --out "$T/refused-out"
 expect_refused "an empty entry" "--ops-lib CALIBER_OPS_LIB empty" -- \
-  "$CAL" run --ops-lib "$A,,$B" "${FAST[@]}"
+  "$CAL" run --ops-lib "$A,,$B" "${FAST[@]}" --out "$T/refused-out"
 echo "not a shared object" > "$T/bad.so"
 expect_refused "a file that is no library" "--ops-lib $T/bad.so loaded" -- \
-  "$CAL" run --ops-lib "$T/bad.so" "${FAST[@]}"
+  "$CAL" run --ops-lib "$T/bad.so" "${FAST[@]}" --out "$T/refused-out"
 
 # A run over ops of both libraries and the built-in corpus: every row ok.
 "$CAL" run add test_scale test_switch --ops-lib "$A" --ops-lib "$B" "${FAST[@]}" \
