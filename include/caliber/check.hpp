@@ -239,8 +239,9 @@ struct CompareStats {
 // out and ref must have the same size. `what` says what was compared (e.g. "all 4096x4096
 // elements vs host float64"). Passing needs: no NaN/inf where the reference is finite, every
 // element within atol + rtol*|ref|, and the norm-relative error within tol.norm_rel.
-// `scale`, where given, replaces |ref[i]| in the per-element bound: a reduction passes the sum of
-// |terms| so that cancellation does not make a correct result look wrong.
+// `scale`, where given, replaces |ref[i]| in the per-element bound and in the norm gate's
+// denominator: a sum or an axpy passes the sum of |terms| so that cancellation does not make a
+// correct result look wrong.
 [[nodiscard]] inline Accuracy compare(const std::vector<double>& out,
                                       const std::vector<double>& ref, const Tolerance& tol,
                                       const std::string& what,
@@ -268,8 +269,8 @@ struct CompareStats {
     s.max_abs = std::max(s.max_abs, d);
     const double dn = std::max(0.0, d - tol.abs_floor);
     diff2 += dn * dn;
-    ref2 += r * r;
     const double sc = scale != nullptr && i < scale->size() ? (*scale)[i] : std::fabs(r);
+    ref2 += sc * sc;
     if (!(d <= tol.atol + tol.rtol * sc)) {
       ++s.violations;
       if (first) s.first_bad = i, first = false;
