@@ -82,5 +82,10 @@ cases = [r for r in rows if r["type"] == "case"]
 assert {c["op"] for c in cases} == {"add", "test_scale", "test_switch"}, {c["op"] for c in cases}
 bad = [c["node"] + " " + c["status"] for c in cases if c["status"] != "ok"]
 assert not bad, bad' "$r/run.log" || check_fail "run.log of the run over two libraries (above)"
+# The run's identity names the libraries its ops came from (test_switch: A, test_scale: B).
+py 'import json, sys
+j = json.load(open(sys.argv[1]))
+assert sorted(j["ops_libs"]) == sorted(sys.argv[2:]), j.get("ops_libs")' "$r/run_identity.json" "$A" "$B" ||
+  check_fail "run_identity.json ops_libs (above)"
 
 cli_done
