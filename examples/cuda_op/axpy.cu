@@ -3,6 +3,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <caliber/caliber.hpp>
@@ -62,8 +63,9 @@ class Axpy final : public Workload {
     vec_ = static_cast<int>(c.get("vec", 4));
     if (block_ < 32 || block_ > 1024 || (vec_ != 1 && vec_ != 4))
       throw ConfigRejected("my_axpy_cuda: no kernel for " + c.str());
-    grid_ = static_cast<unsigned>(std::min<long long>((n_ / vec_ + block_ - 1) / block_,
-                                                      8LL * std::max(ctx_.props().sm_count, 1)));
+    const long long per_block = static_cast<long long>(block_) * vec_;
+    grid_ = static_cast<unsigned>(std::clamp<long long>((n_ + per_block - 1) / per_block, 1,
+                                                        8LL * std::max(ctx_.props().sm_count, 1)));
   }
   void launch(std::size_t p) override {  // enqueue only, on the context's stream
     auto s = static_cast<cudaStream_t>(ctx_.stream());
