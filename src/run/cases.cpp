@@ -50,12 +50,22 @@ void load_ops_library(const std::string& path) {
                          "' could not be loaded: " + (err ? err : "unknown"));
   }
   libs.push_back({first, abs});  // the handle stays open: its ops live as long as the process
+  const auto& all = registered_ops();
+  if (all.size() == first)
+    throw SelectionError("--ops-lib: '" + path +
+                         "' registers no op (CALIBER_REGISTER_OP at namespace scope registers one; "
+                         "or the library was already loaded under another path)");
   // Names are unique per backend across the built-in corpus and every library: a second
   // registration would otherwise shadow or be shadowed silently.
-  const auto& all = registered_ops();
   std::map<std::pair<std::string, std::string>, std::size_t> seen;  // (backend, name) -> index
   for (std::size_t i = 0; i < all.size(); ++i) {
-    const std::string name = all[i].factory()->info().name;
+    std::string name;
+    try {
+      name = all[i].factory()->info().name;
+    } catch (const std::exception& e) {
+      throw SelectionError("--ops-lib: an op of '" + op_source(i) +
+                           "' throws when it describes itself: " + e.what());
+    }
     auto [it, fresh] = seen.emplace(std::make_pair(all[i].backend, name), i);
     if (fresh || i < first) continue;
     const std::string earlier = op_source(it->second);
@@ -83,8 +93,8 @@ std::vector<OpEntry> corpus(const std::string& backend) {
     if (r.backend != backend) continue;
     auto op = r.factory();
     OpInfo info = op->info();
-    // Libraries cannot collide (load_ops_library refuses them); within the built-in corpus a
-    // name is registered once per backend, and a second one would be a bug kept out of sight.
+    // Libraries cannot collide (load_ops_library refuses them); should the built-in corpus ever
+    // register a name twice for one backend, the first registration wins.
     if (!seen.insert(info.name).second) continue;
     out.push_back({std::move(op), std::move(info), op_source(i)});
   }

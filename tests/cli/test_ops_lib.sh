@@ -72,6 +72,16 @@ echo "not a shared object" > "$T/bad.so"
 expect_refused "a file that is no library" "--ops-lib $T/bad.so loaded" -- \
   "$CAL" run --ops-lib "$T/bad.so" "${FAST[@]}" --out "$T/refused-out"
 
+# A shared object that registers nothing is a mistake, not an empty library (the GNU C library's
+# libm stands in for a user's library built without CALIBER_REGISTER_OP).
+libm_path=$(ldd "$CAL" | awk '$1 ~ /^libm\.so/ { print $3; exit }')
+if [ -f "$libm_path" ]; then
+  expect_refused "a library that registers no op" "--ops-lib $libm_path registers no op" -- \
+    "$CAL" run --ops-lib "$libm_path" "${FAST[@]}" --out "$T/refused-out"
+else
+  check_fail "ldd $CAL names no libm to load as a library without ops"
+fi
+
 # A run over ops of both libraries and the built-in corpus: every row ok.
 "$CAL" run add test_scale test_switch --ops-lib "$A" --ops-lib "$B" "${FAST[@]}" \
   --out "$T/runs" > "$T/run.out" 2>&1 || check_fail "run over two libraries: exit $?: $(tail -5 "$T/run.out")"
