@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "caliber/caliber.hpp"
+#include "caliber/reference.hpp"
 #include "common/check_kernels.cuh"
 #include "common/cuda_common.cuh"
-#include "common/reference.hpp"
 
 #define CALIBER_CUBLAS_CHECK(expr)                                                       \
   do {                                                                                   \
@@ -329,7 +329,7 @@ class GemmWorkload final : public Workload {
   [[nodiscard]] Accuracy check(std::size_t p) override {
     const cudaStream_t s = stream_of(ctx_);
     const std::int64_t c_elems = g_.batch * g_.m * g_.n;
-    poison(c_.get(), static_cast<std::size_t>(c_elems) * sizeof(T), s);
+    check::poison(ctx_, c_.get(), static_cast<std::size_t>(c_elems) * sizeof(T));
     launch(p);
     sync(s);
     const std::uint64_t unwritten = count_nonfinite(ctx_, c_.as<T>(), c_elems);
@@ -337,10 +337,10 @@ class GemmWorkload final : public Workload {
     // Sample: a few batches, and in each a grid of rows x columns (edges always included), so
     // that only those rows of A and columns of B travel to the host even at K = 151936.
     const std::uint64_t seed = 0xB1A5u + static_cast<std::uint64_t>(g_.m * 131 + g_.n * 7 + g_.k);
-    const auto batches = ref::sample_indices(g_.batch, K == BlasKind::bmm ? 4 : 1, seed);
+    const auto batches = check::sample_indices(g_.batch, K == BlasKind::bmm ? 4 : 1, seed);
     const std::int64_t per = batches.size() > 1 ? 8 : 16;
-    const auto rows = ref::sample_indices(g_.m, per, seed + 1);
-    const auto cols = ref::sample_indices(g_.n, per, seed + 2);
+    const auto rows = check::sample_indices(g_.m, per, seed + 1);
+    const auto cols = check::sample_indices(g_.n, per, seed + 2);
     std::vector<double> bias;
     if (K == BlasKind::addmm) {
       std::vector<std::int64_t> off(cols.begin(), cols.end());
@@ -372,7 +372,7 @@ class GemmWorkload final : public Workload {
     }
     const auto out = gather_to_host(ctx_, c_.as<T>(), c_idx);
     Accuracy acc =
-        ref::compare_gemm(out, samples, ref::gemm_tolerance(dtype_of<T>(), g_.k),
+        ref::compare_gemm(out, samples, check::gemm_tolerance(dtype_of<T>(), g_.k),
                           std::string(blas_name(K)) + (g_.b_col ? " (B col-major)" : ""));
     acc.detail += "; all " + std::to_string(c_elems) + " outputs checked for NaN on device";
     if (unwritten > 0) {

@@ -56,7 +56,7 @@ template <class T>
   gather_kernel<T><<<static_cast<unsigned>(ceil_div(count, 256)), 256, 0, s>>>(
       src, d_idx.as<std::int64_t>(), d_out.as<T>(), count);
   CALIBER_LAUNCH_CHECK("gather_kernel");
-  return download(d_out.get(), dtype_of<T>(), idx.size(), s);
+  return check::download(ctx, d_out.get(), dtype_of<T>(), idx.size());
 }
 
 }  // namespace caliber::ops::cuda
@@ -95,7 +95,7 @@ template <class T>
   gather_vectors_kernel<T>
       <<<grid, 256, 0, s>>>(src, d_off.as<std::int64_t>(), stride, len, count, d_out.as<T>());
   CALIBER_LAUNCH_CHECK("gather_vectors_kernel");
-  return download(d_out.get(), dtype_of<T>(), static_cast<std::size_t>(count * len), s);
+  return check::download(ctx, d_out.get(), dtype_of<T>(), static_cast<std::size_t>(count * len));
 }
 
 }  // namespace caliber::ops::cuda

@@ -1,6 +1,6 @@
 // CUDA helpers shared by every family of the CUDA corpus: error checks that throw the public
 // API's exceptions, dtype dispatch, half/bf16 conversions, vectorized loads and stores, launch
-// sizing, and the poison/copy-back steps of every check().
+// sizing.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "caliber/caliber.hpp"
-#include "common/reference.hpp"
+#include "caliber/check.hpp"
+#include "caliber/reference.hpp"
 
 namespace caliber::ops::cuda {
 
@@ -177,55 +178,11 @@ constexpr int max_vec() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Check helpers: poison the output so unwritten elements fail (0xFF bytes are NaN for every
-// floating type, -1 for integers), and copy results back converted to double.
-
-inline void poison(void* p, std::size_t bytes, cudaStream_t s) {
-  CALIBER_CUDA_CHECK(cudaMemsetAsync(p, 0xFF, bytes, s));
-}
+// Checks use the public helpers (caliber/check.hpp: check::poison, check::download, ...), which go
+// through the DeviceContext and so run on the context's stream.
 
 inline void sync(cudaStream_t s) {
   CALIBER_CUDA_CHECK(cudaStreamSynchronize(s));
-}
-
-// Copies n elements of dtype t from the device and converts them to double on the host.
-[[nodiscard]] inline std::vector<double> download(const void* dev, DType t, std::size_t n,
-                                                  cudaStream_t s) {
-  std::vector<unsigned char> raw(n * size_of(t));
-  if (n > 0) {
-    CALIBER_CUDA_CHECK(cudaMemcpyAsync(raw.data(), dev, raw.size(), cudaMemcpyDeviceToHost, s));
-    sync(s);
-  }
-  return ref::to_double(raw.data(), t, n);
-}
-
-// Raw copy back (e.g. int64 indices kept as integers).
-template <class T>
-[[nodiscard]] std::vector<T> download_raw(const void* dev, std::size_t n, cudaStream_t s) {
-  std::vector<T> out(n);
-  if (n > 0) {
-    CALIBER_CUDA_CHECK(cudaMemcpyAsync(out.data(), dev, n * sizeof(T), cudaMemcpyDeviceToHost, s));
-    sync(s);
-  }
-  return out;
-}
-
-// Copies a strided sample back: `count` rows of `row_elems` elements starting at the given row
-// indices (for references on a deterministic sample of rows of a huge tensor).
-[[nodiscard]] inline std::vector<double> download_rows(const void* dev, DType t,
-                                                       const std::vector<std::int64_t>& rows,
-                                                       std::int64_t row_elems, cudaStream_t s) {
-  const std::size_t es = size_of(t);
-  std::vector<unsigned char> raw(rows.size() * static_cast<std::size_t>(row_elems) * es);
-  const std::size_t row_bytes = static_cast<std::size_t>(row_elems) * es;
-  for (const auto& run : ref::consecutive_runs(rows)) {
-    const auto* src =
-        static_cast<const unsigned char*>(dev) + static_cast<std::size_t>(rows[run.at]) * row_bytes;
-    CALIBER_CUDA_CHECK(cudaMemcpyAsync(raw.data() + run.at * row_bytes, src, run.count * row_bytes,
-                                       cudaMemcpyDeviceToHost, s));
-  }
-  sync(s);
-  return ref::to_double(raw.data(), t, rows.size() * static_cast<std::size_t>(row_elems));
 }
 
 // Kernel resources: reject a config whose block or dynamic shared memory the device cannot run

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "caliber/reference.hpp"
 #include "common/cuda_common.cuh"
-#include "common/reference.hpp"
 
 namespace caliber::ops::cuda::rowsb {
 
@@ -54,7 +54,7 @@ struct RowShape {
 [[nodiscard]] inline std::vector<std::int64_t> sample_rows(const RowShape& rs, std::uint64_t seed,
                                                            std::int64_t budget = 1 << 22) {
   const std::int64_t want = std::max<std::int64_t>(1, budget / std::max<std::int64_t>(rs.cols, 1));
-  return ref::sample_indices(rs.rows, std::min(want, rs.rows), seed);
+  return check::sample_indices(rs.rows, std::min(want, rs.rows), seed);
 }
 
 [[nodiscard]] inline std::string rows_detail(const RowShape& rs, std::size_t sampled) {
@@ -128,7 +128,7 @@ void stream_back(const void* dev, DType t, std::int64_t first, std::int64_t coun
         static_cast<const unsigned char*>(dev) + static_cast<std::size_t>(first + off) * es,
         raw.size(), cudaMemcpyDeviceToHost, s));
     CALIBER_CUDA_CHECK(cudaStreamSynchronize(s));
-    fn(ref::to_double(raw.data(), t, static_cast<std::size_t>(n)), off);
+    fn(check::to_double(raw.data(), t, static_cast<std::size_t>(n)), off);
   }
 }
 

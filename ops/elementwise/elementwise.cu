@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "caliber/caliber.hpp"
+#include "caliber/reference.hpp"
 #include "common/check_kernels.cuh"
 #include "common/cuda_common.cuh"
-#include "common/reference.hpp"
 
 namespace caliber::ops::cuda {
 namespace {
@@ -252,23 +252,24 @@ class EwWorkload final : public Workload {
 
   [[nodiscard]] Accuracy check(std::size_t p) override {
     const cudaStream_t s = stream_of(ctx_);
-    poison(out_.get(), static_cast<std::size_t>(n_) * sizeof(T), s);
+    check::poison(ctx_, out_.get(), static_cast<std::size_t>(n_) * sizeof(T));
     launch(p);
     sync(s);
-    const auto tol = ref::pointwise_tolerance(dtype_of<T>());
+    const auto tol = check::pointwise_tolerance(dtype_of<T>());
     std::vector<double> a, b, out;
     std::string what;
     std::uint64_t unwritten = 0;
     if (n_ <= kFullCheckLimit) {
-      a = download(a_.get(), dtype_of<T>(), static_cast<std::size_t>(n_), s);
-      if (is_binary(K)) b = download(b_.get(), dtype_of<T>(), static_cast<std::size_t>(n_), s);
-      out = download(out_.get(), dtype_of<T>(), static_cast<std::size_t>(n_), s);
+      a = check::download(ctx_, a_.get(), dtype_of<T>(), static_cast<std::size_t>(n_));
+      if (is_binary(K))
+        b = check::download(ctx_, b_.get(), dtype_of<T>(), static_cast<std::size_t>(n_));
+      out = check::download(ctx_, out_.get(), dtype_of<T>(), static_cast<std::size_t>(n_));
       what =
           std::string(kind_name(K)) + ": all " + std::to_string(n_) + " elements vs host float64";
     } else {
       // Every element is checked for poison on the device; values on a deterministic sample.
       unwritten = count_nonfinite(ctx_, out_.as<T>(), n_);
-      const auto idx = ref::sample_indices(n_, kSampleCount, 0x5EED0000u + n_);
+      const auto idx = check::sample_indices(n_, kSampleCount, 0x5EED0000u + n_);
       a = gather_to_host(ctx_, a_.as<T>(), idx);
       if (is_binary(K)) b = gather_to_host(ctx_, b_.as<T>(), idx);
       out = gather_to_host(ctx_, out_.as<T>(), idx);
@@ -279,7 +280,7 @@ class EwWorkload final : public Workload {
     for (std::size_t i = 0; i < a.size(); ++i) {
       r[i] = host_math(K, a[i], is_binary(K) ? b[i] : 0.0);
     }
-    Accuracy acc = ref::compare(out, r, tol, what);
+    Accuracy acc = check::compare(out, r, tol, what);
     if (unwritten > 0) {
       acc.passed = false;
       acc.detail += "; " + std::to_string(unwritten) + " unwritten/NaN elements on device";

@@ -69,7 +69,7 @@ class FftWorkload final : public Workload {
   }
 
   [[nodiscard]] Accuracy check(std::size_t p) override {
-    poison(y_.get(), y_.bytes(), s_);
+    check::poison(ctx_, y_.get(), y_.bytes());
     launch(p);
     sync(s_);
     // A few rows: an O(n log n) host transform where the length is a power of two, otherwise a
@@ -79,8 +79,8 @@ class FftWorkload final : public Workload {
     std::vector<double> out, ref;
     double max_in = 0;
     for (auto r : rows) {
-      const auto xin = download_rows(x_.get(), DType::c64, {r}, rs_.cols, s_);
-      const auto yout = download_rows(y_.get(), DType::c64, {r}, rs_.cols, s_);
+      const auto xin = check::download_rows(ctx_, x_.get(), DType::c64, {r}, rs_.cols);
+      const auto yout = check::download_rows(ctx_, y_.get(), DType::c64, {r}, rs_.cols);
       std::vector<fftref::cd> a(static_cast<std::size_t>(rs_.cols));
       for (std::size_t j = 0; j < a.size(); ++j) {
         a[j] = {xin[2 * j], xin[2 * j + 1]};
@@ -97,7 +97,7 @@ class FftWorkload final : public Workload {
           out.push_back(yout[2 * k + 1]);
         }
       } else {
-        for (auto k : ref::sample_indices(rs_.cols, 64, static_cast<std::uint64_t>(r))) {
+        for (auto k : check::sample_indices(rs_.cols, 64, static_cast<std::uint64_t>(r))) {
           const auto f = fftref::dft_bin(a, k);
           ref.push_back(f.real());
           ref.push_back(f.imag());
@@ -108,12 +108,12 @@ class FftWorkload final : public Workload {
     }
     // fp32 FFT error grows like log2(n) roundings of values of size ~sqrt(n) * |x|.
     const double lg = std::max(1.0, std::log2(static_cast<double>(rs_.cols)));
-    ref::Tolerance tol;
+    check::Tolerance tol;
     tol.rtol = 0;
     tol.atol =
         16.0 * 0x1p-24 * lg * std::sqrt(static_cast<double>(rs_.cols)) * std::max(max_in, 1.0);
     tol.norm_rel = std::max(1e-5, 8.0 * 0x1p-24 * lg);
-    return ref::compare(
+    return check::compare(
         out, ref, tol,
         "fft on " + rowsb::rows_detail(rs_, rows.size()) +
             (pow2 ? " vs host float64 radix-2 FFT" : " (64 bins each) vs host DFT"));

@@ -1,6 +1,7 @@
-// Shared pieces of the host corpus: typed host buffers, dtype dispatch, output poisoning and the
-// comparison against a float64 reference. Host ops run on the cpu backend, where a DeviceContext's
-// pointers are host memory; they use nothing but include/caliber/.
+// Shared pieces of the host corpus: typed host buffers and dtype dispatch over the public check
+// helpers (caliber/check.hpp: poison, fresh inputs, comparison against a float64 reference). Host
+// ops run on the cpu backend, where a DeviceContext's pointers are host memory; they use nothing
+// but include/caliber/.
 #pragma once
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "caliber/caliber.hpp"
+#include "caliber/check.hpp"
 
 namespace caliber::host {
 
@@ -30,62 +32,27 @@ template <class T>
 class HostTensor {
  public:
   HostTensor() = default;
-  HostTensor(DeviceContext& ctx, std::size_t n) : buf_(ctx, n * sizeof(T)), n_(n) {}
+  HostTensor(DeviceContext& ctx, std::size_t n) : ctx_(&ctx), buf_(ctx, n * sizeof(T)), n_(n) {}
   [[nodiscard]] T* data() const noexcept { return buf_.as<T>(); }
   [[nodiscard]] std::size_t size() const noexcept { return n_; }
+  [[nodiscard]] DeviceContext& ctx() const noexcept { return *ctx_; }
   T& operator[](std::size_t i) const noexcept { return data()[i]; }
 
  private:
+  DeviceContext* ctx_ = nullptr;
   Buffer buf_;
   std::size_t n_ = 0;
 };
 
-// A different seed per input tensor of one case, all derived from the case's fresh seed.
-[[nodiscard]] inline std::uint64_t tensor_seed(const DeviceContext& ctx, std::uint64_t k) {
-  return ctx.seed() ^ (0x9E3779B97F4A7C15ull * (k + 1));
-}
-
+// Input tensor number k of a case: fresh uniform values in [lo, hi) (caliber/check.hpp).
 template <class T>
 void fill(DeviceContext& ctx, const HostTensor<T>& t, double lo, double hi, std::uint64_t k) {
-  ctx.fill_uniform(t.data(), dtype_of<T>(), t.size(), lo, hi, tensor_seed(ctx, k));
-}
-
-// What a provider never writes: NaN for floats (it fails every comparison), and for integers a
-// value no fill produces.
-template <class T>
-[[nodiscard]] constexpr T poison_value() {
-  if constexpr (std::is_floating_point_v<T>) {
-    return std::numeric_limits<T>::quiet_NaN();
-  } else if constexpr (sizeof(T) == 4) {
-    return static_cast<T>(0x5A5A5A5A);
-  } else {
-    return static_cast<T>(0x5A5A5A5A5A5A5A5Aull);
-  }
+  check::fill_random(ctx, t.data(), dtype_of<T>(), t.size(), lo, hi, k);
 }
 
 template <class T>
 void poison(const HostTensor<T>& t) {
-  for (std::size_t i = 0; i < t.size(); ++i) t[i] = poison_value<T>();
-}
-
-// Relative tolerances per dtype, the way a kernel team states them: about a hundred ulps of the
-// storage type for a single rounding, scaled by the length of a reduction where there is one.
-[[nodiscard]] inline double rtol(DType t) {
-  switch (t) {
-    case DType::f32:
-    case DType::c64:
-      return 1e-5;
-    case DType::f16:
-      return 1e-3;
-    case DType::bf16:
-      return 1e-2;
-    case DType::f64:
-      return 1e-12;
-    case DType::i32:
-    case DType::i64:
-      return 0;
-  }
-  return 0;
+  check::poison(t.ctx(), t.data(), t.size() * sizeof(T));
 }
 
 // Rounding error of a reduction over n terms grows with the depth of the summation; log2(n) is the
@@ -94,53 +61,20 @@ void poison(const HostTensor<T>& t) {
   return n > 2 ? std::log2(static_cast<double>(n)) : 1.0;
 }
 
-// Compares out[i] with ref[i]: |out - ref| <= rtol(dtype) * growth * scale[i], where scale is
-// |ref| for a single rounding or the sum of |terms| for a reduction (so cancellation does not make
-// a correct result look wrong). NaN never passes; integers must match exactly.
+// Compares out[i] with ref[i] (check::compare): |out - ref| <= rtol * growth * scale[i], with the
+// pointwise rtol of the dtype, and scale |ref| for a single rounding or the sum of |terms| for a
+// reduction (so cancellation does not make a correct result look wrong). No norm gate: the
+// per-element bound already scales with the work. NaN never passes; integers must match exactly.
 template <class T>
 [[nodiscard]] Accuracy compare(const T* out, const std::vector<double>& ref,
                                const std::vector<double>* scale, double growth,
                                const std::string& what) {
-  Accuracy a;
   const DType t = dtype_of<T>();
-  const double tol = rtol(t) * growth;
-  double err2 = 0, ref2 = 0, worst_excess = -1;
-  std::size_t bad = 0, first_bad = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    const double o = static_cast<double>(out[i]);
-    const double err = std::fabs(o - ref[i]);
-    const double s = scale != nullptr ? (*scale)[i] : std::fabs(ref[i]);
-    const double bound = tol * s;
-    // Written as !(err <= bound) so that a NaN (an element never written) fails.
-    const bool ok =
-        std::is_floating_point_v<T> ? (err <= bound) : (out[i] == static_cast<T>(ref[i]));
-    if (!ok) {
-      if (bad == 0) first_bad = i;
-      ++bad;
-    }
-    if (std::isnan(err) || err > a.max_abs_err) a.max_abs_err = err;
-    err2 += err * err;
-    ref2 += ref[i] * ref[i];
-    if (bound > 0 && err / bound > worst_excess) worst_excess = err / bound;
-  }
-  a.rel_err = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
-  a.passed = bad == 0;
-  std::ostringstream d;
-  d.precision(9);
-  if (a.passed) {
-    d << what << ": " << ref.size() << " elements within " << (tol > 0 ? "rtol " : "exact match")
-      << (tol > 0 ? std::to_string(tol) : "") << " of the float64 reference";
-  } else {
-    d << what << ": " << bad << " of " << ref.size() << " elements wrong; first at " << first_bad
-      << ": got " << static_cast<double>(out[first_bad]) << ", reference " << ref[first_bad];
-    if (std::is_floating_point_v<T>) d << ", tolerance rtol " << tol;
-    if (std::isnan(static_cast<double>(out[first_bad]))) d << " (NaN: element not written?)";
-    if (!std::is_floating_point_v<T> && out[first_bad] == poison_value<T>()) {
-      d << " (poison: element not written)";
-    }
-  }
-  a.detail = d.str();
-  return a;
+  check::Tolerance tol;
+  tol.rtol = check::pointwise_tolerance(t).rtol * growth;
+  tol.norm_rel = std::numeric_limits<double>::infinity();
+  return check::compare(check::to_double(out, t, ref.size()), ref, tol, what + " vs host float64",
+                        scale);
 }
 
 // Rows and columns of an op over the last dimension.

@@ -153,7 +153,7 @@ class SortWorkload final : public HostWorkload {
                  " elements out of place; first at " + std::to_string(first) + ": got " +
                  std::to_string(static_cast<double>(out_[first])) + ", reference " +
                  std::to_string(ref_[first]);
-      if (out_[first] != out_[first] || out_[first] == poison_value<T>())
+      if (out_[first] != out_[first] || out_[first] == check::poison_value<T>())
         a.detail += " (not written)";
     }
     return a;

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "caliber/caliber.hpp"
+#include "caliber/reference.hpp"
 #include "common/check_kernels.cuh"
 #include "common/cuda_common.cuh"
-#include "common/reference.hpp"
 
 namespace caliber::ops::cuda {
 namespace {
@@ -153,11 +153,11 @@ class IndexWorkload final : public Workload {
 
   [[nodiscard]] Accuracy check(std::size_t p) override {
     const cudaStream_t s = stream_of(ctx_);
-    poison(out_.get(), static_cast<std::size_t>(total_) * sizeof(T), s);
+    check::poison(ctx_, out_.get(), static_cast<std::size_t>(total_) * sizeof(T));
     launch(p);
     sync(s);
-    const auto idx =
-        download_raw<std::int64_t>(idx_.get(), static_cast<std::size_t>(s_.num_indices), s);
+    const auto idx = check::download_raw<std::int64_t>(ctx_, idx_.get(),
+                                                       static_cast<std::size_t>(s_.num_indices));
     for (std::size_t r = 0; r < idx.size(); ++r) {
       if (idx[r] < 0 || idx[r] >= s_.num_embeddings) {
         Accuracy bad;
@@ -170,10 +170,10 @@ class IndexWorkload final : public Workload {
     std::uint64_t unwritten = 0;
     std::string what = std::string(index_name(K)) + ": ";
     if (total_ <= kFullCheckLimit) {
-      rows = ref::sample_indices(s_.num_indices, s_.num_indices, 0);
+      rows = check::sample_indices(s_.num_indices, s_.num_indices, 0);
       what += "all " + std::to_string(s_.num_indices) + " rows, exact copy";
     } else {
-      rows = ref::sample_indices(s_.num_indices, kSampleRows, 0x1DE0u + s_.num_indices);
+      rows = check::sample_indices(s_.num_indices, kSampleRows, 0x1DE0u + s_.num_indices);
       unwritten = count_nonfinite(ctx_, out_.as<T>(), total_);
       what += std::to_string(rows.size()) + " sampled of " + std::to_string(s_.num_indices) +
               " rows, exact copy; all elements checked for NaN on device";
@@ -187,7 +187,7 @@ class IndexWorkload final : public Workload {
     const auto out = gather_vectors_to_host(ctx_, out_.as<T>(), out_off, 1, s_.dim);
     const auto expect = gather_vectors_to_host(ctx_, weight_.as<T>(), src_off, 1, s_.dim);
     // A gather is a copy: the gate is bit-exact.
-    Accuracy acc = ref::compare(out, expect, ref::Tolerance{0, 0, 0}, what);
+    Accuracy acc = check::compare(out, expect, check::Tolerance{0, 0, 0}, what);
     if (unwritten > 0) {
       acc.passed = false;
       acc.detail += "; " + std::to_string(unwritten) + " unwritten/NaN elements on device";

@@ -667,26 +667,28 @@ class NormWorkload final : public Workload {
   }
 
   [[nodiscard]] Accuracy check(std::size_t p) override {
-    poison(y_.get(), y_.bytes(), s_);
+    check::poison(ctx_, y_.get(), y_.bytes());
     launch(p);
     sync(s_);
     if (rs_.cols > (std::int64_t{1} << 24)) return check_against_device_reference();
     const auto rows = rowsb::sample_rows(rs_, ctx_.seed() ^ 0x40f3);
-    const auto x = download_rows(x_.get(), case_.dtype, rows, rs_.cols, s_);
-    const auto y = download_rows(y_.get(), case_.dtype, rows, rs_.cols, s_);
+    const auto x = check::download_rows(ctx_, x_.get(), case_.dtype, rows, rs_.cols);
+    const auto y = check::download_rows(ctx_, y_.get(), case_.dtype, rows, rs_.cols);
     const auto nr = static_cast<std::int64_t>(rows.size());
     std::vector<double> ref;
     if (kind_ == Kind::softmax) ref = ref::row_softmax(x, nr, rs_.cols);
     if (kind_ == Kind::log_softmax) ref = ref::row_log_softmax(x, nr, rs_.cols);
     if (kind_ == Kind::layer_norm || kind_ == Kind::rms_norm) {
-      const auto w = download(w_.get(), case_.dtype, static_cast<std::size_t>(rs_.cols), s_);
-      const auto b = download(b_.get(), case_.dtype, static_cast<std::size_t>(rs_.cols), s_);
+      const auto w =
+          check::download(ctx_, w_.get(), case_.dtype, static_cast<std::size_t>(rs_.cols));
+      const auto b =
+          check::download(ctx_, b_.get(), case_.dtype, static_cast<std::size_t>(rs_.cols));
       ref = kind_ == Kind::layer_norm ? ref::row_layer_norm(x, nr, rs_.cols, kLayerEps, w, b)
                                       : ref::row_rms_norm(x, nr, rs_.cols, kRmsEps, w);
     }
-    return ref::compare(y, ref, ref::reduction_tolerance(case_.dtype, rs_.cols),
-                        std::string(kind_name(kind_)) + " on " +
-                            rowsb::rows_detail(rs_, rows.size()) + " vs host float64");
+    return check::compare(y, ref, check::reduction_tolerance(case_.dtype, rs_.cols),
+                          std::string(kind_name(kind_)) + " on " +
+                              rowsb::rows_detail(rs_, rows.size()) + " vs host float64");
   }
 
   [[nodiscard]] double bytes() const override {
@@ -985,10 +987,11 @@ class NormWorkload final : public Workload {
                              ref_s.push_back(v[k]);
                          }
                        });
-    Accuracy a = ref::compare(out_s, ref_s, ref::reduction_tolerance(case_.dtype, rs_.cols),
-                              std::string(kind_name(kind_)) + ": every " + std::to_string(stride) +
-                                  "th element vs the plain reference kernel (host float64 "
-                                  "unaffordable for this row length), all NaN-checked");
+    Accuracy a =
+        check::compare(out_s, ref_s, check::reduction_tolerance(case_.dtype, rs_.cols),
+                       std::string(kind_name(kind_)) + ": every " + std::to_string(stride) +
+                           "th element vs the plain reference kernel (host float64 "
+                           "unaffordable for this row length), all NaN-checked");
     if (nonfinite > 0) {
       a.passed = false;
       a.detail += "; " + std::to_string(nonfinite) + " NaN/unwritten elements";

@@ -275,10 +275,6 @@ __global__ void __launch_bounds__(kStatsBlock)
   if (threadIdx.x == 0) partial[blockIdx.x] = r;
 }
 
-double normal_cdf(double z) {
-  return 0.5 * std::erfc(-z / std::sqrt(2.0));
-}
-
 class RandomWorkload final : public Workload {
  public:
   RandomWorkload(DeviceContext& ctx, const Case& c, Kind kind)
@@ -383,8 +379,8 @@ class RandomWorkload final : public Workload {
 
   [[nodiscard]] Accuracy check(std::size_t p) override {
     const std::size_t out_bytes = y_.bytes();
-    poison(y_.get(), out_bytes, s_);
-    if (mask_.get() != nullptr) poison(mask_.get(), mask_.bytes(), s_);
+    check::poison(ctx_, y_.get(), out_bytes);
+    if (mask_.get() != nullptr) check::poison(ctx_, mask_.get(), mask_.bytes());
     // Determinism: the same seed and offset twice must give identical bits.
     std::uint64_t seed = 0, offset = 0;
     if (p == 0) {
@@ -402,7 +398,7 @@ class RandomWorkload final : public Workload {
     const std::size_t probe = std::min<std::size_t>(out_bytes, 1 << 20);
     std::vector<unsigned char> first(probe), second(probe);
     CALIBER_CUDA_CHECK(cudaMemcpy(first.data(), y_.get(), probe, cudaMemcpyDeviceToHost));
-    poison(y_.get(), out_bytes, s_);
+    check::poison(ctx_, y_.get(), out_bytes);
     if (p == 0) {
       CALIBER_CURAND_CHECK(curandSetGeneratorOffset(gen_, 0));
       launch_curand();
@@ -557,8 +553,6 @@ class RandomWorkload final : public Workload {
   // block order, so the result is deterministic); only the partials and the strided sample
   // cross to the host.
   [[nodiscard]] Accuracy statistics(std::size_t p) {
-    const double u = ref::unit_roundoff(case_.dtype);
-    const double n = static_cast<double>(n_);
     const std::int64_t want = std::min<std::int64_t>(n_, 1 << 16);
     const std::int64_t stride = std::max<std::int64_t>(1, n_ / want);
     const unsigned grid = grid_for(n_, kStatsBlock, ctx_.props(), 1, 2048 / kStatsBlock);
@@ -594,7 +588,7 @@ class RandomWorkload final : public Workload {
     std::vector<StatsAcc> parts(grid);
     CALIBER_CUDA_CHECK(cudaMemcpyAsync(
         parts.data(), partial_.get(), parts.size() * sizeof(StatsAcc), cudaMemcpyDeviceToHost, s_));
-    sync(s_);
+    sync(s_);  // partials are a raw struct: copied here, not through check::download
     double sum = 0, sum2 = 0;
     std::uint64_t bad = 0, kept = 0;
     for (const StatsAcc& q : parts) {
@@ -612,44 +606,16 @@ class RandomWorkload final : public Workload {
       const bool ok = std::isfinite(v) && (kind_ == Kind::randn || (v >= 0.0 && v <= 1.0));
       if (ok) sample.push_back(v);
     }
-    Accuracy a;
     std::string what = std::string(kind_name(kind_)) + " (" + (p == 0 ? "cuRAND" : "own Philox") +
                        "), all " + std::to_string(n_) + " elements: ";
     if (kind_ == Kind::dropout) {
-      const double rate = static_cast<double>(kept) / n;
-      const double tol = 6.0 * 0.5 / std::sqrt(n);
-      a.rel_err = std::fabs(rate - (1.0 - kDropP));
-      a.passed = bad_scale == 0 && a.rel_err <= tol;
-      a.detail = what + "keep rate " + std::to_string(rate) + " (want 0.5 +- " +
-                 std::to_string(tol) + "), " + std::to_string(bad_scale) +
-                 " elements not exactly x*2 (kept) or 0 (dropped)";
-      return a;
+      return check::check_keep_rate(kept, static_cast<std::uint64_t>(n_), 1.0 - kDropP, bad_scale,
+                                    what);
     }
-    const double mean = sum / n;
-    const double var = sum2 / n - mean * mean;
-    const bool normal = kind_ == Kind::randn;
-    const double want_mean = normal ? 0.0 : 0.5, want_var = normal ? 1.0 : 1.0 / 12.0;
-    const double tol_mean = 6.0 * std::sqrt(want_var / n) + 2 * u;
-    const double tol_var = 6.0 * (normal ? std::sqrt(2.0 / n) : 0.0745 / std::sqrt(n)) + 4 * u;
-    std::sort(sample.begin(), sample.end());
-    double d = 0;
-    const double m = static_cast<double>(sample.size());
-    for (std::size_t i = 0; i < sample.size(); ++i) {
-      const double f = normal ? normal_cdf(sample[i]) : std::clamp(sample[i], 0.0, 1.0);
-      d = std::max({d, std::fabs(f - static_cast<double>(i) / m),
-                    std::fabs(static_cast<double>(i + 1) / m - f)});
-    }
-    const double tol_ks = 1.95 / std::sqrt(std::max(m, 1.0)) + 2 * u;
-    a.rel_err = std::fabs(mean - want_mean);
-    a.max_abs_err = d;
-    a.passed = out_of_range == 0 && sample.size() > 0 && std::fabs(mean - want_mean) <= tol_mean &&
-               std::fabs(var - want_var) <= tol_var && d <= tol_ks;
-    a.detail = what + "mean " + std::to_string(mean) + " (tol " + std::to_string(tol_mean) +
-               "), variance " + std::to_string(var) + " (want " + std::to_string(want_var) +
-               " +- " + std::to_string(tol_var) + "), KS distance " + std::to_string(d) + " on " +
-               std::to_string(sample.size()) + " samples (tol " + std::to_string(tol_ks) + "), " +
-               std::to_string(out_of_range) + " out of range or NaN";
-    return a;
+    return check::check_distribution(kind_ == Kind::randn ? check::Distribution::standard_normal
+                                                          : check::Distribution::uniform01,
+                                     sum, sum2, static_cast<std::uint64_t>(n_), out_of_range,
+                                     std::move(sample), case_.dtype, what);
   }
 
   DeviceContext& ctx_;

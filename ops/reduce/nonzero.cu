@@ -257,7 +257,7 @@ class NonzeroWorkload final : public Workload {
   }
 
   [[nodiscard]] Accuracy check(std::size_t p) override {
-    poison(out_.get(), out_.bytes(), s_);
+    check::poison(ctx_, out_.get(), out_.bytes());
     launch(p);
     sync(s_);
     const long long count = *host_count_;
@@ -280,7 +280,7 @@ class NonzeroWorkload final : public Workload {
         CALIBER_LAUNCH_CHECK("ref_verify_kernel");
       }
     });
-    const auto st = download_raw<unsigned long long>(stats.get(), 3, s_);
+    const auto st = check::download_raw<unsigned long long>(ctx_, stats.get(), 3);
     const auto expected = static_cast<long long>(st[0]);
     const auto bad = static_cast<long long>(st[1]);
     const long long missing = expected > count ? expected - count : count - expected;
@@ -295,7 +295,7 @@ class NonzeroWorkload final : public Workload {
                " reported indices out of range, not increasing or at a zero element";
     if (bad > 0) {
       const auto k = static_cast<long long>(st[2]);
-      const auto v = download_raw<long long>(out_.as<const long long>() + k, 1, s_);
+      const auto v = check::download_raw<long long>(ctx_, out_.as<const long long>() + k, 1);
       a.detail += "; first bad at output position " + std::to_string(k) + " (index " +
                   std::to_string(v[0]) + ")";
     }

@@ -727,7 +727,7 @@ class ReduceWorkload final : public Workload {
   }
 
   [[nodiscard]] Accuracy check(std::size_t p) override {
-    poison(out_.get(), out_bytes(), s_);
+    check::poison(ctx_, out_.get(), out_bytes());
     launch(p);
     sync(s_);
     return kind_ == Kind::cumsum ? check_scan() : check_reduction();
@@ -1027,8 +1027,8 @@ class ReduceWorkload final : public Workload {
     ref_sum_max_kernel<T>
         <<<grid, kRefBlock, 0, s_>>>(row, cols, sums.as<double>(), maxes.as<float>());
     CALIBER_LAUNCH_CHECK("ref_sum_max_kernel");
-    const auto hs = download_raw<double>(sums.get(), grid, s_);
-    const auto hm = download_raw<float>(maxes.get(), grid, s_);
+    const auto hs = check::download_raw<double>(ctx_, sums.get(), grid);
+    const auto hm = check::download_raw<float>(ctx_, maxes.get(), grid);
     sum = 0;
     float m = -std::numeric_limits<float>::infinity();
     for (unsigned b = 0; b < grid; ++b) {
@@ -1052,7 +1052,7 @@ class ReduceWorkload final : public Workload {
         <<<grid_for(chunks, kRefBlock / 32, ctx_.props(), 4), kRefBlock, 0, s_>>>(
             x, cols, chunks, carry.as<double>());
     CALIBER_LAUNCH_CHECK("ref_chunk_sum_kernel");
-    auto prefix = download_raw<double>(carry.get(), static_cast<std::size_t>(chunks), s_);
+    auto prefix = check::download_raw<double>(ctx_, carry.get(), static_cast<std::size_t>(chunks));
     double run = 0;
     for (auto& v : prefix) {
       const double chunk_sum = v;
@@ -1072,8 +1072,10 @@ class ReduceWorkload final : public Workload {
           x, y, cols, stride, first, count, carry.as<const double>(), ref_d.as<double>(),
           got_d.as<double>());
       CALIBER_LAUNCH_CHECK("ref_scan_at_kernel");
-      const auto r = download_raw<double>(ref_d.get(), static_cast<std::size_t>(count), s_);
-      const auto g = download_raw<double>(got_d.get(), static_cast<std::size_t>(count), s_);
+      const auto r =
+          check::download_raw<double>(ctx_, ref_d.get(), static_cast<std::size_t>(count));
+      const auto g =
+          check::download_raw<double>(ctx_, got_d.get(), static_cast<std::size_t>(count));
       want.insert(want.end(), r.begin(), r.end());
       got.insert(got.end(), g.begin(), g.end());
     }
@@ -1090,9 +1092,10 @@ class ReduceWorkload final : public Workload {
     std::vector<double> row_max;  // for argmax: the value at the reported index must be the max
     std::vector<double> at_idx;
     if (kind_ == Kind::argmax) {
-      out_i = download_raw<long long>(out_.get(), static_cast<std::size_t>(rs_.rows), s_);
+      out_i = check::download_raw<long long>(ctx_, out_.get(), static_cast<std::size_t>(rs_.rows));
     } else {
-      const auto all = download(out_.get(), case_.dtype, static_cast<std::size_t>(rs_.rows), s_);
+      const auto all =
+          check::download(ctx_, out_.get(), case_.dtype, static_cast<std::size_t>(rs_.rows));
       for (auto r : rows) out_v.push_back(all[static_cast<std::size_t>(r)]);
     }
     std::size_t bad_idx = 0;
@@ -1110,7 +1113,7 @@ class ReduceWorkload final : public Workload {
           // The one element at the reported index.
           const auto* at = static_cast<const unsigned char*>(x_.get()) +
                            static_cast<std::size_t>(r * rs_.cols + want) * size_of(case_.dtype);
-          v_at = download(at, case_.dtype, 1, s_)[0];
+          v_at = check::download(ctx_, at, case_.dtype, 1)[0];
         }
       } else {
         rowsb::stream_back(x_.get(), case_.dtype, r * rs_.cols, rs_.cols, s_,
@@ -1142,7 +1145,7 @@ class ReduceWorkload final : public Workload {
                  " rows whose index does not hold the row maximum (ties accepted)";
       return a;
     }
-    ref::Tolerance tol = ref::reduction_tolerance(case_.dtype, rs_.cols);
+    check::Tolerance tol = check::reduction_tolerance(case_.dtype, rs_.cols);
     if (kind_ == Kind::amax) {
       tol = {0, 0, 0};  // the maximum is an input element: exact
       tol.norm_rel = 0;
@@ -1151,7 +1154,7 @@ class ReduceWorkload final : public Workload {
       // that can cancel to near zero.
       tol.atol = std::max(tol.atol, 16.0 * 0x1p-24 * std::sqrt(static_cast<double>(rs_.cols)));
     }
-    return ref::compare(out_v, ref_v, tol, what);
+    return check::compare(out_v, ref_v, tol, what);
   }
 
   // cumsum: sampled rows with their prefix in double, streamed back to the host, or for rows
@@ -1197,13 +1200,13 @@ class ReduceWorkload final : public Workload {
                            }
                          });
     }
-    ref::Tolerance tol = ref::reduction_tolerance(case_.dtype, rs_.cols);
+    check::Tolerance tol = check::reduction_tolerance(case_.dtype, rs_.cols);
     tol.atol = std::max(tol.atol, 16.0 * 0x1p-24 * std::sqrt(static_cast<double>(rs_.cols)));
     std::string what = "cumsum on " + rowsb::rows_detail(rs_, rows.size()) +
                        (on_device ? " vs device float64 reference" : " vs host float64");
     if (stride > 1)
       what += " (every " + std::to_string(stride) + "th element compared, all NaN-checked)";
-    Accuracy a = ref::compare(out_s, ref_s, tol, what);
+    Accuracy a = check::compare(out_s, ref_s, tol, what);
     if (nonfinite > 0) {
       a.passed = false;
       a.detail += "; " + std::to_string(nonfinite) + " NaN/unwritten elements";

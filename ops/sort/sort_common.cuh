@@ -213,15 +213,15 @@ class SortWorkload final : public Workload {
   }
 
   [[nodiscard]] Accuracy check(std::size_t p) override {
-    if (y_.get() != nullptr) poison(y_.get(), y_.bytes(), s_);
-    if (idx_.get() != nullptr) poison(idx_.get(), idx_.bytes(), s_);
+    if (y_.get() != nullptr) check::poison(ctx_, y_.get(), y_.bytes());
+    if (idx_.get() != nullptr) check::poison(ctx_, idx_.get(), idx_.bytes());
     launch(p);
     sync(s_);
     const auto rows = rowsb::sample_rows(rs_, ctx_.seed() ^ 0x5027, std::int64_t{1} << 22);
-    const auto x = download_rows(x_.get(), case_.dtype, rows, rs_.cols, s_);
+    const auto x = check::download_rows(ctx_, x_.get(), case_.dtype, rows, rs_.cols);
     std::vector<double> y;
     std::vector<long long> idx;
-    if (y_.get() != nullptr) y = download_rows(y_.get(), case_.dtype, rows, k_, s_);
+    if (y_.get() != nullptr) y = check::download_rows(ctx_, y_.get(), case_.dtype, rows, k_);
     if (idx_.get() != nullptr) {
       for (auto r : rows) {
         auto part = std::vector<long long>(static_cast<std::size_t>(k_));

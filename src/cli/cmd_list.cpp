@@ -53,7 +53,8 @@ void add_list(CLI::App& root, int& exit_code) {
                               {"cases", counts[e.info.name]},
                               {"rng", e.info.rng},
                               {"refuses_capture", e.info.refuses_capture},
-                              {"description", e.info.description}});
+                              {"description", e.info.description},
+                              {"source", e.source}});
         }
         j["total_cases"] = sel.cases.size();
         std::cout << j.dump(2) << "\n";
@@ -62,13 +63,13 @@ void add_list(CLI::App& root, int& exit_code) {
                   << sel.shapes_file.string() << "\n\n"
                   << std::left << std::setw(16) << "op" << std::setw(13) << "family"
                   << std::setw(22) << "dtypes" << std::right << std::setw(7) << "cases"
-                  << "\n";
+                  << "  source\n";
         for (const auto& e : sel.ops) {
           std::string dts;
           for (auto d : e.info.dtypes) dts += (dts.empty() ? "" : ",") + std::string(to_string(d));
           std::cout << std::left << std::setw(16) << e.info.name << std::setw(13) << e.info.family
                     << std::setw(22) << dts << std::right << std::setw(7) << counts[e.info.name]
-                    << "\n";
+                    << "  " << e.source << "\n";
         }
         std::cout << "\n" << sel.ops.size() << " ops, " << sel.cases.size() << " cases\n";
       }

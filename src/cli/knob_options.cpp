@@ -18,7 +18,11 @@ void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool 
     }
     std::string names = spec.flag;
     if (spec.name == "devices") names += ",--gpus";
-    auto* opt = app.add_option(names, values[spec.name], desc)->group(spec.group);
+    auto* opt = spec.repeatable ? app.add_option(names, repeated[spec.name], desc)
+                                      ->group(spec.group)
+                                      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+                                      ->allow_extra_args(false)
+                                : app.add_option(names, values[spec.name], desc)->group(spec.group);
     if (!spec.allowed.empty() && spec.allowed.find(',') != std::string::npos &&
         spec.allowed.find(' ') != std::string::npos)
       opt->type_name("VALUE");
@@ -28,8 +32,17 @@ void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool 
 
 std::map<std::string, std::string> KnobOptions::given() const {
   std::map<std::string, std::string> out;
-  for (const auto& [name, opt] : options)
-    if (opt->count() > 0) out[name] = values.at(name);
+  for (const auto& [name, opt] : options) {
+    if (opt->count() == 0) continue;
+    auto rep = repeated.find(name);
+    if (rep == repeated.end()) {
+      out[name] = values.at(name);
+      continue;
+    }
+    std::string joined;  // each occurrence kept whole; the knob splits the commas
+    for (const auto& v : rep->second) joined += (joined.empty() ? "" : ",") + v;
+    out[name] = joined;
+  }
   if (!positional_ops.empty()) {
     std::string joined;
     for (const auto& o : positional_ops) joined += (joined.empty() ? "" : ",") + o;

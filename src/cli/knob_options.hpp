@@ -17,6 +17,7 @@ struct KnobOptions {
   std::map<std::string, std::string> values;  // knob name -> raw value, filled by CLI11
   std::map<std::string, CLI::Option*> options;
   std::vector<std::string> positional_ops;
+  std::map<std::string, std::vector<std::string>> repeated;  // repeatable knobs, each value given
 
   // Adds every knob except those in `skip` (and the positional ops unless `with_ops`).
   void add_to(CLI::App& app, const std::set<std::string>& skip = {}, bool with_ops = true);

@@ -128,9 +128,20 @@ std::vector<KnobSpec> make_table() {
   add({"shapes_file", "--shapes", "", "Selection", "shapes/core.yaml (cpu: shapes/host/core.yaml)",
        "a readable shape YAML file", "Use another shape file.",
        [](Knobs& k, const std::string& v) { k.shapes_file = trim(v); }});
-  add({"ops_lib", "--ops-lib", "", "Selection", "", "a shared object that registers ops",
-       "Load a user's op library (its ops join the corpus).",
-       [](Knobs& k, const std::string& v) { k.ops_lib = trim(v); }});
+  add({"ops_lib", "--ops-lib", "CALIBER_OPS_LIB", "Selection", "",
+       "shared objects that register ops (comma list, or the flag repeated)",
+       "Load op libraries (their ops join the corpus; docs/writing-ops.md). An op name already "
+       "registered by the built-in corpus or another library is refused.",
+       [](Knobs& k, const std::string& v) {
+         std::string joined;
+         for (const auto& field : split_fields(v, ',')) {
+           const std::string path = trim(field);
+           if (path.empty()) refuse("ops_lib", v, "names an empty path");
+           joined += (joined.empty() ? "" : ",") + path;
+         }
+         k.ops_lib = joined;
+       }});
+  t.back().repeatable = true;
   // --- Timing: how latencies are measured.
   add({"timer", "--timer", "", "Timing", "auto", "auto, graph, direct",
        "auto: graph where the backend's policy says so (cuda), direct elsewhere.",

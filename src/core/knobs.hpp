@@ -32,7 +32,7 @@ struct Knobs {
   std::string level = "core";
   std::string shape_mode = "file";
   std::string shapes_file;
-  std::string ops_lib;
+  std::string ops_lib;  // comma list of op library paths, in load order ("" none)
   // timing
   std::string timer = "auto";
   int repeat = 1;
@@ -70,6 +70,8 @@ struct KnobSpec {
   std::string help;
   // Parse and validate `value` into `k`; throws KnobError.
   std::function<void(Knobs& k, const std::string& value)> apply;
+  // The flag may be given several times; its values join into one comma list (--ops-lib).
+  bool repeatable = false;
 };
 
 // The whole table, in help order.

@@ -5,34 +5,98 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 
 namespace caliber::run {
 
 namespace fs = std::filesystem;
 
+namespace {
+// Each loaded library's first index in registered_ops(), in load order: registrations before the
+// first library are the built-in corpus (static registration runs before main).
+struct LoadedLibrary {
+  std::size_t first = 0;
+  std::string path;
+};
+std::vector<LoadedLibrary>& loaded_libraries() {
+  static std::vector<LoadedLibrary> libs;
+  return libs;
+}
+}  // namespace
+
+std::string op_source(std::size_t index) {
+  std::string source = kBuiltinSource;
+  for (const auto& lib : loaded_libraries())
+    if (index >= lib.first) source = lib.path;
+  return source;
+}
+
 void load_ops_library(const std::string& path) {
-  static std::set<std::string> loaded;
-  if (path.empty() || loaded.count(path)) return;
-  if (!fs::exists(path)) throw SelectionError("--ops-lib: '" + path + "' does not exist");
-  void* h = ::dlopen(fs::absolute(path).c_str(), RTLD_NOW | RTLD_GLOBAL);
+  auto& libs = loaded_libraries();
+  const std::string abs = fs::absolute(path).lexically_normal().string();
+  if (path.empty() ||
+      std::any_of(libs.begin(), libs.end(), [&](const LoadedLibrary& l) { return l.path == abs; }))
+    return;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw SelectionError("--ops-lib: '" + path + "' does not exist");
+  const std::size_t first = registered_ops().size();
+  // RTLD_LOCAL: one library's symbols never stand in for another's (two libraries may share
+  // helper names); both still resolve the public API from the caliber binary.
+  void* h = ::dlopen(abs.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
     const char* err = ::dlerror();
     throw SelectionError("--ops-lib: '" + path +
                          "' could not be loaded: " + (err ? err : "unknown"));
   }
-  loaded.insert(path);  // the handle stays open: its ops live as long as the process
+  libs.push_back({first, abs});  // the handle stays open: its ops live as long as the process
+  const auto& all = registered_ops();
+  if (all.size() == first)
+    throw SelectionError("--ops-lib: '" + path +
+                         "' registers no op (CALIBER_REGISTER_OP at namespace scope registers one; "
+                         "or the library was already loaded under another path)");
+  // Names are unique per backend across the built-in corpus and every library: a second
+  // registration would otherwise shadow or be shadowed silently.
+  std::map<std::pair<std::string, std::string>, std::size_t> seen;  // (backend, name) -> index
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    std::string name;
+    try {
+      name = all[i].factory()->info().name;
+    } catch (const std::exception& e) {
+      throw SelectionError("--ops-lib: an op of '" + op_source(i) +
+                           "' throws when it describes itself: " + e.what());
+    }
+    auto [it, fresh] = seen.emplace(std::make_pair(all[i].backend, name), i);
+    if (fresh || i < first) continue;
+    const std::string earlier = op_source(it->second);
+    throw SelectionError("--ops-lib: op '" + name + "' (backend " + all[i].backend + ") from " +
+                         abs + " is already registered by " +
+                         (earlier == abs              ? std::string("the same library")
+                          : earlier == kBuiltinSource ? std::string("the built-in corpus")
+                                                      : earlier) +
+                         "; rename the op in one of them");
+  }
+}
+
+void load_ops_libraries(const std::string& list) {
+  for (const auto& field : core::split_fields(list, ',')) {
+    if (!field.empty()) load_ops_library(field);
+  }
 }
 
 std::vector<OpEntry> corpus(const std::string& backend) {
   std::vector<OpEntry> out;
   std::set<std::string> seen;
-  for (const auto& r : registered_ops()) {
+  const auto& all = registered_ops();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto& r = all[i];
     if (r.backend != backend) continue;
     auto op = r.factory();
     OpInfo info = op->info();
-    if (!seen.insert(info.name).second) continue;  // first registration wins
-    out.push_back({std::move(op), std::move(info)});
+    // Libraries cannot collide (load_ops_library refuses them); should the built-in corpus ever
+    // register a name twice for one backend, the first registration wins.
+    if (!seen.insert(info.name).second) continue;
+    out.push_back({std::move(op), std::move(info), op_source(i)});
   }
   return out;
 }
@@ -84,7 +148,7 @@ std::string op_names(const std::vector<OpEntry>& ops) {
 }  // namespace
 
 Selection select_cases(const core::Knobs& k, const std::string& backend, bool host_backend) {
-  load_ops_library(k.ops_lib);
+  load_ops_libraries(k.ops_lib);
   Selection sel;
   std::vector<OpEntry> all = corpus(backend);
 
@@ -101,8 +165,6 @@ Selection select_cases(const core::Knobs& k, const std::string& backend, bool ho
     if (br != std::string::npos) node_filter = k.node;
   }
   if (wanted.empty()) {
-    // Test ops exist only when CALIBER_TEST_OPS=1 registered them; then they are part of the
-    // corpus.
     for (auto& e : all) sel.ops.push_back(std::move(e));
   } else {
     for (const auto& name : wanted) {

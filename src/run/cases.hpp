@@ -24,6 +24,7 @@ class SelectionError : public std::invalid_argument {
 struct OpEntry {
   std::unique_ptr<Op> op;
   OpInfo info;
+  std::string source;  // "built-in", or the path of the op library that registered it
 };
 
 struct Selection {
@@ -35,8 +36,16 @@ struct Selection {
   std::map<std::string, std::vector<core::Shape>> used_shapes;  // per op, for shapes.yaml
 };
 
-// Loads --ops-lib (once per process). Throws SelectionError when it cannot be loaded.
+// The source of the built-in corpus in listings and errors.
+inline constexpr const char* kBuiltinSource = "built-in";
+// Loads one op library (once per path and process). Throws SelectionError when it cannot be
+// loaded, or when it registers an op whose name (for the same backend) the built-in corpus or an
+// earlier library already registered: the message names the op and both sources.
 void load_ops_library(const std::string& path);
+// Loads --ops-lib / CALIBER_OPS_LIB: a comma list of paths, in order.
+void load_ops_libraries(const std::string& list);
+// Where registered_ops()[index] came from: kBuiltinSource or a library path.
+[[nodiscard]] std::string op_source(std::size_t index);
 // Every op registered for `backend`, in registration order.
 [[nodiscard]] std::vector<OpEntry> corpus(const std::string& backend);
 // The shape file used when --shapes is not given: shapes/core.yaml, or shapes/host/core.yaml for a

@@ -147,8 +147,13 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   const std::uint64_t seed = k.seed != 0 ? k.seed : fresh_seed();
   const fs::path run_dir = core::claim_run_dir(k.out, name, wall_start);
 
-  std::vector<std::string> op_names;
-  for (const auto& e : sel.ops) op_names.push_back(e.info.name);
+  std::vector<std::string> op_names, ops_libs;  // ops_libs: the op libraries the ops came from
+  for (const auto& e : sel.ops) {
+    op_names.push_back(e.info.name);
+    if (e.source != kBuiltinSource &&
+        std::find(ops_libs.begin(), ops_libs.end(), e.source) == ops_libs.end())
+      ops_libs.push_back(e.source);
+  }
   json identity = {
       {"backend", backend->name()},
       {"device", backends::describe_device(*dev_it)},
@@ -159,6 +164,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       {"shape_mode", k.shape_mode},
       {"shapes_file", sel.shapes_file.string()},
       {"ops", op_names},
+      {"ops_libs", ops_libs},
       {"node", k.node},
       {"dtypes", k.dtypes},
       {"repeat", k.repeat},

@@ -14,7 +14,7 @@ cli_init() {
   trap 'rm -rf "$T"' EXIT
   # The run's knobs come from the environment too: a caller's BENCH_LEVEL or OP must not leak in.
   unset ZL_BACKEND BENCH_LEVEL SHAPE_MODE OP OP_FILE TEST_NODE ZL_DIRECT_REPEAT REPLAY_FROM \
-    PARALLEL_WARMUP_GPUS CALIBER_SEED CALIBER_TEST_OPS
+    PARALLEL_WARMUP_GPUS CALIBER_SEED CALIBER_OPS_LIB
   # Keep --tune live off the user's shared cache in ~/.cache.
   export CALIBER_TUNE_CACHE="$T/tune-cache.db"
   # Stopping rule loose enough that a cpu case takes milliseconds: these tests check files and
@@ -24,6 +24,27 @@ cli_init() {
   STOP=(--min-samples 3 --min-time 0 --warmup 0 --max-noise 1 --timeout 0.2)
   FAST=(--backend cpu "${STOP[@]}")
   FAILS=0
+}
+
+# test_ops_lib: prints the path of the test op library (tests/ops_lib: test_abort, test_hang,
+# test_fail, test_switch, test_cuda_guard), which a test loads with --ops-lib "$(test_ops_lib)" or
+# use_test_ops. ctest passes it as CALIBER_TEST_OPS_LIB (tests/CMakeLists.txt); by hand it is
+# found in the build tree beside the binary. Exits 1 when it is missing: these ops are never in
+# the shipped binary, so without the library the tests that need them cannot run.
+test_ops_lib() {
+  local lib=${CALIBER_TEST_OPS_LIB:-$(dirname "${CAL:?}")/tests/libcaliber_test_ops.so}
+  if [ ! -f "$lib" ]; then
+    echo "FAIL: the test op library $lib is not built (cmake --build builds caliber_test_ops)" >&2
+    exit 1
+  fi
+  printf '%s\n' "$lib"
+}
+
+# use_test_ops: every caliber command of this test loads the test op library (CALIBER_OPS_LIB,
+# which batch and ab children inherit).
+use_test_ops() {
+  CALIBER_OPS_LIB=$(test_ops_lib) || exit 1
+  export CALIBER_OPS_LIB
 }
 
 # A failed assertion: say what and where, keep going, and fail at the end (cli_done).

@@ -3,10 +3,11 @@
 # "may not be live" warning.
 set -u
 CAL=$1
-export CALIBER_TEST_OPS=1
-if ! "$CAL" list --names --backend cpu 2>/dev/null | grep -qx test_switch; then
-  echo "skip: caliber list --names shows no test ops (the run driver has not landed)"; exit 77
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+use_test_ops  # the crashing/hanging/failing test ops (tests/ops_lib)
+"$CAL" list --names --backend cpu 2>&1 | grep -qx test_switch || {
+  echo "FAIL: caliber list --names does not show test_switch with CALIBER_OPS_LIB=$CALIBER_OPS_LIB"; exit 1
+}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 RUN=(--backend cpu --devices 0 --min-samples 30 --min-time 0 --warmup 0)

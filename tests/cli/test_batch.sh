@@ -3,10 +3,11 @@
 # statuses say crashed and timeout, and no row of a finished op is lost.
 set -u
 CAL=$1
-export CALIBER_TEST_OPS=1
-if ! "$CAL" list --names --backend cpu 2>/dev/null | grep -qx test_abort; then
-  echo "skip: caliber list --names shows no test ops (the run driver has not landed)"; exit 77
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+use_test_ops  # the crashing/hanging/failing test ops (tests/ops_lib)
+"$CAL" list --names --backend cpu 2>&1 | grep -qx test_abort || {
+  echo "FAIL: caliber list --names does not show test_abort with CALIBER_OPS_LIB=$CALIBER_OPS_LIB"; exit 1
+}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; [ -n "${B:-}" ] && cat "$B/ops_status.csv"; exit 1; }
 FAST=(--min-samples 3 --min-time 0 --warmup 0 --max-noise 1 --timeout 0.2)

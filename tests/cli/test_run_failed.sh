@@ -4,7 +4,7 @@
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cli_init "$@"
-export CALIBER_TEST_OPS=1
+use_test_ops  # test_fail comes from the test op library (tests/ops_lib)
 
 # check_failed_run OUT LABEL: the only run under OUT holds failed test_fail rows and nothing else.
 check_failed_run() {
@@ -44,7 +44,7 @@ check_failed_run "$T/own" "test_fail with its own shapes"
 "$CAL" run test_fail "${FAST[@]}" --out "$T/default" > "$T/default.out" 2>&1
 rc=$?
 cat "$T/default.out"
-[ "$rc" -eq 1 ] || check_fail "CALIBER_TEST_OPS=1 caliber run test_fail: exit $rc, expected 1"
+[ "$rc" -eq 1 ] || check_fail "caliber run test_fail (test op library): exit $rc, expected 1"
 check_failed_run "$T/default" "test_fail with the default shapes"
 
 # A failed case among good ones: the good ones are still measured, the exit code is still 1.

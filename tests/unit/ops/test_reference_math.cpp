@@ -5,9 +5,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/reference.hpp"
+#include "caliber/reference.hpp"
 
-namespace ref = caliber::ops::ref;
+namespace ref = caliber::ref;
+namespace check = caliber::check;
 using caliber::DType;
 
 TEST(ReferencePointwise, KnownValues) {
@@ -95,7 +96,7 @@ TEST(ReferenceGemm, AddmmAllowsOneRoundingOfTheProduct) {
   const std::vector<double> b{0.4, 0.2};  // column of B, K = 2: product 0.25
   const auto s = ref::gemm_element(a, b, 1, 2, true, 0, 0, 1.0, 1.0, {-0.2312});
   ASSERT_DOUBLE_EQ(s.pre_bias, 0.25);
-  const auto tol = ref::gemm_tolerance(DType::f16, 2);
+  const auto tol = check::gemm_tolerance(DType::f16, 2);
   const double one_rounding = 0x1p-11 * 0.25;  // f16 unit roundoff times the product
   // 100 samples, one of them off (the norm gate sees the whole sample, as on the device).
   auto check = [&](double err, double pre_bias) {
@@ -122,9 +123,9 @@ TEST(ReferenceGemm, CompareAcceptsRoundingRejectsWrongElement) {
     g.ref = 10.0 + s;
     g.scale = 4096.0 * 0.25;
     samples.push_back(g);
-    out.push_back(ref::round_to(g.ref * (1 + 1e-4), DType::bf16));
+    out.push_back(check::round_to(g.ref * (1 + 1e-4), DType::bf16));
   }
-  const auto tol = ref::gemm_tolerance(DType::bf16, 4096);
+  const auto tol = check::gemm_tolerance(DType::bf16, 4096);
   const auto ok = ref::compare_gemm(out, samples, tol, "bf16 sample");
   EXPECT_TRUE(ok.passed) << ok.detail;
   out[10] = -out[10];
@@ -135,7 +136,7 @@ TEST(ReferenceGemm, CompareAcceptsRoundingRejectsWrongElement) {
   EXPECT_FALSE(ref::compare_gemm(out, samples, tol, "nan").passed);
   // fp32 tolerance is much tighter: a bf16-rounded result fails it.
   std::vector<double> rounded;
-  for (const auto& g : samples) rounded.push_back(ref::round_to(g.ref * (1 + 3e-3), DType::bf16));
+  for (const auto& g : samples) rounded.push_back(check::round_to(g.ref * (1 + 3e-3), DType::bf16));
   EXPECT_FALSE(
-      ref::compare_gemm(rounded, samples, ref::gemm_tolerance(DType::f32, 4096), "f32").passed);
+      ref::compare_gemm(rounded, samples, check::gemm_tolerance(DType::f32, 4096), "f32").passed);
 }

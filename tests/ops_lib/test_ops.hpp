@@ -1,5 +1,7 @@
-// Ops that misbehave on purpose, for the batch, compat and A/B tests: they exist in the registry
-// only when CALIBER_TEST_OPS=1 at start-up, so a real run never lists them.
+// Ops that misbehave on purpose, for the batch, failure, compat and A/B tests. They live in a test
+// op library (tests/ops_lib, built as caliber_test_ops), never in the shipped binary: a test loads
+// it with --ops-lib (tests/cli/lib.sh: test_ops_lib). Written on the public API alone, like any
+// user's op library.
 #pragma once
 
 #include <memory>
@@ -9,16 +11,15 @@
 
 #include "caliber/op.hpp"
 
-namespace caliber::host {
+namespace caliber::testops {
 
-inline constexpr const char* kTestOpsEnv = "CALIBER_TEST_OPS";
 inline constexpr const char* kTestSwitchEnv = "CALIBER_TEST_SWITCH";
 inline constexpr const char* kCudaGuardReason =
     "test_cuda_guard: skipped because the guard requires torch.cuda.is_available()";
 
 // test_abort, test_hang, test_fail, test_switch, test_cuda_guard.
 [[nodiscard]] std::vector<std::string> test_op_names();
-// One of them by name (nullptr for another name), whether or not they were registered.
+// One of them by name (nullptr for another name).
 [[nodiscard]] std::unique_ptr<Op> make_test_op(std::string_view name);
 
-}  // namespace caliber::host
+}  // namespace caliber::testops

@@ -1,6 +1,14 @@
-// Host references for the corpus's correctness gate: float64 math for every op family, host
-// fp16/bf16 conversions, per-dtype tolerances and the comparison that yields caliber::Accuracy.
-// Plain C++ (no device headers) so it is unit-tested without a GPU.
+// caliber public API: checking a candidate against a reference, the way the built-in corpus
+// does (docs/writing-ops.md, "Checks and tolerances"). Header-only and device-agnostic: the
+// helpers that touch memory go through DeviceContext, so one check serves every backend.
+//
+//   poison(ctx, out, bytes)         0xFF bytes: NaN for every floating type, -1 for integers
+//   launch the provider once
+//   compare_device(ctx, out, dtype, n, ref, pointwise_tolerance(dtype), "what")
+//
+// where ref is a float64 host reference (caliber/reference.hpp has those of common op families)
+// computed from download(ctx, input, dtype, n). Random ops check statistics instead
+// (check_distribution, check_keep_rate).
 #pragma once
 
 #include <algorithm>
@@ -15,10 +23,11 @@
 #include <utility>
 #include <vector>
 
+#include "caliber/context.hpp"
 #include "caliber/dtype.hpp"
 #include "caliber/op.hpp"
 
-namespace caliber::ops::ref {
+namespace caliber::check {
 
 // ---------------------------------------------------------------------------------------------
 // Host fp16 / bf16 <-> float. Round to nearest even, as the device's __float2half_rn does, so
@@ -170,6 +179,9 @@ struct Tolerance {
 // Pointwise ops (one rounding of the output plus a few ulps of fp32 math).
 [[nodiscard]] inline Tolerance pointwise_tolerance(DType t) {
   switch (t) {
+    case DType::i32:
+    case DType::i64:
+      return {0, 0, 0, 0};  // integers match exactly
     case DType::f16:
       return {2e-3, 1e-5, 1e-3, 0x1p-25};
     case DType::bf16:
@@ -227,9 +239,13 @@ struct CompareStats {
 // out and ref must have the same size. `what` says what was compared (e.g. "all 4096x4096
 // elements vs host float64"). Passing needs: no NaN/inf where the reference is finite, every
 // element within atol + rtol*|ref|, and the norm-relative error within tol.norm_rel.
+// `scale`, where given, replaces |ref[i]| in the per-element bound and in the norm gate's
+// denominator: a sum or an axpy passes the sum of |terms| so that cancellation does not make a
+// correct result look wrong.
 [[nodiscard]] inline Accuracy compare(const std::vector<double>& out,
                                       const std::vector<double>& ref, const Tolerance& tol,
-                                      const std::string& what) {
+                                      const std::string& what,
+                                      const std::vector<double>* scale = nullptr) {
   Accuracy a;
   if (out.size() != ref.size()) {
     a.passed = false;
@@ -253,8 +269,9 @@ struct CompareStats {
     s.max_abs = std::max(s.max_abs, d);
     const double dn = std::max(0.0, d - tol.abs_floor);
     diff2 += dn * dn;
-    ref2 += r * r;
-    if (!(d <= tol.atol + tol.rtol * std::fabs(r))) {
+    const double sc = scale != nullptr && i < scale->size() ? (*scale)[i] : std::fabs(r);
+    ref2 += sc * sc;
+    if (!(d <= tol.atol + tol.rtol * sc)) {
       ++s.violations;
       if (first) s.first_bad = i, first = false;
     }
@@ -365,246 +382,169 @@ struct IndexRun {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Pointwise references.
+// Inputs, poison and downloads on any backend (through DeviceContext).
 
-[[nodiscard]] inline double gelu_erf(double x) {
-  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-}
-[[nodiscard]] inline double gelu_tanh(double x) {
-  const double c = std::sqrt(2.0 / 3.14159265358979323846);
-  return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
-}
-[[nodiscard]] inline double silu(double x) {
-  return x / (1.0 + std::exp(-x));
+// A different seed per input tensor of one case (k = 0, 1, ...), all derived from the case's
+// fresh seed: every case, and every run, sees new data.
+[[nodiscard]] inline std::uint64_t tensor_seed(const DeviceContext& ctx, std::uint64_t k) {
+  return ctx.seed() ^ (0x9E3779B97F4A7C15ull * (k + 1));
 }
 
-template <class F>
-[[nodiscard]] std::vector<double> map(const std::vector<double>& x, F f) {
-  std::vector<double> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = f(x[i]);
-  return y;
+// n fresh uniform values in [lo, hi) of dtype t for input tensor number k.
+inline void fill_random(DeviceContext& ctx, void* p, DType t, std::size_t n, double lo, double hi,
+                        std::uint64_t k) {
+  ctx.fill_uniform(p, t, n, lo, hi, tensor_seed(ctx, k));
 }
-template <class F>
-[[nodiscard]] std::vector<double> zip(const std::vector<double>& a, const std::vector<double>& b,
-                                      F f) {
-  std::vector<double> y(std::min(a.size(), b.size()));
-  for (std::size_t i = 0; i < y.size(); ++i) y[i] = f(a[i], b[i]);
-  return y;
+
+// The byte every poisoned output holds: 0xFF is NaN for f32, f16, bf16, f64 and c64, and -1 for
+// integers, so an element the provider never wrote fails any comparison.
+inline constexpr int kPoisonByte = 0xFF;
+
+// Poisons `bytes` of device memory (enqueued on the context's stream).
+inline void poison(DeviceContext& ctx, void* p, std::size_t bytes) {
+  if (bytes != 0) ctx.memset(p, kPoisonByte, bytes);
+}
+
+// The value of a poisoned element of T (NaN for floating types, -1 for integers).
+template <class T>
+[[nodiscard]] T poison_value() {
+  T v;
+  std::memset(&v, kPoisonByte, sizeof v);
+  return v;
+}
+
+// Copies n elements of T back to the host, unconverted (e.g. indices kept as integers).
+template <class T>
+[[nodiscard]] std::vector<T> download_raw(DeviceContext& ctx, const void* p, std::size_t n) {
+  std::vector<T> out(n);
+  if (n > 0) ctx.copy(out.data(), p, n * sizeof(T), CopyKind::device_to_host);
+  return out;
+}
+
+// Copies n elements of dtype t back to the host, converted to double (c64: 2n values).
+[[nodiscard]] inline std::vector<double> download(DeviceContext& ctx, const void* p, DType t,
+                                                  std::size_t n) {
+  std::vector<unsigned char> raw(n * size_of(t));
+  if (n > 0) ctx.copy(raw.data(), p, raw.size(), CopyKind::device_to_host);
+  return to_double(raw.data(), t, n);
+}
+
+// Copies the given rows (each row_elems elements, e.g. a sample from sample_indices) back and
+// converts them to double, row after row. Consecutive rows travel in one copy.
+[[nodiscard]] inline std::vector<double> download_rows(DeviceContext& ctx, const void* p, DType t,
+                                                       const std::vector<std::int64_t>& rows,
+                                                       std::int64_t row_elems) {
+  const std::size_t row_bytes = static_cast<std::size_t>(row_elems) * size_of(t);
+  std::vector<unsigned char> raw(rows.size() * row_bytes);
+  for (const auto& run : consecutive_runs(rows)) {
+    const auto* src =
+        static_cast<const unsigned char*>(p) + static_cast<std::size_t>(rows[run.at]) * row_bytes;
+    if (run.count * row_bytes != 0)
+      ctx.copy(raw.data() + run.at * row_bytes, src, run.count * row_bytes,
+               CopyKind::device_to_host);
+  }
+  return to_double(raw.data(), t, rows.size() * static_cast<std::size_t>(row_elems));
+}
+
+// The device output (n elements of dtype t) against a float64 reference of the same length
+// (compare(), with its optional per-element scale).
+[[nodiscard]] inline Accuracy compare_device(DeviceContext& ctx, const void* out, DType t,
+                                             std::size_t n, const std::vector<double>& ref,
+                                             const Tolerance& tol, const std::string& what,
+                                             const std::vector<double>* scale = nullptr) {
+  ctx.synchronize();
+  return compare(download(ctx, out, t, n), ref, tol, what, scale);
 }
 
 // ---------------------------------------------------------------------------------------------
-// Row references: x holds `rows` rows of `cols` contiguous elements (the last dimension).
+// Statistics checks for random ops: a generator's output has no reference element by element,
+// so its distribution is checked instead (bounds of six standard errors: a correct generator
+// fails about once in a billion checks).
 
-[[nodiscard]] inline std::vector<double> row_sum(const std::vector<double>& x, std::int64_t rows,
-                                                 std::int64_t cols) {
-  std::vector<double> y(static_cast<std::size_t>(rows), 0.0);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    double s = 0;
-    for (std::int64_t c = 0; c < cols; ++c) s += x[static_cast<std::size_t>(r * cols + c)];
-    y[static_cast<std::size_t>(r)] = s;
-  }
-  return y;
+enum class Distribution { uniform01, standard_normal };
+
+[[nodiscard]] inline double normal_cdf(double x) {
+  return 0.5 * std::erfc(-x / std::sqrt(2.0));
 }
 
-[[nodiscard]] inline std::vector<double> row_amax(const std::vector<double>& x, std::int64_t rows,
-                                                  std::int64_t cols) {
-  std::vector<double> y(static_cast<std::size_t>(rows), -std::numeric_limits<double>::infinity());
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t c = 0; c < cols; ++c) {
-      y[static_cast<std::size_t>(r)] =
-          std::max(y[static_cast<std::size_t>(r)], x[static_cast<std::size_t>(r * cols + c)]);
-    }
+// Moments over all n values (sum and sum of squares, accumulated in double wherever they were
+// computed), the count of values non-finite or out of range, and a sample of the values (any
+// order, finite and in range) for a Kolmogorov-Smirnov distance. t is the output dtype: its
+// rounding widens the bounds by a few unit roundoffs.
+[[nodiscard]] inline Accuracy check_distribution(Distribution dist, double sum, double sum2,
+                                                 std::uint64_t n, std::uint64_t out_of_range,
+                                                 std::vector<double> sample, DType t,
+                                                 const std::string& what) {
+  const double u = unit_roundoff(t);
+  const double nn = static_cast<double>(n > 0 ? n : 1);
+  const bool normal = dist == Distribution::standard_normal;
+  const double mean = sum / nn;
+  const double var = sum2 / nn - mean * mean;
+  const double want_mean = normal ? 0.0 : 0.5, want_var = normal ? 1.0 : 1.0 / 12.0;
+  const double tol_mean = 6.0 * std::sqrt(want_var / nn) + 2 * u;
+  // Standard error of the variance: sqrt(2/n) for a normal, sqrt(1/180/n) ~ 0.0745/sqrt(n) for
+  // a uniform on [0, 1).
+  const double tol_var = 6.0 * (normal ? std::sqrt(2.0 / nn) : 0.0745 / std::sqrt(nn)) + 4 * u;
+  std::sort(sample.begin(), sample.end());
+  double d = 0;
+  const double m = static_cast<double>(sample.size());
+  for (std::size_t i = 0; i < sample.size(); ++i) {
+    const double f = normal ? normal_cdf(sample[i]) : std::clamp(sample[i], 0.0, 1.0);
+    d = std::max({d, std::fabs(f - static_cast<double>(i) / m),
+                  std::fabs(static_cast<double>(i + 1) / m - f)});
   }
-  return y;
-}
-
-// First index of the maximum (torch's tie rule).
-[[nodiscard]] inline std::vector<std::int64_t> row_argmax(const std::vector<double>& x,
-                                                          std::int64_t rows, std::int64_t cols) {
-  std::vector<std::int64_t> y(static_cast<std::size_t>(rows), 0);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    std::int64_t best = 0;
-    for (std::int64_t c = 1; c < cols; ++c) {
-      if (x[static_cast<std::size_t>(r * cols + c)] >
-          x[static_cast<std::size_t>(r * cols + best)]) {
-        best = c;
-      }
-    }
-    y[static_cast<std::size_t>(r)] = best;
-  }
-  return y;
-}
-
-[[nodiscard]] inline std::vector<double> row_cumsum(const std::vector<double>& x, std::int64_t rows,
-                                                    std::int64_t cols) {
-  std::vector<double> y(x.size());
-  for (std::int64_t r = 0; r < rows; ++r) {
-    double s = 0;
-    for (std::int64_t c = 0; c < cols; ++c) {
-      s += x[static_cast<std::size_t>(r * cols + c)];
-      y[static_cast<std::size_t>(r * cols + c)] = s;
-    }
-  }
-  return y;
-}
-
-[[nodiscard]] inline std::vector<double> row_softmax(const std::vector<double>& x,
-                                                     std::int64_t rows, std::int64_t cols,
-                                                     bool log = false) {
-  std::vector<double> y(x.size());
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const double* xr = x.data() + r * cols;
-    double* yr = y.data() + r * cols;
-    double m = -std::numeric_limits<double>::infinity();
-    for (std::int64_t c = 0; c < cols; ++c) m = std::max(m, xr[c]);
-    double s = 0;
-    for (std::int64_t c = 0; c < cols; ++c) s += std::exp(xr[c] - m);
-    const double ls = std::log(s);
-    for (std::int64_t c = 0; c < cols; ++c) {
-      yr[c] = log ? (xr[c] - m - ls) : std::exp(xr[c] - m) / s;
-    }
-  }
-  return y;
-}
-
-[[nodiscard]] inline std::vector<double> row_log_softmax(const std::vector<double>& x,
-                                                         std::int64_t rows, std::int64_t cols) {
-  return row_softmax(x, rows, cols, true);
-}
-
-// y = (x - mean) / sqrt(var + eps) * gamma + beta, biased variance as torch. gamma/beta may be
-// empty (then 1 and 0).
-[[nodiscard]] inline std::vector<double> row_layer_norm(const std::vector<double>& x,
-                                                        std::int64_t rows, std::int64_t cols,
-                                                        double eps,
-                                                        const std::vector<double>& gamma = {},
-                                                        const std::vector<double>& beta = {}) {
-  std::vector<double> y(x.size());
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const double* xr = x.data() + r * cols;
-    double mean = 0;
-    for (std::int64_t c = 0; c < cols; ++c) mean += xr[c];
-    mean /= static_cast<double>(cols);
-    double var = 0;
-    for (std::int64_t c = 0; c < cols; ++c) var += (xr[c] - mean) * (xr[c] - mean);
-    var /= static_cast<double>(cols);
-    const double inv = 1.0 / std::sqrt(var + eps);
-    for (std::int64_t c = 0; c < cols; ++c) {
-      const auto ci = static_cast<std::size_t>(c);
-      const double g = gamma.empty() ? 1.0 : gamma[ci];
-      const double b = beta.empty() ? 0.0 : beta[ci];
-      y[static_cast<std::size_t>(r * cols + c)] = (xr[c] - mean) * inv * g + b;
-    }
-  }
-  return y;
-}
-
-// y = x / sqrt(mean(x^2) + eps) * gamma.
-[[nodiscard]] inline std::vector<double> row_rms_norm(const std::vector<double>& x,
-                                                      std::int64_t rows, std::int64_t cols,
-                                                      double eps,
-                                                      const std::vector<double>& gamma = {}) {
-  std::vector<double> y(x.size());
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const double* xr = x.data() + r * cols;
-    double ms = 0;
-    for (std::int64_t c = 0; c < cols; ++c) ms += xr[c] * xr[c];
-    ms /= static_cast<double>(cols);
-    const double inv = 1.0 / std::sqrt(ms + eps);
-    for (std::int64_t c = 0; c < cols; ++c) {
-      const double g = gamma.empty() ? 1.0 : gamma[static_cast<std::size_t>(c)];
-      y[static_cast<std::size_t>(r * cols + c)] = xr[c] * inv * g;
-    }
-  }
-  return y;
-}
-
-// ---------------------------------------------------------------------------------------------
-// GEMM on a sample of output elements: C[i,j] = alpha * sum_k A[i,k] B[k,j] + beta * bias[j].
-// A is row-major MxK; B is KxN row-major, or column-major when b_col (B[k,j] at j*K + k).
-
-struct GemmSample {
-  std::int64_t i = 0, j = 0;
-  double ref = 0;
-  double scale = 0;  // sum_k |alpha * a_ik * b_kj| (+ |beta*bias|): the accumulation error scale
-  // With a bias: |alpha * (A B)_ij|, the product before the bias is added. cuBLAS's beta = 1 path
-  // (addmm's baseline) rounds it to the output type first on some kernels: fp16/bf16 results
-  // were off by up to 13 output ulps of the sum, but within one rounding of this product
-  // (H200, 2026-11-29). The bound allows that one rounding.
-  double pre_bias = 0;
-};
-
-[[nodiscard]] inline GemmSample gemm_element(const std::vector<double>& a,
-                                             const std::vector<double>& b, std::int64_t n,
-                                             std::int64_t k, bool b_col, std::int64_t i,
-                                             std::int64_t j, double alpha = 1.0, double beta = 0.0,
-                                             const std::vector<double>& bias = {}) {
-  GemmSample s;
-  s.i = i;
-  s.j = j;
-  double acc = 0, sc = 0;
-  for (std::int64_t kk = 0; kk < k; ++kk) {
-    const double av = a[static_cast<std::size_t>(i * k + kk)];
-    const double bv = b[static_cast<std::size_t>(b_col ? j * k + kk : kk * n + j)];
-    acc += av * bv;
-    sc += std::fabs(av * bv);
-  }
-  s.ref = alpha * acc;
-  s.scale = std::fabs(alpha) * sc;
-  if (!bias.empty()) {
-    s.pre_bias = std::fabs(s.ref);
-    s.ref += beta * bias[static_cast<std::size_t>(j)];
-    s.scale += std::fabs(beta * bias[static_cast<std::size_t>(j)]);
-  }
-  return s;
-}
-
-// Compares device values `out` (one per sample) against the samples' references under the
-// K-aware GEMM tolerance.
-[[nodiscard]] inline Accuracy compare_gemm(const std::vector<double>& out,
-                                           const std::vector<GemmSample>& samples,
-                                           const GemmTolerance& tol, const std::string& what) {
+  const double tol_ks = 1.95 / std::sqrt(std::max(m, 1.0)) + 2 * u;
   Accuracy a;
-  std::size_t nonfinite = 0, viol = 0;
-  double diff2 = 0, ref2 = 0, max_abs = 0;
-  std::string first;
-  const std::size_t n = std::min(out.size(), samples.size());
-  for (std::size_t s = 0; s < n; ++s) {
-    const double o = out[s], r = samples[s].ref;
-    const double bound =
-        tol.out_rel * (std::fabs(r) + samples[s].pre_bias) + tol.acc_rel * samples[s].scale + 1e-30;
-    const bool finite = std::isfinite(o);
-    const double d = std::fabs(o - r);
-    if (!finite) {
-      ++nonfinite;
-    } else {
-      diff2 += d * d;
-      ref2 += r * r;
-      max_abs = std::max(max_abs, d);
-      if (!(d <= bound)) ++viol;
-    }
-    if ((!finite || !(d <= bound)) && first.empty()) {
-      std::ostringstream f;
-      f << "first bad (" << samples[s].i << "," << samples[s].j << ") out=" << o << " ref=" << r
-        << " bound=" << bound;
-      first = f.str();
-    }
-  }
-  const double rel = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
-  a.max_abs_err = max_abs;
-  a.rel_err = nonfinite > 0 ? std::numeric_limits<double>::quiet_NaN() : rel;
-  a.passed =
-      n > 0 && out.size() == samples.size() && nonfinite == 0 && viol == 0 && rel <= tol.norm_rel;
-  std::ostringstream d;
-  d << what << ": " << n << " sampled elements vs host float64, rel_err=" << rel
-    << " max_abs=" << max_abs << " (tol out_rel=" << tol.out_rel << " acc_rel=" << tol.acc_rel
-    << " norm=" << tol.norm_rel << ")";
-  if (nonfinite > 0) d << "; " << nonfinite << " unwritten/NaN elements";
-  if (viol > 0) d << "; " << viol << " elements out of tolerance";
-  if (!first.empty()) d << "; " << first;
-  if (nonfinite == 0 && viol == 0 && rel > tol.norm_rel) d << "; norm error above tolerance";
-  a.detail = d.str();
+  a.rel_err = std::fabs(mean - want_mean);
+  a.max_abs_err = d;
+  a.passed = n > 0 && out_of_range == 0 && !sample.empty() &&
+             std::fabs(mean - want_mean) <= tol_mean && std::fabs(var - want_var) <= tol_var &&
+             d <= tol_ks;
+  std::ostringstream o;
+  o << what << "mean " << mean << " (tol " << tol_mean << "), variance " << var << " (want "
+    << want_var << " +- " << tol_var << "), KS distance " << d << " on " << sample.size()
+    << " samples (tol " << tol_ks << "), " << out_of_range << " out of range or NaN";
+  a.detail = o.str();
   return a;
 }
 
-}  // namespace caliber::ops::ref
+// The same from every value on the host (small outputs, or a host backend).
+[[nodiscard]] inline Accuracy check_distribution(Distribution dist,
+                                                 const std::vector<double>& values, DType t,
+                                                 const std::string& what) {
+  double sum = 0, sum2 = 0;
+  std::uint64_t bad = 0;
+  std::vector<double> sample;
+  const bool normal = dist == Distribution::standard_normal;
+  const std::size_t stride = std::max<std::size_t>(1, values.size() / (1 << 16));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double v = values[i];
+    if (!std::isfinite(v) || (!normal && (v < 0.0 || v > 1.0))) {
+      ++bad;
+      continue;
+    }
+    sum += v;
+    sum2 += v * v;
+    if (i % stride == 0) sample.push_back(v);
+  }
+  return check_distribution(dist, sum, sum2, values.size(), bad, std::move(sample), t, what);
+}
+
+// A Bernoulli keep rate (dropout): `kept` of n kept where keep_p is expected, within six standard
+// errors; `bad` values that are neither dropped nor correctly scaled fail it outright.
+[[nodiscard]] inline Accuracy check_keep_rate(std::uint64_t kept, std::uint64_t n, double keep_p,
+                                              std::uint64_t bad, const std::string& what) {
+  const double nn = static_cast<double>(n > 0 ? n : 1);
+  const double rate = static_cast<double>(kept) / nn;
+  const double tol = 6.0 * std::sqrt(keep_p * (1.0 - keep_p)) / std::sqrt(nn);
+  Accuracy a;
+  a.rel_err = std::fabs(rate - keep_p);
+  a.passed = n > 0 && bad == 0 && a.rel_err <= tol;
+  std::ostringstream o;
+  o << what << "keep rate " << rate << " (want " << keep_p << " +- " << tol << "), " << bad
+    << " elements neither dropped nor exactly scaled";
+  a.detail = o.str();
+  return a;
+}
+
+}  // namespace caliber::check

@@ -1,12 +1,13 @@
-#include "host/test_ops.hpp"
+#include "test_ops.hpp"
 
 #include <chrono>
 #include <cstdlib>
 #include <thread>
 
-#include "host/host_common.hpp"
+#include "caliber/caliber.hpp"
+#include "caliber/check.hpp"
 
-namespace caliber::host {
+namespace caliber::testops {
 namespace {
 
 enum class Behaviour { abort, hang, fail, switch_env, cuda_guard };
@@ -27,21 +28,26 @@ constexpr TestOpSpec kSpecs[] = {
      "skipped by a guard that wrongly assumes one vendor: a compat rule target"},
 };
 
-// Each test op is an add whose candidate misbehaves as its spec says; the baseline is always a
-// correct plain add, so only the candidate's behaviour is under test.
-class TestWorkload final : public HostWorkload {
+// Each test op is an f32 add whose candidate misbehaves as its spec says; the baseline is always
+// a correct plain add, so only the candidate's behaviour is under test.
+class TestWorkload final : public Workload {
  public:
   TestWorkload(DeviceContext& ctx, const Case& c, Behaviour b)
-      : b_(b), n_(static_cast<std::size_t>(c.numel())), a_(ctx, n_), x_(ctx, n_), out_(ctx, n_) {
-    fill(ctx, a_, -1.0, 1.0, 0);
-    fill(ctx, x_, -1.0, 1.0, 1);
+      : ctx_(ctx),
+        b_(b),
+        n_(static_cast<std::size_t>(c.numel())),
+        a_(ctx, n_ * sizeof(float)),
+        x_(ctx, n_ * sizeof(float)),
+        out_(ctx, n_ * sizeof(float)) {
+    check::fill_random(ctx, a_.get(), DType::f32, n_, -1.0, 1.0, 0);
+    check::fill_random(ctx, x_.get(), DType::f32, n_, -1.0, 1.0, 1);
     if (b_ == Behaviour::switch_env) {
       const char* v = std::getenv(kTestSwitchEnv);
       passes_ = v != nullptr && std::string_view(v) == "slow" ? 2 : 1;
     }
   }
   [[nodiscard]] std::vector<ProviderInfo> providers() const override {
-    return {{"loop", Role::baseline, "1", kHostBaselineLabel, {}},
+    return {{"loop", Role::baseline, "1", "plain loop", {}},
             {"misbehaving", Role::candidate, "1", "a test op's candidate", {}}};
   }
   void prepare(std::size_t, const Config&) override {}
@@ -52,33 +58,37 @@ class TestWorkload final : public HostWorkload {
         for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
       }
     }
+    const float* a = a_.as<float>();
+    const float* x = x_.as<float>();
+    float* out = out_.as<float>();
     const int passes = p == 1 ? passes_ : 1;
     for (int pass = 0; pass < passes; ++pass) {
-      for (std::size_t i = 0; i < n_; ++i) out_[i] = a_[i] + x_[i];
+      for (std::size_t i = 0; i < n_; ++i) out[i] = a[i] + x[i];
       // Keeps the compiler from folding the repeated pass away: the slow side must really do it.
       asm volatile("" ::: "memory");
     }
-    if (p == 1 && b_ == Behaviour::fail) out_[n_ / 2] += 1.0f;
+    if (p == 1 && b_ == Behaviour::fail) out[n_ / 2] += 1.0f;
+  }
+  [[nodiscard]] Accuracy check(std::size_t p) override {
+    check::poison(ctx_, out_.get(), out_.bytes());
+    launch(p);
+    const auto a = check::download(ctx_, a_.get(), DType::f32, n_);
+    const auto x = check::download(ctx_, x_.get(), DType::f32, n_);
+    std::vector<double> ref(n_);
+    for (std::size_t i = 0; i < n_; ++i) ref[i] = a[i] + x[i];
+    return check::compare_device(ctx_, out_.get(), DType::f32, n_, ref,
+                                 check::pointwise_tolerance(DType::f32), "add vs host float64");
   }
   [[nodiscard]] double flops() const override { return static_cast<double>(n_); }
   [[nodiscard]] double bytes() const override {
     return 3.0 * static_cast<double>(n_ * sizeof(float));
   }
 
-  void poison_output() override { poison(out_); }
-  [[nodiscard]] Accuracy verify() override {
-    std::vector<double> ref(n_);
-    for (std::size_t i = 0; i < n_; ++i)
-      ref[i] = static_cast<double>(a_[i]) + static_cast<double>(x_[i]);
-    return compare(out_.data(), ref, nullptr, 1.0, "add");
-  }
-  [[nodiscard]] void* output_data() const override { return out_.data(); }
-  [[nodiscard]] std::size_t output_count() const override { return n_; }
-
  private:
+  DeviceContext& ctx_;
   Behaviour b_;
   std::size_t n_;
-  HostTensor<float> a_, x_, out_;
+  Buffer a_, x_, out_;
   int passes_ = 1;
 };
 
@@ -97,11 +107,9 @@ class TestOp final : public Op {
     return std::nullopt;
   }
   [[nodiscard]] std::unique_ptr<Workload> setup(DeviceContext& ctx, const Case& c) const override {
-    require_host(ctx, c);
-    require_positive(c);
-    if (c.dtype != DType::f32) {
-      throw CaseSkipped(std::string(spec_.name) + ": only f32");
-    }
+    if (!ctx.props().host) throw CaseSkipped(c.op + ": a host op needs the cpu backend");
+    if (c.numel() <= 0) throw CaseSkipped(c.op + ": empty shape " + c.size_detail());
+    if (c.dtype != DType::f32) throw CaseSkipped(std::string(spec_.name) + ": only f32");
     return std::make_unique<TestWorkload>(ctx, c, spec_.behaviour);
   }
 
@@ -109,16 +117,12 @@ class TestOp final : public Op {
   TestOpSpec spec_;
 };
 
-bool register_test_ops_if_enabled() {
-  const char* v = std::getenv(kTestOpsEnv);
-  if (v == nullptr || std::string_view(v) != "1") return false;
-  for (const auto& s : kSpecs) {
-    register_op("cpu", [&s] { return std::make_unique<TestOp>(s); });
-  }
+bool register_test_ops() {
+  for (const auto& s : kSpecs) register_op("cpu", [&s] { return std::make_unique<TestOp>(s); });
   return true;
 }
 
-[[maybe_unused]] const bool test_ops_registered = register_test_ops_if_enabled();
+[[maybe_unused]] const bool registered = register_test_ops();
 
 }  // namespace
 
@@ -135,4 +139,4 @@ std::unique_ptr<Op> make_test_op(std::string_view name) {
   return nullptr;
 }
 
-}  // namespace caliber::host
+}  // namespace caliber::testops
