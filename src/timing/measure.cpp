@@ -190,9 +190,17 @@ void finish_markers(Measurement& m) {
 // host's launch gap stays outside the events.
 detail::SampleRun direct_call(backends::Device& dev, const std::function<void()>& launch,
                               const TimingOptions& opt, const Clock& now, double& estimate_ms,
-                              bool& hold) {
+                              bool& hold, int& launches_per_sample) {
   const detail::WarmupResult w = detail::warmup(dev, launch, opt.stop, now);
   estimate_ms = w.estimate_ms;
+  // On the host a launch is the work itself (no launch gap, no event cost), and a host clock
+  // reading around one launch of a microsecond measures mostly the scheduler's jitter: a sample
+  // there is as many launches as fill about host_sample_ms (docs/timing.md).
+  int k = 1;
+  if (dev.capabilities().host && w.estimate_ms > 0)
+    k = static_cast<int>(std::clamp(std::ceil(opt.host_sample_ms / w.estimate_ms), 1.0,
+                                    double(std::max(1, opt.max_graph_launches))));
+  launches_per_sample = k;
   auto start = dev.create_event();
   auto end = dev.create_event();
   const bool cold = opt.l2 == L2Policy::cold;
@@ -200,7 +208,7 @@ detail::SampleRun direct_call(backends::Device& dev, const std::function<void()>
     const bool held = hold && dev.hold_stream();
     if (cold) dev.flush_l2();  // outside the events: its time is never measured
     dev.record(*start);
-    launch();
+    for (int i = 0; i < k; ++i) launch();
     dev.record(*end);
     if (held) dev.release_stream();
     const double ms = dev.elapsed_ms(*start, *end);
@@ -209,7 +217,7 @@ detail::SampleRun direct_call(backends::Device& dev, const std::function<void()>
     if (held && dev.hold_gave_up()) hold = false;
     return ms;
   };
-  return detail::sample_until_stop(dev, one, 1, w.estimate_ms, opt, now);
+  return detail::sample_until_stop(dev, one, k, w.estimate_ms * k, opt, now);
 }
 
 Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& backend,
@@ -231,8 +239,10 @@ Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& b
   try {
     for (int i = 0; i < calls; ++i) {
       double estimate = 0;
-      detail::SampleRun r = direct_call(dev, launch, opt, now, estimate, hold);
+      int k = 1;
+      detail::SampleRun r = direct_call(dev, launch, opt, now, estimate, hold, k);
       if (i == 0) m.estimate_ms = estimate;
+      m.launches_per_sample = std::max(m.launches_per_sample, k);
       absorb(m, r);
       m.noise = std::max(m.noise, r.noise);
       if (!r.converged && first_timeout.empty()) {
@@ -261,6 +271,10 @@ Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& b
   m.stop_reason = first_timeout.empty() ? "converged" : first_timeout;
   m.converged = first_timeout.empty();
   m.sample_method = hold ? "held" : "unheld";
+  if (m.launches_per_sample > 1) {
+    m.sample_method = "host-batch";  // K launches between two host clock readings
+    if (opt.l2 == L2Policy::cold) m.l2_method = "flush-per-sample";
+  }
   if (hold_asked && !hold)
     m.note =
         "the stream hold gave up (the launch waits on the device): launch gaps are inside "

@@ -135,6 +135,9 @@ struct TimingOptions {
   bool graph_per_launch = true;
   // The direct timer holds the stream while it enqueues a sample, where the backend can.
   bool direct_hold = true;
+  // On a host backend, the direct timer puts as many launches into one sample as fill about this
+  // long (one launch of a few microseconds between two host clock readings is mostly jitter).
+  double host_sample_ms = 0.2;
   RegimeRule regime;
   // Wall clock in seconds (tests script it); empty: a steady host clock.
   std::function<double()> now;
@@ -169,11 +172,13 @@ struct Measurement {
   int power_capped = 0;  // kept samples taken at a clock lowered only by the power cap (marked)
   int launches_per_sample = 1;  // K of the graph timer
   // "flush-per-launch" (every timed launch follows its own flush), "flush-per-replay" (only the
-  // first launch of a replay does), "warm"
+  // first launch of a replay does), "flush-per-sample" (host batches: only the first of the
+  // sample's launches does), "warm"
   std::string l2_method;
   // How a sample was delimited: "events-per-launch" (graph, event nodes around each launch),
   // "events-per-replay" (graph, a replay divided by K), "held" (direct, enqueued behind a stream
-  // hold: no launch gap inside the events), "unheld" (direct, the host's launch gap included)
+  // hold: no launch gap inside the events), "unheld" (direct, the host's launch gap included),
+  // "host-batch" (direct on a host backend: K launches between two host clock readings)
   std::string sample_method;
   double timer_resolution_us = 0;  // of the device's event timer, 0 when unknown
   bool converged = false;          // the stopping rule was met (else kMarkerStopMissed)

@@ -257,6 +257,19 @@ TEST_F(Truth, WithoutClocksTheRegimeIsDeclaredNotVerified) {
   EXPECT_NE(m.note.find("declared, not verified"), std::string::npos) << m.note;
 }
 
+TEST_F(Truth, OnTheHostASampleIsABatchOfLaunchesAndSaysSo) {
+  dev.caps_.host = true;
+  dev.caps_.stream_hold = false;
+  opt.timer = TimerKind::direct;
+  dev.kernel_ms = [](long) { return 0.002; };
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.launches_per_sample, 100);  // 0.2 ms / 0.002 ms
+  EXPECT_NEAR(m.latency_ms, 0.002, 1e-12);
+  EXPECT_EQ(m.sample_method, "host-batch");
+  EXPECT_EQ(m.l2_method, "flush-per-sample");
+}
+
 TEST(RegimeNames, ParseAndPrint) {
   EXPECT_EQ(parse_clock_regime("burst"), ClockRegime::burst);
   EXPECT_EQ(parse_clock_regime("sustained"), ClockRegime::sustained);
