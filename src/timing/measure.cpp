@@ -198,7 +198,7 @@ detail::SampleRun direct_call(backends::Device& dev, const std::function<void()>
   // there is as many launches as fill about host_sample_ms (docs/timing.md).
   int k = 1;
   if (dev.capabilities().host && w.estimate_ms > 0)
-    k = static_cast<int>(std::clamp(std::ceil(opt.host_sample_ms / w.estimate_ms), 1.0,
+    k = static_cast<int>(std::clamp(std::ceil(opt.host_sample_ms / w.estimate_ms * (1 - 1e-9)), 1.0,
                                     double(std::max(1, opt.max_graph_launches))));
   launches_per_sample = k;
   auto start = dev.create_event();
