@@ -180,6 +180,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       {"git_commit", core::caliber_git_commit()},
       {"start_time", core::iso8601_utc(wall_start)},
       {"host", core::host_name()},
+      {"slurm", core::slurm_identity(core::process_env)},
       {"capabilities",
        {{"graph_capture", caps.graph_capture},
         {"graph_timer_default", caps.graph_timer_default},
@@ -206,7 +207,8 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       << "\n";
   if (!timer_note.empty()) out << "  note: " << timer_note << "\n";
   if (k.shape_mode == "upstream")
-    out << "  note: --shape-mode upstream: no provider of this corpus ships its own core shapes, so "
+    out << "  note: --shape-mode upstream: no provider of this corpus ships its own core shapes, "
+           "so "
            "caliber's shape file is used (recorded as shape_mode=upstream)\n";
   if (sequence_mode && k.repeat > 1)
     out << "  note: --repeat " << k.repeat
