@@ -237,8 +237,10 @@ int SlurmScheduler::execute(BatchContext& ctx, std::ostream& out, std::ostream& 
       try {
         const auto id = core::read_identity(*run_dir);
         const auto d = id.find("device");
-        if (d != id.end() && d->is_object() && d->contains("physical_id"))
-          row.device = node + ":" + (*d)["physical_id"].dump();
+        if (d != id.end() && d->is_object() && d->contains("physical_id")) {
+          const auto& p = (*d)["physical_id"];
+          row.device = node + ":" + (p.is_string() ? p.get<std::string>() : p.dump());
+        }
       } catch (const std::exception&) {
       }
     }
