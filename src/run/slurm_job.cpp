@@ -252,6 +252,7 @@ std::vector<TaskState> parse_scontrol(const std::string& text) {
     if (t.node == "(null)") t.node.clear();
     t.reason = kv["Reason"] == "None" ? "" : kv["Reason"];
     t.run_s = kv.count("RunTime") ? parse_duration(kv["RunTime"]) : -1;
+    t.time_limit = kv["TimeLimit"];
     const auto ids = expand_task_ids(kv["ArrayTaskId"]);
     if (ids.size() == 1) t.job_id = kv["JobId"];
     for (int id : ids) {
@@ -339,8 +340,11 @@ Mapped map_state(const TaskState& s, const std::optional<ExitRecord>& record,
   const std::string state = upper(s.state);
   const std::string where = on_node(s);
   if (state == "TIMEOUT") {
-    std::string limit =
-        time_limit.empty() ? "its time limit" : "its time limit (" + time_limit + ")";
+    std::string limit = "its time limit";
+    if (!s.time_limit.empty() && !time_limit.empty() && s.time_limit != time_limit)
+      limit += " (" + s.time_limit + " as Slurm applied --time-limit " + time_limit + ")";
+    else if (!s.time_limit.empty() || !time_limit.empty())
+      limit += " (" + (s.time_limit.empty() ? time_limit : s.time_limit) + ")";
     return {"timeout", "Slurm TIMEOUT: the task ran past " + limit + " and Slurm ended it" + where};
   }
   if (state == "DEADLINE") return {"timeout", "Slurm DEADLINE: the job's deadline passed" + where};

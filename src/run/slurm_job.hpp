@@ -62,9 +62,10 @@ struct TaskState {
   std::string state;   // COMPLETED, FAILED, TIMEOUT, RUNNING, PENDING, ... (the first word)
   int exit_code = 0;   // from ExitCode=code:signal
   int exit_signal = 0;
-  std::string node;    // NodeList (BatchHost where it differs), empty while pending
-  std::string reason;  // Slurm's Reason, "None" dropped
-  double run_s = -1;   // RunTime, -1 when not given
+  std::string node;        // NodeList (BatchHost where it differs), empty while pending
+  std::string reason;      // Slurm's Reason, "None" dropped
+  double run_s = -1;       // RunTime, -1 when not given
+  std::string time_limit;  // the limit Slurm applied (TimeLimit; it rounds up to whole minutes)
 };
 
 // Array task ids "3", "2-5", "1,4,7-9%2" (the %N limit dropped); empty on anything else.

@@ -18,7 +18,7 @@ B=$(only_run_dir "$T/runs")
 S=$B/ops_status.csv
 [ "$(status_of "$S" add)" = ok ] || check_fail "add: $(status_of "$S" add)"
 [ "$(status_of "$S" test_hang)" = timeout ] || check_fail "test_hang: $(status_of "$S" test_hang)"
-case "$(reason_of "$S" test_hang)" in *"TIMEOUT"*"0:30"*) ;; *) check_fail "reason: $(reason_of "$S" test_hang)" ;; esac
+case "$(reason_of "$S" test_hang)" in *"TIMEOUT"*"00:01:00 as Slurm applied --time-limit 0:30"*) ;; *) check_fail "reason: $(reason_of "$S" test_hang)" ;; esac
 grep -q '^#SBATCH --time=0:30$' "$B/slurm/array-1.sbatch" || check_fail "no time limit in the script"
 JOB=$(slurm_job_of "$B")
 [ -z "$(squeue -h -j "$JOB" 2> /dev/null)" ] || check_fail "job $JOB still queued"

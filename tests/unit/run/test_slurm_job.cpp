@@ -234,6 +234,7 @@ TEST(SlurmJob, ParseScontrol) {
   EXPECT_EQ(t[0].node, "vm");
   EXPECT_EQ(t[0].reason, "");
   EXPECT_DOUBLE_EQ(t[0].run_s, 2);
+  EXPECT_EQ(t[0].time_limit, "00:01:00");
   EXPECT_EQ(t[1].exit_code, 134);
   EXPECT_EQ(t[1].exit_signal, 0);
   EXPECT_EQ(t[1].reason, "NonZeroExitCode");
@@ -339,6 +340,10 @@ TEST(SlurmJob, StateMapping) {
   m = map_state(st("TIMEOUT", 0, 15), none, "0:30");
   EXPECT_EQ(m.status, "timeout");
   EXPECT_TRUE(has(m.reason, "time limit (0:30)")) << m.reason;
+  TaskState applied = st("TIMEOUT", 0, 15);
+  applied.time_limit = "00:01:00";
+  m = map_state(applied, none, "0:30");
+  EXPECT_TRUE(has(m.reason, "(00:01:00 as Slurm applied --time-limit 0:30)")) << m.reason;
   m = map_state(st("NODE_FAIL"), none, "");
   EXPECT_EQ(m.status, "crashed");
   EXPECT_TRUE(has(m.reason, "node failure on node gpu07")) << m.reason;
