@@ -74,18 +74,23 @@ void record_job(const fs::path& batch_dir, const std::string& job_id) {
 }
 
 // The array's tasks as Slurm sees them now: scontrol while slurmctld still holds the job, else
-// the accounting record (sacct) where accounting runs; empty when neither knows it.
-std::map<int, sl::TaskState> query_tasks(const std::string& array_id) {
+// the accounting record (sacct) where accounting runs; empty when neither knows it; nullopt when
+// Slurm did not answer (the controller busy or unreachable: ask again later, conclude nothing).
+std::optional<std::map<int, sl::TaskState>> query_tasks(const std::string& array_id) {
   std::map<int, sl::TaskState> out;
   const auto sc = slurm_command({"scontrol", "show", "job", "-o", array_id}, 30);
   for (auto& t : sl::parse_scontrol(sc.out)) out[t.task] = std::move(t);
   if (!out.empty()) return out;
+  const bool unknown_job = sc.out.find("Invalid job id") != std::string::npos;
   const auto sa = slurm_command({"sacct", "-n", "-P", "-X", "-j", array_id, "-o",
                                  "JobIDRaw,JobID,State,ExitCode,NodeList,ElapsedRaw"},
                                 30);
-  if (sa.status.ok())
+  if (sa.status.ok()) {
     for (auto& t : sl::parse_sacct(sa.out)) out[t.task] = std::move(t);
-  return out;
+    return out;
+  }
+  if (unknown_job) return out;
+  return std::nullopt;
 }
 
 class SlurmScheduler final : public BatchScheduler {
@@ -210,6 +215,7 @@ int SlurmScheduler::execute(BatchContext& ctx, std::ostream& out, std::ostream& 
   const std::size_t total = ctx.pending.size();
   std::vector<bool> done(total, false);
   std::vector<int> unseen(total, 0);  // polls in a row without any record of the task
+  int silent_polls = 0;               // polls in a row that Slurm did not answer
   std::map<int, sl::TaskState> last;
   std::size_t n_done = 0, not_ok = 0;
   const auto t0 = Clock::now();
@@ -282,7 +288,15 @@ int SlurmScheduler::execute(BatchContext& ctx, std::ostream& out, std::ostream& 
   // One look at the array: running tasks marked, ended ones finished.
   auto poll = [&]() -> bool {
     bool changed = false;
-    const auto states = query_tasks(array_id);
+    const auto answer = query_tasks(array_id);
+    if (!answer) {
+      if (++silent_polls == 1 || silent_polls % 20 == 0)
+        err << "caliber batch: Slurm did not answer about job " << array_id
+            << " (scontrol show job); asking again" << std::endl;
+      return false;
+    }
+    silent_polls = 0;
+    const auto& states = *answer;
     for (std::size_t t = 0; t < total; ++t) {
       if (done[t]) continue;
       const auto it = states.find(static_cast<int>(t));
@@ -352,8 +366,9 @@ int SlurmScheduler::execute(BatchContext& ctx, std::ostream& out, std::ostream& 
   const auto deadline = Clock::now() + std::chrono::seconds(180);
   std::map<int, sl::TaskState> final_states;
   for (;;) {
-    final_states = query_tasks(array_id);
-    bool all_ended = true;
+    const auto answer = query_tasks(array_id);
+    if (answer) final_states = *answer;
+    bool all_ended = answer.has_value();
     for (std::size_t t = 0; t < total; ++t) {
       if (done[t]) continue;
       const auto it = final_states.find(static_cast<int>(t));
