@@ -49,7 +49,10 @@ class LocalScheduler final : public BatchScheduler {
 
   [[nodiscard]] std::string describe(const BatchOptions&) const override {
     std::string s = "devices";
-    for (int d : devices_) s += " " + std::to_string(d);
+    for (int d : devices_) {
+      s += ' ';
+      s += std::to_string(d);
+    }
     return s;
   }
 
@@ -83,7 +86,8 @@ int LocalScheduler::execute(BatchContext& ctx, std::ostream& out, std::ostream& 
       const double per_op = done_seconds / static_cast<double>(done);
       const double left = per_op * static_cast<double>(total - done) /
                           static_cast<double>(std::max<std::size_t>(1, slots.size()));
-      eta = "~" + format_duration(left);
+      eta = "~";
+      eta += format_duration(left);
     }
     err << "\r\033[K[batch] " << done << "/" << total << " done, " << running << " running, "
         << not_ok << " not ok, elapsed " << format_duration(elapsed) << ", left " << eta

@@ -29,7 +29,10 @@ namespace sl = slurm;
 // message we want to show, and must not scroll past the user's terminal).
 Captured slurm_command(const std::vector<std::string>& argv, double timeout_s = 60) {
   std::string cmd = "exec";
-  for (const auto& a : argv) cmd += " " + sl::shell_quote(a);
+  for (const auto& a : argv) {
+    cmd += ' ';
+    cmd += sl::shell_quote(a);
+  }
   cmd += " 2>&1";
   return run_capture({"/bin/sh", "-c", cmd}, timeout_s);
 }
