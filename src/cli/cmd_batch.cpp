@@ -24,7 +24,8 @@ void add_batch(CLI::App& root, int& exit_code) {
       "and\n"
       "reaps every child and marks the rest interrupted. Exit 0 all ok, 1 an op not ok, 2 bad "
       "usage,\n"
-      "128+N interrupted by signal N.");
+      "128+N interrupted by signal N. --scheduler slurm submits one Slurm job array instead "
+      "(docs/cluster.md).");
   auto knobs = std::make_shared<KnobOptions>();
   knobs->add_to(*sub, {"name"});
   auto timeout = std::make_shared<double>(0);
@@ -36,7 +37,27 @@ void add_batch(CLI::App& root, int& exit_code) {
   sub->add_option("--resume", *resume,
                   "Rerun only the ops of this batch directory whose status is not ok, in place")
       ->group("Batch");
-  sub->callback([knobs, timeout, resume, &exit_code] {
+  auto scheduler = std::make_shared<std::string>();
+  auto slurm = std::make_shared<run::slurm::SlurmOptions>();
+  sub->add_option("--scheduler", *scheduler,
+                  "Where the op runs happen: local (this host's devices) or slurm (one job array "
+                  "over a\ncluster; docs/cluster.md); env CALIBER_SCHEDULER; default local")
+      ->group("Scheduler");
+  sub->add_option("--partition", slurm->partition, "Slurm partition of the array (slurm)")
+      ->group("Scheduler");
+  sub->add_option("--account", slurm->account, "Slurm account charged (slurm)")->group("Scheduler");
+  sub->add_option("--gpus-per-task", slurm->gpus_per_task,
+                  "GPUs Slurm gives each task through gres (slurm); 0: none")
+      ->group("Scheduler");
+  sub->add_option("--time-limit", slurm->time_limit,
+                  "Slurm time limit per task, sbatch --time format (slurm); a task past it is "
+                  "timeout")
+      ->group("Scheduler");
+  sub->add_option("--sbatch-arg", slurm->sbatch_args,
+                  "One more argument for sbatch, repeatable (slurm), e.g. --sbatch-arg=--qos=high")
+      ->group("Scheduler")
+      ->allow_extra_args(false);
+  sub->callback([knobs, timeout, resume, scheduler, slurm, &exit_code] {
     try {
       const core::Knobs k = knobs->resolve();
       run::BatchOptions opt;
@@ -47,6 +68,8 @@ void add_batch(CLI::App& root, int& exit_code) {
       opt.out = k.out;
       opt.timeout_per_op_s = *timeout;
       opt.resume_dir = *resume;
+      opt.scheduler = *scheduler;
+      opt.slurm = *slurm;
       opt.run_args = knobs->as_args({"backend", "devices", "op_file", "out", "name", "ops"});
       exit_code = run::run_batch(opt, std::cout, std::cerr).exit_code;
     } catch (const core::KnobError& e) {

@@ -113,4 +113,31 @@ std::string host_name() {
   return buf;
 }
 
+nlohmann::json slurm_identity(
+    const std::function<std::optional<std::string>(const std::string&)>& env) {
+  const auto job = env("SLURM_JOB_ID");
+  if (!job || job->empty()) return nullptr;
+  nlohmann::json j = nlohmann::json::object();
+  const std::pair<const char*, const char*> vars[] = {{"node", "SLURMD_NODENAME"},
+                                                      {"job_id", "SLURM_JOB_ID"},
+                                                      {"array_job_id", "SLURM_ARRAY_JOB_ID"},
+                                                      {"array_task_id", "SLURM_ARRAY_TASK_ID"},
+                                                      {"cluster", "SLURM_CLUSTER_NAME"}};
+  for (const auto& [key, var] : vars)
+    if (const auto v = env(var); v && !v->empty()) j[key] = *v;
+  return j;
+}
+
+std::string node_of(const nlohmann::json& identity) {
+  if (!identity.is_object()) return "";
+  if (const auto s = identity.find("slurm"); s != identity.end() && s->is_object()) {
+    const auto n = s->find("node");
+    if (n != s->end() && n->is_string() && !n->get<std::string>().empty())
+      return n->get<std::string>();
+  }
+  const auto h = identity.find("host");
+  if (h != identity.end() && h->is_string()) return h->get<std::string>();
+  return "";
+}
+
 }  // namespace caliber::core

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,5 +32,14 @@ void write_identity(const std::filesystem::path& run_dir, const nlohmann::json& 
 [[nodiscard]] std::string caliber_version();
 [[nodiscard]] std::string caliber_git_commit();
 [[nodiscard]] std::string host_name();
+
+// Where a run ran inside a Slurm job (docs/cluster.md): {"node": SLURMD_NODENAME, "job_id":
+// SLURM_JOB_ID, "array_job_id": SLURM_ARRAY_JOB_ID, "array_task_id": SLURM_ARRAY_TASK_ID,
+// "cluster": SLURM_CLUSTER_NAME} from `env` (absent variables left out); null outside a job (no
+// SLURM_JOB_ID).
+[[nodiscard]] nlohmann::json slurm_identity(
+    const std::function<std::optional<std::string>(const std::string&)>& env);
+// The machine a run ran on: its Slurm node name, else its host name; "" when neither is recorded.
+[[nodiscard]] std::string node_of(const nlohmann::json& identity);
 
 }  // namespace caliber::core

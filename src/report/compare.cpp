@@ -236,17 +236,27 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
   out.runs_a = static_cast<int>(a.size());
   out.runs_b = static_cast<int>(b.size());
   check_identities(a, b, out);
-  auto uuids = [](const std::vector<RunData>& side) {
-    std::vector<std::string> u;
-    for (const auto& r : side)
+  // Different devices: the GPUs' uuids differ, or the runs ran on different nodes (the Slurm
+  // node, else the host: a cluster's nodes hold different chips even where a uuid is missing).
+  auto where = [](const std::vector<RunData>& side) {
+    std::vector<std::pair<std::string, std::string>> u;  // uuid, node
+    for (const auto& r : side) {
+      std::string uuid;
       if (r.identity.is_object() && r.identity.contains("device") &&
           r.identity["device"].is_object())
-        u.push_back(r.identity["device"].value("uuid", ""));
+        uuid = r.identity["device"].value("uuid", "");
+      u.emplace_back(uuid, core::node_of(r.identity));
+    }
     return u;
   };
-  for (const auto& ua : uuids(a))
-    for (const auto& ub : uuids(b))
+  for (const auto& [ua, na] : where(a))
+    for (const auto& [ub, nb] : where(b)) {
       if (!ua.empty() && !ub.empty() && ua != ub) out.cross_device = true;
+      if (!na.empty() && !nb.empty() && na != nb) {
+        out.cross_device = true;
+        if (out.cross_nodes.empty()) out.cross_nodes = na + " vs " + nb;
+      }
+    }
   out.band_used = out.cross_device ? std::max(opt.noise_band, opt.device_band) : opt.noise_band;
   const Side sa = collect(a);
   const Side sb = collect(b);
@@ -432,8 +442,9 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
   }
   if (r.cross_device)
     pairs.notes.push_back(
-        "the two sides ran on different physical devices (uuid): the band is widened to +/-" +
-        fmt(opt.device_band * 100, 3) +
+        "the two sides ran on different physical devices (uuid" +
+        (r.cross_nodes.empty() ? std::string() : ", or nodes: " + r.cross_nodes) +
+        "): the band is widened to +/-" + fmt(opt.device_band * 100, 3) +
         "% (--device-band), since chip-to-chip differences are not in a CI built from "
         "one run's samples");
   rep.tables.push_back(std::move(pairs));

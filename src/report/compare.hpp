@@ -38,7 +38,8 @@ struct CompareOptions {
   // H200 came out FASTER or SLOWER (900+ pairs, 2026-11-29), and an A/B of a real switch still
   // found every row it changed; 2% called a few.
   double noise_band = 0.03;
-  // When the two sides ran on different physical devices (uuid), the band is at least this:
+  // When the two sides ran on different physical devices (uuid) or on different nodes (the Slurm
+  // node name, else the host name), the band is at least this:
   // chip-to-chip differences are not in a CI built from one run's samples. Two runs of the same
   // code on two H200s differed by up to 5.8% (cuBLAS f16 4096^3 baseline, 2026-11-29).
   double device_band = 0.06;
@@ -107,8 +108,9 @@ struct CompareResult {
   int excluded = 0;              // cases on both sides, not ok with a positive latency on both
   ExclusionCounts excluded_a, excluded_b;  // why, per side (a case may count on both)
   std::vector<std::string> regressions;    // "op dtype shape: ratio 1.083 (SLOWER)"
-  bool cross_device = false;               // the sides ran on different physical devices (uuid)
-  double band_used = 0;                    // the noise band the verdicts used
+  bool cross_device = false;    // the sides ran on different physical devices (uuid) or nodes
+  std::string cross_nodes;      // "nodeA vs nodeB" when the nodes differ (Slurm node, else host)
+  double band_used = 0;         // the noise band the verdicts used
   int unsure_by_run_noise = 0;  // pairs UNSURE only because the run-to-run noise was added
 
   [[nodiscard]] bool mismatch() const noexcept {

@@ -22,6 +22,7 @@
 #include "core/rundir.hpp"
 #include "core/runlog.hpp"
 #include "run/cases.hpp"
+#include "run/scheduler.hpp"
 
 namespace caliber::run {
 
@@ -90,7 +91,14 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
   return rows;
 }
 
-std::string one_line(std::string s, std::size_t max = 300) {
+fs::path self_executable(const BatchOptions& opt) {
+  if (!opt.self_exe.empty()) return opt.self_exe;
+  return fs::read_symlink("/proc/self/exe");
+}
+
+}  // namespace
+
+std::string one_line(std::string s, std::size_t max) {
   for (char& c : s)
     if (c == '\n' || c == '\r') c = ' ';
   if (s.size() > max) s = s.substr(0, max - 3) + "...";
@@ -107,7 +115,6 @@ std::string format_duration(double s) {
   return buf;
 }
 
-// The last non-empty line of a child's log: usually the error it died with.
 std::string last_log_line(const fs::path& log) {
   std::ifstream in(log, std::ios::binary);
   if (!in) return "";
@@ -124,21 +131,6 @@ std::string last_log_line(const fs::path& log) {
   }
   return one_line(last, 200);
 }
-
-fs::path self_executable(const BatchOptions& opt) {
-  if (!opt.self_exe.empty()) return opt.self_exe;
-  return fs::read_symlink("/proc/self/exe");
-}
-
-struct Job {
-  std::size_t index = 0;  // into the status rows
-  int device = 0;
-  Child child;
-  std::set<fs::path> before;
-  fs::path log;
-};
-
-}  // namespace
 
 std::string ops_status_csv(const std::vector<OpStatusRow>& rows) {
   std::ostringstream o;
@@ -268,9 +260,6 @@ std::vector<std::string> read_op_file(const fs::path& file) {
   }
 }
 
-namespace {
-
-// Fills rows, timer and the reason details of a finished (or stopped) op from its run directory.
 void read_child_results(OpStatusRow& row, const std::optional<fs::path>& run_dir) {
   if (!run_dir) return;
   try {
@@ -306,6 +295,8 @@ void read_child_results(OpStatusRow& row, const std::optional<fs::path>& run_dir
   }
 }
 
+namespace {
+
 std::vector<std::string> default_ops(const fs::path& self, const std::string& backend) {
   const auto r = run_capture({self.string(), "list", "--names", "--backend", backend}, 120);
   if (!r.status.ok())
@@ -316,52 +307,81 @@ std::vector<std::string> default_ops(const fs::path& self, const std::string& ba
 
 }  // namespace
 
+void print_finished(std::ostream& out, const OpStatusRow& row, const std::string& where) {
+  char dur[32];
+  std::snprintf(dur, sizeof dur, "%.1f", row.duration_s);
+  out << "[batch] " << row.op << ": " << row.status << " (" << row.rows << " rows, " << dur
+      << " s, " << where << ")" << (row.reason.empty() ? "" : ": " + row.reason) << std::endl;
+}
+
 BatchOutcome run_batch(const BatchOptions& in_opt, std::ostream& out, std::ostream& err) {
-  BatchOptions opt = in_opt;
-  const fs::path self = self_executable(opt);
+  BatchContext ctx;
+  ctx.opt = in_opt;
+  BatchOptions& opt = ctx.opt;
+  ctx.self = self_executable(opt);
   BatchOutcome outcome;
-  std::vector<OpStatusRow> rows;
-  fs::path batch_dir;
+  std::vector<OpStatusRow>& rows = ctx.rows;
+  const auto& given = in_opt.slurm;
+  const bool slurm_given = !given.partition.empty() || !given.account.empty() ||
+                           given.gpus_per_task != 0 || !given.time_limit.empty() ||
+                           !given.sbatch_args.empty();
+  nlohmann::json cfg;  // the resumed batch's batch.json
 
   if (!opt.resume_dir.empty()) {
-    batch_dir = opt.resume_dir;
-    if (!fs::is_regular_file(batch_dir / kOpsStatusFile))
-      throw BatchUsageError("--resume: '" + batch_dir.string() + "' holds no " + kOpsStatusFile);
-    rows = read_ops_status(batch_dir);
+    ctx.batch_dir = opt.resume_dir;
+    if (!fs::is_regular_file(ctx.batch_dir / kOpsStatusFile))
+      throw BatchUsageError("--resume: '" + ctx.batch_dir.string() + "' holds no " +
+                            kOpsStatusFile);
+    rows = read_ops_status(ctx.batch_dir);
     // The original batch's settings, unless given again now.
-    std::ifstream cfg_in(batch_dir / kBatchConfigFile);
-    if (cfg_in) {
-      const auto cfg = nlohmann::json::parse(cfg_in, nullptr, false);
-      if (cfg.is_object()) {
-        if (opt.backend.empty() || opt.backend == "auto")
-          opt.backend = cfg.value("backend", opt.backend);
-        if (opt.devices.empty() && cfg.contains("devices"))
-          opt.devices = cfg["devices"].get<std::vector<int>>();
-        if (opt.run_args.empty() && cfg.contains("run_args"))
-          opt.run_args = cfg["run_args"].get<std::vector<std::string>>();
-        if (opt.timeout_per_op_s <= 0) opt.timeout_per_op_s = cfg.value("timeout_per_op_s", 0.0);
-      }
+    std::ifstream cfg_in(ctx.batch_dir / kBatchConfigFile);
+    if (cfg_in) cfg = nlohmann::json::parse(cfg_in, nullptr, false);
+    if (!cfg.is_object()) cfg = nlohmann::json::object();
+    if (opt.backend.empty() || opt.backend == "auto")
+      opt.backend = cfg.value("backend", opt.backend);
+    if (opt.devices.empty() && cfg.contains("devices"))
+      opt.devices = cfg["devices"].get<std::vector<int>>();
+    if (opt.run_args.empty() && cfg.contains("run_args"))
+      opt.run_args = cfg["run_args"].get<std::vector<std::string>>();
+    if (opt.timeout_per_op_s <= 0) opt.timeout_per_op_s = cfg.value("timeout_per_op_s", 0.0);
+    if (opt.scheduler.empty()) opt.scheduler = cfg.value("scheduler", std::string());
+    if (const auto s = cfg.find("slurm"); s != cfg.end() && s->is_object()) {
+      auto& so = opt.slurm;
+      if (so.partition.empty()) so.partition = s->value("partition", std::string());
+      if (so.account.empty()) so.account = s->value("account", std::string());
+      if (so.gpus_per_task == 0) so.gpus_per_task = s->value("gpus_per_task", 0);
+      if (so.time_limit.empty()) so.time_limit = s->value("time_limit", std::string());
+      if (so.sbatch_args.empty() && s->contains("sbatch_args"))
+        so.sbatch_args = (*s)["sbatch_args"].get<std::vector<std::string>>();
     }
     if (!opt.ops.empty() || !opt.op_file.empty())
       throw BatchUsageError("--resume: the ops are those of the batch; do not name ops as well");
   }
 
-  const backends::Backend* backend = nullptr;
+  if (opt.scheduler.empty()) opt.scheduler = core::process_env("CALIBER_SCHEDULER").value_or("");
+  if (opt.scheduler.empty()) opt.scheduler = "local";
+  if (slurm_given && opt.scheduler != "slurm")
+    throw BatchUsageError(
+        "--partition, --account, --gpus-per-task, --time-limit, --sbatch-arg: only with "
+        "--scheduler slurm, not '" +
+        opt.scheduler + "'");
+  std::unique_ptr<BatchScheduler> scheduler;
+  if (opt.scheduler == "local")
+    scheduler = make_local_scheduler();
+  else if (opt.scheduler == "slurm")
+    scheduler = make_slurm_scheduler();
+  else
+    throw BatchUsageError("--scheduler (CALIBER_SCHEDULER): '" + opt.scheduler +
+                          "' is not a scheduler; allowed: local, slurm");
+
   try {
-    backend = &backends::resolve_backend(opt.backend.empty() ? "auto" : opt.backend);
+    ctx.backend = &backends::resolve_backend(opt.backend.empty() ? "auto" : opt.backend);
   } catch (const std::invalid_argument& e) {
     throw BatchUsageError(std::string("--backend: ") + e.what());
   }
-  if (opt.devices.empty()) opt.devices = {0};
-  // Every device is checked before anything is claimed: a bad index is bad usage, not N failed ops.
-  std::map<int, std::map<std::string, std::string>> pins;
-  for (int d : opt.devices) {
-    try {
-      pins[d] = backend->child_env(d);
-    } catch (const std::exception& e) {
-      throw BatchUsageError(std::string("--devices: ") + e.what());
-    }
-  }
+  const backends::Backend* backend = ctx.backend;
+  // Everything the scheduler needs is checked before anything is claimed.
+  scheduler->check(opt, *backend);
 
   if (opt.resume_dir.empty()) {
     std::vector<std::string> ops = opt.ops;
@@ -375,7 +395,7 @@ BatchOutcome run_batch(const BatchOptions& in_opt, std::ostream& out, std::ostre
       else if (auto env_file = core::process_env("OP_FILE"); env_file && !env_file->empty())
         ops = read_op_file(*env_file);
     }
-    if (ops.empty()) ops = default_ops(self, backend->name());
+    if (ops.empty()) ops = default_ops(ctx.self, backend->name());
     if (ops.empty()) throw BatchUsageError("no ops to run");
     std::set<std::string> seen;
     for (const auto& op : ops) {
@@ -385,178 +405,39 @@ BatchOutcome run_batch(const BatchOptions& in_opt, std::ostream& out, std::ostre
       r.backend = backend->name();
       rows.push_back(std::move(r));
     }
-    batch_dir = core::claim_run_dir(opt.out, "batch");
-    nlohmann::json cfg = {{"backend", backend->name()},
-                          {"devices", opt.devices},
-                          {"run_args", opt.run_args},
-                          {"timeout_per_op_s", opt.timeout_per_op_s},
-                          {"ops", ops}};
-    core::write_file_atomic(batch_dir / kBatchConfigFile, cfg.dump(2) + "\n");
+    ctx.batch_dir = core::claim_run_dir(opt.out, "batch");
+    cfg = {{"backend", backend->name()},
+           {"run_args", opt.run_args},
+           {"timeout_per_op_s", opt.timeout_per_op_s},
+           {"ops", ops}};
+    if (opt.scheduler != "local") cfg["scheduler"] = opt.scheduler;
+    const nlohmann::json settings = scheduler->settings(opt);
+    for (const auto& [k, v] : settings.items()) cfg[k] = v;
+    core::write_file_atomic(ctx.batch_dir / kBatchConfigFile, cfg.dump(2) + "\n");
   }
+  const fs::path& batch_dir = ctx.batch_dir;
   outcome.batch_dir = batch_dir;
   fs::create_directories(batch_dir / "logs");
 
-  std::deque<std::size_t> pending;
   for (std::size_t i = 0; i < rows.size(); ++i)
     if (rows[i].status != "ok") {
       rows[i].status = "pending";
       rows[i].reason.clear();
       rows[i].backend = backend->name();
-      pending.push_back(i);
+      ctx.pending.push_back(i);
     }
-  out << "batch: " << batch_dir.string() << " (" << pending.size() << " op(s) to run"
-      << (opt.resume_dir.empty() ? "" : ", resumed") << ", backend " << backend->name()
-      << ", devices";
-  for (int d : opt.devices) out << " " << d;
-  out << ")" << std::endl;
+  out << "batch: " << batch_dir.string() << " (" << ctx.pending.size() << " op(s) to run"
+      << (opt.resume_dir.empty() ? "" : ", resumed") << ", backend " << backend->name() << ", "
+      << scheduler->describe(opt) << ")" << std::endl;
   write_ops_status(batch_dir, rows);
 
   SignalGuard guard;
-  const bool progress = opt.progress.value_or(::isatty(STDERR_FILENO) == 1);
-  const auto t0 = Clock::now();
-  const std::size_t total = pending.size();
-  std::size_t done = 0, not_ok = 0;
-  double done_seconds = 0;
-  std::vector<std::optional<Job>> slots(opt.devices.size());
+  ctx.progress = opt.progress.value_or(::isatty(STDERR_FILENO) == 1);
+  const int sig = scheduler->execute(ctx, out, err);
 
-  auto show_progress = [&] {
-    if (!progress) return;
-    std::size_t running = 0;
-    for (const auto& s : slots) running += s.has_value();
-    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    std::string eta = "?";
-    if (done > 0) {
-      const double per_op = done_seconds / static_cast<double>(done);
-      const double left = per_op * static_cast<double>(total - done) /
-                          static_cast<double>(std::max<std::size_t>(1, slots.size()));
-      eta = "~" + format_duration(left);
-    }
-    err << "\r\033[K[batch] " << done << "/" << total << " done, " << running << " running, "
-        << not_ok << " not ok, elapsed " << format_duration(elapsed) << ", left " << eta
-        << std::flush;
-  };
-
-  auto finish = [&](Job& job, const ExitStatus& st) {
-    OpStatusRow& row = rows[job.index];
-    const auto c = classify_exit(st, opt.timeout_per_op_s);
-    row.status = c.status;
-    row.reason = c.reason;
-    row.duration_s = st.duration_s;
-    read_child_results(row, find_child_run_dir(batch_dir, row.op, job.before));
-    if (row.status == "crashed" || row.status == "failed") {
-      const std::string last = last_log_line(job.log);
-      if (!last.empty() && row.reason.find(last) == std::string::npos)
-        row.reason += "; log: " + last;
-    }
-    ++done;
-    done_seconds += st.duration_s;
-    if (row.status != "ok" && row.status != "skipped") ++not_ok;
-    if (progress) err << "\r\033[K";
-    char dur[32];
-    std::snprintf(dur, sizeof dur, "%.1f", row.duration_s);
-    out << "[batch] " << row.op << ": " << row.status << " (" << row.rows << " rows, " << dur
-        << " s, device " << job.device << ")" << (row.reason.empty() ? "" : ": " + row.reason)
-        << std::endl;
-    write_ops_status(batch_dir, rows);
-  };
-
-  auto start = [&](std::size_t slot_index) {
-    const std::size_t i = pending.front();
-    pending.pop_front();
-    const int device = opt.devices[slot_index];
-    OpStatusRow& row = rows[i];
-    Job job;
-    job.index = i;
-    job.device = device;
-    job.before = run_dirs_of(batch_dir, row.op);
-    job.log = batch_dir / "logs" / (row.op + ".log");
-    SpawnSpec spec;
-    const auto& pin = pins.at(device);
-    // Pinned to the one device, the child sees it as its device 0; unpinned it uses the index.
-    spec.argv = {self.string(),
-                 "run",
-                 row.op,
-                 "--out",
-                 batch_dir.string(),
-                 "--name",
-                 row.op,
-                 "--backend",
-                 backend->name(),
-                 "--devices",
-                 std::to_string(pin.empty() ? device : 0)};
-    spec.argv.insert(spec.argv.end(), opt.run_args.begin(), opt.run_args.end());
-    for (const auto& [k, v] : pin) spec.env[k] = v;
-    // The batch chose this child's op: the caller's OP / OP_FILE must not add others.
-    spec.env["OP"] = std::nullopt;
-    spec.env["OP_FILE"] = std::nullopt;
-    spec.log_file = job.log;
-    row.device = std::to_string(device);
-    try {
-      job.child = Child::spawn(spec);
-    } catch (const std::exception& e) {
-      row.status = "failed";
-      row.reason = one_line(e.what());
-      ++done;
-      ++not_ok;
-      write_ops_status(batch_dir, rows);
-      return;
-    }
-    row.status = "running";
-    write_ops_status(batch_dir, rows);
-    slots[slot_index] = std::move(job);
-  };
-
-  for (;;) {
-    if (SignalGuard::interrupted()) break;
-    for (std::size_t s = 0; s < slots.size(); ++s)
-      if (!slots[s] && !pending.empty() && !SignalGuard::interrupted()) start(s);
-    bool any_running = false;
-    for (auto& slot : slots) {
-      if (!slot) continue;
-      auto st = slot->child.poll();
-      if (!st && opt.timeout_per_op_s > 0 && slot->child.elapsed_s() >= opt.timeout_per_op_s)
-        st = slot->child.terminate(opt.grace_s, ExitKind::timeout);
-      if (st) {
-        finish(*slot, *st);
-        slot.reset();
-      } else {
-        any_running = true;
-      }
-    }
-    if (!any_running && pending.empty()) break;
-    show_progress();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-
-  if (const int sig = SignalGuard::received(); sig != 0) {
-    if (progress) err << "\r\033[K";
-    err << "caliber batch: " << signal_name(sig) << " received: terminating and reaping every child"
-        << std::endl;
-    // Ask every group at once, then collect: a slow child does not delay the others' SIGTERM.
-    for (auto& slot : slots)
-      if (slot && slot->child.running()) ::kill(-slot->child.pid(), SIGTERM);
-    for (auto& slot : slots) {
-      if (!slot) continue;
-      const auto st = slot->child.terminate(opt.grace_s, ExitKind::stopped);
-      OpStatusRow& row = rows[slot->index];
-      row.duration_s = st.duration_s;
-      read_child_results(row, find_child_run_dir(batch_dir, row.op, slot->before));
-      row.status = "interrupted";
-      row.reason = "batch interrupted by " + signal_name(sig) + " while it ran (" +
-                   std::to_string(row.rows) + " rows kept)";
-      slot.reset();
-    }
-    for (std::size_t i : pending) {
-      rows[i].status = "interrupted";
-      rows[i].reason = "batch interrupted by " + signal_name(sig) + " before it started";
-    }
-    pending.clear();
-    write_ops_status(batch_dir, rows);
-    outcome.exit_code = 128 + sig;
-  } else {
-    if (progress) err << "\r\033[K";
-    outcome.exit_code = not_ok > 0 ? 1 : 0;
-  }
+  std::size_t not_ok = 0;
+  for (const auto& r : rows) not_ok += r.status != "ok" && r.status != "skipped";
+  outcome.exit_code = sig != 0 ? 128 + sig : not_ok > 0 ? 1 : 0;
 
   std::map<std::string, int> counts;
   for (const auto& r : rows) ++counts[r.status];

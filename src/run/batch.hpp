@@ -1,7 +1,8 @@
-// The batch driver: many ops across devices, one child process (`caliber run OP`) per op, one op
-// per device at a time. A child that crashes, hangs past its timeout or fails leaves the rest
-// running; ops_status.csv is rewritten atomically after every op; SIGINT/SIGTERM terminates and
-// reaps every child, marks the unfinished ops interrupted and keeps every finished row.
+// The batch driver: many ops, one `caliber run OP` per op, on this host's devices (one child
+// process per op, one op per device at a time) or as one Slurm job array (run/scheduler.hpp). A
+// child that crashes, hangs past its timeout or fails leaves the rest running; ops_status.csv is
+// rewritten atomically after every op; SIGINT/SIGTERM terminates and reaps every child, marks the
+// unfinished ops interrupted and keeps every finished row.
 #pragma once
 
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "run/process.hpp"
+#include "run/slurm_job.hpp"
 
 namespace caliber::run {
 
@@ -69,6 +71,11 @@ struct BatchOptions {
   std::vector<std::string> run_args;  // passed to every `caliber run` unchanged
   fs::path self_exe;                  // empty: /proc/self/exe
   std::optional<bool> progress;       // the live progress line; nullopt: when stderr is a terminal
+  // "local" (this host's devices) or "slurm" (a job array, docs/cluster.md); empty:
+  // CALIBER_SCHEDULER, else the resumed batch's, else local.
+  std::string scheduler;
+  slurm::SlurmOptions slurm;    // only with scheduler slurm
+  double slurm_poll_max_s = 5;  // the longest wait between two looks at the array's state
 };
 
 // Thrown for bad usage before any child starts (exit code 2).

@@ -187,6 +187,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       {"git_commit", core::caliber_git_commit()},
       {"start_time", core::iso8601_utc(wall_start)},
       {"host", core::host_name()},
+      {"slurm", core::slurm_identity(core::process_env)},
       {"capabilities",
        {{"graph_capture", caps.graph_capture},
         {"graph_timer_default", caps.graph_timer_default},

@@ -129,3 +129,41 @@ expect_refused() {
     check_fail "$label: printed on stdout: $(head -3 "$T/refused.stdout")"
   fi
 }
+
+# use_test_ops OP...: turn on the ops that misbehave on purpose (CALIBER_TEST_OPS=1: test_abort
+# crashes, test_fail fails its check, test_hang never returns) and fail when one is missing.
+use_test_ops() {
+  export CALIBER_TEST_OPS=1
+  local names op
+  names=$("$CAL" list --names --backend cpu 2> /dev/null)
+  for op in "$@"; do
+    printf '%s\n' "$names" | grep -qx "$op" || fatal "test op $op is not listed (CALIBER_TEST_OPS=1)"
+  done
+}
+
+# slurm_init: the Slurm tests need a controller to talk to. SLURM_CONF, else the cluster that
+# tests/slurm/cluster starts (scripts/quickstart test starts one); without a reachable controller
+# they skip (77) and say how to start one. Sets SQUEUE_OK when squeue answers.
+slurm_init() {
+  local conf=${CALIBER_SLURM_DIR:-/tmp/caliber-slurm}/slurm.conf
+  if [ -z "${SLURM_CONF:-}" ] && [ -f "$conf" ]; then export SLURM_CONF=$conf; fi
+  if ! command -v sbatch > /dev/null 2>&1 || ! command -v scontrol > /dev/null 2>&1; then
+    echo "skip: no Slurm client commands (start a test cluster: tests/slurm/cluster up)"
+    exit 77
+  fi
+  if ! timeout 15 scontrol ping 2> /dev/null | grep -q 'is UP'; then
+    echo "skip: no Slurm controller reachable (SLURM_CONF=${SLURM_CONF:-unset}; start a test" \
+      "cluster: tests/slurm/cluster up)"
+    exit 77
+  fi
+}
+
+# slurm_job_of BATCH_DIR: the last array job id the batch recorded in batch.json.
+slurm_job_of() {
+  py 'import json,sys; print(json.load(open(sys.argv[1] + "/batch.json"))["slurm_jobs"][-1])' "$1"
+}
+
+# status_of CSV OP / rows_of CSV OP: a column of ops_status.csv for one op.
+status_of() { py 'import csv,sys; print([r["status"] for r in csv.DictReader(open(sys.argv[1])) if r["op"] == sys.argv[2]][0])' "$1" "$2"; }
+rows_of() { py 'import csv,sys; print([r["rows"] for r in csv.DictReader(open(sys.argv[1])) if r["op"] == sys.argv[2]][0])' "$1" "$2"; }
+reason_of() { py 'import csv,sys; print([r["reason"] for r in csv.DictReader(open(sys.argv[1])) if r["op"] == sys.argv[2]][0])' "$1" "$2"; }

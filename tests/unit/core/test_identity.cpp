@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
+#include <optional>
 
 #include "core/identity.hpp"
 #include "tmpdir.hpp"
@@ -99,4 +101,38 @@ TEST(Identity, RunHeaderText) {
   const std::string p = run_header_text(partial);
   EXPECT_NE(p.find("timer ?"), std::string::npos) << p;
   EXPECT_NE(p.find("device ?"), std::string::npos) << p;
+}
+
+TEST(Identity, SlurmFromTheJobEnvironment) {
+  const std::map<std::string, std::string> job = {{"SLURM_JOB_ID", "42"},
+                                                  {"SLURMD_NODENAME", "gpu07"},
+                                                  {"SLURM_ARRAY_JOB_ID", "40"},
+                                                  {"SLURM_ARRAY_TASK_ID", "2"},
+                                                  {"SLURM_CLUSTER_NAME", ""}};
+  auto env = [&](const std::string& k) -> std::optional<std::string> {
+    const auto it = job.find(k);
+    if (it == job.end()) return std::nullopt;
+    return it->second;
+  };
+  const json s = slurm_identity(env);
+  EXPECT_EQ(
+      s,
+      json({{"node", "gpu07"}, {"job_id", "42"}, {"array_job_id", "40"}, {"array_task_id", "2"}}));
+  // Outside a job: null, whatever else the environment holds.
+  auto outside = [&](const std::string& k) -> std::optional<std::string> {
+    if (k == "SLURMD_NODENAME") return "gpu07";
+    return std::nullopt;
+  };
+  EXPECT_TRUE(slurm_identity(outside).is_null());
+}
+
+TEST(Identity, NodeIsTheSlurmNodeElseTheHost) {
+  json id = {{"host", "login1"}};
+  EXPECT_EQ(node_of(id), "login1");
+  id["slurm"] = {{"node", "gpu07"}, {"job_id", "42"}};
+  EXPECT_EQ(node_of(id), "gpu07");
+  id["slurm"] = nullptr;
+  EXPECT_EQ(node_of(id), "login1");
+  EXPECT_EQ(node_of(json::object()), "");
+  EXPECT_EQ(node_of(json()), "");
 }

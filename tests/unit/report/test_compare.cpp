@@ -329,6 +329,44 @@ TEST(Compare, DifferentPhysicalDevicesWidenTheBand) {
   EXPECT_EQ(q->verdict, Verdict::slower);
 }
 
+// Runs from two Slurm nodes are runs on two devices even where no uuid is recorded (the cpu
+// backend has none): the band widens and the note names the nodes. Two runs on one node do not.
+TEST(Compare, DifferentNodesWidenTheBandLikeDifferentDevices) {
+  TempDir t;
+  json ia = identity();
+  json ib = identity();
+  ia["host"] = "login1";
+  ib["host"] = "login1";
+  ia["slurm"] = {{"node", "gpu01"}, {"job_id", "11"}};
+  ib["slurm"] = {{"node", "gpu02"}, {"job_id", "12"}};
+  const auto a =
+      write_run(t.path(), "a-20261129-101010", {timed_row("add", "1", 1.0, 0.005, 200, 3)}, ia);
+  const auto b =
+      write_run(t.path(), "b-20261129-101010", {timed_row("add", "1", 1.08, 0.005, 200, 4)}, ib);
+  const auto cross = compare_dirs({a}, {b});
+  EXPECT_TRUE(cross.cross_device);
+  EXPECT_EQ(cross.cross_nodes, "gpu01 vs gpu02");
+  EXPECT_DOUBLE_EQ(cross.band_used, 0.06);
+  const auto* p = find_pair(cross, "add", "1");
+  ASSERT_NE(p, nullptr);
+  EXPECT_NE(p->verdict, Verdict::slower);
+  bool noted = false;
+  for (const auto& tbl : compare_report(cross).tables)
+    for (const auto& n : tbl.notes) noted = noted || n.find("gpu01 vs gpu02") != std::string::npos;
+  EXPECT_TRUE(noted);
+
+  json ic = ib;
+  ic["slurm"]["node"] = "gpu01";
+  const auto c =
+      write_run(t.path(), "c-20261129-101010", {timed_row("add", "1", 1.08, 0.005, 200, 4)}, ic);
+  const auto same_node = compare_dirs({a}, {c});
+  EXPECT_FALSE(same_node.cross_device);
+  EXPECT_DOUBLE_EQ(same_node.band_used, 0.03);
+  const auto* q = find_pair(same_node, "add", "1");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->verdict, Verdict::slower);
+}
+
 // Rounds that drift between themselves (+-4%) around the same level: pooling their samples makes a
 // narrow CI that calls a 2% shift SLOWER; resampling the rounds first widens it, so the verdict
 // is not SLOWER, and the grouped CI is wider than the flat one.

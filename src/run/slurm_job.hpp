@@ -1,0 +1,102 @@
+// The pure half of `caliber batch --scheduler slurm` (docs/cluster.md): the options and their
+// checks, the job-array script, the sbatch command line, parsing what sbatch, scontrol and sacct
+// print, and the mapping of a Slurm job state onto an op's status. Nothing here runs a process;
+// run/batch_slurm.cpp does, with these.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace caliber::run::slurm {
+
+namespace fs = std::filesystem;
+
+struct SlurmOptions {
+  std::string partition;                 // --partition; empty: the cluster's default
+  std::string account;                   // --account; empty: the user's default
+  int gpus_per_task = 0;                 // --gpus-per-task; 0: none requested
+  std::string time_limit;                // --time-limit, in sbatch's --time format; empty: default
+  std::vector<std::string> sbatch_args;  // --sbatch-arg, passed to sbatch as they are
+};
+
+// Each throws std::invalid_argument naming the flag, the value and what is allowed.
+void check_options(const SlurmOptions& o);
+// sbatch's --time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S, or UNLIMITED / INFINITE.
+[[nodiscard]] bool valid_time_limit(const std::string& s);
+// The time limit in seconds (for messages); nullopt for none, UNLIMITED or a malformed value.
+[[nodiscard]] std::optional<long> time_limit_seconds(const std::string& s);
+
+// One job array: task i runs `caliber run ops[i]` into batch_dir.
+struct ArraySpec {
+  fs::path caliber;    // absolute: the same installed path on every node
+  fs::path batch_dir;  // absolute, on storage every node shares
+  std::string job_name;
+  std::string backend;
+  std::vector<std::string> ops;
+  std::vector<std::string> run_args;  // passed to every `caliber run`
+  SlurmOptions slurm;
+};
+
+// The directory under the batch directory for scripts and per-task exit records.
+inline constexpr const char* kSlurmDir = "slurm";
+
+// POSIX shell quoting: 'abc' with every ' written as '\''.
+[[nodiscard]] std::string shell_quote(const std::string& s);
+// The batch script (#SBATCH lines, then the task body). Each task runs its op with stdout and
+// stderr appended to logs/<op>.log and writes slurm/<op>.exit ("rc=N node=X job=J start_ns=S
+// end_ns=E") when caliber returns, so the exact exit code survives whatever Slurm records.
+[[nodiscard]] std::string sbatch_script(const ArraySpec& spec);
+// argv for the submission: sbatch --parsable <extra sbatch args> <script>.
+[[nodiscard]] std::vector<std::string> sbatch_argv(const ArraySpec& spec, const fs::path& script);
+// argv for a dry check of the same request before anything is written (sbatch --test-only).
+[[nodiscard]] std::vector<std::string> sbatch_test_argv(const SlurmOptions& o);
+// The job id from `sbatch --parsable` output ("123" or "123;cluster", possibly after warnings).
+[[nodiscard]] std::optional<std::string> parse_sbatch_job_id(const std::string& out);
+
+// One array task as Slurm reports it.
+struct TaskState {
+  int task = -1;       // SLURM_ARRAY_TASK_ID
+  std::string job_id;  // the task's own job id (SLURM_JOB_ID), empty while pending as a range
+  std::string state;   // COMPLETED, FAILED, TIMEOUT, RUNNING, PENDING, ... (the first word)
+  int exit_code = 0;   // from ExitCode=code:signal
+  int exit_signal = 0;
+  std::string node;        // NodeList (BatchHost where it differs), empty while pending
+  std::string reason;      // Slurm's Reason, "None" dropped
+  double run_s = -1;       // RunTime, -1 when not given
+  std::string time_limit;  // the limit Slurm applied (TimeLimit; it rounds up to whole minutes)
+};
+
+// Array task ids "3", "2-5", "1,4,7-9%2" (the %N limit dropped); empty on anything else.
+[[nodiscard]] std::vector<int> expand_task_ids(const std::string& s);
+// `scontrol show job -o <array id>`: one line per record; a pending range expands to its tasks.
+// Lines that are not job records (errors) are ignored.
+[[nodiscard]] std::vector<TaskState> parse_scontrol(const std::string& text);
+// `sacct -n -P -X -j <array id> -o JobIDRaw,JobID,State,ExitCode,NodeList,ElapsedRaw`.
+[[nodiscard]] std::vector<TaskState> parse_sacct(const std::string& text);
+// "01:02:03", "2-01:02:03", "05:07" -> seconds; -1 when malformed.
+[[nodiscard]] double parse_duration(const std::string& s);
+
+// Slurm states after which the task will not run again (unless requeued by Slurm).
+[[nodiscard]] bool is_terminal(const std::string& state);
+
+// The exit record a task wrote (slurm/<op>.exit).
+struct ExitRecord {
+  int rc = 0;
+  std::string node, job_id;
+  double duration_s = -1;
+};
+[[nodiscard]] std::optional<ExitRecord> parse_exit_record(const std::string& text);
+
+// What a finished task means for its op. `record` is the task's exit record when it wrote one for
+// this job. status: ok, failed, crashed, timeout, interrupted (ok may still become failed or
+// skipped from the run's rows, as in a local batch).
+struct Mapped {
+  std::string status;
+  std::string reason;
+};
+[[nodiscard]] Mapped map_state(const TaskState& s, const std::optional<ExitRecord>& record,
+                               const std::string& time_limit);
+
+}  // namespace caliber::run::slurm
