@@ -40,11 +40,20 @@ test_ops_lib() {
   printf '%s\n' "$lib"
 }
 
-# use_test_ops: every caliber command of this test loads the test op library (CALIBER_OPS_LIB,
-# which batch and ab children inherit).
+# use_test_ops [OP...]: every caliber command of this test loads the test op library
+# (CALIBER_OPS_LIB, which batch and ab children and Slurm tasks inherit); fails when one of the
+# named ops is not listed with it.
 use_test_ops() {
   CALIBER_OPS_LIB=$(test_ops_lib) || exit 1
   export CALIBER_OPS_LIB
+  local names op
+  [ $# -gt 0 ] && names=$("$CAL" list --names --backend cpu 2> /dev/null)
+  for op in "$@"; do
+    printf '%s\n' "$names" | grep -qx "$op" || {
+      echo "FAIL: test op $op is not listed with $CALIBER_OPS_LIB" >&2
+      exit 1
+    }
+  done
 }
 
 # A failed assertion: say what and where, keep going, and fail at the end (cli_done).
@@ -128,17 +137,6 @@ expect_refused() {
   if [ -s "$T/refused.stdout" ]; then
     check_fail "$label: printed on stdout: $(head -3 "$T/refused.stdout")"
   fi
-}
-
-# use_test_ops OP...: turn on the ops that misbehave on purpose (CALIBER_TEST_OPS=1: test_abort
-# crashes, test_fail fails its check, test_hang never returns) and fail when one is missing.
-use_test_ops() {
-  export CALIBER_TEST_OPS=1
-  local names op
-  names=$("$CAL" list --names --backend cpu 2> /dev/null)
-  for op in "$@"; do
-    printf '%s\n' "$names" | grep -qx "$op" || fatal "test op $op is not listed (CALIBER_TEST_OPS=1)"
-  done
 }
 
 # slurm_init: the Slurm tests need a controller to talk to. SLURM_CONF, else the cluster that
