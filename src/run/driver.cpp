@@ -150,6 +150,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   std::vector<std::string> op_names;
   for (const auto& e : sel.ops) op_names.push_back(e.info.name);
   json identity = {
+      {"schema", core::schema_version},
       {"backend", backend->name()},
       {"device", backends::describe_device(*dev_it)},
       {"timer", timer},
@@ -206,7 +207,8 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       << "\n";
   if (!timer_note.empty()) out << "  note: " << timer_note << "\n";
   if (k.shape_mode == "upstream")
-    out << "  note: --shape-mode upstream: no provider of this corpus ships its own core shapes, so "
+    out << "  note: --shape-mode upstream: no provider of this corpus ships its own core shapes, "
+           "so "
            "caliber's shape file is used (recorded as shape_mode=upstream)\n";
   if (sequence_mode && k.repeat > 1)
     out << "  note: --repeat " << k.repeat

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "core/identity.hpp"
+#include "core/runlog.hpp"
 #include "tmpdir.hpp"
 
 using namespace caliber::core;
@@ -97,4 +98,14 @@ TEST(Identity, RunHeaderText) {
   const std::string p = run_header_text(partial);
   EXPECT_NE(p.find("timer ?"), std::string::npos) << p;
   EXPECT_NE(p.find("device ?"), std::string::npos) << p;
+}
+
+TEST(Identity, NewerSchemaRefused) {
+  TempDir dir;
+  std::ofstream(dir.path() / caliber::core::identity_file)
+      << nlohmann::json{{"schema", caliber::core::schema_version + 1}}.dump();
+  EXPECT_THROW((void)caliber::core::read_identity(dir.path()), caliber::core::SchemaError);
+  std::ofstream(dir.path() / caliber::core::identity_file)
+      << nlohmann::json{{"level", "core"}}.dump();
+  EXPECT_EQ(caliber::core::read_identity(dir.path())["level"], "core");
 }
