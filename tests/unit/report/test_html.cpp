@@ -157,3 +157,18 @@ TEST(Html, AnAbDirectoryGivesTheAbPage) {
             std::string::npos);
   EXPECT_EQ(count(page, "<svg class=\"chart\""), 1u);
 }
+
+TEST(Html, EachMarkerOnceInTheCasesTable) {
+  using namespace caliber::testing;
+  TempDir t;
+  RowSpec s;
+  s.cand = samples(1.0, 0.01, 5, 1);
+  s.base = samples(2.0, 0.01, 5, 2);
+  s.markers = {"timer=direct"};
+  json row = make_row(s);
+  for (auto& p : row["providers"]) p["markers"] = {"timer=direct"};  // as the run driver writes
+  const auto dir = write_run(t.path(), "add-20261130-101010", {row});
+  const Table cases = cases_table(load_runs({dir}));
+  ASSERT_EQ(cases.rows.size(), 1u);
+  EXPECT_EQ(cases.rows[0].back().text, "timer=direct");
+}
