@@ -1,5 +1,7 @@
 #include "cli/knob_options.hpp"
 
+#include <algorithm>
+
 namespace caliber::cli {
 
 void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool with_ops) {
@@ -22,6 +24,8 @@ void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool 
     if (!spec.allowed.empty() && spec.allowed.find(',') != std::string::npos &&
         spec.allowed.find(' ') != std::string::npos)
       opt->type_name("VALUE");
+    // --shape may be repeated: CLI11 joins the values, the knob splits them again.
+    if (spec.name == "shape") opt->multi_option_policy(CLI::MultiOptionPolicy::Join);
     options[spec.name] = opt;
   }
 }
@@ -29,7 +33,11 @@ void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool 
 std::map<std::string, std::string> KnobOptions::given() const {
   std::map<std::string, std::string> out;
   for (const auto& [name, opt] : options)
-    if (opt->count() > 0) out[name] = values.at(name);
+    if (opt->count() > 0) {
+      std::string v = values.at(name);
+      std::replace(v.begin(), v.end(), '\n', ',');  // a repeated flag, joined (--shape)
+      out[name] = v;
+    }
   if (!positional_ops.empty()) {
     std::string joined;
     for (const auto& o : positional_ops) joined += (joined.empty() ? "" : ",") + o;

@@ -99,9 +99,33 @@ std::vector<KnobSpec> make_table() {
        "a readable file, one op per line, # comments", "Read the ops to run from a file.",
        [](Knobs& k, const std::string& v) { k.op_file = trim(v); }});
   add({"node", "--node", "TEST_NODE", "Selection", "",
-       "a node id (mm[bf16-M4096-N4096-K4096]) or an op name",
-       "Run one case (or one op) by node id, instead of OP/OP_FILE.",
+       "a node id (mm[bf16-M4096-N4096-K4096]) or an op name; * and ? match any text and any "
+       "one character (mm[bf16-*], *[f32-*])",
+       "Run the cases whose node id matches (or one op), instead of OP/OP_FILE.",
        [](Knobs& k, const std::string& v) { k.node = trim(v); }});
+  add({"shape", "--shape", "", "Selection", "the shape file's",
+       "DIMxDIM... of positive integers, as the shape file writes a shape (4096x4096; mm: "
+       "MxNxK or BxMxNxK); repeat the flag or give a comma list",
+       "Run the selected ops on these shapes instead of the shape file's.",
+       [](Knobs& k, const std::string& v) {
+         k.shapes.clear();
+         for (const auto& item : split_list(v)) {
+           std::vector<std::int64_t> shape;
+           for (const auto& d : split_fields(item, 'x')) {
+             const std::string t = trim(d);
+             long long n = 0;
+             auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+             if (t.empty() || ec != std::errc() || p != t.data() + t.size() || n < 1)
+               refuse("shape", item, "is not a shape (positive integers joined by x)");
+             shape.push_back(n);
+           }
+           if (shape.empty() || shape.size() > 8)
+             refuse("shape", item, "is not a shape (1 to 8 dimensions joined by x)");
+           if (std::find(k.shapes.begin(), k.shapes.end(), shape) == k.shapes.end())
+             k.shapes.push_back(std::move(shape));
+         }
+         if (k.shapes.empty()) refuse("shape", v, "names no shape");
+       }});
   add({"dtypes", "--dtypes", "", "Selection", "each op's own list",
        "f32, f16, bf16, f64, i32, i64, c64",
        "Restrict the dtypes (comma list; torch spellings like float16 are accepted).",

@@ -27,8 +27,9 @@ struct Knobs {
   std::vector<int> devices;  // as the caller sees them; empty: the first device
   std::vector<std::string> ops;
   std::string op_file;
-  std::string node;
-  std::vector<std::string> dtypes;  // empty: each op's own list
+  std::string node;                               // a node id or op name; * and ? are wildcards
+  std::vector<std::vector<std::int64_t>> shapes;  // --shape: replace the shape file's shapes
+  std::vector<std::string> dtypes;                // empty: each op's own list
   std::string level = "core";
   std::string shape_mode = "file";
   std::string shapes_file;

@@ -161,6 +161,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       {"shapes_file", sel.shapes_file.string()},
       {"ops", op_names},
       {"node", k.node},
+      {"shapes", k.shapes},
       {"dtypes", k.dtypes},
       {"repeat", k.repeat},
       {"repeat_skipped", sequence_mode && k.repeat > 1},
