@@ -195,9 +195,7 @@ std::vector<KnobSpec> make_table() {
        [](Knobs& k, const std::string& v) { k.min_time_s = parse_real("min_time", v, 0, 60); }});
   add({"max_noise", "--max-noise", "", "Timing", "0.005", "a fraction above 0, at most 1",
        "Stopping rule: stop once the relative noise (robust standard error of the median) is at "
-       "most this. With these defaults the graph timer converged in 0.045-0.053 s per measurement "
-       "with a spread of at most 0.2% over 5 processes on the H200 (caliber_timer_bench, "
-       "2026-11-29).",
+       "most this (figures: docs/measurements.md).",
        [](Knobs& k, const std::string& v) {
          k.max_noise = parse_real("max_noise", v, 0, 1, true);
        }});
@@ -209,7 +207,7 @@ std::vector<KnobSpec> make_table() {
        }});
   add({"warmup", "--warmup", "", "Timing", "0.02", "seconds, 0 to 60",
        "Device-busy warmup before sampling, long enough for the SM clock to ramp from idle "
-       "(345 to 1980 MHz on the H200); too short a warmup read 30% slow in Triton's issue #2306.",
+       "(docs/measurements.md).",
        [](Knobs& k, const std::string& v) { k.warmup_s = parse_real("warmup", v, 0, 60); }});
   add({"throttle_fraction", "--throttle-fraction", "", "Timing", "0.75",
        "a fraction above 0, at most 1",
@@ -263,6 +261,23 @@ std::vector<KnobSpec> make_table() {
                                               "0123456789._-") != std::string::npos)
            refuse("name", v, "is not allowed");
          k.name = t;
+       }});
+  add({"columns", "--columns", "", "Output",
+       "op,dtype,shape,base_ms,cand_ms,speedup,tflops,gbps,status",
+       "a comma list of: op, dtype, shape, node, base_ms, cand_ms, speedup, tflops, gbps, "
+       "pct_peak_bw, pct_peak_flops, noise, samples, quantiles, stop, timer, markers, status",
+       "Columns of the table printed at the end of a run (status shows a missed stopping rule "
+       "as STOP_NOT_CONVERGED).",
+       [](Knobs& k, const std::string& v) {
+         k.columns.clear();
+         for (const auto& item : split_list(v)) {
+           const auto& all = run_table_columns();
+           if (std::find(all.begin(), all.end(), item) == all.end())
+             refuse("columns", item, "is not a column");
+           if (std::find(k.columns.begin(), k.columns.end(), item) == k.columns.end())
+             k.columns.push_back(item);
+         }
+         if (k.columns.empty()) refuse("columns", v, "names no column");
        }});
   add({"seed", "--seed", "CALIBER_SEED", "Output", "fresh per run", "an integer from 1",
        "Seed of the random inputs (recorded in run_identity.json).",
@@ -323,6 +338,20 @@ std::optional<std::string> process_env(const std::string& name) {
   const char* v = std::getenv(name.c_str());
   if (v == nullptr) return std::nullopt;
   return std::string(v);
+}
+
+const std::vector<std::string>& run_table_columns() {
+  static const std::vector<std::string> cols = {
+      "op",      "dtype",     "shape", "node",        "base_ms",        "cand_ms",
+      "speedup", "tflops",    "gbps",  "pct_peak_bw", "pct_peak_flops", "noise",
+      "samples", "quantiles", "stop",  "timer",       "markers",        "status"};
+  return cols;
+}
+
+const std::vector<std::string>& default_run_table_columns() {
+  static const std::vector<std::string> cols = {"op",      "dtype",  "shape", "base_ms", "cand_ms",
+                                                "speedup", "tflops", "gbps",  "status"};
+  return cols;
 }
 
 Knobs resolve_knobs(const std::map<std::string, std::string>& flags,

@@ -58,7 +58,12 @@ struct Knobs {
   std::string name;        // run directory name prefix; empty: derived from the ops
   std::uint64_t seed = 0;  // 0: fresh per run
   bool quiet = false;
+  std::vector<std::string> columns;  // of the table printed at the end; empty: the default
 };
+
+// The columns the run's closing table can show (--columns), and the default set.
+[[nodiscard]] const std::vector<std::string>& run_table_columns();
+[[nodiscard]] const std::vector<std::string>& default_run_table_columns();
 
 struct KnobSpec {
   std::string name;   // "level"

@@ -249,6 +249,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   outcome.run_dir = run_dir;
   std::vector<json> rows;
   const std::size_t n = sel.cases.size();
+  const auto cases_start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < n; ++i) {
     const Case& c = sel.cases[i];
     json row = runner.run_case(*sel.case_op[i], c);
@@ -271,6 +272,15 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       out << "  x" << fmt(row["speedup"].get<double>(), 2);
     if (row.contains("error")) out << "  " << row["error"].get<std::string>();
     if (row.contains("reason")) out << "  " << row["reason"].get<std::string>();
+    if (const std::string miss = stop_rule_miss(row); !miss.empty())
+      out << "  " << kMarkerStopNotConverged << " (" << miss << ")";
+    // On a long run, when the rest should end: the mean time per case so far, times the cases
+    // left (cases differ in length, so it is a guide, said as such).
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - cases_start).count();
+    if (i + 1 < n && elapsed >= kEtaAfterS)
+      out << "  eta ~"
+          << duration_text(elapsed / static_cast<double>(i + 1) * static_cast<double>(n - i - 1));
     out << "\n";
     out.flush();
     rows.push_back(std::move(row));
@@ -296,7 +306,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   log.append(footer);
   for (const auto& w : runner.warnings()) err << "caliber: WARNING: " << w << "\n";
 
-  print_run_table(out, rows);
+  print_run_table(out, rows, k.columns, k.quantiles);
   out << "ok " << outcome.ok << ", failed " << outcome.failed << ", skipped " << outcome.skipped
       << " in " << fmt(wall_s, 1) << " s; run directory " << run_dir.string() << "\n";
   outcome.exit_code = outcome.failed > 0 ? 1 : 0;
