@@ -23,7 +23,7 @@ void add_list(CLI::App& root, int& exit_code) {
                        "max_noise",    "timeout", "warmup",      "throttle_fraction",
                        "capture_deny", "tune",    "replay_from", "parallel_warmup",
                        "tune_cache",   "out",     "name",        "seed",
-                       "columns"});
+                       "columns",      "profile"});
   auto names = std::make_shared<bool>(false);
   auto cases = std::make_shared<bool>(false);
   auto as_json = std::make_shared<bool>(false);

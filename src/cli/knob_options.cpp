@@ -20,7 +20,10 @@ void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool 
     }
     std::string names = spec.flag;
     if (spec.name == "devices") names += ",--gpus";
-    auto* opt = app.add_option(names, values[spec.name], desc)->group(spec.group);
+    // --profile alone means 3 launches; --profile=N picks N.
+    auto* opt = spec.name == "profile"
+                    ? app.add_flag(names + "{3}", values[spec.name], desc)->group(spec.group)
+                    : app.add_option(names, values[spec.name], desc)->group(spec.group);
     if (!spec.allowed.empty() && spec.allowed.find(',') != std::string::npos &&
         spec.allowed.find(' ') != std::string::npos)
       opt->type_name("VALUE");

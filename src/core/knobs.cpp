@@ -262,6 +262,14 @@ std::vector<KnobSpec> make_table() {
            refuse("name", v, "is not allowed");
          k.name = t;
        }});
+  add({"profile", "--profile", "", "Timing", "off (--profile alone: 3)",
+       "an integer from 1 to 1000 (launches per provider)",
+       "Profile mode: launch each selected case and provider this many times inside a range "
+       "named <node>/<provider> (NVTX on cuda, for ncu --nvtx and nsys), with no timing loop. "
+       "The run is marked profile in run_identity.json and compare refuses it.",
+       [](Knobs& k, const std::string& v) {
+         k.profile = static_cast<int>(parse_int("profile", v, 1, 1000));
+       }});
   add({"columns", "--columns", "", "Output",
        "op,dtype,shape,base_ms,cand_ms,speedup,tflops,gbps,status",
        "a comma list of: op, dtype, shape, node, base_ms, cand_ms, speedup, tflops, gbps, "

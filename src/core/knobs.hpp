@@ -48,6 +48,7 @@ struct Knobs {
   double throttle_fraction = 0.75;
   std::vector<std::string> capture_deny;
   bool peaks = true;  // measure the copy bandwidth and the mm rate once per run
+  int profile = 0;    // --profile: launches per provider inside NVTX ranges, no timing; 0: off
   // autotune
   std::string tune = "live";
   std::string replay_from;

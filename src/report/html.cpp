@@ -405,6 +405,8 @@ std::string html_ab_report(const std::vector<std::filesystem::path>& a,
                            const std::vector<std::filesystem::path>& b, const CompareOptions& opt) {
   const auto runs_a = load_runs(a);
   const auto runs_b = load_runs(b);
+  refuse_profile_runs(runs_a);
+  refuse_profile_runs(runs_b);
   if (runs_a.empty() || runs_b.empty())
     throw std::invalid_argument("no run directory on one side of the A/B");
   CompareOptions o = opt;

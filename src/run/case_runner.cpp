@@ -150,6 +150,82 @@ Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w,
   return s.config;
 }
 
+json CaseRunner::profile_case(const Op& op, const Case& c, int launches) {
+  const OpInfo info = op.info();
+  json row = {
+      {"type", "case"},           {"op", c.op},      {"dtype", std::string(to_string(c.dtype))},
+      {"shape", c.size_detail()}, {"dims", c.shape}, {"node", c.node_id()},
+      {"family", info.family},    {"profile", true}, {"markers", json::array()}};
+  if (!c.params.empty()) row["params"] = c.params;
+  if (!fatal_.empty()) {
+    row["status"] = "skipped";
+    row["reason"] = "not run: the device context is unusable after " + fatal_;
+    return row;
+  }
+  if (auto reason = op.skip_reason(c, *device_)) {
+    row["status"] = "skipped";
+    row["reason"] = *reason;
+    return row;
+  }
+  json prows = json::array();
+  try {
+    auto w = op.setup(*device_, c);
+    const auto providers = w->providers();
+    for (std::size_t p = 0; p < providers.size(); ++p) {
+      const auto& pi = providers[p];
+      json prow = {{"name", pi.name}, {"role", role_name(pi.role)}};
+      if (pi.role == Role::candidate && pi.space.tunable()) {
+        (void)choose_config(info, c, *w, p, pi, prow);
+      } else {
+        w->prepare(p, pi.space.default_config);
+        if (!pi.space.default_config.empty()) prow["config"] = pi.space.default_config.str();
+      }
+      prows.push_back(std::move(prow));
+    }
+    device_->synchronize();
+    for (std::size_t p = 0; p < providers.size(); ++p) {
+      const std::string range = c.node_id() + "/" + providers[p].name;
+      device_->range_push(range);
+      try {
+        for (int i = 0; i < launches; ++i) w->launch(p);
+        device_->synchronize();
+      } catch (...) {
+        device_->range_pop();
+        throw;
+      }
+      device_->range_pop();
+      prows[p]["range"] = range;
+      prows[p]["launches"] = launches;
+    }
+  } catch (const NativeError& e) {
+    auto f = backend_.classify(e.code());
+    if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned)
+      fatal_ = c.node_id();
+    row["providers"] = prows;
+    row["status"] = "failed";
+    row["error"] = std::string(e.what()) + " [" + backends::to_string(f) + "]";
+    return row;
+  } catch (const CaseSkipped& e) {
+    row["status"] = "skipped";
+    row["reason"] = e.what();
+    return row;
+  } catch (const DeviceBroken& e) {
+    fatal_ = c.node_id();
+    row["providers"] = prows;
+    row["status"] = "failed";
+    row["error"] = std::string(e.what()) + " [" + backends::to_string(e.failure) + "]";
+    return row;
+  } catch (const std::exception& e) {
+    row["providers"] = prows;
+    row["status"] = "failed";
+    row["error"] = e.what();
+    return row;
+  }
+  row["providers"] = prows;
+  row["status"] = "ok";
+  return row;
+}
+
 void CaseRunner::tune_case(const Op& op, const Case& c) {
   const OpInfo info = op.info();
   if (!fatal_.empty()) return;

@@ -29,6 +29,11 @@ class CaseRunner {
 
   // The run.log row of one case. Never throws for a failure of the case itself.
   [[nodiscard]] nlohmann::json run_case(const Op& op, const Case& c);
+  // --profile: the case's providers prepared as for a run (the same configs), then each launched
+  // `launches` times inside a device range "<node>/<provider>" and synchronized, with no timing
+  // and no correctness check. The row has status, the providers (name, role, config, range,
+  // launches) and no latency. Never throws for a failure of the case itself.
+  [[nodiscard]] nlohmann::json profile_case(const Op& op, const Case& c, int launches);
   // Tune only (parallel-warmup shard): selects the configs of every tunable candidate of the case.
   void tune_case(const Op& op, const Case& c);
   [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
