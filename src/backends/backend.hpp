@@ -144,6 +144,12 @@ class Device : public caliber::DeviceContext {
   // The last error the runtime holds, cleared (0 when none).
   [[nodiscard]] virtual int take_last_error() noexcept = 0;
 
+  // A named range around work, for the vendor's profilers (NVTX on cuda, so `ncu --nvtx` and
+  // `nsys` can aim at one case: caliber run --profile). Nested ranges pair up. A backend without
+  // such a tool leaves these as they are: nothing happens.
+  virtual void range_push(const std::string& name) { (void)name; }
+  virtual void range_pop() {}
+
   // The RNG capture guard uses default_generator() (DeviceContext): saved before a capture and
   // restored after it; skipped where it is nullptr (capabilities().default_rng == false).
 };

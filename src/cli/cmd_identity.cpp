@@ -32,10 +32,15 @@ void add_identity(CLI::App& root, int& exit_code) {
     try {
       const auto a = core::read_identity(*run);
       if (other->empty()) {
-        std::cout << report::render(report::identity_report(a, *run), *fmt);
+        const auto r = report::render_streams(report::identity_report(a, *run), *fmt);
+        std::cout << r.out << std::flush;
+        std::cerr << r.err;
       } else {
         const auto b = core::read_identity(*other);
-        std::cout << report::render(report::identity_diff_report(a, *run, b, *other), *fmt);
+        const auto r =
+            report::render_streams(report::identity_diff_report(a, *run, b, *other), *fmt);
+        std::cout << r.out << std::flush;
+        std::cerr << r.err;
       }
       exit_code = kExitOk;
     } catch (const std::exception& e) {

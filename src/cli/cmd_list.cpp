@@ -22,7 +22,8 @@ void add_list(CLI::App& root, int& exit_code) {
                        "return_mode",  "l2",      "min_samples", "min_time",
                        "max_noise",    "timeout", "warmup",      "throttle_fraction", "clock",
                        "capture_deny", "tune",    "replay_from", "parallel_warmup",
-                       "tune_cache",   "out",     "name",        "seed"});
+                       "tune_cache",   "out",     "name",        "seed",
+                       "columns",      "profile"});
   auto names = std::make_shared<bool>(false);
   auto cases = std::make_shared<bool>(false);
   auto as_json = std::make_shared<bool>(false);

@@ -1,9 +1,11 @@
-// caliber report DIR... [--html FILE]: one self-contained HTML page of runs or batches.
+// caliber report DIR... [--html FILE] | --ab A B: one self-contained HTML page of runs, batches or
+// an A/B, with its charts drawn as inline SVG (docs/report.md).
 #include <fstream>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "core/rundir.hpp"
+#include "report/command.hpp"
 #include "report/html.hpp"
 
 namespace caliber::cli {
@@ -12,19 +14,46 @@ namespace {
 void add_report(CLI::App& root, int& exit_code) {
   auto* sub = root.add_subcommand(
       "report",
-      "Write one self-contained HTML page of runs or batches: each run's caliber, the "
-      "geometric-mean\n"
-      "speedups with their bootstrap 95% intervals, and every case row. Exit 2 on bad input.");
+      "Write one self-contained HTML page (no scripts, works offline) of runs or batches: each "
+      "run's caliber, the geometric-mean speedups with their bootstrap 95% intervals, charts "
+      "(speedup per shape with its interval, latency distributions of the stored samples, % of "
+      "peak) and every case row. With --ab A B, or a directory written by `caliber ab`: the A/B "
+      "comparison with the ratio of every pair and its interval, coloured by verdict. Exit 2 on "
+      "bad input.");
   auto dirs = std::make_shared<std::vector<std::string>>();
+  auto ab = std::make_shared<std::vector<std::string>>();
   auto out = std::make_shared<std::string>();
-  sub->add_option("dirs", *dirs, "Run or batch directories")->required();
-  sub->add_option("--html", *out, "Output file (default: report.html in the first directory)");
-  sub->callback([dirs, out, &exit_code] {
+  sub->add_option("dirs", *dirs, "Run, batch or ab directories");
+  sub->add_option("--ab", *ab,
+                  "An A/B page of two sides (A B); a side may be several runs, comma-separated")
+      ->expected(2);
+  sub->add_option("--html", *out,
+                  "Output file (default: report.html in the first directory, or in A)");
+  sub->callback([dirs, ab, out, &exit_code] {
+    if (ab->empty() == dirs->empty()) {
+      exit_code = usage_error(ab->empty() ? "report: name at least one run, batch or ab directory"
+                                          : "report --ab A B takes no other directories");
+      return;
+    }
     try {
-      std::vector<std::filesystem::path> paths(dirs->begin(), dirs->end());
-      const std::string page = report::html_report(paths);
+      std::string page;
+      std::filesystem::path first;
+      if (!ab->empty()) {
+        const auto a = report::CompareCommand::side_paths((*ab)[0]);
+        const auto b = report::CompareCommand::side_paths((*ab)[1]);
+        if (a.empty() || b.empty()) {
+          exit_code = usage_error("report --ab: each side needs a directory");
+          return;
+        }
+        page = report::html_ab_report(a, b);
+        first = a.front();
+      } else {
+        std::vector<std::filesystem::path> paths(dirs->begin(), dirs->end());
+        page = report::html_report(paths);
+        first = paths.front();
+      }
       const std::filesystem::path file =
-          out->empty() ? paths.front() / "report.html" : std::filesystem::path(*out);
+          out->empty() ? first / "report.html" : std::filesystem::path(*out);
       core::write_file_atomic(file, page);
       std::cout << "report: " << file.string() << "\n";
       exit_code = kExitOk;

@@ -49,7 +49,10 @@ void add_summary(CLI::App& root, int& exit_code) {
     }
     try {
       std::vector<std::filesystem::path> paths(dirs->begin(), dirs->end());
-      std::cout << report::render(report::summary_report(report::summarize(paths)), *format);
+      const auto r =
+          report::render_streams(report::summary_report(report::summarize(paths)), *format);
+      std::cout << r.out << std::flush;
+      std::cerr << r.err;
       exit_code = kExitOk;
     } catch (const std::exception& e) {
       exit_code = usage_error(e.what());

@@ -21,6 +21,9 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
 
+// --help wrapped to the terminal's width, for `app` and the subcommands added to it afterwards.
+void use_wrapping_help(CLI::App& app);
+
 // Prints "caliber: <message>" on stderr and returns kExitUsage.
 int usage_error(const std::string& message);
 

@@ -16,18 +16,16 @@ inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool
                  "Noise band in percent: a CI wholly inside +/- it is SAME, wholly outside "
                  "FASTER/SLOWER\n(default 3)")
       ->group("Compare");
-  sub.add_option(
-         "--device-band", cmp.device_band_pct,
-         "Noise band in percent when A and B ran on different physical devices (default 6:\n"
-         "two H200s differed by up to 5.8% on the same code, 2026-11-29)")
+  sub.add_option("--device-band", cmp.device_band_pct,
+                 "Noise band in percent when A and B ran on different physical devices (default 6; "
+                 "why: docs/measurements.md)")
       ->group("Compare");
   sub.add_option(
          "--run-noise", cmp.run_noise,
          "Run-to-run noise per side in percent, added to the CI of a side with fewer than\n"
          "three runs: PCT[,CLASS=PCT...], CLASS a family, fallback (a direct-timer fallback\n"
          "row) or tiny (a median below 5 us); a pair takes the largest that applies.\n"
-         "Default 0.8,blas=4,fallback=5,tiny=1.5: same code twice on one H200 moved GEMMs by\n"
-         "up to 11.8%, fallback rows 12.9%, rows below 5 us 4.8%, the rest up to 5% (2026-11-29)")
+         "Default 0.8,blas=4,fallback=5,tiny=1.5 (why: docs/measurements.md)")
       ->group("Compare");
   sub.add_option("--fail-on-regression", cmp.fail_on_regression_pct,
                  "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100 (for CI)")

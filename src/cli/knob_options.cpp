@@ -1,5 +1,7 @@
 #include "cli/knob_options.hpp"
 
+#include <algorithm>
+
 namespace caliber::cli {
 
 void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool with_ops) {
@@ -18,14 +20,23 @@ void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool 
     }
     std::string names = spec.flag;
     if (spec.name == "devices") names += ",--gpus";
-    auto* opt = spec.repeatable ? app.add_option(names, repeated[spec.name], desc)
-                                      ->group(spec.group)
-                                      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-                                      ->allow_extra_args(false)
-                                : app.add_option(names, values[spec.name], desc)->group(spec.group);
+    CLI::Option* opt = nullptr;
+    if (spec.repeatable) {
+      opt = app.add_option(names, repeated[spec.name], desc)
+                ->group(spec.group)
+                ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+                ->allow_extra_args(false);
+    } else if (spec.name == "profile") {
+      // --profile alone means 3 launches; --profile=N picks N.
+      opt = app.add_flag(names + "{3}", values[spec.name], desc)->group(spec.group);
+    } else {
+      opt = app.add_option(names, values[spec.name], desc)->group(spec.group);
+    }
     if (!spec.allowed.empty() && spec.allowed.find(',') != std::string::npos &&
         spec.allowed.find(' ') != std::string::npos)
       opt->type_name("VALUE");
+    // --shape may be repeated: CLI11 joins the values, the knob splits them again.
+    if (spec.name == "shape") opt->multi_option_policy(CLI::MultiOptionPolicy::Join);
     options[spec.name] = opt;
   }
 }
@@ -36,7 +47,9 @@ std::map<std::string, std::string> KnobOptions::given() const {
     if (opt->count() == 0) continue;
     auto rep = repeated.find(name);
     if (rep == repeated.end()) {
-      out[name] = values.at(name);
+      std::string v = values.at(name);
+      std::replace(v.begin(), v.end(), '\n', ',');  // a joined repeated flag (--shape)
+      out[name] = v;
       continue;
     }
     std::string joined;  // each occurrence kept whole; the knob splits the commas

@@ -3,8 +3,11 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <memory>
+#include <sstream>
 
 #include "cli/commands.hpp"
+#include "core/terminal.hpp"
 
 namespace caliber::cli {
 
@@ -16,6 +19,41 @@ std::vector<std::pair<int, CommandAdder>>& commands() {
 bool register_command(int order, CommandAdder adder) {
   commands().emplace_back(order, std::move(adder));
   return true;
+}
+
+namespace {
+// CLI11's layout (names in a left column, descriptions beside them) with every description
+// wrapped to the terminal's width (core::terminal_columns: COLUMNS, the terminal, else 100).
+class WrappingFormatter : public CLI::Formatter {
+ public:
+  explicit WrappingFormatter(std::size_t width) : width_(width) { column_width(30); }
+  std::string make_option(const CLI::Option* opt, bool is_positional) const override {
+    std::stringstream out;
+    CLI::detail::format_help(out, make_option_name(opt, is_positional) + make_option_opts(opt),
+                             wrap_beside(make_option_desc(opt)), get_column_width());
+    return out.str();
+  }
+  std::string make_subcommand(const CLI::App* sub) const override {
+    std::stringstream out;
+    CLI::detail::format_help(out, sub->get_display_name(true), wrap_beside(sub->get_description()),
+                             get_column_width());
+    return out.str();
+  }
+  std::string make_description(const CLI::App* app) const override {
+    return caliber::core::wrap_text(CLI::Formatter::make_description(app), width_);
+  }
+
+ private:
+  [[nodiscard]] std::string wrap_beside(const std::string& desc) const {
+    const std::size_t col = get_column_width();
+    return caliber::core::wrap_text(desc, width_ > col + 20 ? width_ - col : 20);
+  }
+  std::size_t width_;
+};
+}  // namespace
+
+void use_wrapping_help(CLI::App& app) {
+  app.formatter(std::make_shared<WrappingFormatter>(caliber::core::terminal_columns()));
 }
 
 int usage_error(const std::string& message) {
@@ -30,6 +68,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "caliber: benchmark operator libraries against their vendor baselines, honestly.\n"
       "Each subcommand has its own --help."};
+  use_wrapping_help(app);  // before the subcommands, which copy the root's formatter
   app.require_subcommand(1);
   app.set_version_flag("--version", "caliber 0.1.0");
   int exit_code = kExitOk;

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "core/rundir.hpp"
+#include "core/runlog.hpp"
 
 #ifndef CALIBER_VERSION
 #define CALIBER_VERSION "0.0.0"
@@ -65,6 +66,7 @@ nlohmann::json read_identity(const std::filesystem::path& run_dir) {
   if (j.is_discarded() || !j.is_object()) {
     throw std::runtime_error(file.string() + ": not a JSON object");
   }
+  (void)check_schema(j, file.string());
   return j;
 }
 

@@ -99,9 +99,33 @@ std::vector<KnobSpec> make_table() {
        "a readable file, one op per line, # comments", "Read the ops to run from a file.",
        [](Knobs& k, const std::string& v) { k.op_file = trim(v); }});
   add({"node", "--node", "TEST_NODE", "Selection", "",
-       "a node id (mm[bf16-M4096-N4096-K4096]) or an op name",
-       "Run one case (or one op) by node id, instead of OP/OP_FILE.",
+       "a node id (mm[bf16-M4096-N4096-K4096]) or an op name; * and ? match any text and any "
+       "one character (mm[bf16-*], *[f32-*])",
+       "Run the cases whose node id matches (or one op), instead of OP/OP_FILE.",
        [](Knobs& k, const std::string& v) { k.node = trim(v); }});
+  add({"shape", "--shape", "", "Selection", "the shape file's",
+       "DIMxDIM... of positive integers, as the shape file writes a shape (4096x4096; mm: "
+       "MxNxK or BxMxNxK); repeat the flag or give a comma list",
+       "Run the selected ops on these shapes instead of the shape file's.",
+       [](Knobs& k, const std::string& v) {
+         k.shapes.clear();
+         for (const auto& item : split_list(v)) {
+           std::vector<std::int64_t> shape;
+           for (const auto& d : split_fields(item, 'x')) {
+             const std::string t = trim(d);
+             long long n = 0;
+             auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+             if (t.empty() || ec != std::errc() || p != t.data() + t.size() || n < 1)
+               refuse("shape", item, "is not a shape (positive integers joined by x)");
+             shape.push_back(n);
+           }
+           if (shape.empty() || shape.size() > 8)
+             refuse("shape", item, "is not a shape (1 to 8 dimensions joined by x)");
+           if (std::find(k.shapes.begin(), k.shapes.end(), shape) == k.shapes.end())
+             k.shapes.push_back(std::move(shape));
+         }
+         if (k.shapes.empty()) refuse("shape", v, "names no shape");
+       }});
   add({"dtypes", "--dtypes", "", "Selection", "each op's own list",
        "f32, f16, bf16, f64, i32, i64, c64",
        "Restrict the dtypes (comma list; torch spellings like float16 are accepted).",
@@ -182,8 +206,7 @@ std::vector<KnobSpec> make_table() {
        [](Knobs& k, const std::string& v) { k.min_time_s = parse_real("min_time", v, 0, 60); }});
   add({"max_noise", "--max-noise", "", "Timing", "auto", "auto, or a fraction above 0, at most 1",
        "Stopping rule: stop once the relative noise (robust standard error of the median) is at "
-       "most this. auto: 0.005 on a device, 0.02 on the cpu backend, whose host timer on a "
-       "loaded machine rarely reaches 0.5% within the timeout (docs/timing.md).",
+       "most this. auto: 0.005 on a device, 0.02 on the cpu backend (docs/timing.md).",
        [](Knobs& k, const std::string& v) {
          k.max_noise = v == "auto" ? 0 : parse_real("max_noise", v, 0, 1, true);
        }});
@@ -195,7 +218,7 @@ std::vector<KnobSpec> make_table() {
        }});
   add({"warmup", "--warmup", "", "Timing", "0.02", "seconds, 0 to 60",
        "Device-busy warmup before sampling, long enough for the SM clock to ramp from idle "
-       "(345 to 1980 MHz on the H200); too short a warmup read 30% slow in Triton's issue #2306.",
+       "(docs/measurements.md).",
        [](Knobs& k, const std::string& v) { k.warmup_s = parse_real("warmup", v, 0, 60); }});
   add({"clock", "--clock", "CALIBER_CLOCK", "Timing", "burst", "burst, sustained",
        "The clock regime every sample comes from. burst: a rested device at its top clock "
@@ -259,6 +282,31 @@ std::vector<KnobSpec> make_table() {
            refuse("name", v, "is not allowed");
          k.name = t;
        }});
+  add({"profile", "--profile", "", "Timing", "off (--profile alone: 3)",
+       "an integer from 1 to 1000 (launches per provider)",
+       "Profile mode: launch each selected case and provider this many times inside a range "
+       "named <node>/<provider> (NVTX on cuda, for ncu --nvtx and nsys), with no timing loop. "
+       "The run is marked profile in run_identity.json and compare refuses it.",
+       [](Knobs& k, const std::string& v) {
+         k.profile = static_cast<int>(parse_int("profile", v, 1, 1000));
+       }});
+  add({"columns", "--columns", "", "Output",
+       "op,dtype,shape,base_ms,cand_ms,speedup,tflops,gbps,status",
+       "a comma list of: op, dtype, shape, node, base_ms, cand_ms, speedup, tflops, gbps, "
+       "pct_peak_bw, pct_peak_flops, noise, samples, quantiles, stop, timer, markers, status",
+       "Columns of the table printed at the end of a run (status shows a missed stopping rule "
+       "as STOP_NOT_CONVERGED).",
+       [](Knobs& k, const std::string& v) {
+         k.columns.clear();
+         for (const auto& item : split_list(v)) {
+           const auto& all = run_table_columns();
+           if (std::find(all.begin(), all.end(), item) == all.end())
+             refuse("columns", item, "is not a column");
+           if (std::find(k.columns.begin(), k.columns.end(), item) == k.columns.end())
+             k.columns.push_back(item);
+         }
+         if (k.columns.empty()) refuse("columns", v, "names no column");
+       }});
   add({"seed", "--seed", "CALIBER_SEED", "Output", "fresh per run", "an integer from 1",
        "Seed of the random inputs (recorded in run_identity.json).",
        [](Knobs& k, const std::string& v) {
@@ -318,6 +366,20 @@ std::optional<std::string> process_env(const std::string& name) {
   const char* v = std::getenv(name.c_str());
   if (v == nullptr) return std::nullopt;
   return std::string(v);
+}
+
+const std::vector<std::string>& run_table_columns() {
+  static const std::vector<std::string> cols = {
+      "op",      "dtype",     "shape", "node",        "base_ms",        "cand_ms",
+      "speedup", "tflops",    "gbps",  "pct_peak_bw", "pct_peak_flops", "noise",
+      "samples", "quantiles", "stop",  "timer",       "markers",        "status"};
+  return cols;
+}
+
+const std::vector<std::string>& default_run_table_columns() {
+  static const std::vector<std::string> cols = {"op",      "dtype",  "shape", "base_ms", "cand_ms",
+                                                "speedup", "tflops", "gbps",  "status"};
+  return cols;
 }
 
 Knobs resolve_knobs(const std::map<std::string, std::string>& flags,

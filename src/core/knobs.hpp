@@ -27,8 +27,9 @@ struct Knobs {
   std::vector<int> devices;  // as the caller sees them; empty: the first device
   std::vector<std::string> ops;
   std::string op_file;
-  std::string node;
-  std::vector<std::string> dtypes;  // empty: each op's own list
+  std::string node;                               // a node id or op name; * and ? are wildcards
+  std::vector<std::vector<std::int64_t>> shapes;  // --shape: replace the shape file's shapes
+  std::vector<std::string> dtypes;                // empty: each op's own list
   std::string level = "core";
   std::string shape_mode = "file";
   std::string shapes_file;
@@ -48,6 +49,7 @@ struct Knobs {
   std::string clock = "burst";  // the clock regime: burst or sustained (docs/timing.md)
   std::vector<std::string> capture_deny;
   bool peaks = true;  // measure the copy bandwidth and the mm rate once per run
+  int profile = 0;    // --profile: launches per provider inside NVTX ranges, no timing; 0: off
   // autotune
   std::string tune = "live";
   std::string replay_from;
@@ -58,7 +60,12 @@ struct Knobs {
   std::string name;        // run directory name prefix; empty: derived from the ops
   std::uint64_t seed = 0;  // 0: fresh per run
   bool quiet = false;
+  std::vector<std::string> columns;  // of the table printed at the end; empty: the default
 };
+
+// The columns the run's closing table can show (--columns), and the default set.
+[[nodiscard]] const std::vector<std::string>& run_table_columns();
+[[nodiscard]] const std::vector<std::string>& default_run_table_columns();
 
 struct KnobSpec {
   std::string name;   // "level"

@@ -54,6 +54,21 @@ void RunLogWriter::append(const nlohmann::json& row) {
   }
 }
 
+int check_schema(const nlohmann::json& obj, const std::string& what) {
+  if (!obj.is_object()) return 0;
+  const auto it = obj.find("schema");
+  if (it == obj.end() || it->is_null()) return 0;
+  if (!it->is_number_integer() || it->get<long long>() < 0)
+    throw SchemaError(what + ": schema '" + it->dump() +
+                      "' is not allowed (a non-negative integer; docs/run-log.md)");
+  const long long v = it->get<long long>();
+  if (v > schema_version)
+    throw SchemaError(what + ": schema " + std::to_string(v) +
+                      " is newer than this caliber reads (up to " + std::to_string(schema_version) +
+                      "): read it with a newer caliber (docs/run-log.md, Compatibility)");
+  return static_cast<int>(v);
+}
+
 RunLog read_run_log(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + file.string());
@@ -90,7 +105,10 @@ RunLog read_run_log(const std::filesystem::path& file) {
     if (t == "case") {
       log.cases.push_back(std::move(row));
     } else if (t == "header") {
-      if (log.header.is_null()) log.header = std::move(row);
+      if (log.header.is_null()) {
+        log.schema = check_schema(row, file.string());
+        log.header = std::move(row);
+      }
     } else if (t == "footer") {
       log.footer = std::move(row);
     } else {

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,23 @@ namespace caliber::core {
 
 // The file name inside a run directory.
 inline constexpr const char* run_log_file = "run.log";
+
+// The version of the run directory's formats (run.log, run_identity.json; docs/run-log.md). The
+// run driver writes it as "schema" in the run.log header and in run_identity.json. A file
+// without the field is schema 0 (written before it existed) and is read as it is; a file with a
+// larger schema than this caliber knows is refused with SchemaError, since its fields may mean
+// something this reader would get wrong. Adding a field does not change the schema; renaming,
+// removing or changing the meaning of one does.
+inline constexpr int schema_version = 1;
+
+// A file written by a newer caliber (or with a schema field that is not an integer).
+class SchemaError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+// The schema of a header or identity object: its "schema", 0 when absent. Throws SchemaError
+// naming `what` (the file) when it is newer than schema_version or not a non-negative integer.
+int check_schema(const nlohmann::json& obj, const std::string& what);
 
 // Field names of a case row (DESIGN.md, Files). Every writer and reader uses these.
 namespace field {
@@ -57,13 +75,15 @@ class RunLogWriter {
 
 struct RunLog {
   nlohmann::json header;              // null when absent
+  int schema = 0;                     // the header's "schema" (0: absent, or no header)
   std::vector<nlohmann::json> cases;  // rows of type "case"
   nlohmann::json footer;              // null when absent (a run that did not finish)
   bool truncated = false;             // the last line was cut and ignored
   int bad_lines = 0;                  // unparsable lines other than a truncated last one
 };
 
-// Reads a run.log, tolerating a truncated last line. Throws std::runtime_error if unreadable.
+// Reads a run.log, tolerating a truncated last line. Throws std::runtime_error if unreadable,
+// SchemaError when its header has a newer schema than this caliber reads.
 [[nodiscard]] RunLog read_run_log(const std::filesystem::path& file);
 
 }  // namespace caliber::core

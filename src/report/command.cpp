@@ -9,6 +9,16 @@
 
 namespace caliber::report {
 
+namespace {
+// CSV keeps one table on `out`; the rest of the report goes to `err` (render_streams).
+void emit(const Report& rep, Format fmt, std::ostream& out, std::ostream& err) {
+  const Rendered r = render_streams(rep, fmt);
+  out << r.out;
+  out.flush();
+  err << r.err;
+}
+}  // namespace
+
 std::vector<std::filesystem::path> CompareCommand::side_paths(const std::string& arg) {
   std::vector<std::filesystem::path> out;
   for (const auto& item : core::split_fields(arg, ','))
@@ -61,10 +71,10 @@ int CompareCommand::run(const std::vector<std::filesystem::path>& a,
     rep.banners = mismatch_lines(res);
     rep.banners.push_back(
         "The two sides differ in caliber: not comparable (--allow-mismatch to compare anyway)");
-    out << render(rep, fmt);
+    emit(rep, fmt, out, err);
     return compare_exit_code(res, opt);
   }
-  out << render(compare_report(res, opt), fmt);
+  emit(compare_report(res, opt), fmt, out, err);
   return compare_exit_code(res, opt);
 }
 
@@ -87,7 +97,7 @@ int CompareCommand::run_ab(const std::vector<std::filesystem::path>& a,
   for (const auto& line : mismatch_lines(res)) err << line << "\n";
   Report rep = compare_report(res, opt);
   add_ab_notes(rep, res, a_desc, b_desc, rounds);
-  out << render(rep, fmt);
+  emit(rep, fmt, out, err);
   if (switch_may_be_dead(res))
     err << "WARNING: no row differs between A and B beyond noise: the switch may not be live\n";
   return compare_exit_code(res, opt);

@@ -380,9 +380,22 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
   return out;
 }
 
+void refuse_profile_runs(const std::vector<RunData>& runs) {
+  for (const auto& r : runs)
+    if (r.identity.is_object() && r.identity.value("profile", false))
+      throw std::invalid_argument(r.dir.string() +
+                                  " is a profile run (--profile): it launched each case under a "
+                                  "profiler's ranges and timed nothing, so there is nothing to "
+                                  "compare");
+}
+
 CompareResult compare_dirs(const std::vector<std::filesystem::path>& a,
                            const std::vector<std::filesystem::path>& b, const CompareOptions& opt) {
-  return compare_loaded(load_runs(a), load_runs(b), opt);
+  const auto ra = load_runs(a);
+  const auto rb = load_runs(b);
+  refuse_profile_runs(ra);
+  refuse_profile_runs(rb);
+  return compare_loaded(ra, rb, opt);
 }
 
 std::vector<std::string> mismatch_lines(const CompareResult& r) {

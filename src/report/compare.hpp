@@ -126,7 +126,9 @@ void check_identities(const std::vector<RunData>& a, const std::vector<RunData>&
 [[nodiscard]] CompareResult compare_loaded(const std::vector<RunData>& a,
                                            const std::vector<RunData>& b,
                                            const CompareOptions& opt = {});
-// Reads the directories (runs or batches) and compares them.
+// Throws std::invalid_argument naming the first run made with --profile (it timed nothing).
+void refuse_profile_runs(const std::vector<RunData>& runs);
+// Reads the directories (runs or batches) and compares them; a profile run is refused.
 [[nodiscard]] CompareResult compare_dirs(const std::vector<std::filesystem::path>& a,
                                          const std::vector<std::filesystem::path>& b,
                                          const CompareOptions& opt = {});

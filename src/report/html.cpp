@@ -1,7 +1,13 @@
 #include "report/html.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
 #include <sstream>
 #include <stdexcept>
+
+#include "core/stats.hpp"
 
 #include "report/summary.hpp"
 
@@ -104,7 +110,8 @@ Table cases_table(const std::vector<RunData>& runs) {
   return t;
 }
 
-std::string render_html(const Report& r, const std::string& title) {
+std::string render_html(const Report& r, const std::string& title,
+                        const std::vector<Figure>& figures, std::size_t tables_before_figures) {
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
     << html_escape(title)
@@ -112,10 +119,11 @@ std::string render_html(const Report& r, const std::string& title) {
        "margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:2px 6px;font-size:13px}"
        "td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f0f0f0}"
        ".banner{background:#fdd;border:2px solid #c00;padding:.5em;font-weight:bold}"
-       ".warn{color:#a60}.note{color:#555;font-size:12px}</style></head><body>\n";
+       ".warn{color:#a60}.note{color:#555;font-size:12px}figure{margin:0 0 1.5em}"
+       "svg.chart{display:block;max-width:100%;height:auto}</style></head><body>\n";
   o << "<h1>" << html_escape(title) << "</h1>\n";
   for (const auto& b : r.banners) o << "<p class=\"banner\">" << html_escape(b) << "</p>\n";
-  for (const auto& t : r.tables) {
+  auto table = [&](const Table& t) {
     o << "<h2>" << html_escape(t.title) << "</h2>\n<table><thead><tr>";
     for (const auto& c : t.columns) o << "<th>" << html_escape(c) << "</th>";
     o << "</tr></thead><tbody>\n";
@@ -128,19 +136,290 @@ std::string render_html(const Report& r, const std::string& title) {
     }
     o << "</tbody></table>\n";
     for (const auto& n : t.notes) o << "<p class=\"note\">" << html_escape(n) << "</p>\n";
+  };
+  auto charts = [&] {
+    if (figures.empty()) return;
+    o << "<h2>Charts</h2>\n";
+    for (const auto& f : figures) {
+      o << "<figure><h3>" << html_escape(f.heading) << "</h3>\n";
+      if (!f.note.empty()) o << "<p class=\"note\">" << html_escape(f.note) << "</p>\n";
+      o << f.svg << "</figure>\n";
+    }
+  };
+  for (std::size_t i = 0; i < r.tables.size(); ++i) {
+    if (i == tables_before_figures) charts();
+    table(r.tables[i]);
   }
+  if (tables_before_figures >= r.tables.size()) charts();
   for (const auto& w : r.warnings) o << "<p class=\"warn\">" << html_escape(w) << "</p>\n";
   o << "</body></html>\n";
   return o.str();
 }
 
+namespace {
+
+// "f32 1024" within one op's chart; the run's name too when the page shows several runs.
+std::string case_label(const RunData& run, const json& row, bool several_runs) {
+  std::string s = row_string(row, "dtype") + " " + row_string(row, "shape");
+  if (several_runs) s = run.dir.filename().string() + ": " + s;
+  return s;
+}
+
+std::string fmt_num(double v, int digits = 4) {
+  return number_cell(v, digits).text;
+}
+
+struct BoxStats {
+  double min, q1, median, q3, max;
+};
+BoxStats box_stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  auto q = [&](double p) {
+    const double pos = p * static_cast<double>(v.size() - 1);
+    const auto i = static_cast<std::size_t>(std::floor(pos));
+    const double f = pos - static_cast<double>(i);
+    return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
+  };
+  return {v.front(), q(0.25), q(0.5), q(0.75), v.back()};
+}
+
+}  // namespace
+
+std::vector<Figure> run_figures(const std::vector<RunData>& runs) {
+  std::vector<Figure> out;
+  const bool several = runs.size() > 1;
+  // op -> rows of each chart, in first-seen order.
+  std::vector<std::string> ops;
+  std::map<std::string, Chart> speedup, latency;
+  Chart peak;
+  peak.id = "chart-peak";
+  peak.title = "Percent of the measured peak";
+  peak.x_label = "% of peak";
+  peak.reference = 100;
+  peak.x_min = 0;
+  peak.x_max = 100;
+  peak.series = {{"memory: GB/s over the copy peak", "#9467bd"},
+                 {"compute: TFLOP/s over the mm peak", "#8c564b"}};
+  for (const auto& run : runs)
+    for (const auto& row : run.log.cases) {
+      const std::string op = row_string(row, "op");
+      if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+      const auto provs = row_providers(row);
+      const ProviderSamples* cand = nullptr;
+      const ProviderSamples* base = nullptr;
+      for (const auto& p : provs) {
+        if (p.role == "candidate" && cand == nullptr) cand = &p;
+        if (p.role == "baseline" && base == nullptr) base = &p;
+      }
+      const std::string label = case_label(run, row, several);
+      // Speedup with the bootstrap interval of median(baseline) / median(candidate).
+      if (auto sp = row_speedup(row); sp && cand && base) {
+        Chart& c = speedup[op];
+        Mark m;
+        m.value = *sp;
+        std::string ci_text = "";
+        if (cand->raw_samples && base->raw_samples && cand->samples_ms.size() >= 2 &&
+            base->samples_ms.size() >= 2) {
+          const auto ci = core::bootstrap_median_ratio_ci(cand->samples_ms, base->samples_ms);
+          m.lo = ci.lo;
+          m.hi = ci.hi;
+          ci_text = ", 95% CI " + fmt_num(ci.lo) + " to " + fmt_num(ci.hi);
+          m.color = ci.lo > 1 ? kFasterColor : ci.hi < 1 ? kSlowerColor : kSameColor;
+        } else {
+          m.color = kSameColor;
+          ci_text = " (too few samples for an interval)";
+        }
+        m.title = op + " " + label + ": speedup " + fmt_num(*sp) + ci_text + " (" + base->name +
+                  " / " + cand->name + ")";
+        c.rows.push_back({label, {m}});
+      }
+      // Latency distributions from the stored samples.
+      {
+        ChartRow r{label, {}};
+        auto add = [&](const ProviderSamples* p, int series) {
+          if (p == nullptr || !p->raw_samples) return;
+          const BoxStats b = box_stats(p->samples_ms);
+          Mark m;
+          m.kind = Mark::Kind::box;
+          m.series = series;
+          m.value = b.median;
+          m.q1 = b.q1;
+          m.q3 = b.q3;
+          m.lo = b.min;
+          m.hi = b.max;
+          m.samples = p->samples_ms;
+          m.title = p->name + " (" + p->role + "), " + std::to_string(p->samples_ms.size()) +
+                    " samples: median " + fmt_num(b.median) + " ms, quartiles " + fmt_num(b.q1) +
+                    " to " + fmt_num(b.q3) + ", range " + fmt_num(b.min) + " to " + fmt_num(b.max) +
+                    " ms";
+          r.marks.push_back(std::move(m));
+        };
+        add(cand, 0);
+        add(base, 1);
+        if (!r.marks.empty()) latency[op].rows.push_back(std::move(r));
+      }
+      // Percent of peak, of the row's main provider (recorded by the run driver).
+      {
+        ChartRow r{op + " " + label, {}};
+        auto add = [&](const char* key, int series, const char* what) {
+          const auto it = row.find(key);
+          if (it == row.end() || !it->is_number()) return;
+          Mark m;
+          m.kind = Mark::Kind::bar;
+          m.series = series;
+          m.value = it->get<double>();
+          m.title = op + " " + label + ": " + fmt_num(m.value, 3) + "% of the " + what + " peak";
+          r.marks.push_back(std::move(m));
+        };
+        add("pct_peak_bw", 0, "copy bandwidth");
+        add("pct_peak_flops", 1, "mm TFLOP/s");
+        if (!r.marks.empty()) peak.rows.push_back(std::move(r));
+      }
+    }
+  for (const auto& op : ops) {
+    if (auto it = speedup.find(op); it != speedup.end() && !it->second.rows.empty()) {
+      Chart& c = it->second;
+      c.id = "chart-speedup-" + op;
+      c.title = "Speedup per shape: " + op;
+      c.x_label = "speedup = baseline latency / candidate latency (> 1: the candidate is faster)";
+      c.log_x = true;
+      c.reference = 1;
+      c.legend_extra = {{kFasterColor, "interval above 1"},
+                        {kSlowerColor, "interval below 1"},
+                        {kSameColor, "interval spans 1"}};
+      const std::string svg = render_svg(c);
+      if (!svg.empty())
+        out.push_back({c.title,
+                       "Each dot is a case's speedup; the bar is the bootstrap 95% interval of "
+                       "median(baseline samples) / median(candidate samples) within this run. "
+                       "Run-to-run noise is not in it (caliber compare adds it).",
+                       svg});
+    }
+    if (auto it = latency.find(op); it != latency.end() && !it->second.rows.empty()) {
+      Chart& c = it->second;
+      c.id = "chart-latency-" + op;
+      c.title = "Latency distribution: " + op;
+      c.x_label = "latency per launch, ms";
+      c.log_x = true;
+      c.series = {{"candidate", kCandidateColor}, {"baseline", kBaselineColor}};
+      const std::string svg = render_svg(c);
+      if (!svg.empty())
+        out.push_back({c.title,
+                       "Every stored sample as a dot; the box spans the quartiles, the black "
+                       "line is the median, the thin line the range.",
+                       svg});
+    }
+  }
+  if (!peak.rows.empty()) {
+    const std::string svg = render_svg(peak);
+    if (!svg.empty())
+      out.push_back({peak.title,
+                     "The main provider's GB/s over the run's measured copy bandwidth and its "
+                     "TFLOP/s over the run's mm baseline on a large case (run_identity.json, "
+                     "peaks): measured ceilings, not datasheet ones.",
+                     svg});
+  }
+  return out;
+}
+
+std::vector<Figure> compare_figures(const CompareResult& r) {
+  Chart c;
+  c.id = "chart-ratio";
+  c.title = "Ratio B / A per pair";
+  c.x_label = "ratio = median(B) / median(A) latency (> 1: B is slower)";
+  c.log_x = true;
+  c.reference = 1;
+  c.legend_extra = {{kFasterColor, "FASTER"},
+                    {kSlowerColor, "SLOWER"},
+                    {kSameColor, "SAME"},
+                    {kUnsureColor, "UNSURE"}};
+  for (const auto& p : r.pairs) {
+    Mark m;
+    m.value = p.ratio;
+    m.lo = p.ci.lo;
+    m.hi = p.ci.hi;
+    switch (p.verdict) {
+      case Verdict::faster:
+        m.color = kFasterColor;
+        break;
+      case Verdict::slower:
+        m.color = kSlowerColor;
+        break;
+      case Verdict::same:
+        m.color = kSameColor;
+        break;
+      case Verdict::unsure:
+        m.color = kUnsureColor;
+        break;
+    }
+    const std::string label = p.op + " " + p.dtype + " " + p.shape + " " + p.provider;
+    m.title = label + ": ratio " + fmt_num(p.ratio) + ", 95% CI " + fmt_num(p.ci.lo) + " to " +
+              fmt_num(p.ci.hi) + ", " + to_string(p.verdict) + " (n " + std::to_string(p.n_a) +
+              " / " + std::to_string(p.n_b) + ")";
+    c.rows.push_back({label, {m}});
+  }
+  const std::string svg = render_svg(c);
+  if (svg.empty()) return {};
+  char band[32];
+  std::snprintf(band, sizeof band, "%.3g", r.band_used * 100);
+  return {{c.title,
+           std::string("Each dot is a pair's ratio, the bar its 95% interval (run-to-run noise "
+                       "included where a side has fewer than three runs); the verdict compares "
+                       "the interval with the noise band of +/-") +
+               band + "%.",
+           svg}};
+}
+
+std::optional<std::pair<std::vector<std::filesystem::path>, std::vector<std::filesystem::path>>>
+ab_sides(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(dir / "ab.json", ec)) return std::nullopt;
+  std::vector<std::filesystem::path> a, b;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (!e.is_directory() || !is_run_dir(e.path())) continue;
+    const std::string n = e.path().filename().string();
+    if (n.rfind("A-", 0) == 0) a.push_back(e.path());
+    if (n.rfind("B-", 0) == 0) b.push_back(e.path());
+  }
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  if (a.empty() || b.empty())
+    throw std::invalid_argument(dir.string() +
+                                ": an ab directory without runs on both sides (A-*, B-*)");
+  return std::make_pair(a, b);
+}
+
 std::string html_report(const std::vector<std::filesystem::path>& dirs) {
+  if (dirs.size() == 1)
+    if (auto sides = ab_sides(dirs.front())) return html_ab_report(sides->first, sides->second);
   const auto runs = load_runs(expand_run_dirs(dirs));
   if (runs.empty()) throw std::invalid_argument("no run directory under the given paths");
   Report r = summary_report(summarize(dirs));
   r.tables.insert(r.tables.begin(), caliber_table(runs));
   r.tables.push_back(cases_table(runs));
-  return render_html(r, "caliber report: " + dirs.front().filename().string());
+  return render_html(r, "caliber report: " + dirs.front().filename().string(), run_figures(runs),
+                     2);
+}
+
+std::string html_ab_report(const std::vector<std::filesystem::path>& a,
+                           const std::vector<std::filesystem::path>& b, const CompareOptions& opt) {
+  const auto runs_a = load_runs(a);
+  const auto runs_b = load_runs(b);
+  refuse_profile_runs(runs_a);
+  refuse_profile_runs(runs_b);
+  if (runs_a.empty() || runs_b.empty())
+    throw std::invalid_argument("no run directory on one side of the A/B");
+  CompareOptions o = opt;
+  o.allow_mismatch = true;  // the page shows the mismatch as a banner
+  const CompareResult res = compare_loaded(runs_a, runs_b, o);
+  Report r = compare_report(res, o);
+  std::vector<RunData> all = runs_a;
+  all.insert(all.end(), runs_b.begin(), runs_b.end());
+  r.tables.insert(r.tables.begin(), caliber_table(all));
+  auto figures = compare_figures(res);
+  std::string title =
+      "caliber A/B: " + a.front().filename().string() + " vs " + b.front().filename().string();
+  return render_html(r, title, figures, 1);
 }
 
 }  // namespace caliber::report

@@ -71,6 +71,8 @@ RunData load_run(const fs::path& run_dir) {
   r.log = core::read_run_log(run_dir / kRunLog);
   try {
     r.identity = core::read_identity(run_dir);
+  } catch (const core::SchemaError&) {
+    throw;  // a newer format is refused, not read as "no identity"
   } catch (const std::exception& e) {
     r.identity = nullptr;
     r.identity_error = e.what();
@@ -103,12 +105,15 @@ std::string row_key(const nlohmann::json& row) {
 }
 
 namespace {
+// Appends the markers of `obj` that `out` does not hold yet: the run driver copies each
+// provider's markers onto the row too, and a marker is one fact however many carry it.
 void collect_markers(const nlohmann::json& obj, std::vector<std::string>& out) {
   if (!obj.is_object()) return;
   const auto it = obj.find(core::field::markers);
   if (it == obj.end() || !it->is_array()) return;
   for (const auto& m : *it)
-    if (m.is_string()) out.push_back(m.get<std::string>());
+    if (m.is_string() && std::find(out.begin(), out.end(), m.get<std::string>()) == out.end())
+      out.push_back(m.get<std::string>());
 }
 }  // namespace
 

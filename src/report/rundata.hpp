@@ -49,7 +49,7 @@ struct RunDirName {
 [[nodiscard]] std::string row_status(const nlohmann::json& row);  // "ok" when absent
 // The pairing key: op, dtype and the size detail.
 [[nodiscard]] std::string row_key(const nlohmann::json& row);
-// Every marker on the row and on its providers.
+// Every marker on the row and on its providers, each once, in first-seen order.
 [[nodiscard]] std::vector<std::string> row_markers(const nlohmann::json& row);
 // A marker equal to `marker` or starting with it ("BENCHMARK_DIRECT_NO_CUDAGRAPH repeat=3").
 [[nodiscard]] bool row_has_marker(const nlohmann::json& row, const std::string& marker);

@@ -170,23 +170,28 @@ std::string render_markdown(const Report& r) {
 
 std::string render_csv(const Report& r) {
   std::ostringstream o;
-  for (const auto& b : r.banners) o << "# " << b << "\n";
-  bool first = true;
-  for (const auto& t : r.tables) {
-    // Several tables share one stream; a blank line and a comment name each section.
-    if (!first || !r.banners.empty()) o << "\n";
-    first = false;
-    if (r.tables.size() > 1) o << "# " << t.id << "\n";
-    for (std::size_t c = 0; c < t.columns.size(); ++c)
-      o << (c ? "," : "") << csv_field(t.columns[c]);
+  if (r.tables.empty()) return "";
+  const Table& t = r.tables.front();
+  for (std::size_t c = 0; c < t.columns.size(); ++c) o << (c ? "," : "") << csv_field(t.columns[c]);
+  o << "\n";
+  for (const auto& row : t.rows) {
+    for (std::size_t c = 0; c < row.size(); ++c) o << (c ? "," : "") << csv_value(row[c]);
     o << "\n";
-    for (const auto& row : t.rows) {
-      for (std::size_t c = 0; c < row.size(); ++c) o << (c ? "," : "") << csv_value(row[c]);
-      o << "\n";
-    }
-    for (const auto& n : t.notes) o << "# " << n << "\n";
   }
-  for (const auto& w : r.warnings) o << "# WARNING: " << w << "\n";
+  return o.str();
+}
+
+std::string render_csv_side(const Report& r) {
+  std::ostringstream o;
+  for (const auto& b : r.banners) o << b << "\n";
+  if (!r.tables.empty())
+    for (const auto& n : r.tables.front().notes) o << "note: " << n << "\n";
+  if (r.tables.size() > 1) {
+    Report rest;
+    rest.tables.assign(r.tables.begin() + 1, r.tables.end());
+    o << "\n" << render_text(rest);
+  }
+  for (const auto& w : r.warnings) o << "WARNING: " << w << "\n";
   return o.str();
 }
 
@@ -205,6 +210,11 @@ nlohmann::json render_json(const Report& r) {
     j[t.id] = {{"title", t.title}, {"columns", t.columns}, {"rows", rows}, {"notes", t.notes}};
   }
   return j;
+}
+
+Rendered render_streams(const Report& r, Format f) {
+  if (f == Format::csv) return {render_csv(r), render_csv_side(r)};
+  return {render(r, f), ""};
 }
 
 std::string render(const Report& r, Format f) {

@@ -40,9 +40,21 @@ enum class Format { table, md, csv, json };
 [[nodiscard]] const char* format_names() noexcept;  // "table, md, csv, json"
 
 [[nodiscard]] std::string render(const Report& r, Format f);
+// What a format puts on stdout and what on stderr. CSV holds one table only, the report's first
+// (the one a tool reads: summary, pairs), so that pandas and spreadsheets read it as it is; its
+// banners and notes, the other tables (as aligned text) and the warnings go to `err`. The other
+// formats put everything in `out`.
+struct Rendered {
+  std::string out;
+  std::string err;
+};
+[[nodiscard]] Rendered render_streams(const Report& r, Format f);
 [[nodiscard]] std::string render_text(const Report& r);
 [[nodiscard]] std::string render_markdown(const Report& r);
+// The first table alone, RFC 4180 (see render_streams).
 [[nodiscard]] std::string render_csv(const Report& r);
+// Everything render_csv leaves out, as text for stderr ("" when there is nothing).
+[[nodiscard]] std::string render_csv_side(const Report& r);
 [[nodiscard]] nlohmann::json render_json(const Report& r);
 
 }  // namespace caliber::report

@@ -147,6 +147,38 @@ std::string op_names(const std::vector<OpEntry>& ops) {
 }
 }  // namespace
 
+bool glob_match(std::string_view pattern, std::string_view text) noexcept {
+  // Iterative matching with one backtrack point: the last * seen.
+  std::size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p;
+      ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      mark = t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+namespace {
+bool has_wildcard(std::string_view s) {
+  return s.find_first_of("*?") != std::string_view::npos;
+}
+std::string shape_text(const core::Shape& s) {
+  std::string out;
+  for (auto d : s) out += (out.empty() ? "" : "x") + std::to_string(d);
+  return out;
+}
+}  // namespace
+
 Selection select_cases(const core::Knobs& k, const std::string& backend, bool host_backend) {
   load_ops_libraries(k.ops_lib);
   Selection sel;
@@ -161,7 +193,18 @@ Selection select_cases(const core::Knobs& k, const std::string& backend, bool ho
   }
   if (!k.node.empty()) {
     auto br = k.node.find('[');
-    wanted = {k.node.substr(0, br)};
+    const std::string op_part = k.node.substr(0, br);
+    if (has_wildcard(op_part)) {
+      // An op glob (m*, *[f32-*]): every op of the corpus whose name matches.
+      wanted.clear();
+      for (const auto& e : all)
+        if (e.op && glob_match(op_part, e.info.name)) wanted.push_back(e.info.name);
+      if (wanted.empty())
+        throw SelectionError("--node (TEST_NODE): '" + k.node + "' matches no op for backend " +
+                             backend + "; ops: " + op_names(all));
+    } else {
+      wanted = {op_part};
+    }
     if (br != std::string::npos) node_filter = k.node;
   }
   if (wanted.empty()) {
@@ -198,8 +241,17 @@ Selection select_cases(const core::Knobs& k, const std::string& backend, bool ho
     if (!dtypes.empty()) any_dtype = true;
     std::set<std::string> ids;
     auto& used = sel.used_shapes[e.info.name];
-    for (const auto& raw : shapes.shapes_for(e.info.name, e.info.family, sel.level)) {
+    const auto op_shapes =
+        k.shapes.empty() ? shapes.shapes_for(e.info.name, e.info.family, sel.level) : k.shapes;
+    for (const auto& raw : op_shapes) {
       auto shape = e.op->canonical_shape(raw);
+      if (!k.shapes.empty() && !e.info.dim_names.empty() &&
+          shape.size() != e.info.dim_names.size()) {
+        std::string dims;
+        for (const auto& d : e.info.dim_names) dims += (dims.empty() ? "" : "x") + d;
+        throw SelectionError("--shape: '" + shape_text(raw) + "' does not fit op " + e.info.name +
+                             " (its shape is " + dims + ")");
+      }
       if (std::find(used.begin(), used.end(), raw) == used.end()) used.push_back(raw);
       for (const auto& params : e.op->variants(sel.level == core::Level::comprehensive)) {
         for (DType d : dtypes) {
@@ -209,7 +261,7 @@ Selection select_cases(const core::Knobs& k, const std::string& backend, bool ho
           c.shape = shape;
           c.dim_names = e.info.dim_names;
           c.params = params;
-          if (!node_filter.empty() && c.node_id() != node_filter) continue;
+          if (!node_filter.empty() && !glob_match(node_filter, c.node_id())) continue;
           if (!ids.insert(c.node_id()).second) continue;  // shapes that collapse to one case
           sel.cases.push_back(std::move(c));
           sel.case_op.push_back(e.op.get());

@@ -7,6 +7,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "caliber/caliber.hpp"
@@ -53,6 +54,9 @@ void load_ops_libraries(const std::string& list);
 [[nodiscard]] std::filesystem::path default_shapes_file(bool host_backend);
 // Reads --op-file: one op per line, '#' comments. Throws SelectionError.
 [[nodiscard]] std::vector<std::string> read_op_file(const std::string& path);
+// `text` matches `pattern`, where * matches any run of characters and ? any one (every other
+// character, '[' included, stands for itself: node ids contain brackets).
+[[nodiscard]] bool glob_match(std::string_view pattern, std::string_view text) noexcept;
 // Selects ops and builds cases. Throws SelectionError (unknown op, unknown node, dtype that no
 // selected op supports) or core::ShapeError (unreadable or malformed shape file).
 [[nodiscard]] Selection select_cases(const core::Knobs& k, const std::string& backend,

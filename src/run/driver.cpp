@@ -155,6 +155,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       ops_libs.push_back(e.source);
   }
   json identity = {
+      {"schema", core::schema_version},
       {"backend", backend->name()},
       {"device", backends::describe_device(*dev_it)},
       {"timer", timer},
@@ -166,6 +167,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       {"ops", op_names},
       {"ops_libs", ops_libs},
       {"node", k.node},
+      {"shapes", k.shapes},
       {"dtypes", k.dtypes},
       {"repeat", k.repeat},
       {"repeat_skipped", sequence_mode && k.repeat > 1},
@@ -183,6 +185,8 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       {"replay_from", k.replay_from},
       {"parallel_warmup", k.parallel_warmup},
       {"seed", seed},
+      {"profile", k.profile > 0},
+      {"profile_launches", k.profile},
       {"caliber_version", core::caliber_version()},
       {"git_commit", core::caliber_git_commit()},
       {"start_time", core::iso8601_utc(wall_start)},
@@ -216,6 +220,9 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       << "  " << sel.cases.size() << " cases over " << sel.ops.size() << " ops, seed " << seed
       << "\n";
   if (!timer_note.empty()) out << "  note: " << timer_note << "\n";
+  if (k.profile > 0)
+    out << "  profile mode: " << k.profile
+        << " launch(es) per case and provider, no timing; ranges named <node>/<provider>\n";
   if (k.shape_mode == "upstream")
     out << "  note: --shape-mode upstream: no provider of this corpus ships its own core shapes, "
            "so "
@@ -245,7 +252,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   // 6. Cases, one by one; each row flushed before the next starts.
   CaseRunner runner(*backend, dev_index, seed, k, timer, tune_settings(k, run_dir));
   Peaks peaks;
-  if (k.peaks) {
+  if (k.peaks && k.profile == 0) {  // a profile run times nothing
     peaks = measure_peaks(runner.device(), *backend, runner.timing_options_for_probe());
     identity["peaks"] = peaks.to_json();
     core::write_identity(run_dir, identity);
@@ -258,9 +265,11 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   outcome.run_dir = run_dir;
   std::vector<json> rows;
   const std::size_t n = sel.cases.size();
+  const auto cases_start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < n; ++i) {
     const Case& c = sel.cases[i];
-    json row = runner.run_case(*sel.case_op[i], c);
+    json row = k.profile > 0 ? runner.profile_case(*sel.case_op[i], c, k.profile)
+                             : runner.run_case(*sel.case_op[i], c);
     annotate_with_peaks(row, peaks);
     log.append(row);
     const std::string status = row.value("status", "failed");
@@ -278,8 +287,20 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       out << "  cand " << fmt_ms(row["latency_ms"].get<double>()) << " ms";
     if (row.contains("speedup") && row["speedup"].is_number())
       out << "  x" << fmt(row["speedup"].get<double>(), 2);
+    if (k.profile > 0 && status == "ok")
+      out << "  profiled: " << k.profile << " launch(es) per provider in ranges " << c.node_id()
+          << "/<provider>";
     if (row.contains("error")) out << "  " << row["error"].get<std::string>();
     if (row.contains("reason")) out << "  " << row["reason"].get<std::string>();
+    if (const std::string miss = stop_rule_miss(row); !miss.empty())
+      out << "  " << kMarkerStopNotConverged << " (" << miss << ")";
+    // On a long run, when the rest should end: the mean time per case so far, times the cases
+    // left (cases differ in length, so it is a guide, said as such).
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - cases_start).count();
+    if (i + 1 < n && elapsed >= kEtaAfterS)
+      out << "  eta ~"
+          << duration_text(elapsed / static_cast<double>(i + 1) * static_cast<double>(n - i - 1));
     out << "\n";
     out.flush();
     rows.push_back(std::move(row));
@@ -305,7 +326,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   log.append(footer);
   for (const auto& w : runner.warnings()) err << "caliber: WARNING: " << w << "\n";
 
-  print_run_table(out, rows);
+  print_run_table(out, rows, k.columns, k.quantiles);
   out << "ok " << outcome.ok << ", failed " << outcome.failed << ", skipped " << outcome.skipped
       << " in " << fmt(wall_s, 1) << " s; run directory " << run_dir.string() << "\n";
   outcome.exit_code = outcome.failed > 0 ? 1 : 0;

@@ -1,5 +1,7 @@
 #include "backends/cuda/cuda_device.hpp"
 
+#include <nvtx3/nvToolsExt.h>
+
 #include "backends/cuda/cuda_common.hpp"
 #include "backends/cuda/cuda_kernels.hpp"
 #include "backends/cuda/nvml.hpp"
@@ -151,6 +153,15 @@ void CudaDevice::fill_uniform(void* p, DType t, std::size_t n, double lo, double
                               std::uint64_t seed) {
   activate();
   check(launch_fill_uniform(p, t, n, lo, hi, seed, stream_), "fill_uniform launch");
+}
+
+// NVTX ranges (the header-only NVTX 3 of the CUDA toolkit): no-ops unless a profiler is attached.
+void CudaDevice::range_push(const std::string& name) {
+  nvtxRangePushA(name.c_str());
+}
+
+void CudaDevice::range_pop() {
+  nvtxRangePop();
 }
 
 void CudaDevice::synchronize() {

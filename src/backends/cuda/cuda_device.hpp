@@ -51,6 +51,8 @@ class CudaDevice final : public Device {
   std::optional<ClockSample> clocks() override;
   bool healthy() noexcept override;
   int take_last_error() noexcept override;
+  void range_push(const std::string& name) override;
+  void range_pop() override;
 
  private:
   void activate() const;

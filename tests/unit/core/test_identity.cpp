@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/identity.hpp"
+#include "core/runlog.hpp"
 #include "tmpdir.hpp"
 
 using namespace caliber::core;
@@ -135,4 +136,14 @@ TEST(Identity, NodeIsTheSlurmNodeElseTheHost) {
   EXPECT_EQ(node_of(id), "login1");
   EXPECT_EQ(node_of(json::object()), "");
   EXPECT_EQ(node_of(json()), "");
+}
+
+TEST(Identity, NewerSchemaRefused) {
+  TempDir dir;
+  std::ofstream(dir.path() / caliber::core::identity_file)
+      << nlohmann::json{{"schema", caliber::core::schema_version + 1}}.dump();
+  EXPECT_THROW((void)caliber::core::read_identity(dir.path()), caliber::core::SchemaError);
+  std::ofstream(dir.path() / caliber::core::identity_file)
+      << nlohmann::json{{"level", "core"}}.dump();
+  EXPECT_EQ(caliber::core::read_identity(dir.path())["level"], "core");
 }

@@ -126,18 +126,47 @@ TEST(KnobMessage, NamesFlagEnvValueAndAllowed) {
 // the flag and the value as given.
 TEST(KnobValidation, EveryValidatingKnobRefusesABadValue) {
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {"backend", " "},         {"devices", "x"},           {"devices", "-1"},
-      {"devices", "0,0"},       {"devices", ","},           {"dtypes", "f8"},
-      {"dtypes", ","},          {"level", "bogus"},         {"level", "Core"},
-      {"shape_mode", "remote"}, {"timer", "cupti"},         {"repeat", "0"},
-      {"repeat", "1001"},       {"repeat", "abc"},          {"repeat", "2.5"},
-      {"repeat", ""},           {"quantiles", "1.5"},       {"quantiles", "-0.1"},
-      {"quantiles", "half"},    {"return_mode", "p50"},     {"l2", "hot"},
-      {"min_samples", "0"},     {"min_time", "-1"},         {"max_noise", "0"},
-      {"max_noise", "2"},       {"timeout", "0"},           {"timeout", "nan"},
-      {"warmup", "inf"},        {"throttle_fraction", "0"}, {"tune", "sometimes"},
-      {"parallel_warmup", "0"}, {"parallel_warmup", "two"}, {"out", ""},
-      {"name", "a/b"},          {"name", "has space"},      {"seed", "0"},
+      {"backend", " "},
+      {"devices", "x"},
+      {"devices", "-1"},
+      {"devices", "0,0"},
+      {"devices", ","},
+      {"dtypes", "f8"},
+      {"dtypes", ","},
+      {"level", "bogus"},
+      {"level", "Core"},
+      {"shape_mode", "remote"},
+      {"timer", "cupti"},
+      {"repeat", "0"},
+      {"repeat", "1001"},
+      {"repeat", "abc"},
+      {"repeat", "2.5"},
+      {"repeat", ""},
+      {"quantiles", "1.5"},
+      {"quantiles", "-0.1"},
+      {"quantiles", "half"},
+      {"return_mode", "p50"},
+      {"l2", "hot"},
+      {"min_samples", "0"},
+      {"min_time", "-1"},
+      {"max_noise", "0"},
+      {"max_noise", "2"},
+      {"timeout", "0"},
+      {"timeout", "nan"},
+      {"warmup", "inf"},
+      {"throttle_fraction", "0"},
+      {"tune", "sometimes"},
+      {"parallel_warmup", "0"},
+      {"parallel_warmup", "two"},
+      {"out", ""},
+      {"name", "a/b"},
+      {"name", "has space"},
+      {"seed", "0"},
+      {"shape", "4096xa"},
+      {"shape", "0x4"},
+      {"shape", "4x-1"},
+      {"shape", "x"},
+      {"shape", "1x2x3x4x5x6x7x8x9"},
   };
   for (const auto& [name, value] : bad) {
     const std::string msg = refusal({{name, value}});
@@ -148,6 +177,12 @@ TEST(KnobValidation, EveryValidatingKnobRefusesABadValue) {
     EXPECT_TRUE(contains(msg, value)) << msg;
     EXPECT_FALSE(contains(msg, "\n")) << msg;
   }
+}
+
+TEST(KnobValidation, ShapesAreParsedDeduplicatedAndInOrder) {
+  const Knobs k = resolve({{"shape", "4096x4096, 1x2x3\n4096x4096,7"}});
+  EXPECT_EQ(k.shapes, (std::vector<std::vector<std::int64_t>>{{4096, 4096}, {1, 2, 3}, {7}}));
+  EXPECT_TRUE(resolve({}).shapes.empty());
 }
 
 TEST(KnobValidation, LevelNamesBothLevels) {

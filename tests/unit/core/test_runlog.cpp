@@ -110,3 +110,34 @@ TEST(RunLog, UnreadableThrows) {
   EXPECT_THROW((void)read_run_log(dir.path() / "missing.log"), std::runtime_error);
   EXPECT_THROW(RunLogWriter(dir.path() / "no" / "such" / "dir" / "run.log"), std::runtime_error);
 }
+
+// docs/run-log.md, Compatibility: no schema is 0 and is read; this schema and older are read; a
+// newer one, or one that is not an integer, is refused with a message naming the file.
+TEST(RunLog, SchemaCompatibility) {
+  TempDir dir;
+  auto write = [&](const json& header) {
+    const auto file = dir.path() / run_log_file;
+    std::filesystem::remove(file);
+    RunLogWriter w(file);
+    w.append(header);
+    w.append({{"type", "case"}, {"op", "add"}});
+    return file;
+  };
+  EXPECT_EQ(read_run_log(write({{"type", "header"}})).schema, 0);
+  EXPECT_EQ(read_run_log(write({{"type", "header"}, {"schema", schema_version}})).schema,
+            schema_version);
+  EXPECT_EQ(read_run_log(write({{"type", "header"}, {"schema", 0}})).cases.size(), 1u);
+  try {
+    (void)read_run_log(write({{"type", "header"}, {"schema", schema_version + 1}}));
+    FAIL() << "a newer schema was read";
+  } catch (const SchemaError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("run.log"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("schema " + std::to_string(schema_version + 1)), std::string::npos) << msg;
+    EXPECT_NE(msg.find("newer"), std::string::npos) << msg;
+  }
+  EXPECT_THROW((void)read_run_log(write({{"type", "header"}, {"schema", "1"}})), SchemaError);
+  EXPECT_THROW((void)read_run_log(write({{"type", "header"}, {"schema", 1.5}})), SchemaError);
+  EXPECT_EQ(check_schema(json::object(), "x"), 0);
+  EXPECT_THROW((void)check_schema({{"schema", -1}}, "x"), SchemaError);
+}

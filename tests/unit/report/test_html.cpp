@@ -47,3 +47,128 @@ TEST(Html, CasesAndCaliberTablesFromRuns) {
   EXPECT_EQ(cal.rows[0][0].text, "add-20261129-101010");
   EXPECT_EQ(cal.rows[0].size(), cal.columns.size());
 }
+
+namespace {
+std::size_t count(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+}  // namespace
+
+TEST(Svg, OneMarkPerDrawableValueAndNothingForAnEmptyChart) {
+  Chart c;
+  c.id = "x";
+  c.title = "t <&>";
+  c.log_x = true;
+  c.reference = 1;
+  EXPECT_EQ(render_svg(c), "");  // no rows
+  c.rows.push_back({"a<b", {Mark{Mark::Kind::point, 0, -1.0, {}, {}, {}, {}, {}, {}, "neg"}}});
+  EXPECT_EQ(render_svg(c), "");  // nothing positive on a log axis
+  Mark p;
+  p.value = 1.5;
+  p.lo = 1.2;
+  p.hi = 1.9;
+  p.title = "pair <1>";
+  c.rows.push_back({"b", {p}});
+  Mark box;
+  box.kind = Mark::Kind::box;
+  box.value = 2;
+  box.q1 = 1.8;
+  box.q3 = 2.2;
+  box.lo = 1;
+  box.hi = 3;
+  box.samples = {1, 1.8, 2, 2.2, 3};
+  c.rows.push_back({"c", {box}});
+  const std::string svg = render_svg(c);
+  EXPECT_EQ(svg.rfind("<svg class=\"chart\" id=\"x\"", 0), 0u) << svg;
+  EXPECT_EQ(count(svg, "class=\"mark\""), 2u);  // the negative value is not drawn
+  EXPECT_EQ(count(svg, "r=\"1.4\""), 5u);       // every sample as a dot
+  EXPECT_NE(svg.find("<title>pair &lt;1&gt;</title>"), std::string::npos);
+  EXPECT_NE(svg.find(">a&lt;b</text>"), std::string::npos);
+  EXPECT_NE(svg.find("stroke-dasharray"), std::string::npos);  // the reference line at 1
+  EXPECT_EQ(svg.find("<script"), std::string::npos);
+}
+
+TEST(Svg, ThousandsOfSamplesAreThinned) {
+  Chart c;
+  c.id = "many";
+  Mark box;
+  box.kind = Mark::Kind::box;
+  box.value = 1;
+  for (int i = 0; i < 5000; ++i) box.samples.push_back(1 + i * 1e-4);
+  c.rows.push_back({"r", {box}});
+  const std::string svg = render_svg(c);
+  EXPECT_LE(count(svg, "r=\"1.4\""), 400u);
+  EXPECT_GE(count(svg, "r=\"1.4\""), 300u);
+}
+
+TEST(Html, FiguresOfARunAndOfACompare) {
+  using namespace caliber::testing;
+  TempDir t;
+  RowSpec s;
+  s.op = "add";
+  s.cand = samples(1.0, 0.01, 20, 1);
+  s.base = samples(2.0, 0.01, 20, 2);
+  json a = make_row(s);
+  a["pct_peak_bw"] = 40.0;
+  s.op = "mm";
+  json m = make_row(s);
+  RowSpec only_base;  // a baseline-only op: a latency chart, no speedup chart
+  only_base.op = "sort";
+  only_base.base = samples(3.0, 0.01, 20, 3);
+  const auto dir = write_run(t.path(), "r-20261130-101010", {a, m, make_row(only_base)});
+  const auto runs = load_runs({dir});
+  const auto figs = run_figures(runs);
+  std::vector<std::string> headings;
+  for (const auto& f : figs) headings.push_back(f.heading);
+  EXPECT_EQ(headings, (std::vector<std::string>{
+                          "Speedup per shape: add", "Latency distribution: add",
+                          "Speedup per shape: mm", "Latency distribution: mm",
+                          "Latency distribution: sort", "Percent of the measured peak"}));
+  // The speedup's interval excludes 1 by far: drawn as "above 1".
+  EXPECT_NE(figs[0].svg.find(kFasterColor), std::string::npos);
+  const auto res = compare_loaded(runs, runs);
+  const auto cf = compare_figures(res);
+  ASSERT_EQ(cf.size(), 1u);
+  EXPECT_EQ(count(cf[0].svg, "class=\"mark\""), res.pairs.size());
+  const std::string page = render_html(Report{}, "p", figs, 0);
+  EXPECT_EQ(count(page, "<svg class=\"chart\""), figs.size());
+}
+
+TEST(Html, AnAbDirectoryGivesTheAbPage) {
+  using namespace caliber::testing;
+  TempDir t;
+  RowSpec s;
+  s.cand = samples(1.0, 0.01, 20, 1);
+  s.base = samples(2.0, 0.01, 20, 2);
+  const auto ab = t.path() / "ab-20261130-101010";
+  write_run(ab, "A-1-20261130-101011", {make_row(s)});
+  write_run(ab, "B-1-20261130-101012", {make_row(s)});
+  write_run(ab, "A-2-20261130-101013", {make_row(s)});
+  EXPECT_FALSE(ab_sides(ab));  // no ab.json: a batch, not an A/B
+  std::ofstream(ab / "ab.json") << "{}\n";
+  const auto sides = ab_sides(ab);
+  ASSERT_TRUE(sides);
+  EXPECT_EQ(sides->first.size(), 2u);
+  EXPECT_EQ(sides->second.size(), 1u);
+  const std::string page = html_report({ab});
+  EXPECT_NE(page.find("caliber A/B: A-1-20261130-101011 vs B-1-20261130-101012"),
+            std::string::npos);
+  EXPECT_EQ(count(page, "<svg class=\"chart\""), 1u);
+}
+
+TEST(Html, EachMarkerOnceInTheCasesTable) {
+  using namespace caliber::testing;
+  TempDir t;
+  RowSpec s;
+  s.cand = samples(1.0, 0.01, 5, 1);
+  s.base = samples(2.0, 0.01, 5, 2);
+  s.markers = {"timer=direct"};
+  json row = make_row(s);
+  for (auto& p : row["providers"]) p["markers"] = {"timer=direct"};  // as the run driver writes
+  const auto dir = write_run(t.path(), "add-20261130-101010", {row});
+  const Table cases = cases_table(load_runs({dir}));
+  ASSERT_EQ(cases.rows.size(), 1u);
+  EXPECT_EQ(cases.rows[0].back().text, "timer=direct");
+}

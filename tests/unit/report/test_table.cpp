@@ -50,3 +50,29 @@ TEST(Table, NumberCells) {
   EXPECT_EQ(number_cell(std::nan("")).text, "-");
   EXPECT_TRUE(number_cell(std::nan("")).value.is_null());
 }
+
+TEST(Table, CsvIsTheFirstTableAloneAndTheRestGoesToStderr) {
+  Report r;
+  r.banners.push_back("CALIBER MISMATCH: level: core vs comprehensive");
+  Table a;
+  a.id = "pairs";
+  a.columns = {"op", "n"};
+  a.rows.push_back({text_cell("mm"), integer_cell(3)});
+  a.notes.push_back("a note under pairs");
+  Table b;
+  b.id = "ops";
+  b.title = "Per op";
+  b.columns = {"op"};
+  b.rows.push_back({text_cell("mm")});
+  r.tables = {a, b};
+  r.warnings.push_back("no case could be paired");
+  const Rendered s = render_streams(r, Format::csv);
+  EXPECT_EQ(s.out, "op,n\nmm,3\n");
+  EXPECT_NE(s.err.find("CALIBER MISMATCH"), std::string::npos) << s.err;
+  EXPECT_NE(s.err.find("note: a note under pairs"), std::string::npos) << s.err;
+  EXPECT_NE(s.err.find("Per op"), std::string::npos) << s.err;
+  EXPECT_NE(s.err.find("WARNING: no case could be paired"), std::string::npos) << s.err;
+  const Rendered t = render_streams(r, Format::table);
+  EXPECT_TRUE(t.err.empty());
+  EXPECT_NE(t.out.find("Per op"), std::string::npos);
+}
