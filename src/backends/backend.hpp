@@ -45,7 +45,7 @@ struct DeviceDesc {
   std::map<std::string, std::string> extra;  // anything else worth recording (cores, notes)
 };
 
-// How an error from a vendor runtime is classified (DESIGN.md, Timing).
+// How an error from a vendor runtime is classified (docs/timing.md).
 enum class Failure {
   ok,                // not an error
   refused_capture,   // the kernel refused capture: end capture, clear, fall back to direct

@@ -16,7 +16,7 @@ using CommandAdder = std::function<void(CLI::App& root, int& exit_code)>;
 bool register_command(int order, CommandAdder adder);
 [[nodiscard]] std::vector<std::pair<int, CommandAdder>>& commands();
 
-// Exit codes (DESIGN.md): 0 success, 1 the work ran and something failed, 2 bad usage or input.
+// Exit codes (README.md): 0 success, 1 the work ran and something failed, 2 bad usage or input.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;

@@ -14,7 +14,7 @@ namespace caliber::core {
 // The file name inside a run directory.
 inline constexpr const char* identity_file = "run_identity.json";
 
-// The keys that make two runs comparable (DESIGN.md): a difference in any is a caliber mismatch.
+// The keys that make two runs comparable (docs/architecture.md): a difference in any is a caliber mismatch.
 [[nodiscard]] const std::vector<std::string>& caliber_keys();  // level, timer, backend,
                                                                // device_model, tune, repeat, l2
 struct IdentityDiff {

@@ -31,7 +31,7 @@ class SchemaError : public std::runtime_error {
 // naming `what` (the file) when it is newer than schema_version or not a non-negative integer.
 int check_schema(const nlohmann::json& obj, const std::string& what);
 
-// Field names of a case row (DESIGN.md, Files). Every writer and reader uses these.
+// Field names of a case row (docs/run-log.md). Every writer and reader uses these.
 namespace field {
 inline constexpr const char* type = "type";  // header | case | footer
 inline constexpr const char* op = "op";

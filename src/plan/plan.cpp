@@ -49,7 +49,7 @@ Plan make_plan(const backends::Backend& backend, const PlanInputs& in) {
   const bool tuning = in.tune != "off";
 
   // Compat rules rewrite which cases exist, so nothing that reads the case list may run before
-  // them (changelog change 5).
+  // them (docs/architecture.md).
   for (const backends::CompatRule& rule : backend.compat_rules()) {
     const bool selected =
         in.ops.empty() || std::find(in.ops.begin(), in.ops.end(), rule.op) != in.ops.end();

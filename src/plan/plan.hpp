@@ -1,5 +1,5 @@
 // The stage plan of a run: derived from the backend's capabilities and the run's knobs, never from
-// a per-vendor list (changelog change 1: the old runner's hard-coded plugin list).
+// a per-vendor list (the old runner hard-coded its plugin list; docs/architecture.md).
 #pragma once
 
 #include <string>

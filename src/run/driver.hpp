@@ -1,4 +1,4 @@
-// The run driver: one `caliber run`, one run directory (DESIGN.md, "What caliber run does").
+// The run driver: one `caliber run`, one run directory (docs/architecture.md, the path of one run).
 #pragma once
 
 #include <filesystem>

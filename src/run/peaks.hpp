@@ -1,5 +1,5 @@
-// The device's measured ceilings, once per run (METHOD.md: measure the two ceilings rather than
-// trusting datasheets): the device-to-device copy bandwidth and the matrix rate of the corpus's own
+// The device's measured ceilings, once per run (measured rather than taken
+// from datasheets): the device-to-device copy bandwidth and the matrix rate of the corpus's own
 // mm baseline. Rows report their GB/s and TFLOPS as a percent of these.
 #pragma once
 

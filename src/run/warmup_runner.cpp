@@ -1,4 +1,4 @@
-// Parallel warmup (changelog change 2): the parent shards the autotune sweep over N devices in
+// Parallel warmup (README.md, Autotune): the parent shards the autotune sweep over N devices in
 // child processes (`caliber run ... --tune-shard i/N --shard-cache FILE`), each pinned to the
 // physical device behind the caller's index, merges their winners and counts the keys whose
 // winner differs between shards. Measurement stays serial on one device, in the caller.

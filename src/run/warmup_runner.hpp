@@ -1,4 +1,4 @@
-// Parallel warmup (changelog change 2): the autotune sweep sharded over N devices in child
+// Parallel warmup (README.md, Autotune): the autotune sweep sharded over N devices in child
 // processes, the winners merged into the cache, then measurement serially on one device.
 #pragma once
 

@@ -1,6 +1,5 @@
 // Autotune: pick a config per (op, provider, backend, device model, dtype, key) by sweeping the
-// provider's config space, and keep the winner in a cache according to the mode (DESIGN.md,
-// Autotune; changelog change 2).
+// provider's config space, and keep the winner in a cache according to the mode (docs/architecture.md).
 #pragma once
 
 #include <filesystem>

@@ -18,7 +18,7 @@ class AscendBackend final : public ExternalBackend {
   Capabilities capabilities() const override {
     Capabilities c;
     c.graph_capture = true;         // aclmdlRICaptureBegin / CaptureEnd / ExecuteAsync
-    c.graph_timer_default = false;  // changelog change 1: non-cuda backends stay on direct
+    c.graph_timer_default = false;  // non-cuda backends stay on direct (docs/timing.md)
     c.clusters = false;
     c.default_rng = true;
     c.l2_known = false;  // ACL does not report the L2 size, so a flush cannot be sized to it
@@ -26,7 +26,7 @@ class AscendBackend final : public ExternalBackend {
   }
   Failure classify(int code) const override {
     // ACL's error numbers share nothing with CUDA's, and no wording is guessed for capture
-    // refusal or device faults (changelog change 4): every error is an ordinary failure.
+    // refusal or device faults (docs/timing.md): every error is an ordinary failure.
     return code == 0 ? Failure::ok : Failure::other;
   }
 

@@ -16,7 +16,7 @@ class MusaBackend final : public ExternalBackend {
   Capabilities capabilities() const override {
     Capabilities c;
     c.graph_capture = true;         // musaStreamBeginCapture / musaGraphLaunch (MUSAGraph)
-    c.graph_timer_default = false;  // changelog change 1: non-cuda backends stay on direct
+    c.graph_timer_default = false;  // non-cuda backends stay on direct (docs/timing.md)
     c.clusters = false;
     c.default_rng = true;
     c.l2_known = true;

@@ -116,7 +116,7 @@ TEST(Capabilities, PerBackendFlags) {
   for (const char* name : {"rocm", "musa", "ascend"}) {
     const Capabilities c = find_backend(name)->capabilities();
     EXPECT_TRUE(c.graph_capture) << name;
-    EXPECT_FALSE(c.graph_timer_default) << name;  // changelog change 1
+    EXPECT_FALSE(c.graph_timer_default) << name;  // non-cuda backends time directly
     EXPECT_FALSE(c.clusters) << name;
     EXPECT_FALSE(c.host) << name;
   }

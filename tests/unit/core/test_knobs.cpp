@@ -65,7 +65,7 @@ TEST(KnobTable, EveryKnobHasAFlagAGroupAndHelp) {
   }
 }
 
-// The old runner's environment names are kept letter for letter (system-changelog.md).
+// The old runner's environment names are kept letter for letter (the old runner's, README.md).
 TEST(KnobTable, EnvironmentSpellingsOfTheOldRunner) {
   const std::map<std::string, std::pair<std::string, std::string>> expected = {
       {"backend", {"--backend", "ZL_BACKEND"}},
