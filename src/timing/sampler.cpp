@@ -116,7 +116,7 @@ struct SettleWindow {
 
 bool cool(const std::optional<backends::ClockSample>& c, const RegimeRule& rule) {
   if (!c || has_reason(*c, "power_cap")) return false;
-  if (c->power_limit_w > 0 && c->power_w > rule.rest_power_fraction * c->power_limit_w)
+  if (c->power_limit_w > 0 && c->power_w > rule.cool_power_fraction * c->power_limit_w)
     return false;
   return c->sm_max_mhz <= 0 || c->sm_mhz >= (1 - rule.settle_clock_tol) * c->sm_max_mhz;
 }
@@ -199,13 +199,18 @@ double rest_for_burst(backends::Device& dev, const TimingOptions& opt, const Clo
   if (rule.regime != ClockRegime::burst) return 0;
   const auto sleep = sleeper_of(opt);
   const double t0 = now();
-  for (;;) {
+  int cool_readings = 0;
+  for (int reading = 0;; ++reading) {
     const auto c = dev.clocks();
     if (!c) return now() - t0;
     const bool hot =
         has_reason(*c, "power_cap") ||
         (c->power_limit_w > 0 && c->power_w > rule.rest_power_fraction * c->power_limit_w);
-    if (!hot || now() - t0 >= rule.rest_timeout_s) return now() - t0;
+    cool_readings = hot ? 0 : cool_readings + 1;
+    // One cool reading when the first one is (nothing ran hot before); else two in a row.
+    if ((cool_readings >= 1 && reading == 0) || cool_readings >= 2 ||
+        now() - t0 >= rule.rest_timeout_s)
+      return now() - t0;
     sleep(0.01);
   }
 }

@@ -91,8 +91,10 @@ struct StopState {
 struct RegimeRule {
   ClockRegime regime = ClockRegime::burst;
   // burst: before sampling, and after a window the power limit slowed, wait (sleeping) until the
-  // board draws at most rest_power_fraction of its limit and no power-cap reason is set.
-  double rest_power_fraction = 0.5;
+  // board has drawn at most rest_power_fraction of its limit, with no power-cap reason, at two
+  // readings 10 ms apart. 0.35: an H200 right after a GEMM read 320 W (0.46 of 700) and its next
+  // GEMM ran 10-15% slower than after a rest, at the same reported SM clock (2026-11-30).
+  double rest_power_fraction = 0.35;
   double rest_timeout_s = 1.0;
   // burst: a kept window's clock readings are at least this fraction of the maximum SM clock; a
   // window below it (the power limit, or a board too hot to boost, whatever reason NVML gives)
@@ -106,6 +108,7 @@ struct RegimeRule {
   // settle_clock_tol of the maximum, and, once the power limit was seen, not before
   // settle_min_capped_s (the board's power control swings the clock for a second or more before
   // it holds). At most settle_timeout_s.
+  double cool_power_fraction = 0.5;  // sustained: "cool" work draws at most this much
   double settle_window_s = 0.05;
   double settle_clock_tol = 0.03;
   double settle_latency_tol = 0.01;

@@ -145,7 +145,7 @@ TEST_F(Truth, BurstDropsPowerLimitedWindowsAndRests) {
   // The board hits its power limit for a stretch of readings, then recovers (after a rest).
   dev.clock_script = [](int call) -> std::optional<backends::ClockSample> {
     if (call >= 6 && call < 9) return clock(1470, 690, {"power_cap"});
-    return clock(1980, 300);
+    return clock(1980, 200);
   };
   dev.kernel_ms = [](long) { return 10.0; };  // a clock reading after every sample
   opt.stop.min_samples = 40;
@@ -164,8 +164,8 @@ TEST_F(Truth, BurstDropsPowerLimitedWindowsAndRests) {
 TEST_F(Truth, BurstDropsWindowsBelowTheBurstClockWhateverTheReason) {
   // A board too hot to boost reads 1700 of 1980 MHz with no power-cap reason: not a burst.
   dev.clock_script = [](int call) -> std::optional<backends::ClockSample> {
-    if (call >= 4 && call < 7) return clock(1700, 300);
-    return clock(1980, 300);
+    if (call >= 4 && call < 7) return clock(1700, 200);
+    return clock(1980, 200);
   };
   dev.kernel_ms = [](long) { return 10.0; };
   opt.stop.min_samples = 30;
