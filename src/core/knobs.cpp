@@ -220,12 +220,11 @@ std::vector<KnobSpec> make_table() {
        "Device-busy warmup before sampling, long enough for the SM clock to ramp from idle "
        "(docs/measurements.md).",
        [](Knobs& k, const std::string& v) { k.warmup_s = parse_real("warmup", v, 0, 60); }});
-  add({"clock", "--clock", "CALIBER_CLOCK", "Timing", "burst", "burst, sustained",
-       "The clock regime every sample comes from. burst: a rested device at its top clock "
-       "(samples the power limit slows are dropped and re-taken after a rest); sustained: after "
-       "the SM clock and board power settled under the work itself (slower for power-hungry "
-       "kernels, costs at least 0.075 s more per provider). Runs of different regimes are not "
-       "compared (docs/timing.md).",
+  add({"clock", "--clock", "CALIBER_CLOCK", "Timing", "sustained", "sustained, burst",
+       "The clock regime every sample comes from. sustained: after the SM clock and board power "
+       "settled under the work itself (0.1 s more per provider, up to 5 s for power-hungry "
+       "kernels); burst: a rested device at its top clock (windows the power limit slows are "
+       "dropped, the device rests). Runs of different regimes are not compared (docs/timing.md).",
        [](Knobs& k, const std::string& v) {
          k.clock = one_of("clock", v, {"burst", "sustained"});
        }});

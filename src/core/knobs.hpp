@@ -46,7 +46,7 @@ struct Knobs {
   double timeout_s = 1.0;
   double warmup_s = 0.02;
   double throttle_fraction = 0.75;
-  std::string clock = "burst";  // the clock regime: burst or sustained (docs/timing.md)
+  std::string clock = "sustained";  // the clock regime: sustained or burst (docs/timing.md)
   std::vector<std::string> capture_deny;
   bool peaks = true;  // measure the copy bandwidth and the mm rate once per run
   int profile = 0;    // --profile: launches per provider inside NVTX ranges, no timing; 0: off

@@ -125,7 +125,8 @@ timing::TimingOptions CaseRunner::timing_options(const OpInfo& info, bool short_
   o.stop.min_samples = knobs_.min_samples;
   o.stop.min_time_s = knobs_.min_time_s;
   o.stop.max_noise = timing::resolved_max_noise(knobs_.max_noise, backend_.capabilities());
-  o.regime.regime = timing::parse_clock_regime(knobs_.clock).value_or(timing::ClockRegime::burst);
+  o.regime.regime =
+      timing::parse_clock_regime(knobs_.clock).value_or(timing::TimingOptions{}.regime.regime);
   o.stop.timeout_s = knobs_.timeout_s;
   o.stop.warmup_s = knobs_.warmup_s;
   o.throttle_fraction = knobs_.throttle_fraction;

@@ -89,7 +89,10 @@ struct StopState {
 
 // How a regime is reached and held (docs/timing.md).
 struct RegimeRule {
-  ClockRegime regime = ClockRegime::burst;
+  // The default, from the H200 measurements (docs/timing.md): the same code twice moved GEMMs by
+  // up to 5.4% sustained and 13.6-15% burst, whose top clock a power-hungry GEMM holds for only
+  // 0.1-0.5 s.
+  ClockRegime regime = ClockRegime::sustained;
   // burst: before sampling, and after a window the power limit slowed, wait (sleeping) until the
   // board has drawn at most rest_power_fraction of its limit, with no power-cap reason, at two
   // readings 10 ms apart. 0.35: an H200 right after a GEMM read 320 W (0.46 of 700) and its next

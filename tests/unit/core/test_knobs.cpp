@@ -316,8 +316,8 @@ TEST(KnobCrossRules, MinTimeMustFitInTheTimeout) {
 }
 
 TEST(KnobTiming, ClockRegimeAndNoiseAuto) {
-  EXPECT_EQ(resolve({}).clock, "burst");
-  EXPECT_EQ(resolve({}, {{"CALIBER_CLOCK", "sustained"}}).clock, "sustained");
+  EXPECT_EQ(resolve({}).clock, "sustained");
+  EXPECT_EQ(resolve({}, {{"CALIBER_CLOCK", "burst"}}).clock, "burst");
   const std::string msg = refusal({{"clock", "turbo"}});
   EXPECT_TRUE(contains(msg, "turbo")) << msg;
   EXPECT_TRUE(contains(msg, "burst")) << msg;

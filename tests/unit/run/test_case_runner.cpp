@@ -85,7 +85,7 @@ TEST(OneRegimePerRow, WithoutAFallbackTheGraphTimerStays) {
   EXPECT_EQ(row["timer"], "graph");
   EXPECT_EQ(row["providers"][0]["timer"], "graph");
   EXPECT_FALSE(row["providers"][0].contains("graph_latency_ms"));
-  EXPECT_EQ(row["providers"][0]["regime"], "burst");
+  EXPECT_EQ(row["providers"][0]["regime"], "sustained");
   EXPECT_EQ(row["providers"][0]["converged"], true);
 }
 

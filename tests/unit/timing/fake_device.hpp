@@ -235,6 +235,8 @@ class FakeBackend : public backends::Backend {
 // Options whose wall clock is the fake device's clock, so that timeouts are deterministic.
 inline TimingOptions fake_options(FakeDevice& dev) {
   TimingOptions o;
+  // The tests choose their regime: burst unless a test says sustained (the default is sustained).
+  o.regime.regime = ClockRegime::burst;
   o.now = [&dev] { return dev.wall_s(); };
   o.sleep = [&dev](double s) {
     dev.slept_s += s;
