@@ -1,5 +1,7 @@
 #include "report/export.hpp"
 
+#include "core/csv.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -126,15 +128,7 @@ json pct_of_peak(const json& prov, const char* pct_key, const char* rate_key, do
   return nullptr;
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
+using core::csv_field;
 
 std::string csv_cell(const json& v) {
   if (v.is_null()) return "";

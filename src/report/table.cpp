@@ -1,5 +1,7 @@
 #include "report/table.hpp"
 
+#include "core/csv.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -69,15 +71,7 @@ std::string md_escape(const std::string& s) {
   return out;
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
+using core::csv_field;
 
 std::string csv_value(const Cell& c) {
   if (c.value.is_null()) return "";

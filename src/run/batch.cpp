@@ -1,5 +1,7 @@
 #include "run/batch.hpp"
 
+#include "core/csv.hpp"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -36,15 +38,7 @@ const std::vector<std::string>& csv_columns() {
   return cols;
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
+using core::csv_field;
 
 std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
   std::vector<std::vector<std::string>> rows;
