@@ -67,7 +67,8 @@ std::vector<fs::path> expand_run_dirs(const std::vector<fs::path>& dirs) {
 
 RunData load_run(const fs::path& run_dir) {
   RunData r;
-  r.dir = run_dir;
+  // "runs/x/" names the same directory as "runs/x": keep its name (filename() of the first is "").
+  r.dir = run_dir.filename().empty() ? run_dir.parent_path() : run_dir;
   r.log = core::read_run_log(run_dir / kRunLog);
   try {
     r.identity = core::read_identity(run_dir);
