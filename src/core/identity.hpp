@@ -22,6 +22,9 @@ struct IdentityDiff {
 // Differences of the caliber keys between two identities (device_model read from device.name).
 [[nodiscard]] std::vector<IdentityDiff> diff_identity(const nlohmann::json& a,
                                                       const nlohmann::json& b);
+// Throws std::runtime_error when the file is missing, not a regular file, larger than
+// kMaxIdentityBytes or not a JSON object.
+inline constexpr std::uintmax_t kMaxIdentityBytes = 16u << 20;
 [[nodiscard]] nlohmann::json read_identity(const std::filesystem::path& run_dir);
 void write_identity(const std::filesystem::path& run_dir, const nlohmann::json& identity);
 // The run header printed at start, one line from the identity: backend, device, timer, level,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <set>
@@ -69,7 +70,17 @@ struct BatchOptions {
   std::vector<std::string> run_args;  // passed to every `caliber run` unchanged
   fs::path self_exe;                  // empty: /proc/self/exe
   std::optional<bool> progress;       // the live progress line; nullopt: when stderr is a terminal
+  // Checks the final op list (and the run flags) before anything is written; throws for bad
+  // input (run::check_batch_ops). Empty: no check.
+  std::function<void(const std::vector<std::string>& ops)> check_ops;
 };
+
+// In a `caliber run` started by a batch that has died (killed outright): mark this child's row of
+// ops_status.csv interrupted, since no parent is left to do it. A no-op anywhere else.
+void note_orphaned_batch_child(int exit_code);
+// In a `caliber run` started by a batch: a watcher that, once the batch has died or SIGTERM came,
+// records the end (note_orphaned_batch_child, orphans only) and ends the run. A no-op elsewhere.
+void watch_batch_parent();
 
 // Thrown for bad usage before any child starts (exit code 2).
 class BatchUsageError : public std::invalid_argument {
