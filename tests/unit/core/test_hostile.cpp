@@ -15,6 +15,7 @@
 #include "caliber/caliber.hpp"
 #include "core/rundir.hpp"
 #include "core/runlog.hpp"
+#include "core/shapes.hpp"
 #include "core/stats.hpp"
 #include "tmpdir.hpp"
 
@@ -151,4 +152,33 @@ TEST(CheckOutDir, RefusesWhatCannotHoldARunAndCreatesNothing) {
     fs::permissions(dir.path() / "ro", fs::perms::owner_read | fs::perms::owner_exec);
     EXPECT_THROW(core::check_out_dir(dir.path() / "ro" / "runs"), std::invalid_argument);
   }
+}
+
+TEST(ShapeLimits, IncludesAreReadOnceAndCeilingsAreNamed) {
+  TempDir dir;
+  // f1 includes f2 twice, f2 includes f3 twice, ... 30 deep: 2^30 reads unmemoized.
+  for (int i = 1; i <= 30; ++i)
+    std::ofstream(dir.path() / ("f" + std::to_string(i) + ".yaml"))
+        << "include: [f" << i + 1 << ".yaml, f" << i + 1 << ".yaml]\nfamilies: {pointwise: [[" << i
+        << "]]}\n";
+  std::ofstream(dir.path() / "f31.yaml") << "families: {pointwise: [[31]]}\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto set = core::ShapeSet::parse(
+      "families: {pointwise: [[64]]}\ncomprehensive: {include: [f1.yaml]}\n", dir.path());
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
+  EXPECT_EQ(set.shapes_for("add", "pointwise", core::Level::comprehensive).size(), 32u);
+  // Past the depth ceiling: a chain of kMaxIncludeDepth + 2 files.
+  for (std::size_t i = 1; i <= core::kMaxIncludeDepth + 2; ++i)
+    std::ofstream(dir.path() / ("c" + std::to_string(i) + ".yaml"))
+        << "include: [c" << i + 1 << ".yaml]\n";
+  std::ofstream(dir.path() / ("c" + std::to_string(core::kMaxIncludeDepth + 3) + ".yaml"))
+      << "families: {pointwise: [[1]]}\n";
+  EXPECT_THROW((void)core::ShapeSet::parse("comprehensive: {include: [c1.yaml]}\n", dir.path()),
+               core::ShapeError);
+  // Too many dimensions in one shape.
+  std::string dims = "[";
+  for (std::size_t i = 0; i <= core::kMaxDims; ++i) dims += (i ? ", " : "") + std::string("2");
+  dims += "]";
+  EXPECT_THROW((void)core::ShapeSet::parse("families: {pointwise: [" + dims + "]}\n", dir.path()),
+               core::ShapeError);
 }
