@@ -13,21 +13,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   namespace b = caliber::backends;
   switch (data[0] % 5) {
     case 0:
-      (void)b::parse_amd_smi_list(text);
+      (void)b::rocm::parse_amd_smi_list(text);
       break;
     case 1:
-      (void)b::parse_rocm_smi_productname(text);
+      (void)b::rocm::parse_rocm_smi_productname(text);
       break;
     case 2: {
-      auto devs = b::parse_amd_smi_list(text);
-      b::merge_product_names(devs, b::parse_rocm_smi_productname(text));
+      auto devs = b::rocm::parse_amd_smi_list(text);
+      b::rocm::merge_product_names(devs, b::rocm::parse_rocm_smi_productname(text));
       break;
     }
     case 3:
-      (void)b::parse_mthreads_gmi(text);
+      (void)b::musa::parse_mthreads_gmi(text);
       break;
     default:
-      (void)b::parse_npu_smi_info(text);
+      (void)b::ascend::parse_npu_smi_info(text);
       break;
   }
   return 0;
