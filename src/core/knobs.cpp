@@ -146,7 +146,9 @@ std::vector<KnobSpec> make_table() {
          k.shape_mode = one_of("shape_mode", v, {"file", "upstream"});
        }});
   add({"shapes_file", "--shapes", "", "Selection", "shapes/core.yaml (cpu: shapes/host/core.yaml)",
-       "a readable shape YAML file", "Use another shape file.",
+       "a readable shape YAML file of at most 16 MiB (100000 shapes a list, 16 dims a shape, "
+       "includes 32 deep and 256 files; docs/limits.md)",
+       "Use another shape file.",
        [](Knobs& k, const std::string& v) { k.shapes_file = not_empty("shapes_file", v); }});
   add({"ops_lib", "--ops-lib", "", "Selection", "", "a shared object that registers ops",
        "Load a user's op library (its ops join the corpus).",

@@ -93,4 +93,16 @@ j = json.load(open(sys.argv[1]))
 assert j["cases"] and all("[" in c for c in j["cases"]), j' "$T/cases.json" ||
   check_fail "list --cases --json does not print JSON node ids"
 
+# --- Ceilings of the knobs that size work: in --help, and a clear refusal past them.
+"$CAL" run --help > "$T/help.txt" 2>&1
+for c in "at most 128 characters" "at most 1024 characters" "16 MiB" "100000 shapes a list" \
+  "an integer from 1 to 100000" "at most 100 numbers"; do
+  grep -q "$c" "$T/help.txt" || check_fail "run --help does not state the ceiling '$c'"
+done
+"$CAL" ab --help 2>&1 | grep -q "1 to 1000" || check_fail "ab --help does not state the --rounds ceiling"
+expect_refused "an op name of 200 characters" "OP 128" -- \
+  "$CAL" run "$(printf 'a%.0s' $(seq 1 200))" "${FAST[@]}" "${O[@]}"
+expect_refused "a 100 kB op name" "OP bytes" -- "$CAL" run "$(head -c 100000 /dev/zero | tr '\0' a)" "${FAST[@]}" "${O[@]}"
+[ "$(wc -c < "$T/refused.stderr")" -lt 1000 ] || check_fail "a 100 kB op name: message of $(wc -c < "$T/refused.stderr") bytes"
+
 cli_done
