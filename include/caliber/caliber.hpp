@@ -6,3 +6,4 @@
 #include "caliber/context.hpp"
 #include "caliber/dtype.hpp"
 #include "caliber/op.hpp"
+#include "caliber/size.hpp"

@@ -23,7 +23,8 @@ struct Case {
   [[nodiscard]] std::string size_detail() const;
   // The stable node id: "mm[bf16-M4096-N4096-K4096-Bcol]".
   [[nodiscard]] std::string node_id() const;
-  // Product of the shape's dimensions (1 for an empty shape).
+  // Product of the shape's dimensions (1 for an empty shape); throws SizeOverflow (a CaseSkipped,
+  // caliber/size.hpp) when it is past 2^56.
   [[nodiscard]] std::int64_t numel() const;
   [[nodiscard]] std::string param(const std::string& key, const std::string& fallback = "") const;
 };

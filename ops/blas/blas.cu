@@ -461,9 +461,10 @@ class GemmOp final : public Op {
   }
   [[nodiscard]] std::size_t bytes_needed(const Case& c) const override {
     const GemmShape g = gemm_shape(K, c);
-    const std::size_t elems = static_cast<std::size_t>(
-        g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) + (K == BlasKind::addmm ? g.n : 0));
-    return elems * size_of(c.dtype) + 2 * kWorkspaceBytes;
+    const std::int64_t per =
+        count_add(count_add(count_mul(g.m, g.k), count_mul(g.k, g.n)), count_mul(g.m, g.n));
+    const std::int64_t elems = count_add(count_mul(g.batch, per), K == BlasKind::addmm ? g.n : 0);
+    return bytes_of(elems, c.dtype) + 2 * kWorkspaceBytes;
   }
   [[nodiscard]] std::unique_ptr<Workload> setup(DeviceContext& ctx, const Case& c) const override {
     const GemmShape g = gemm_shape(K, c);

@@ -230,7 +230,8 @@ class MmOp final : public Op {
   [[nodiscard]] std::size_t bytes_needed(const Case& c) const override {
     if (c.shape.size() != 3) return 0;
     const auto M = c.shape[0], N = c.shape[1], K = c.shape[2];
-    return static_cast<std::size_t>(M * K + K * N + M * N) * size_of(c.dtype);
+    const auto elems = count_add(count_add(count_mul(M, K), count_mul(K, N)), count_mul(M, N));
+    return bytes_of(elems, c.dtype);
   }
   [[nodiscard]] std::unique_ptr<Workload> setup(DeviceContext& ctx, const Case& c) const override {
     require_host(ctx, c);

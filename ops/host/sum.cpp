@@ -105,7 +105,7 @@ class SumOp final : public Op {
   }
   [[nodiscard]] std::size_t bytes_needed(const Case& c) const override {
     const auto rc = rows_cols(c);
-    return static_cast<std::size_t>(rc.rows * rc.cols + rc.rows) * size_of(c.dtype);
+    return bytes_of(count_add(count_mul(rc.rows, rc.cols), rc.rows), c.dtype);
   }
   [[nodiscard]] std::unique_ptr<Workload> setup(DeviceContext& ctx, const Case& c) const override {
     require_host(ctx, c);

@@ -240,8 +240,8 @@ class IndexOp final : public Op {
   }
   [[nodiscard]] std::size_t bytes_needed(const Case& c) const override {
     const IndexShape s = index_shape(c);
-    return static_cast<std::size_t>((s.num_embeddings + s.num_indices) * s.dim) * size_of(c.dtype) +
-           static_cast<std::size_t>(s.num_indices) * sizeof(std::int64_t);
+    return bytes_of(count_mul(count_add(s.num_embeddings, s.num_indices), s.dim), c.dtype) +
+           bytes_of(s.num_indices, DType::i64);
   }
   [[nodiscard]] std::unique_ptr<Workload> setup(DeviceContext& ctx, const Case& c) const override {
     return dispatch_float(c.dtype, [&](auto t) -> std::unique_ptr<Workload> {

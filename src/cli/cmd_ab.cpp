@@ -32,9 +32,9 @@ void add_ab(CLI::App& root, int& exit_code) {
   sub->add_option("--arg", *args, "A run flag: first A's, then B's (write --arg=--flag=x)")
       ->group("A/B")
       ->allow_extra_args(false);
-  sub->add_option("--rounds", *rounds, "Interleaved rounds per side (default 3)")
+  sub->add_option("--rounds", *rounds, "Interleaved rounds per side (default 3; 1 to 1000)")
       ->group("A/B")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1000).description("an integer from 1 to 1000"));
   sub->add_option("--timeout-per-run", *timeout, "Seconds a round's run may take; 0: none")
       ->group("A/B")
       ->check(CLI::NonNegativeNumber);

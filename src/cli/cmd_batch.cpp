@@ -3,7 +3,9 @@
 
 #include "cli/commands.hpp"
 #include "cli/knob_options.hpp"
+#include "core/shapes.hpp"
 #include "run/batch.hpp"
+#include "run/driver.hpp"
 
 namespace caliber::cli {
 namespace {
@@ -34,9 +36,10 @@ void add_batch(CLI::App& root, int& exit_code) {
                   "Seconds an op's child may run before it is terminated (status timeout); 0: none")
       ->group("Batch")
       ->check(CLI::NonNegativeNumber);
-  sub->add_option("--resume", *resume,
-                  "Rerun only the ops of this batch directory whose status is not ok, in place")
-      ->group("Batch");
+  auto* resume_opt =
+      sub->add_option("--resume", *resume,
+                      "Rerun only the ops of this batch directory whose status is not ok, in place")
+          ->group("Batch");
   auto scheduler = std::make_shared<std::string>();
   auto slurm = std::make_shared<run::slurm::SlurmOptions>();
   sub->add_option("--scheduler", *scheduler,
@@ -57,7 +60,7 @@ void add_batch(CLI::App& root, int& exit_code) {
                   "One more argument for sbatch, repeatable (slurm), e.g. --sbatch-arg=--qos=high")
       ->group("Scheduler")
       ->allow_extra_args(false);
-  sub->callback([knobs, timeout, resume, scheduler, slurm, &exit_code] {
+  sub->callback([knobs, timeout, resume, resume_opt, scheduler, slurm, &exit_code] {
     try {
       const core::Knobs k = knobs->resolve();
       run::BatchOptions opt;
@@ -71,10 +74,17 @@ void add_batch(CLI::App& root, int& exit_code) {
       opt.scheduler = *scheduler;
       opt.slurm = *slurm;
       opt.run_args = knobs->as_args({"backend", "devices", "op_file", "out", "name", "ops"});
+      if (resume_opt->count() > 0 && resume->find_first_not_of(" \t") == std::string::npos)
+        throw run::BatchUsageError("--resume: '' is empty; allowed: a batch directory");
+      opt.check_ops = [k](const std::vector<std::string>& ops) { run::check_batch_ops(k, ops); };
       exit_code = run::run_batch(opt, std::cout, std::cerr).exit_code;
     } catch (const core::KnobError& e) {
       exit_code = usage_error(e.what());
     } catch (const run::BatchUsageError& e) {
+      exit_code = usage_error(e.what());
+    } catch (const run::UsageError& e) {
+      exit_code = usage_error(e.what());
+    } catch (const core::ShapeError& e) {
       exit_code = usage_error(e.what());
     }
   });

@@ -39,6 +39,11 @@ void add_list(CLI::App& root, int& exit_code) {
       for (const auto& c : sel.cases) ++counts[c.op];
       if (*names) {
         for (const auto& e : sel.ops) std::cout << e.info.name << "\n";
+      } else if (*cases && *as_json) {
+        nlohmann::json j = {{"backend", backend.name()}, {"level", k.level}};
+        j["cases"] = nlohmann::json::array();
+        for (const auto& c : sel.cases) j["cases"].push_back(c.node_id());
+        std::cout << j.dump(2) << "\n";
       } else if (*cases) {
         for (const auto& c : sel.cases) std::cout << c.node_id() << "\n";
       } else if (*as_json) {

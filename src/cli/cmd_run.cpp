@@ -4,6 +4,7 @@
 #include "cli/commands.hpp"
 #include "cli/knob_options.hpp"
 #include "core/shapes.hpp"
+#include "run/batch.hpp"
 #include "run/driver.hpp"
 #include "run/process.hpp"
 
@@ -28,6 +29,7 @@ void add_run(CLI::App& root, int& exit_code) {
   auto quiet = std::make_shared<bool>(false);
   sub->add_flag("--quiet", *quiet, "No tuning progress line")->group("Output");
   sub->callback([knobs, shard, shard_cache, quiet, &exit_code] {
+    run::watch_batch_parent();
     try {
       run::RunRequest req;
       req.knobs = knobs->resolve();
@@ -50,6 +52,7 @@ void add_run(CLI::App& root, int& exit_code) {
         throw;
       }
     }
+    run::note_orphaned_batch_child(exit_code);
   });
 }
 

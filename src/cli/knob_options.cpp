@@ -58,8 +58,12 @@ std::map<std::string, std::string> KnobOptions::given() const {
   }
   if (!positional_ops.empty()) {
     std::string joined;
-    for (const auto& o : positional_ops) joined += (joined.empty() ? "" : ",") + o;
-    out["ops"] = joined;
+    bool blank = false;
+    for (const auto& o : positional_ops) {
+      joined += (joined.empty() ? "" : ",") + o;
+      if (core::split_list(o).empty()) blank = true;
+    }
+    out["ops"] = blank ? std::string() : joined;  // an empty argument is refused by the knob
   }
   return out;
 }

@@ -84,6 +84,18 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ArgumentMismatch& e) {
+    // CLI11 says "--level: At Most 1 required but received 2" for a flag given twice.
+    const std::string what = e.what();
+    const auto at = what.find(": At Most 1 required but received ");
+    if (at == std::string::npos) {
+      app.exit(e);
+      return kExitUsage;
+    }
+    std::cerr << "caliber: " << what.substr(0, at) << ": given "
+              << what.substr(at + std::string(": At Most 1 required but received ").size())
+              << " times; give it once\n";
+    return kExitUsage;
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return kExitUsage;  // CLI11 would return its own codes; the contract says 2 for bad usage

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "caliber/caliber.hpp"
+#include "caliber/size.hpp"
 
 namespace caliber {
 
@@ -85,9 +86,59 @@ std::string Case::node_id() const {
 }
 
 std::int64_t Case::numel() const {
+  return count_of(shape);
+}
+
+namespace {
+std::string dims_text(const std::vector<std::int64_t>& dims) {
+  std::string out;
+  for (auto d : dims) out += (out.empty() ? "" : " x ") + std::to_string(d);
+  return out;
+}
+[[noreturn]] void overflow(const char* what, std::int64_t a, std::int64_t b) {
+  throw SizeOverflow(std::string("too large: ") + std::to_string(a) + " " + what + " " +
+                     std::to_string(b) + " is past the limit of 2^56");
+}
+}  // namespace
+
+std::int64_t count_mul(std::int64_t a, std::int64_t b) {
+  if (a < 0 || b < 0 || a > kMaxCount || b > kMaxCount) overflow("*", a, b);
+  // Both fit 2^56, so a product past the limit is detected without wrapping: test by division.
+  if (a != 0 && b > kMaxCount / a) overflow("*", a, b);
+  return a * b;
+}
+
+std::int64_t count_add(std::int64_t a, std::int64_t b) {
+  if (a < 0 || b < 0 || a > kMaxCount || b > kMaxCount || a + b > kMaxCount) overflow("+", a, b);
+  return a + b;
+}
+
+std::int64_t count_of(const std::vector<std::int64_t>& dims) {
   std::int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : dims) {
+    if (d < 0 || d > kMaxCount || (n != 0 && d > kMaxCount / n))
+      throw SizeOverflow("too large: " + dims_text(dims) + " = " + real_count(dims) +
+                         " elements, past the limit of 2^56");
+    n *= d;
+  }
   return n;
+}
+
+std::size_t bytes_of(std::int64_t count, DType t) {
+  return static_cast<std::size_t>(count_mul(count, static_cast<std::int64_t>(size_of(t))));
+}
+
+std::string real_count(const std::vector<std::int64_t>& dims) {
+  long double n = 1;
+  for (auto d : dims) n *= static_cast<long double>(d);
+  std::ostringstream os;
+  if (n < 1e15L) {
+    os << static_cast<long long>(n);
+  } else {
+    os.precision(3);
+    os << n;
+  }
+  return os.str();
 }
 
 std::string Case::param(const std::string& key, const std::string& fallback) const {

@@ -14,7 +14,8 @@ namespace caliber::core {
 // The file name inside a run directory.
 inline constexpr const char* identity_file = "run_identity.json";
 
-// The keys that make two runs comparable (docs/architecture.md): a difference in any is a caliber mismatch.
+// The keys that make two runs comparable (docs/architecture.md): a difference in any is a caliber
+// mismatch.
 [[nodiscard]] const std::vector<std::string>& caliber_keys();  // level, timer, backend,
                                                                // device_model, tune, repeat, l2
 struct IdentityDiff {
@@ -24,7 +25,9 @@ struct IdentityDiff {
 // Differences of the caliber keys between two identities (device_model read from device.name).
 [[nodiscard]] std::vector<IdentityDiff> diff_identity(const nlohmann::json& a,
                                                       const nlohmann::json& b);
-// Throws std::runtime_error when unreadable, core::SchemaError (runlog.hpp) when newer.
+// Throws std::runtime_error when the file is missing, not a regular file, larger than
+// kMaxIdentityBytes or not a JSON object; core::SchemaError (runlog.hpp) when its schema is newer.
+inline constexpr std::uintmax_t kMaxIdentityBytes = 16u << 20;
 [[nodiscard]] nlohmann::json read_identity(const std::filesystem::path& run_dir);
 void write_identity(const std::filesystem::path& run_dir, const nlohmann::json& identity);
 // The run header printed at start, one line from the identity: backend, device, timer, level,

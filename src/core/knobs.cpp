@@ -1,5 +1,7 @@
 #include "core/knobs.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -56,6 +58,13 @@ double parse_real(const std::string& name, const std::string& value, double lo, 
   return v;
 }
 
+// A path or name knob given explicitly: empty is a mistake, not "unset" (which runs everything).
+std::string not_empty(const std::string& name, const std::string& value) {
+  std::string t = trim(value);
+  if (t.empty()) refuse(name, value, "is empty");
+  return t;
+}
+
 std::string one_of(const std::string& name, const std::string& value,
                    std::initializer_list<const char*> allowed) {
   const std::string t = trim(value);
@@ -92,17 +101,28 @@ std::vector<KnobSpec> make_table() {
          if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
            refuse("devices", v, "names a device twice");
        }});
-  add({"ops", "OP...", "OP", "Selection", "all ops", "op names (caliber list shows them)",
+  add({"ops", "OP...", "OP", "Selection", "all ops",
+       "op names (caliber list shows them), each at most 128 characters, at most 10000",
        "Ops to run (positional arguments, or OP as a comma or space separated list).",
-       [](Knobs& k, const std::string& v) { k.ops = split_list(v); }});
+       [](Knobs& k, const std::string& v) {
+         k.ops = split_list(v);
+         if (k.ops.size() > kMaxOps) refuse("ops", v, "names more than 10000 ops");
+         for (const auto& op : k.ops)
+           if (op.size() > kMaxNameChars) refuse("ops", op, "is longer than 128 characters");
+         // Given and empty ('' as an argument) is a mistake, not "every op".
+         if (k.ops.empty()) refuse("ops", v, "names no op");
+       }});
   add({"op_file", "--op-file", "OP_FILE", "Selection", "",
        "a readable file, one op per line, # comments", "Read the ops to run from a file.",
-       [](Knobs& k, const std::string& v) { k.op_file = trim(v); }});
+       [](Knobs& k, const std::string& v) { k.op_file = not_empty("op_file", v); }});
   add({"node", "--node", "TEST_NODE", "Selection", "",
        "a node id (mm[bf16-M4096-N4096-K4096]) or an op name; * and ? match any text and any "
-       "one character (mm[bf16-*], *[f32-*])",
+       "one character (mm[bf16-*], *[f32-*]); at most 1024 characters",
        "Run the cases whose node id matches (or one op), instead of OP/OP_FILE.",
-       [](Knobs& k, const std::string& v) { k.node = trim(v); }});
+       [](Knobs& k, const std::string& v) {
+         k.node = not_empty("node", v);
+         if (k.node.size() > 1024) refuse("node", v, "is longer than 1024 characters");
+       }});
   add({"shape", "--shape", "", "Selection", "the shape file's",
        "DIMxDIM... of positive integers, as the shape file writes a shape (4096x4096; mm: "
        "MxNxK or BxMxNxK); repeat the flag or give a comma list",
@@ -150,8 +170,10 @@ std::vector<KnobSpec> make_table() {
          k.shape_mode = one_of("shape_mode", v, {"file", "upstream"});
        }});
   add({"shapes_file", "--shapes", "", "Selection", "shapes/core.yaml (cpu: shapes/host/core.yaml)",
-       "a readable shape YAML file", "Use another shape file.",
-       [](Knobs& k, const std::string& v) { k.shapes_file = trim(v); }});
+       "a readable shape YAML file of at most 16 MiB (100000 shapes a list, 16 dims a shape, "
+       "includes 32 deep and 256 files; docs/limits.md)",
+       "Use another shape file.",
+       [](Knobs& k, const std::string& v) { k.shapes_file = not_empty("shapes_file", v); }});
   add({"ops_lib", "--ops-lib", "CALIBER_OPS_LIB", "Selection", "",
        "shared objects that register ops (comma list, or the flag repeated)",
        "Load op libraries (their ops join the corpus; docs/writing-ops.md). An op name already "
@@ -178,13 +200,14 @@ std::vector<KnobSpec> make_table() {
        [](Knobs& k, const std::string& v) {
          k.repeat = static_cast<int>(parse_int("repeat", v, 1, 1000));
        }});
-  add({"quantiles", "--quantiles", "", "Timing", "", "comma list of numbers in [0, 1]",
+  add({"quantiles", "--quantiles", "", "Timing", "", "comma list of at most 100 numbers in [0, 1]",
        "Report these quantiles of the samples (repetition is then skipped).",
        [](Knobs& k, const std::string& v) {
          k.quantiles.clear();
          for (const auto& item : split_list(v))
            k.quantiles.push_back(parse_real("quantiles", item, 0, 1));
          if (k.quantiles.empty()) refuse("quantiles", v, "names no quantile");
+         if (k.quantiles.size() > 100) refuse("quantiles", v, "names more than 100 quantiles");
        }});
   add({"return_mode", "--return-mode", "", "Timing", "median", "min, max, mean, median, all",
        "Which statistic of the samples is the latency (all keeps the sequence; repetition "
@@ -237,9 +260,13 @@ std::vector<KnobSpec> make_table() {
          k.throttle_fraction = parse_real("throttle_fraction", v, 0, 1, true);
        }});
   add({"capture_deny", "--capture-deny", "", "Timing", "the backend's built-in list",
-       "comma list of ops",
+       "comma list of at most 10000 ops",
        "Ops never captured into a graph (their capture attempt is known to poison the context).",
-       [](Knobs& k, const std::string& v) { k.capture_deny = split_list(v); }});
+       [](Knobs& k, const std::string& v) {
+         k.capture_deny = split_list(v);
+         if (k.capture_deny.size() > kMaxOps)
+           refuse("capture_deny", v, "names more than 10000 ops");
+       }});
   add({"peaks", "--peaks", "", "Timing", "on", "on, off",
        "Measure the device's copy bandwidth and mm rate once per run (run_identity.json 'peaks'), "
        "so rows report percent of peak.",
@@ -256,7 +283,7 @@ std::vector<KnobSpec> make_table() {
   add({"replay_from", "--replay-from", "REPLAY_FROM", "Autotune", "",
        "a run directory that holds a tune.db",
        "Replay the configs recorded by that run (implies --tune replay).",
-       [](Knobs& k, const std::string& v) { k.replay_from = trim(v); }});
+       [](Knobs& k, const std::string& v) { k.replay_from = not_empty("replay_from", v); }});
   add({"parallel_warmup", "--parallel-warmup", "PARALLEL_WARMUP_GPUS", "Autotune", "unset",
        "an integer from 1 to the number of devices selected",
        "Shard the autotune sweep over N devices in child processes, then measure serially on one.",
@@ -264,21 +291,29 @@ std::vector<KnobSpec> make_table() {
          k.parallel_warmup = static_cast<int>(parse_int("parallel_warmup", v, 1, 4096));
        }});
   add({"tune_cache", "--tune-cache", "CALIBER_TUNE_CACHE", "Autotune", "~/.cache/caliber/tune.db",
-       "a file path", "The shared config cache used by --tune live.",
-       [](Knobs& k, const std::string& v) { k.tune_cache = trim(v); }});
+       "a regular file path (created if missing)", "The shared config cache used by --tune live.",
+       [](Knobs& k, const std::string& v) {
+         k.tune_cache = not_empty("tune_cache", v);
+         // SQLite would write <file>-journal / -wal next to a device such as /dev/null.
+         struct stat st {};
+         if (::stat(k.tune_cache.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+           refuse("tune_cache", v, "is not a regular file");
+       }});
   // --- Output.
   add({"out", "--out", "", "Output", "runs", "a directory (created if missing)",
        "Parent of run directories.", [](Knobs& k, const std::string& v) {
          if (trim(v).empty()) refuse("out", v, "is empty");
          k.out = trim(v);
        }});
-  add({"name", "--name", "", "Output", "derived from the ops", "letters, digits, '.', '_' and '-'",
+  add({"name", "--name", "", "Output", "derived from the ops",
+       "letters, digits, '.', '_' and '-', at most 128 characters",
        "Run directory name prefix (<out>/<name>-<YYYYmmdd-HHMMSS>).",
        [](Knobs& k, const std::string& v) {
          const std::string t = trim(v);
          if (t.empty() || t.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                               "0123456789._-") != std::string::npos)
            refuse("name", v, "is not allowed");
+         if (t.size() > kMaxNameChars) refuse("name", v, "is longer than 128 characters");
          k.name = t;
        }});
   add({"profile", "--profile", "", "Timing", "off (--profile alone: 3)",
@@ -356,7 +391,11 @@ const KnobSpec* find_knob(const std::string& name) {
 std::string knob_message(const KnobSpec& spec, const std::string& value, const std::string& why) {
   std::string who = spec.flag;
   if (!spec.env.empty()) who += " (" + spec.env + ")";
-  std::string msg = who + ": '" + value + "' " + (why.empty() ? "is not allowed" : why);
+  // A hostile value (a 100 MB op name) is cut in the message: what was given is still clear.
+  std::string shown = value;
+  if (shown.size() > kMaxEchoChars)
+    shown = shown.substr(0, kMaxEchoChars) + "...(" + std::to_string(value.size()) + " bytes)";
+  std::string msg = who + ": '" + shown + "' " + (why.empty() ? "is not allowed" : why);
   if (!spec.allowed.empty()) msg += "; allowed: " + spec.allowed;
   return msg;
 }

@@ -15,6 +15,12 @@
 
 namespace caliber::core {
 
+// Ceilings of the knobs whose values size work or output (docs/limits.md); past one a knob is
+// refused. The numeric knobs carry theirs in their ranges.
+inline constexpr std::size_t kMaxOps = 10000;      // op names in OP / --capture-deny
+inline constexpr std::size_t kMaxNameChars = 128;  // one op name, --name
+inline constexpr std::size_t kMaxEchoChars = 200;  // of a refused value, in the message
+
 class KnobError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;

@@ -65,8 +65,52 @@ std::filesystem::path claim_run_dir(const std::filesystem::path& parent, const s
                            " is taken");
 }
 
+void check_out_dir(const std::filesystem::path& parent) {
+  const std::string text = parent.string();
+  if (text.empty()) throw std::invalid_argument("'' is empty; allowed: a directory path");
+  if (text.size() > kMaxOutPath)
+    throw std::invalid_argument("a path of " + std::to_string(text.size()) +
+                                " characters is too long (at most " + std::to_string(kMaxOutPath) +
+                                ")");
+  for (const auto& part : parent)
+    if (part.string().size() > 255)
+      throw std::invalid_argument("'" + text.substr(0, 80) + "...' has a name of " +
+                                  std::to_string(part.string().size()) +
+                                  " characters (at most 255)");
+  // The deepest part of the path that exists decides: a directory we may write into.
+  std::filesystem::path p =
+      parent.is_absolute() ? parent : std::filesystem::current_path() / parent;
+  p = p.lexically_normal();
+  while (true) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode))
+        throw std::invalid_argument("'" + text + "': " + p.string() + " is not a directory");
+      if (::access(p.c_str(), W_OK | X_OK) != 0)
+        throw std::invalid_argument("'" + text + "': " + p.string() + " is not writable (" +
+                                    std::strerror(errno) + ")");
+      return;
+    }
+    if (errno != ENOENT)
+      throw std::invalid_argument("'" + text + "': " + p.string() + ": " + std::strerror(errno));
+    if (!p.has_parent_path() || p.parent_path() == p) return;
+    p = p.parent_path();
+  }
+}
+
 void write_file_atomic(const std::filesystem::path& file, const std::string& content) {
   static std::atomic<unsigned> counter{0};
+  // Never replace what is not a regular file: `--html /dev/null` run as root must not turn the
+  // device into a file, and a symbolic link is not followed and replaced.
+  struct stat st {};
+  if (::lstat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    throw std::runtime_error("cannot write " + file.string() + ": it exists and is not a regular " +
+                             "file (" +
+                             (S_ISLNK(st.st_mode)   ? "a symbolic link"
+                              : S_ISDIR(st.st_mode) ? "a directory"
+                                                    : "a device, fifo or socket") +
+                             "); refusing to replace it");
+  }
   // Appending piece by piece: GCC 12 warns falsely (-Wrestrict) on `"." + std::string`.
   std::string tmp_name = ".";
   tmp_name += file.filename().string();

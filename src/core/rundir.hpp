@@ -13,7 +13,16 @@ namespace caliber::core {
     const std::filesystem::path& parent, const std::string& name,
     std::chrono::system_clock::time_point when = std::chrono::system_clock::now());
 
-// Writes `content` to `file` atomically (temporary file in the same folder, then rename).
+// Checks, creating nothing, that run directories can be claimed under `parent`: the path is not
+// empty or too long (kMaxOutPath characters, each name at most 255), its deepest existing folder
+// is a directory we may write to, and nothing on the way is a file. Throws std::invalid_argument
+// with the reason (callers name the knob).
+inline constexpr std::size_t kMaxOutPath = 3000;
+void check_out_dir(const std::filesystem::path& parent);
+
+// Writes `content` to `file` atomically (temporary file in the same folder, then rename). Refuses
+// (std::runtime_error) to replace anything but a regular file: a device, a fifo, a directory or
+// a symbolic link at `file` is left as it is.
 void write_file_atomic(const std::filesystem::path& file, const std::string& content);
 
 // "2026-11-29T15:28:25Z"

@@ -1,6 +1,9 @@
 #include "core/runlog.hpp"
 
+#include <cctype>
 #include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -27,7 +30,99 @@ bool ends_mid_line(const std::filesystem::path& file) {
   return last != '\n';
 }
 
+// The length of the valid UTF-8 sequence at s[i], or 0 when it is not one.
+std::size_t utf8_len(const std::string& s, std::size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  std::size_t n = 0;
+  unsigned min = 0;
+  unsigned cp = 0;
+  if (c < 0x80) return 1;
+  if ((c & 0xE0) == 0xC0) {
+    n = 2;
+    cp = c & 0x1F;
+    min = 0x80;
+  } else if ((c & 0xF0) == 0xE0) {
+    n = 3;
+    cp = c & 0x0F;
+    min = 0x800;
+  } else if ((c & 0xF8) == 0xF0) {
+    n = 4;
+    cp = c & 0x07;
+    min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    const auto d = static_cast<unsigned char>(s[i + k]);
+    if ((d & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (d & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
 }  // namespace
+
+std::string repair_json_line(const std::string& line) {
+  std::string out;
+  out.reserve(line.size());
+  bool in_string = false;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    const char c = line[i];
+    const std::size_t n = utf8_len(line, i);
+    if (n == 0) {  // an invalid byte, inside a string or not
+      out += '?';
+      ++i;
+      continue;
+    }
+    if (in_string) {
+      if (c == '\\' && i + 1 < line.size()) {
+        out += c;
+        out += line[i + 1];
+        i += 2;
+        continue;
+      }
+      if (c == '"') in_string = false;
+      out.append(line, i, n);
+      i += n;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      ++i;
+      continue;
+    }
+    // Outside strings: NaN, Infinity, -Infinity, and numbers too large for a double -> null.
+    if (c == '-' || std::isdigit(static_cast<unsigned char>(c)) ||
+        std::isalpha(static_cast<unsigned char>(c))) {
+      std::size_t j = i + 1;
+      while (j < line.size() && (std::isalnum(static_cast<unsigned char>(line[j])) ||
+                                 line[j] == '.' || line[j] == '+' || line[j] == '-'))
+        ++j;
+      const std::string tok = line.substr(i, j - i);
+      const std::string word = tok[0] == '-' ? tok.substr(1) : tok;
+      if (word == "NaN" || word == "nan" || word == "Infinity" || word == "inf" || word == "Inf") {
+        out += "null";
+      } else if (!tok.empty() &&
+                 (tok[0] == '-' || std::isdigit(static_cast<unsigned char>(tok[0])))) {
+        errno = 0;
+        char* end = nullptr;
+        const double v = std::strtod(tok.c_str(), &end);
+        out += (errno == ERANGE && std::isinf(v)) ? std::string("null") : tok;
+      } else {
+        out += tok;
+      }
+      i = j;
+      continue;
+    }
+    out += c;
+    ++i;
+  }
+  return out;
+}
 
 RunLogWriter::RunLogWriter(const std::filesystem::path& file) {
   const bool fragment = ends_mid_line(file);
@@ -87,6 +182,10 @@ RunLog read_run_log(const std::filesystem::path& file) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
 
     nlohmann::json row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (row.is_discarded() && complete) {
+      row = nlohmann::json::parse(repair_json_line(line), nullptr, /*allow_exceptions=*/false);
+      if (!row.is_discarded() && row.is_object()) ++log.repaired_lines;
+    }
     if (row.is_discarded() || !row.is_object()) {
       // Only the very last line can have been cut by a writer that died; elsewhere it is damage.
       if (!complete) {

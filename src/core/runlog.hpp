@@ -80,7 +80,14 @@ struct RunLog {
   nlohmann::json footer;              // null when absent (a run that did not finish)
   bool truncated = false;             // the last line was cut and ignored
   int bad_lines = 0;                  // unparsable lines other than a truncated last one
+  // Lines kept after a repair: invalid UTF-8 bytes replaced by '?', non-JSON numbers (NaN,
+  // Infinity, 1e999999) read as null. One bad value must not lose a row, let alone the file.
+  int repaired_lines = 0;
 };
+
+// The repair read_run_log applies to a line that does not parse (exposed for the fuzz targets
+// and tests): invalid UTF-8 -> '?', NaN / Infinity / numbers past double -> null.
+[[nodiscard]] std::string repair_json_line(const std::string& line);
 
 // Reads a run.log, tolerating a truncated last line. Throws std::runtime_error if unreadable,
 // SchemaError when its header has a newer schema than this caliber reads.

@@ -22,6 +22,13 @@ enum class Level { core, comprehensive };
 
 using Shape = std::vector<std::int64_t>;
 
+// Ceilings of a shape file (docs/limits.md): past one, loading fails with a ShapeError naming it.
+inline constexpr std::size_t kMaxShapeFileBytes = 16u << 20;  // one file, 16 MiB
+inline constexpr std::size_t kMaxDims = 16;                   // dimensions of one shape
+inline constexpr std::size_t kMaxShapesPerList = 100000;      // shapes of one op or family list
+inline constexpr std::size_t kMaxIncludeDepth = 32;           // nested includes
+inline constexpr std::size_t kMaxIncludeFiles = 256;          // distinct included files
+
 class ShapeError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -38,6 +38,9 @@ struct Interval {
 // Bootstrap percentile confidence interval of the geometric mean (deterministic for a seed).
 [[nodiscard]] Interval bootstrap_geomean_ci(std::span<const double> xs, double confidence = 0.95,
                                             int resamples = 2000, std::uint64_t seed = 1);
+// Past this many samples a side's resampled median is drawn from its exact distribution (sorted
+// once) rather than by sorting every resample; grouped sides are thinned to this many quantiles.
+inline constexpr std::size_t kDirectBootstrapMax = 4096;
 // Bootstrap CI of median(b) / median(a), resampling each side independently.
 [[nodiscard]] Interval bootstrap_median_ratio_ci(std::span<const double> a,
                                                  std::span<const double> b,

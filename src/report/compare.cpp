@@ -391,11 +391,41 @@ void refuse_profile_runs(const std::vector<RunData>& runs) {
 
 CompareResult compare_dirs(const std::vector<std::filesystem::path>& a,
                            const std::vector<std::filesystem::path>& b, const CompareOptions& opt) {
-  const auto ra = load_runs(a);
-  const auto rb = load_runs(b);
-  refuse_profile_runs(ra);
-  refuse_profile_runs(rb);
-  return compare_loaded(ra, rb, opt);
+  auto runs_a = load_runs(a);
+  auto runs_b = load_runs(b);
+  // A side with no readable case row cannot be compared: bad input (exit 2), not "nothing
+  // paired" with exit 0, which a CI gate would read as "no regression".
+  auto check_side = [](const char* side, const std::vector<RunData>& runs,
+                       const std::vector<std::filesystem::path>& dirs) {
+    std::size_t cases = 0;
+    int bad = 0;
+    for (const auto& r : runs) {
+      cases += r.log.cases.size();
+      bad += r.log.bad_lines;
+    }
+    if (cases > 0) return;
+    std::string msg = "side ";
+    msg += side;
+    msg += " ('";
+    std::string names;
+    for (const auto& d : dirs) {
+      if (!names.empty()) names += ',';
+      names += d.string();
+    }
+    msg += names.substr(0, 300);
+    msg += "') holds no readable case row";
+    if (bad > 0) {
+      msg += " (";
+      msg += std::to_string(bad);
+      msg += " unreadable line(s))";
+    }
+    throw std::invalid_argument(msg);
+  };
+  check_side("A", runs_a, a);
+  check_side("B", runs_b, b);
+  refuse_profile_runs(runs_a);
+  refuse_profile_runs(runs_b);
+  return compare_loaded(std::move(runs_a), std::move(runs_b), opt);
 }
 
 std::vector<std::string> mismatch_lines(const CompareResult& r) {

@@ -62,6 +62,8 @@ Summary summarize_rows(const std::vector<std::pair<std::string, std::vector<RunD
     all.g.op = "(all)";
     for (const auto& run : runs) {
       if (run.log.truncated) ++out.truncated_logs;
+      out.bad_lines += run.log.bad_lines;
+      out.repaired_lines += run.log.repaired_lines;
       if (run.log.footer.is_null()) ++out.unfinished_runs;
       for (const auto& row : run.log.cases) {
         const std::string op = row_string(row, core::field::op);
@@ -128,6 +130,13 @@ Report summary_report(const Summary& s) {
                       " row(s) carry STOP_NOT_CONVERGED: a provider stopped on its timeout below "
                       "--min-samples or above the --max-noise target, so its figure is less "
                       "precise than asked");
+  if (s.bad_lines > 0)
+    t.notes.push_back(std::to_string(s.bad_lines) +
+                      " run.log line(s) could not be read (not JSON objects): they are not rows");
+  if (s.repaired_lines > 0)
+    t.notes.push_back(std::to_string(s.repaired_lines) +
+                      " run.log line(s) were read after a repair: invalid UTF-8 bytes read as '?', "
+                      "NaN, Infinity or out-of-range numbers read as missing");
   if (s.truncated_logs > 0)
     t.notes.push_back(
         std::to_string(s.truncated_logs) +

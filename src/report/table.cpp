@@ -10,6 +10,14 @@
 namespace caliber::report {
 
 Cell text_cell(std::string s) {
+  // A cell is read by a person: a 100 MB op name from a hostile run.log is cut, not printed.
+  if (s.size() > kMaxCellChars) {
+    std::size_t cut = kMaxCellChars;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+    const std::size_t more = s.size() - cut;
+    s.resize(cut);
+    s += "...(" + std::to_string(more) + " more bytes)";
+  }
   Cell c;
   c.value = s;
   c.text = std::move(s);

@@ -16,6 +16,8 @@ struct Cell {
   std::string text;
   nlohmann::json value;
 };
+// A text cell longer than kMaxCellChars bytes is cut there and says how much was left out.
+inline constexpr std::size_t kMaxCellChars = 256;
 [[nodiscard]] Cell text_cell(std::string s);
 // A number shown with `digits` significant digits; NaN or an empty optional shows "-" (null).
 [[nodiscard]] Cell number_cell(std::optional<double> v, int digits = 4);

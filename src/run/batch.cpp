@@ -2,7 +2,9 @@
 
 #include "core/csv.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -301,6 +303,69 @@ std::vector<std::string> default_ops(const fs::path& self, const std::string& ba
 
 }  // namespace
 
+namespace {
+volatile sig_atomic_t g_term_received = 0;
+void on_term(int) {
+  g_term_received = 1;
+}
+}  // namespace
+
+void watch_batch_parent() {
+  const auto parent = core::process_env("CALIBER_BATCH_PARENT");
+  if (!parent || !core::process_env("CALIBER_BATCH_DIR")) return;
+  // SIGTERM (the batch's own interrupt, or the kernel's PR_SET_PDEATHSIG when the batch died) is
+  // caught here so that an orphan can first record its end; with a live parent it ends the run
+  // at once, as before.
+  struct sigaction sa {};
+  sa.sa_handler = on_term;
+  ::sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  std::thread([p = *parent] {
+    for (;;) {
+      const bool orphan = std::to_string(::getppid()) != p;
+      if (g_term_received || orphan) {
+        if (orphan) note_orphaned_batch_child(128 + SIGTERM);
+        ::signal(SIGTERM, SIG_DFL);
+        ::raise(SIGTERM);
+        ::_exit(128 + SIGTERM);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }).detach();
+}
+
+void note_orphaned_batch_child(int exit_code) {
+  const auto dir = core::process_env("CALIBER_BATCH_DIR");
+  const auto parent = core::process_env("CALIBER_BATCH_PARENT");
+  const auto op = core::process_env("CALIBER_BATCH_OP");
+  if (!dir || !parent || !op) return;
+  if (std::to_string(::getppid()) == *parent) return;  // the batch lives and records the outcome
+  const fs::path batch_dir = *dir;
+  // Children of one dead batch may end together: one read-modify-write at a time.
+  const int fd =
+      ::open((batch_dir / ".ops_status.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  ::flock(fd, LOCK_EX);
+  try {
+    auto rows = read_ops_status(batch_dir);
+    bool changed = false;
+    for (auto& r : rows) {
+      if (r.op != *op || r.status != "running") continue;
+      r.status = exit_code == 0 ? "ok" : "interrupted";
+      r.reason =
+          "the batch process ended while this op ran (killed?); the op ended with it "
+          "(exit " +
+          std::to_string(exit_code) + ")";
+      changed = true;
+    }
+    if (changed) write_ops_status(batch_dir, rows);
+  } catch (const std::exception&) {
+    // Nothing better to do for a batch directory that is gone or damaged.
+  }
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+}
+
 void print_finished(std::ostream& out, const OpStatusRow& row, const std::string& where) {
   char dur[32];
   std::snprintf(dur, sizeof dur, "%.1f", row.duration_s);
@@ -326,7 +391,19 @@ BatchOutcome run_batch(const BatchOptions& in_opt, std::ostream& out, std::ostre
     if (!fs::is_regular_file(ctx.batch_dir / kOpsStatusFile))
       throw BatchUsageError("--resume: '" + ctx.batch_dir.string() + "' holds no " +
                             kOpsStatusFile);
-    rows = read_ops_status(ctx.batch_dir);
+    try {
+      rows = read_ops_status(ctx.batch_dir);
+    } catch (const std::exception& e) {
+      throw BatchUsageError("--resume: '" + ctx.batch_dir.string() + "': " + e.what());
+    }
+    if (rows.empty())
+      throw BatchUsageError("--resume: '" + (ctx.batch_dir / kOpsStatusFile).string() +
+                            "' lists no op");
+    std::set<std::string> listed;
+    for (const auto& r : rows)
+      if (!listed.insert(r.op).second)
+        throw BatchUsageError("--resume: '" + (ctx.batch_dir / kOpsStatusFile).string() +
+                              "' lists op '" + one_line(r.op, 80) + "' twice");
     // The original batch's settings, unless given again now.
     std::ifstream cfg_in(ctx.batch_dir / kBatchConfigFile);
     if (cfg_in) cfg = nlohmann::json::parse(cfg_in, nullptr, false);
@@ -377,6 +454,11 @@ BatchOutcome run_batch(const BatchOptions& in_opt, std::ostream& out, std::ostre
   // Everything the scheduler needs is checked before anything is claimed.
   scheduler->check(opt, *backend);
 
+  if (!opt.resume_dir.empty() && opt.check_ops) {
+    std::vector<std::string> ops;
+    for (const auto& r : rows) ops.push_back(r.op);
+    opt.check_ops(ops);
+  }
   if (opt.resume_dir.empty()) {
     std::vector<std::string> ops = opt.ops;
     if (!opt.op_file.empty()) {
@@ -398,6 +480,14 @@ BatchOutcome run_batch(const BatchOptions& in_opt, std::ostream& out, std::ostre
       r.op = op;
       r.backend = backend->name();
       rows.push_back(std::move(r));
+    }
+    // Every op must be one of the corpus, and the run flags valid, before the batch directory
+    // exists: a name such as --help would otherwise reach a child as a flag.
+    if (opt.check_ops) opt.check_ops(ops);
+    try {
+      core::check_out_dir(opt.out);
+    } catch (const std::invalid_argument& e) {
+      throw BatchUsageError(std::string("--out: ") + e.what());
     }
     ctx.batch_dir = core::claim_run_dir(opt.out, "batch");
     cfg = {{"backend", backend->name()},

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <set>
@@ -76,7 +77,17 @@ struct BatchOptions {
   std::string scheduler;
   slurm::SlurmOptions slurm;    // only with scheduler slurm
   double slurm_poll_max_s = 5;  // the longest wait between two looks at the array's state
+  // Checks the final op list (and the run flags) before anything is written; throws for bad
+  // input (run::check_batch_ops). Empty: no check.
+  std::function<void(const std::vector<std::string>& ops)> check_ops;
 };
+
+// In a `caliber run` started by a batch that has died (killed outright): mark this child's row of
+// ops_status.csv interrupted, since no parent is left to do it. A no-op anywhere else.
+void note_orphaned_batch_child(int exit_code);
+// In a `caliber run` started by a batch: a watcher that, once the batch has died or SIGTERM came,
+// records the end (note_orphaned_batch_child, orphans only) and ends the run. A no-op elsewhere.
+void watch_batch_parent();
 
 // Thrown for bad usage before any child starts (exit code 2).
 class BatchUsageError : public std::invalid_argument {

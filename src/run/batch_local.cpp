@@ -2,6 +2,7 @@
 // device at a time, each child pinned to its physical device (run/batch.hpp says what the batch
 // guarantees).
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <deque>
@@ -143,6 +144,11 @@ int LocalScheduler::execute(BatchContext& ctx, std::ostream& out, std::ostream& 
     // The batch chose this child's op: the caller's OP / OP_FILE must not add others.
     spec.env["OP"] = std::nullopt;
     spec.env["OP_FILE"] = std::nullopt;
+    // Should the batch die (SIGKILL), the child dies with it and records that in ops_status.csv
+    // itself (note_orphaned_batch_child): no row is left at running.
+    spec.env["CALIBER_BATCH_DIR"] = batch_dir.string();
+    spec.env["CALIBER_BATCH_PARENT"] = std::to_string(::getpid());
+    spec.env["CALIBER_BATCH_OP"] = row.op;
     spec.log_file = job.log;
     row.device = std::to_string(device);
     try {

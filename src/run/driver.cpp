@@ -25,6 +25,7 @@
 #include "run/peaks.hpp"
 #include "run/warmup_runner.hpp"
 #include "timing/timer.hpp"
+#include "tune/cache.hpp"
 
 namespace caliber::run {
 
@@ -66,6 +67,42 @@ std::string devices_list(const std::vector<backends::DeviceDesc>& devs) {
 }
 
 }  // namespace
+
+void check_replay_source(const core::Knobs& k) {
+  if (k.tune != "replay") return;
+  const std::string who = "--replay-from (REPLAY_FROM): '" + k.replay_from + "' ";
+  std::error_code ec;
+  const fs::path file = fs::is_regular_file(k.replay_from, ec)
+                            ? fs::path(k.replay_from)
+                            : fs::path(k.replay_from) / "tune.db";
+  if (!fs::is_regular_file(file, ec))
+    throw UsageError(who + "is not a run directory with a tune.db (record one with --tune record)");
+  // A text file or a garbage tune.db would replay nothing: every key replay-missing, exit 0.
+  std::vector<std::string> warnings;
+  auto cache = tune::ConfigCache::open(file, tune::ConfigCache::Access::read_only, warnings);
+  if (!cache->usable())
+    throw UsageError(who + "holds no readable tune cache (" + file.string() +
+                     (warnings.empty() ? std::string() : ": " + warnings.front()) + ")");
+}
+
+void check_batch_ops(const core::Knobs& knobs, const std::vector<std::string>& ops) {
+  core::Knobs k = knobs;
+  k.ops = ops;
+  k.op_file.clear();
+  k.node.clear();
+  const backends::Backend* backend = nullptr;
+  try {
+    backend = &backends::resolve_backend(k.backend);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--backend (ZL_BACKEND): ") + e.what());
+  }
+  try {
+    (void)select_cases(k, backend->name(), backend->capabilities().host);
+  } catch (const SelectionError& e) {
+    throw UsageError(e.what());
+  }
+  check_replay_source(k);
+}
 
 RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream& err) {
   const core::Knobs& k = req.knobs;
@@ -126,11 +163,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   std::string timer_note;
   if (k.timer == "auto" && timer == "direct" && !caps.host)
     timer_note = "backend " + backend->name() + " times with the direct timer (timer=direct)";
-  // A replay source must exist before anything is written.
-  if (k.tune == "replay" && !fs::exists(fs::path(k.replay_from) / "tune.db") &&
-      !(fs::is_regular_file(k.replay_from)))
-    throw UsageError("--replay-from (REPLAY_FROM): '" + k.replay_from +
-                     "' is not a run directory with a tune.db (record one with --tune record)");
+  check_replay_source(k);
   const bool sequence_mode = !k.quantiles.empty() || k.return_mode == "all";
 
   // A parallel-warmup child tunes its shard and measures nothing; it claims no run directory.
@@ -145,6 +178,11 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   std::string name = k.name;
   if (name.empty()) name = sel.ops.size() == 1 ? sel.ops.front().info.name : "run";
   const std::uint64_t seed = k.seed != 0 ? k.seed : fresh_seed();
+  try {
+    core::check_out_dir(k.out);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--out: ") + e.what());
+  }
   const fs::path run_dir = core::claim_run_dir(k.out, name, wall_start);
 
   std::vector<std::string> op_names, ops_libs;  // ops_libs: the op libraries the ops came from

@@ -5,6 +5,7 @@
 #include <iosfwd>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/knobs.hpp"
 
@@ -28,6 +29,13 @@ struct RunOutcome {
   std::filesystem::path run_dir;
   int ok = 0, failed = 0, skipped = 0;
 };
+
+// A replay source (--tune replay) must be a run directory (or file) holding a readable tune cache;
+// throws UsageError otherwise.
+void check_replay_source(const core::Knobs& k);
+// Before a batch claims its directory: every op is one of the corpus, the shape file reads, the
+// replay source is usable. Throws UsageError (or core::ShapeError).
+void check_batch_ops(const core::Knobs& k, const std::vector<std::string>& ops);
 
 // Throws UsageError (and core::KnobError, core::ShapeError) for bad input, before writing anything.
 [[nodiscard]] RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream& err);

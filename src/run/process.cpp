@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -146,6 +147,7 @@ pid_t spawn_impl(const SpawnSpec& spec, int stdout_fd) {
     throw std::system_error(e, std::generic_category(), "pipe");
   }
 
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int e = errno;
@@ -157,6 +159,11 @@ pid_t spawn_impl(const SpawnSpec& spec, int stdout_fd) {
   if (pid == 0) {
     // Child: only async-signal-safe calls from here to exec.
     ::setpgid(0, 0);
+    // A child dies with its parent (a batch killed with SIGKILL must not leave its ops running):
+    // SIGTERM lets a `caliber run` child end its run log. The parent may have died between fork
+    // and prctl, when no signal would come: then the child's parent is no longer `parent`.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(128 + SIGTERM);
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     ::sigemptyset(&dfl.sa_mask);

@@ -31,9 +31,13 @@ constexpr const char* kKeyWhere =
     " WHERE op=?1 AND provider=?2 AND provider_version=?3 AND backend=?4 AND device_model=?5"
     " AND dtype=?6 AND key=?7";
 
+// SQLITE_FORMAT (unused by SQLite itself since 3.x) marks a valid database of another schema:
+// set aside like a corrupt file, never written into.
+constexpr int kOtherSchema = SQLITE_FORMAT;
+
 bool is_corruption(int rc) {
   rc &= 0xff;
-  return rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT;
+  return rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT || rc == kOtherSchema;
 }
 
 bool is_busy(int rc) {
@@ -128,13 +132,58 @@ int probe(sqlite3* db, std::string& err, bool full_check) {
   return SQLITE_OK;
 }
 
+// A database that holds tables but not ours (or ours with other columns) belongs to something
+// else: kOtherSchema. An empty database (a new file) is ours to fill.
+int check_schema(sqlite3* db, std::string& err) {
+  Stmt tables(db, "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'");
+  if (!tables.ok()) {
+    err = db_error(db, tables.rc());
+    return tables.rc();
+  }
+  std::vector<std::string> names;
+  int rc = SQLITE_OK;
+  while ((rc = tables.step()) == SQLITE_ROW) names.push_back(tables.text(0));
+  if (rc != SQLITE_DONE) {
+    err = db_error(db, rc);
+    return rc;
+  }
+  if (names.empty()) return SQLITE_OK;
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n.substr(0, 64);
+  if (names.size() != 1 || names.front() != "tune_configs") {
+    err = "it holds another schema (tables: " + list + ")";
+    return kOtherSchema;
+  }
+  Stmt cols(db, "PRAGMA table_info(tune_configs)");
+  if (!cols.ok()) {
+    err = db_error(db, cols.rc());
+    return cols.rc();
+  }
+  std::vector<std::string> have;
+  while (cols.step() == SQLITE_ROW) have.push_back(cols.text(1));
+  const std::vector<std::string> want = {
+      "op",     "provider", "provider_version", "backend", "device_model", "dtype", "key",
+      "config", "ms",       "trials",           "created"};
+  if (have != want) {
+    err = "it holds another schema (tune_configs with other columns)";
+    return kOtherSchema;
+  }
+  return SQLITE_OK;
+}
+
 // Opens `file` read-write in WAL mode with the schema in place; rc and err say what failed.
 int open_read_write(const fs::path& file, sqlite3** out, std::string& err) {
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   if (rc == SQLITE_OK) {
     sqlite3_busy_timeout(db, kBusyTimeoutMs);
-    rc = exec_retry(db, "PRAGMA journal_mode=WAL", err);
+    // A file SQLite could only open read-only is not ours to write: the caller reads it instead.
+    if (sqlite3_db_readonly(db, "main") == 1) {
+      err = "it is read-only";
+      rc = SQLITE_READONLY;
+    }
+    if (rc == SQLITE_OK) rc = check_schema(db, err);
+    if (rc == SQLITE_OK) rc = exec_retry(db, "PRAGMA journal_mode=WAL", err);
     if (rc == SQLITE_OK) rc = exec_retry(db, "PRAGMA synchronous=NORMAL", err);
     if (rc == SQLITE_OK) rc = exec_retry(db, kSchema, err);
     if (rc == SQLITE_OK) rc = probe(db, err, true);
@@ -148,6 +197,29 @@ int open_read_write(const fs::path& file, sqlite3** out, std::string& err) {
   }
   *out = db;
   return SQLITE_OK;
+}
+
+// Opens `file` read-only: nullptr (and err) when it is not a readable tune cache. The URI form
+// with immutable=1 is the fallback for a WAL file whose -shm cannot be created (a recorded run
+// directory we may not write to).
+sqlite3* open_read_only(const fs::path& file, std::string& err) {
+  const std::string uris[] = {"file:" + file.string() + "?mode=ro",
+                              "file:" + file.string() + "?mode=ro&immutable=1"};
+  for (const auto& uri : uris) {
+    sqlite3* db = nullptr;
+    int rc = sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+    if (rc == SQLITE_OK) {
+      sqlite3_busy_timeout(db, kBusyTimeoutMs);
+      rc = check_schema(db, err);
+      if (rc == SQLITE_OK) rc = probe(db, err, false);
+    } else {
+      err = db_error(db, rc);
+    }
+    if (rc == SQLITE_OK) return db;
+    sqlite3_close_v2(db);
+    if (is_corruption(rc)) break;
+  }
+  return nullptr;
 }
 
 std::string timestamp() {
@@ -256,33 +328,23 @@ std::unique_ptr<ConfigCache> ConfigCache::open(const fs::path& file, Access acce
                          " does not exist; no configs can be read from it");
       return c;
     }
-    // The URI form with immutable=1 is the fallback for a WAL file whose -shm cannot be created
-    // (a recorded run directory we may not write to).
-    const std::string uris[] = {"file:" + file.string() + "?mode=ro",
-                                "file:" + file.string() + "?mode=ro&immutable=1"};
-    int rc = SQLITE_OK;
-    for (const auto& uri : uris) {
-      sqlite3* db = nullptr;
-      rc = sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
-      if (rc == SQLITE_OK) {
-        sqlite3_busy_timeout(db, kBusyTimeoutMs);
-        rc = probe(db, err, false);
-      } else {
-        err = db_error(db, rc);
-      }
-      if (rc == SQLITE_OK) {
-        c->db_ = db;
-        return c;
-      }
-      sqlite3_close_v2(db);
-      if (is_corruption(rc)) break;
-    }
-    warnings.push_back("tune cache " + file.string() + " cannot be read (" + err +
-                       "); it is left untouched and no configs can be read from it");
+    c->db_ = open_read_only(file, err);
+    if (c->db_ == nullptr)
+      warnings.push_back("tune cache " + file.string() + " cannot be read (" + err +
+                         "); it is left untouched and no configs can be read from it");
     return c;
   }
 
   std::error_code ec;
+  // SQLite would create <file>-journal next to a device or replace what a link points at.
+  if (fs::exists(fs::symlink_status(file, ec)) && !fs::is_regular_file(file, ec)) {
+    warnings.push_back("tune cache " + file.string() +
+                       " is not a regular file; tuning results of this run are kept in memory "
+                       "only");
+    std::string mem_err;
+    if (open_read_write(":memory:", &c->db_, mem_err) == SQLITE_OK) c->in_memory_ = true;
+    return c;
+  }
   if (file.has_parent_path()) fs::create_directories(file.parent_path(), ec);
   int rc = open_read_write(file, &c->db_, err);
   if (rc != SQLITE_OK && is_corruption(rc)) {
@@ -292,13 +354,27 @@ std::unique_ptr<ConfigCache> ConfigCache::open(const fs::path& file, Access acce
     rc = open_read_write(file, &c->db_, err);
     if (rc != SQLITE_OK && is_corruption(rc)) {
       const std::string why = err;
+      const bool other = (rc & 0xff) == kOtherSchema;
       fs::path aside = set_aside(file);
       if (!aside.empty()) {
         err.clear();
         rc = open_read_write(file, &c->db_, err);
-        warnings.push_back("tune cache " + file.string() + " was corrupt (" + why + "): moved to " +
-                           aside.string() + " and rebuilt empty");
+        warnings.push_back("tune cache " + file.string() +
+                           (other ? " is not a caliber tune cache (" : " was corrupt (") + why +
+                           "): moved to " + aside.string() + " and rebuilt empty");
       }
+    }
+  }
+  if (rc != SQLITE_OK && !is_corruption(rc) && fs::is_regular_file(file, ec)) {
+    // A valid cache we may not write (a read-only file or folder): its configs are still good.
+    std::string ro_err;
+    if (sqlite3* db = open_read_only(file, ro_err)) {
+      c->db_ = db;
+      c->access_ = Access::read_only;
+      warnings.push_back("tune cache " + file.string() + " cannot be written (" + err +
+                         "); its configs are used read-only and new tuning results are not "
+                         "stored");
+      return c;
     }
   }
   if (rc != SQLITE_OK) {

@@ -11,7 +11,7 @@ use_test_ops  # the crashing/hanging/failing test ops (tests/ops_lib)
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; [ -n "${B:-}" ] && cat "$B/ops_status.csv"; exit 1; }
 
-"$CAL" batch add test_hang sum mul --backend cpu --devices 0 --out "$T/runs" \
+"$CAL" batch add test_hang sum softmax --backend cpu --devices 0 --out "$T/runs" \
   --min-samples 3 --min-time 0 --warmup 0 > "$T/out.txt" 2>&1 &
 pid=$!
 B=""
@@ -31,7 +31,7 @@ status() { awk -F, -v op="$1" '$1 == op { print $2 }' "$B/ops_status.csv"; }
 [ "$(status add)" = ok ] || fail "add (finished before the interrupt): $(status add)"
 [ "$(status test_hang)" = interrupted ] || fail "test_hang: $(status test_hang)"
 [ "$(status sum)" = interrupted ] || fail "sum: $(status sum)"
-[ "$(status mul)" = interrupted ] || fail "mul: $(status mul)"
+[ "$(status softmax)" = interrupted ] || fail "softmax: $(status softmax)"
 d=$(ls -d "$B"/add-* | head -1)
 [ "$(grep -c '"type":"case"' "$d/run.log")" -gt 0 ] || fail "add's rows were lost"
 sleep 0.2

@@ -1,6 +1,7 @@
 #include "backends/ascend/ascend_tools.hpp"
 
 #include <cctype>
+#include <charconv>
 #include <sstream>
 
 #include "backends/probe.hpp"
@@ -52,9 +53,12 @@ bool usage_pair(const std::vector<std::string>& w, std::size_t pos, std::uint64_
                 std::uint64_t& total) {
   if (pos + 2 >= w.size() || w[pos + 1] != "/") return false;
   if (!is_number(w[pos]) || !is_number(w[pos + 2])) return false;
-  used = std::stoull(w[pos]);
-  total = std::stoull(w[pos + 2]);
-  return true;
+  // Digits past 64 bits threw std::out_of_range out of the parser (found by fuzz_smi).
+  auto read = [](const std::string& s, std::uint64_t& v) {
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return ec == std::errc() && p == s.data() + s.size();
+  };
+  return read(w[pos], used) && read(w[pos + 2], total);
 }
 
 }  // namespace

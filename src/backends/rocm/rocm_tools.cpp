@@ -47,7 +47,9 @@ std::vector<DeviceDesc> parse_rocm_smi_productname(const std::string& json_text)
     // Only "cardN" entries are devices; rocm-smi adds "system" entries in some releases.
     if (key.rfind("card", 0) != 0 || key.size() == 4 || !it.value().is_object()) continue;
     const std::string number = key.substr(4);
-    if (!std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    // Digits only, and few enough for an int (the sort below reads them as one).
+    if (number.size() > 9 ||
+        !std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       continue;
     }
     DeviceDesc d;

@@ -1,9 +1,15 @@
 // HIP: the CUDA runtime names this project uses, mapped to HIP's.
 #pragma once
 
-#include <hip/hip_bf16.h>
 #include <hip/hip_fp16.h>
 #include <hip/hip_runtime.h>
+// ROCm 5.7 added hip_bf16.h and __hip_bfloat16; older ROCm (Debian 12 has 5.2) has hip_bfloat16.
+#if __has_include(<hip/hip_bf16.h>)
+#include <hip/hip_bf16.h>
+#else
+#include <hip/hip_bfloat16.h>
+#define __hip_bfloat16 hip_bfloat16
+#endif
 
 #define CALIBER_GPU_RUNTIME_NAME "HIP"
 

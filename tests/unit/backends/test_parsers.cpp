@@ -131,6 +131,22 @@ TEST(NpuSmi, EmptyOrUnrelatedText) {
   EXPECT_TRUE(ascend::parse_npu_smi_info("npu-smi: command not found\n").empty());
 }
 
+TEST(NpuSmi, NumbersPastSixtyFourBitsAreNotUsage) {
+  // Found by fuzz_smi: std::stoull threw std::out_of_range out of the parser.
+  std::string text = sample("npu_smi_info_910b.txt");
+  const auto at = text.find("3339 / 65536");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 12, "3339 / 99999999999999999999999");
+  std::vector<caliber::backends::DeviceDesc> d;
+  EXPECT_NO_THROW(d = ascend::parse_npu_smi_info(text));
+  EXPECT_FALSE(d.empty());
+}
+
+TEST(RocmSmi, CardNumbersPastAnIntAreSkipped) {
+  EXPECT_NO_THROW((void)rocm::parse_rocm_smi_productname(
+      R"({"card99999999999999999999": {"Card Series": "x"}, "card1": {"Card Series": "y"}})"));
+}
+
 TEST(Units, BytesAndClocks) {
   EXPECT_EQ(parse_bytes("81920MiB"), 81920 * MiB);
   EXPECT_EQ(parse_bytes("80 GB"), 80ULL * 1024 * MiB);

@@ -87,7 +87,8 @@ TEST(Compare, EightPercentFasterIsFaster) {
       write_run(t.path(), "a-20261129-101010", {timed_row("add", "1", 1.0, 0.005, 200, 5)});
   const auto b =
       write_run(t.path(), "b-20261129-101010", {timed_row("add", "1", 0.92, 0.005, 200, 6)});
-  const auto* p = find_pair(compare_dirs({a}, {b}), "add", "1");
+  const auto r = compare_dirs({a}, {b});  // find_pair points into it: keep it alive
+  const auto* p = find_pair(r, "add", "1");
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->verdict, Verdict::faster);
 }
@@ -98,7 +99,8 @@ TEST(Compare, NoisySmallDifferenceIsUnsure) {
       write_run(t.path(), "a-20261129-101010", {timed_row("add", "1", 1.0, 0.10, 10, 7)});
   const auto b =
       write_run(t.path(), "b-20261129-101010", {timed_row("add", "1", 1.02, 0.10, 10, 8)});
-  const auto* p = find_pair(compare_dirs({a}, {b}), "add", "1");
+  const auto r = compare_dirs({a}, {b});  // find_pair points into it: keep it alive
+  const auto* p = find_pair(r, "add", "1");
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->verdict, Verdict::unsure);
 }
