@@ -85,17 +85,21 @@ void check_replay_source(const core::Knobs& k) {
                      (warnings.empty() ? std::string() : ": " + warnings.front()) + ")");
 }
 
+// The backend the knobs name; a bad name is bad usage.
+static const backends::Backend* resolve_backend_knob(const core::Knobs& k) {
+  try {
+    return &backends::resolve_backend(k.backend);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--backend (ZL_BACKEND): ") + e.what());
+  }
+}
+
 void check_batch_ops(const core::Knobs& knobs, const std::vector<std::string>& ops) {
   core::Knobs k = knobs;
   k.ops = ops;
   k.op_file.clear();
   k.node.clear();
-  const backends::Backend* backend = nullptr;
-  try {
-    backend = &backends::resolve_backend(k.backend);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--backend (ZL_BACKEND): ") + e.what());
-  }
+  const backends::Backend* backend = resolve_backend_knob(k);
   try {
     (void)select_cases(k, backend->name(), backend->capabilities().host);
   } catch (const SelectionError& e) {
@@ -110,12 +114,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   const auto wall_start = std::chrono::system_clock::now();
 
   // 1-3. Backend, setup guard, device: all before anything is written.
-  const backends::Backend* backend = nullptr;
-  try {
-    backend = &backends::resolve_backend(k.backend);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--backend (ZL_BACKEND): ") + e.what());
-  }
+  const backends::Backend* backend = resolve_backend_knob(k);
   try {
     backend->setup_guard();
   } catch (const backends::BackendUnavailable& e) {
