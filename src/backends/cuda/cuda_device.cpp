@@ -1,6 +1,11 @@
 #include "backends/cuda/cuda_device.hpp"
 
+// NVTX ships with the CUDA toolkit; the HIP and MUSA builds have no ranges (docs/run-log.md,
+// --profile).
+#if !defined(CALIBER_USE_HIP) && !defined(CALIBER_USE_MUSA)
 #include <nvtx3/nvToolsExt.h>
+#define CALIBER_HAVE_NVTX 1
+#endif
 
 #include "backends/cuda/cuda_common.hpp"
 #include "backends/cuda/cuda_kernels.hpp"
@@ -157,11 +162,17 @@ void CudaDevice::fill_uniform(void* p, DType t, std::size_t n, double lo, double
 
 // NVTX ranges (the header-only NVTX 3 of the CUDA toolkit): no-ops unless a profiler is attached.
 void CudaDevice::range_push(const std::string& name) {
+#if defined(CALIBER_HAVE_NVTX)
   nvtxRangePushA(name.c_str());
+#else
+  (void)name;
+#endif
 }
 
 void CudaDevice::range_pop() {
+#if defined(CALIBER_HAVE_NVTX)
   nvtxRangePop();
+#endif
 }
 
 void CudaDevice::synchronize() {
