@@ -100,8 +100,8 @@ struct RegimeRule {
   double rest_power_fraction = 0.35;
   double rest_timeout_s = 1.0;
   // burst: a kept window's clock readings are at least this fraction of the maximum SM clock; a
-  // window below it (the power limit, or a board too hot to boost, whatever reason the backend reports)
-  // is dropped and the device rests.
+  // window below it (the power limit, or a board too hot to boost, whatever reason the backend
+  // reports) is dropped and the device rests.
   double burst_clock_fraction = 0.95;
   // sustained: before sampling, run the work in windows of settle_window_s of device time, reading
   // the clocks after each. Settled at once when the first two windows show a cool device (no
