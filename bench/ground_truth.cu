@@ -21,7 +21,9 @@
 #include <cuda_bf16.h>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
+
 #include <unistd.h>
+#include "spin_kernel.cuh"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -52,17 +54,7 @@ using nlohmann::json;
 
 // ---- kernels ---------------------------------------------------------------------------------
 
-__device__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-__global__ void spin_kernel(unsigned long long ns) {
-  const unsigned long long start = global_ns();
-  while (global_ns() - start < ns) {
-  }
-}
+using caliber::known_kernels::spin_kernel;
 
 // Grid-stride copy with 16-byte loads and stores.
 __global__ void copy_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, size_t n) {

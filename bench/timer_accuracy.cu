@@ -8,7 +8,9 @@
 // re-executes itself N times and prints the spread (max/min - 1) of each kernel and timer over
 // those separate processes. The compact table comes last.
 #include <cuda_runtime.h>
+
 #include <unistd.h>
+#include "spin_kernel.cuh"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -33,17 +35,7 @@ using caliber::timing::Measurement;
 using caliber::timing::TimerKind;
 using caliber::timing::TimingOptions;
 
-__device__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-__global__ void spin_kernel(unsigned long long ns) {
-  const unsigned long long start = global_ns();
-  while (global_ns() - start < ns) {
-  }
-}
+using caliber::known_kernels::spin_kernel;
 
 __global__ void add_kernel(const float* a, const float* b, float* c, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;

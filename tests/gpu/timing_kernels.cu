@@ -1,6 +1,8 @@
 // Kernels of known behaviour for the timing GPU tests (test_timing.cpp).
 #include <cuda_runtime.h>
 
+#include "spin_kernel.cuh"
+
 #include <cstddef>
 #include <string>
 
@@ -10,18 +12,7 @@ namespace caliber::timing::gpu_test {
 
 namespace {
 
-__device__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-// Runs for `ns` nanoseconds of the device's global timer: a kernel whose true length is known.
-__global__ void spin_kernel(unsigned long long ns) {
-  const unsigned long long start = global_ns();
-  while (global_ns() - start < ns) {
-  }
-}
+using caliber::known_kernels::spin_kernel;
 
 // Writes through a null pointer passed at run time: page 0 is never mapped, so this always faults.
 // (An earlier version wrote 1 TiB past null, an address that is mapped on the H200: no fault.)
