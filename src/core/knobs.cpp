@@ -234,8 +234,9 @@ std::vector<KnobSpec> make_table() {
          k.max_noise = v == "auto" ? 0 : parse_real("max_noise", v, 0, 1, true);
        }});
   add({"timeout", "--timeout", "", "Timing", "1.0", "seconds above 0, at most 600",
-       "Stopping rule: give up after this long per provider; the row says which condition was "
-       "missed.",
+       "Stopping rule: seconds of sampling per provider, counted from its first sample; warmup, "
+       "settling and the case's other providers come on top (docs/timing.md). The row says which "
+       "condition was missed.",
        [](Knobs& k, const std::string& v) {
          k.timeout_s = parse_real("timeout", v, 0, 600, true);
        }});
