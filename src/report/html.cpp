@@ -397,8 +397,12 @@ std::string html_report(const std::vector<std::filesystem::path>& dirs) {
   Report r = summary_report(summarize(dirs));
   r.tables.insert(r.tables.begin(), caliber_table(runs));
   r.tables.push_back(cases_table(runs));
-  return render_html(r, "caliber report: " + dirs.front().filename().string(), run_figures(runs),
-                     2);
+  // "runs/x/" has an empty filename(); name the page after the last real component.
+  auto name = dirs.front().lexically_normal();
+  if (name.filename().empty()) name = name.parent_path();
+  std::string title = "caliber report: " + name.filename().string();
+  if (dirs.size() > 1) title += " and " + std::to_string(dirs.size() - 1) + " more";
+  return render_html(r, title, run_figures(runs), 2);
 }
 
 std::string html_ab_report(const std::vector<std::filesystem::path>& a,
