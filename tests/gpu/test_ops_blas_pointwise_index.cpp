@@ -1,6 +1,6 @@
-// GPU tests of the ops-A part of the CUDA corpus (blas, pointwise, index): every provider passes
-// its correctness gate for every dtype on small and odd shapes, every tuned config either passes
-// or is rejected at prepare, launches can be captured into a graph, and the metric formulas.
+// GPU tests of the blas, pointwise and index CUDA ops: every provider passes its correctness gate
+// for every dtype on small and odd shapes, every tuned config either passes or is rejected at
+// prepare, launches can be captured into a graph, and the metric formulas.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -61,9 +61,9 @@ std::vector<std::string> run_gate(const GateCase& g, DType t) {
   return failures;
 }
 
-class OpsA : public caliber::gpu_test::CudaTest {};
+class BlasPointwiseIndexOps : public caliber::gpu_test::CudaTest {};
 
-TEST_F(OpsA, RegisteredWithFamiliesAndDtypes) {
+TEST_F(BlasPointwiseIndexOps, RegisteredWithFamiliesAndDtypes) {
   const std::map<std::string, std::string> expected{
       {"mm", "blas"},         {"addmm", "blas"},        {"bmm", "blas"},       {"add", "pointwise"},
       {"mul", "pointwise"},   {"gelu", "pointwise"},    {"silu", "pointwise"}, {"exp", "pointwise"},
@@ -84,7 +84,7 @@ TEST_F(OpsA, RegisteredWithFamiliesAndDtypes) {
   EXPECT_EQ(mm->variants(true)[1].at("B"), "col");
 }
 
-TEST_F(OpsA, EveryProviderPassesItsGate) {
+TEST_F(BlasPointwiseIndexOps, EveryProviderPassesItsGate) {
   const std::vector<GateCase> cases{
       {"add", {1}, {}},
       {"add", {3, 333}, {}},
@@ -115,7 +115,7 @@ TEST_F(OpsA, EveryProviderPassesItsGate) {
   EXPECT_EQ(runs, static_cast<int>(cases.size()) * 3);
 }
 
-TEST_F(OpsA, EveryTunedConfigPassesOrIsRejected) {
+TEST_F(BlasPointwiseIndexOps, EveryTunedConfigPassesOrIsRejected) {
   const std::vector<GateCase> cases{{"gelu", {3, 1001}, {}},
                                     {"mul", {4096, 4096}, {}},
                                     {"embedding", {1000, 128, 999}, {}},
@@ -152,7 +152,7 @@ TEST_F(OpsA, EveryTunedConfigPassesOrIsRejected) {
   }
 }
 
-TEST_F(OpsA, LaunchesCanBeCapturedAndReplayed) {
+TEST_F(BlasPointwiseIndexOps, LaunchesCanBeCapturedAndReplayed) {
   const std::vector<GateCase> cases{
       {"add", {4096, 1024}, {}},          {"exp", {1000}, {}},
       {"mm", {1, 256, 256, 256}, {}},     {"addmm", {1, 128, 64, 256}, {}},
@@ -186,7 +186,7 @@ TEST_F(OpsA, LaunchesCanBeCapturedAndReplayed) {
   }
 }
 
-TEST_F(OpsA, NoVecSwitchChangesTheCandidate) {
+TEST_F(BlasPointwiseIndexOps, NoVecSwitchChangesTheCandidate) {
   auto op = cuda_op("add");
   ASSERT_NE(op, nullptr);
   const Case c = case_of(*op, DType::f16, {4096, 4096});
@@ -202,7 +202,7 @@ TEST_F(OpsA, NoVecSwitchChangesTheCandidate) {
   EXPECT_TRUE(acc.passed) << acc.detail;
 }
 
-TEST_F(OpsA, FlopAndByteFormulas) {
+TEST_F(BlasPointwiseIndexOps, FlopAndByteFormulas) {
   auto mm = cuda_op("mm");
   auto addmm = cuda_op("addmm");
   auto bmm = cuda_op("bmm");
