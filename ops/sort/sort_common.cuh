@@ -31,7 +31,8 @@ inline const char* mode_name(Mode m) {
 constexpr std::int64_t kTopK = 64;
 constexpr std::int64_t kBlockSortMax = 4096;
 
-struct RowStartB {
+// Row r of the rows x cols view starts at element r * cols (the segment offsets of a segmented sort).
+struct RowStart {
   long long cols;
   __host__ __device__ long long operator()(long long r) const { return r * cols; }
 };
@@ -294,7 +295,7 @@ class SortWorkload final : public Workload {
     const long long n = rs_.numel();
     const int end_bit = static_cast<int>(sizeof(K) * 8);
     auto starts = thrust::make_transform_iterator(thrust::counting_iterator<long long>(0),
-                                                  RowStartB{rs_.cols});
+                                                  RowStart{rs_.cols});
     const bool one = rs_.rows == 1;
     if (!one && n > INT32_MAX) throw CaseSkipped("segmented radix sort takes 32-bit sizes");
     const int ni = static_cast<int>(std::min<long long>(n, INT32_MAX));
