@@ -132,4 +132,10 @@ void stream_back(const void* dev, DType t, std::int64_t first, std::int64_t coun
   }
 }
 
+// Row r starts at element r * cols: the segment offsets that CUB's segmented algorithms take.
+struct RowStart {
+  long long cols;
+  __host__ __device__ long long operator()(long long r) const { return r * cols; }
+};
+
 }  // namespace caliber::ops::cuda::rowwise

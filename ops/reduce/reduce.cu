@@ -649,10 +649,6 @@ template <class T>
 struct ToFloat {
   __host__ __device__ float operator()(T v) const { return to_float(v); }
 };
-struct RowStart {
-  long long cols;
-  __host__ __device__ long long operator()(long long r) const { return r * cols; }
-};
 struct RowOf {
   long long cols;
   __host__ __device__ long long operator()(long long i) const { return i / cols; }
@@ -751,7 +747,7 @@ class ReduceWorkload final : public Workload {
     const T* x = x_.as<const T>();
     auto xf = thrust::make_transform_iterator(x, ToFloat<T>{});
     auto starts = thrust::make_transform_iterator(thrust::counting_iterator<long long>(0),
-                                                  RowStart{rs_.cols});
+                                                  rowwise::RowStart{rs_.cols});
     const bool one_row = rs_.rows == 1;
     const auto n = rs_.numel();
     switch (kind_) {

@@ -31,12 +31,6 @@ inline const char* mode_name(Mode m) {
 constexpr std::int64_t kTopK = 64;
 constexpr std::int64_t kBlockSortMax = 4096;
 
-// Row r of the rows x cols view starts at element r * cols (the segment offsets of a segmented sort).
-struct RowStart {
-  long long cols;
-  __host__ __device__ long long operator()(long long r) const { return r * cols; }
-};
-
 // The padding key that sorts after every real key (ascending) or after it in descending order.
 template <class K, bool DESC>
 __device__ __forceinline__ K pad_key() {
@@ -295,7 +289,7 @@ class SortWorkload final : public Workload {
     const long long n = rs_.numel();
     const int end_bit = static_cast<int>(sizeof(K) * 8);
     auto starts = thrust::make_transform_iterator(thrust::counting_iterator<long long>(0),
-                                                  RowStart{rs_.cols});
+                                                  rowwise::RowStart{rs_.cols});
     const bool one = rs_.rows == 1;
     if (!one && n > INT32_MAX) throw CaseSkipped("segmented radix sort takes 32-bit sizes");
     const int ni = static_cast<int>(std::min<long long>(n, INT32_MAX));
