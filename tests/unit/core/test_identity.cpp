@@ -88,8 +88,8 @@ TEST(Identity, BuildAndHost) {
   // The project version from CMakeLists.txt, through the generated header.
   EXPECT_TRUE(std::regex_match(caliber_version(), std::regex(R"(\d+\.\d+\.\d+)")))
       << caliber_version();
-  EXPECT_TRUE(std::regex_match(caliber_git_commit(),
-                               std::regex(R"(unknown|[0-9a-f]{12}(-dirty)?)")))
+  EXPECT_TRUE(
+      std::regex_match(caliber_git_commit(), std::regex(R"(unknown|[0-9a-f]{12}(-dirty)?)")))
       << caliber_git_commit();
   EXPECT_EQ(caliber_version_line().rfind("caliber " + caliber_version(), 0), 0u)
       << caliber_version_line();
