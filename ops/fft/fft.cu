@@ -12,10 +12,10 @@
 #include <memory>
 
 #include "common/cuda_common.cuh"
-#include "common/fft_ref_b.hpp"
-#include "common/rows_b.cuh"
+#include "common/fft_reference.hpp"
+#include "common/rowwise.cuh"
 
-namespace caliber::ops::cuda::fftb {
+namespace caliber::ops::cuda::fft {
 namespace {
 
 #define CALIBER_CUFFT_CHECK(expr)                                           \
@@ -32,7 +32,7 @@ constexpr const char* kGuardReason =
 class FftWorkload final : public Workload {
  public:
   FftWorkload(DeviceContext& ctx, const Case& c)
-      : ctx_(ctx), case_(c), rs_(rowsb::row_shape(c)), s_(stream_of(ctx)) {
+      : ctx_(ctx), case_(c), rs_(rowwise::row_shape(c)), s_(stream_of(ctx)) {
     const auto n = static_cast<std::size_t>(rs_.numel());
     x_ = Buffer(ctx, n * sizeof(cufftComplex));
     y_ = Buffer(ctx, n * sizeof(cufftComplex));
@@ -74,7 +74,7 @@ class FftWorkload final : public Workload {
     sync(s_);
     // A few rows: an O(n log n) host transform where the length is a power of two, otherwise a
     // direct DFT of 64 sampled bins.
-    const auto rows = rowsb::sample_rows(rs_, ctx_.seed() ^ 0xff7, std::int64_t{1} << 21);
+    const auto rows = rowwise::sample_rows(rs_, ctx_.seed() ^ 0xff7, std::int64_t{1} << 21);
     const bool pow2 = fftref::is_pow2(rs_.cols);
     std::vector<double> out, ref;
     double max_in = 0;
@@ -115,7 +115,7 @@ class FftWorkload final : public Workload {
     tol.norm_rel = std::max(1e-5, 8.0 * 0x1p-24 * lg);
     return check::compare(
         out, ref, tol,
-        "fft on " + rowsb::rows_detail(rs_, rows.size()) +
+        "fft on " + rowwise::rows_detail(rs_, rows.size()) +
             (pow2 ? " vs host float64 radix-2 FFT" : " (64 bins each) vs host DFT"));
   }
 
@@ -129,7 +129,7 @@ class FftWorkload final : public Workload {
  private:
   DeviceContext& ctx_;
   Case case_;
-  rowsb::RowShape rs_;
+  rowwise::RowShape rs_;
   cudaStream_t s_;
   Buffer x_, y_;
   cufftHandle plan_{};
@@ -161,6 +161,6 @@ class FftOp final : public Op {
 };
 
 }  // namespace
-}  // namespace caliber::ops::cuda::fftb
+}  // namespace caliber::ops::cuda::fft
 
-CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::fftb::FftOp);
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::fft::FftOp);

@@ -19,16 +19,16 @@
 #include <type_traits>
 
 #include "common/cuda_common.cuh"
-#include "common/rows_b.cuh"
+#include "common/rowwise.cuh"
 
 #ifdef CALIBER_HAVE_CUDNN
 #include <cudnn.h>
 #endif
 
-namespace caliber::ops::cuda::normb {
+namespace caliber::ops::cuda::norm {
 namespace {
 
-using rowsb::RowShape;
+using rowwise::RowShape;
 
 enum class Kind { softmax, log_softmax, layer_norm, rms_norm };
 
@@ -294,7 +294,7 @@ __global__ void __launch_bounds__(1024)
     // Pass 2 (softmax, layer_norm) and the row's final constants.
     float shift = 0.f, scale = 1.f, shift_log2e = 0.f;
     if constexpr (kSoftmax) {
-      const float m = rowsb::block_reduce(acc, MaxOp{}, -INFINITY, scratch);
+      const float m = rowwise::block_reduce(acc, MaxOp{}, -INFINITY, scratch);
       const float m_log2e = m * 1.4426950408889634f;
       float s = 0.f;
       for (int i = tid; i < nvec; i += nt) {
@@ -303,12 +303,12 @@ __global__ void __launch_bounds__(1024)
 #pragma unroll
         for (int e = 0; e < V; ++e) s += exp_shifted<T>(f[e], m, m_log2e);
       }
-      s = rowsb::block_reduce(s, SumOp{}, 0.f, scratch);
+      s = rowwise::block_reduce(s, SumOp{}, 0.f, scratch);
       shift = m;
       shift_log2e = m_log2e;
       scale = K == Kind::softmax ? 1.f / s : logf(s);  // log_softmax: x - m - log(sum)
     } else if constexpr (K == Kind::layer_norm) {
-      const float mean = rowsb::block_reduce(acc, SumOp{}, 0.f, scratch) / n;
+      const float mean = rowwise::block_reduce(acc, SumOp{}, 0.f, scratch) / n;
       float q = 0.f;
       for (int i = tid; i < nvec; i += nt) {
         float f[V];
@@ -319,11 +319,11 @@ __global__ void __launch_bounds__(1024)
           q = fmaf(d, d, q);
         }
       }
-      q = rowsb::block_reduce(q, SumOp{}, 0.f, scratch);
+      q = rowwise::block_reduce(q, SumOp{}, 0.f, scratch);
       shift = mean;
       scale = rsqrtf(q / n + kLayerEps);
     } else {
-      const float ss = rowsb::block_reduce(acc, SumOp{}, 0.f, scratch);
+      const float ss = rowwise::block_reduce(acc, SumOp{}, 0.f, scratch);
       scale = rsqrtf(ss / n + kRmsEps);
     }
 
@@ -539,7 +539,7 @@ __global__ void partial_stats_kernel(const T* __restrict__ x, long long rows, lo
     for (long long j = begin + threadIdx.x; j < end; j += blockDim.x) {
       s = comb(s, StatOps<K>::one(to_float(x[row * cols + j])));
     }
-    s = rowsb::block_reduce(s, comb, StatOps<K>::identity(), scratch);
+    s = rowwise::block_reduce(s, comb, StatOps<K>::identity(), scratch);
     if (threadIdx.x == 0) partial[task] = s;
   }
 }
@@ -559,7 +559,7 @@ __global__ void apply_split_kernel(const T* __restrict__ x, T* __restrict__ y,
     Stats s = StatOps<K>::identity();
     for (long long q = threadIdx.x; q < splits; q += blockDim.x)
       s = comb(s, partial[row * splits + q]);
-    s = rowsb::block_reduce(s, comb, StatOps<K>::identity(), scratch);
+    s = rowwise::block_reduce(s, comb, StatOps<K>::identity(), scratch);
     const Fin f = finish<K>(s, cols);
     for (long long j = begin + threadIdx.x; j < end; j += blockDim.x) {
       y[row * cols + j] = apply<K, T>(to_float(x[row * cols + j]), f, w, bias, j);
@@ -580,7 +580,7 @@ __global__ void apply_split_kernel(const T* __restrict__ x, T* __restrict__ y,
 class NormWorkload final : public Workload {
  public:
   NormWorkload(DeviceContext& ctx, const Case& c, Kind kind)
-      : ctx_(ctx), case_(c), kind_(kind), rs_(rowsb::row_shape(c)), s_(stream_of(ctx)) {
+      : ctx_(ctx), case_(c), kind_(kind), rs_(rowwise::row_shape(c)), s_(stream_of(ctx)) {
     const std::size_t es = size_of(c.dtype);
     const auto n = static_cast<std::size_t>(rs_.numel());
     x_ = Buffer(ctx, n * es);
@@ -651,7 +651,7 @@ class NormWorkload final : public Workload {
       plan_warp(own_plan_, c);
       return;
     }
-    plan_split(own_plan_, rowsb::block_of(c), false);
+    plan_split(own_plan_, rowwise::block_of(c), false);
   }
 
   void launch(std::size_t p) override {
@@ -671,7 +671,7 @@ class NormWorkload final : public Workload {
     launch(p);
     sync(s_);
     if (rs_.cols > (std::int64_t{1} << 24)) return check_against_device_reference();
-    const auto rows = rowsb::sample_rows(rs_, ctx_.seed() ^ 0x40f3);
+    const auto rows = rowwise::sample_rows(rs_, ctx_.seed() ^ 0x40f3);
     const auto x = check::download_rows(ctx_, x_.get(), case_.dtype, rows, rs_.cols);
     const auto y = check::download_rows(ctx_, y_.get(), case_.dtype, rows, rs_.cols);
     const auto nr = static_cast<std::int64_t>(rows.size());
@@ -688,7 +688,7 @@ class NormWorkload final : public Workload {
     }
     return check::compare(y, ref, check::reduction_tolerance(case_.dtype, rs_.cols),
                           std::string(kind_name(kind_)) + " on " +
-                              rowsb::rows_detail(rs_, rows.size()) + " vs host float64");
+                              rowwise::rows_detail(rs_, rows.size()) + " vs host float64");
   }
 
   [[nodiscard]] double bytes() const override {
@@ -771,7 +771,7 @@ class NormWorkload final : public Workload {
   // fits, the warp path at every lane count that holds it, in blocks of 128 and 256 threads.
   // The warp path is the default when it fits (block 128: a finer grain for the last wave).
   [[nodiscard]] ConfigSpace norm_space() const {
-    ConfigSpace s = rowsb::block_space(rs_, default_block());
+    ConfigSpace s = rowwise::block_space(rs_, default_block());
     for (int lanes : {4, 8, 16, 32}) {
       if (warp_nv_for(lanes) == 0) continue;
       for (std::int64_t block : {128, 256}) {
@@ -789,7 +789,7 @@ class NormWorkload final : public Workload {
       throw ConfigRejected("warp=" + std::to_string(lanes) +
                            " is not 4, 8, 16 or 32 lanes per row");
     }
-    const int block = rowsb::block_of(c, 128);
+    const int block = rowwise::block_of(c, 128);
     if (block > kWarpBlockMax) {
       throw ConfigRejected("warp path: block " + std::to_string(block) + " exceeds its bound " +
                            std::to_string(kWarpBlockMax));
@@ -845,7 +845,7 @@ class NormWorkload final : public Workload {
     plan.block = block;
     plan.warp = 0;
     plan.warp_nv = 0;
-    const std::int64_t target = rowsb::fill_blocks(ctx_.props(), block);
+    const std::int64_t target = rowwise::fill_blocks(ctx_.props(), block);
     plan.smem_bytes = row_smem_bytes();
     plan.smem = !force_split && plan.smem_bytes <= kMaxRowSmem;
     plan.split = force_split || (rs_.rows < target / 2 && rs_.cols >= 16 * block) || !plan.smem;
@@ -972,21 +972,21 @@ class NormWorkload final : public Workload {
     const std::int64_t stride = std::max<std::int64_t>(1, rs_.numel() / (1 << 20));
     std::vector<double> out_s, ref_s;
     std::size_t nonfinite = 0;
-    rowsb::stream_back(y_.get(), case_.dtype, 0, rs_.numel(), s_,
-                       [&](const std::vector<double>& v, std::int64_t off) {
-                         for (std::size_t k = 0; k < v.size(); ++k) {
-                           if (!std::isfinite(v[k])) ++nonfinite;
-                           if ((off + static_cast<std::int64_t>(k)) % stride == 0)
-                             out_s.push_back(v[k]);
-                         }
-                       });
-    rowsb::stream_back(ref_out.get(), case_.dtype, 0, rs_.numel(), s_,
-                       [&](const std::vector<double>& v, std::int64_t off) {
-                         for (std::size_t k = 0; k < v.size(); ++k) {
-                           if ((off + static_cast<std::int64_t>(k)) % stride == 0)
-                             ref_s.push_back(v[k]);
-                         }
-                       });
+    rowwise::stream_back(y_.get(), case_.dtype, 0, rs_.numel(), s_,
+                         [&](const std::vector<double>& v, std::int64_t off) {
+                           for (std::size_t k = 0; k < v.size(); ++k) {
+                             if (!std::isfinite(v[k])) ++nonfinite;
+                             if ((off + static_cast<std::int64_t>(k)) % stride == 0)
+                               out_s.push_back(v[k]);
+                           }
+                         });
+    rowwise::stream_back(ref_out.get(), case_.dtype, 0, rs_.numel(), s_,
+                         [&](const std::vector<double>& v, std::int64_t off) {
+                           for (std::size_t k = 0; k < v.size(); ++k) {
+                             if ((off + static_cast<std::int64_t>(k)) % stride == 0)
+                               ref_s.push_back(v[k]);
+                           }
+                         });
     Accuracy a =
         check::compare(out_s, ref_s, check::reduction_tolerance(case_.dtype, rs_.cols),
                        std::string(kind_name(kind_)) + ": every " + std::to_string(stride) +
@@ -1048,7 +1048,7 @@ class NormOp : public Op {
     return i;
   }
   [[nodiscard]] std::size_t bytes_needed(const Case& c) const override {
-    const auto rs = rowsb::row_shape(c);
+    const auto rs = rowwise::row_shape(c);
     const auto n = static_cast<std::size_t>(rs.numel()) * size_of(c.dtype);
     // Input, output, a reference output for the check of huge rows, parameters, partials.
     return 3 * n + (std::size_t{64} << 20);
@@ -1075,9 +1075,9 @@ struct RmsNormOp final : NormOp {
 };
 
 }  // namespace
-}  // namespace caliber::ops::cuda::normb
+}  // namespace caliber::ops::cuda::norm
 
-CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::normb::SoftmaxOp);
-CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::normb::LogSoftmaxOp);
-CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::normb::LayerNormOp);
-CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::normb::RmsNormOp);
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::norm::SoftmaxOp);
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::norm::LogSoftmaxOp);
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::norm::LayerNormOp);
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::norm::RmsNormOp);

@@ -19,10 +19,10 @@
 
 #include "common/check_kernels.cuh"
 #include "common/cuda_common.cuh"
-#include "common/philox_b.hpp"
-#include "common/rows_b.cuh"
+#include "common/philox.hpp"
+#include "common/rowwise.cuh"
 
-namespace caliber::ops::cuda::randomb {
+namespace caliber::ops::cuda::random {
 namespace {
 
 enum class Kind { rand, randn, dropout };
@@ -271,7 +271,7 @@ __global__ void __launch_bounds__(kStatsBlock)
     }
   }
   const StatsAcc r =
-      rowsb::block_reduce(a, StatsCombine{}, StatsAcc{0.0, 0.0, 0ull, 0ull}, scratch);
+      rowwise::block_reduce(a, StatsCombine{}, StatsAcc{0.0, 0.0, 0ull, 0ull}, scratch);
   if (threadIdx.x == 0) partial[blockIdx.x] = r;
 }
 
@@ -331,7 +331,7 @@ class RandomWorkload final : public Workload {
       if (!direct) scratch_ = Buffer(ctx_, static_cast<std::size_t>(n_ + 1) * sizeof(float));
       return;
     }
-    block_ = rowsb::block_of(c);
+    block_ = rowwise::block_of(c);
     // Absent keys (a config tuned before they existed) mean the original schedule.
     ilp_ = static_cast<int>(c.get("ilp", 1));
     waves_ = static_cast<int>(c.get("waves", 2));
@@ -483,7 +483,7 @@ class RandomWorkload final : public Workload {
     }
     s.default_config = Config{{{"block", 256}, {"ilp", 2}, {"waves", 2}}};
     if (normal) s.default_config.values.emplace_back("fast", 1);
-    s.key = rowsb::block_space(rowsb::RowShape{1, n_}).key;
+    s.key = rowwise::block_space(rowwise::RowShape{1, n_}).key;
     return s;
   }
 
@@ -672,8 +672,8 @@ struct DropoutOp final : RandomOp {
 };
 
 }  // namespace
-}  // namespace caliber::ops::cuda::randomb
+}  // namespace caliber::ops::cuda::random
 
-CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::randomb::RandOp);
-CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::randomb::RandnOp);
-CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::randomb::DropoutOp);
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::random::RandOp);
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::random::RandnOp);
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::random::DropoutOp);

@@ -12,9 +12,9 @@
 #include <memory>
 
 #include "common/cuda_common.cuh"
-#include "common/rows_b.cuh"
+#include "common/rowwise.cuh"
 
-namespace caliber::ops::cuda::nonzerob {
+namespace caliber::ops::cuda::nonzero {
 namespace {
 
 template <class T>
@@ -43,7 +43,7 @@ __global__ void count_kernel(const T* __restrict__ x, long long n, long long chu
   struct Add {
     __device__ long long operator()(long long a, long long b) const { return a + b; }
   };
-  c = rowsb::block_reduce(c, Add{}, 0LL, scratch);
+  c = rowwise::block_reduce(c, Add{}, 0LL, scratch);
   if (threadIdx.x == 0) block_counts[blockIdx.x] = c;
 }
 
@@ -195,7 +195,7 @@ class NonzeroWorkload final : public Workload {
                       "1",
                       "own two-pass count + ordered compaction (syncs for the size)",
                       {}};
-    cand.space = rowsb::block_space(rowsb::RowShape{1, n_});
+    cand.space = rowwise::block_space(rowwise::RowShape{1, n_});
     return {base, cand};
   }
 
@@ -215,7 +215,7 @@ class NonzeroWorkload final : public Workload {
       temp_ = Buffer(ctx_, temp_bytes_);
       return;
     }
-    block_ = rowsb::block_of(c);
+    block_ = rowwise::block_of(c);
     nblocks_ = grid_for(n_, block_, ctx_.props(), 4, std::max(1, 2048 / block_));
     chunk_ = ceil_div(n_, nblocks_);
     nblocks_ = ceil_div(n_, chunk_);
@@ -350,6 +350,6 @@ class NonzeroOp final : public Op {
 };
 
 }  // namespace
-}  // namespace caliber::ops::cuda::nonzerob
+}  // namespace caliber::ops::cuda::nonzero
 
-CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::nonzerob::NonzeroOp);
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::nonzero::NonzeroOp);

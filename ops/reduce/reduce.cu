@@ -16,13 +16,13 @@
 
 #include "common/check_kernels.cuh"
 #include "common/cuda_common.cuh"
-#include "common/rows_b.cuh"
+#include "common/rowwise.cuh"
 #include "reduce/scan_lookback.hpp"
 
-namespace caliber::ops::cuda::reduceb {
+namespace caliber::ops::cuda::reduce {
 namespace {
 
-using rowsb::RowShape;
+using rowwise::RowShape;
 
 enum class Kind { sum, amax, argmax, cumsum };
 
@@ -154,9 +154,9 @@ __global__ void reduce_rows_kernel(const T* __restrict__ x, long long rows, long
       }
     }
     if constexpr (WARP) {
-      a = rowsb::warp_reduce(a, comb);
+      a = rowwise::warp_reduce(a, comb);
     } else {
-      a = rowsb::block_reduce(a, comb, O::identity(), scratch);
+      a = rowwise::block_reduce(a, comb, O::identity(), scratch);
     }
     if (lane == 0 && task < tasks) {
       if (splits == 1) {
@@ -180,7 +180,7 @@ __global__ void finalize_kernel(const typename Ops<K>::Acc* __restrict__ partial
     typename O::Acc a = O::identity();
     for (long long s = threadIdx.x & 31; s < splits; s += 32)
       a = comb(a, partial[row * splits + s]);
-    a = rowsb::warp_reduce(a, comb);
+    a = rowwise::warp_reduce(a, comb);
     if ((threadIdx.x & 31) == 0) write_result<K, T>(out, row, a);
   }
 }
@@ -649,10 +649,6 @@ template <class T>
 struct ToFloat {
   __host__ __device__ float operator()(T v) const { return to_float(v); }
 };
-struct RowStart {
-  long long cols;
-  __host__ __device__ long long operator()(long long r) const { return r * cols; }
-};
 struct RowOf {
   long long cols;
   __host__ __device__ long long operator()(long long i) const { return i / cols; }
@@ -666,7 +662,7 @@ struct MaxF {
 class ReduceWorkload final : public Workload {
  public:
   ReduceWorkload(DeviceContext& ctx, const Case& c, Kind kind)
-      : ctx_(ctx), case_(c), kind_(kind), rs_(rowsb::row_shape(c)), s_(stream_of(ctx)) {
+      : ctx_(ctx), case_(c), kind_(kind), rs_(rowwise::row_shape(c)), s_(stream_of(ctx)) {
     const std::size_t es = size_of(c.dtype);
     x_ = Buffer(ctx, static_cast<std::size_t>(rs_.numel()) * es);
     // Sums and scans of values in [-1, 1) stay well inside fp16's range even for 1G elements.
@@ -696,7 +692,7 @@ class ReduceWorkload final : public Workload {
     cand.name = "caliber";
     cand.role = Role::candidate;
     cand.label = "own row kernels (warp per short row, split blocks per long row)";
-    cand.space = rowsb::block_space(rs_);
+    cand.space = rowwise::block_space(rs_);
     if (kind_ == Kind::cumsum) {
       cand.version = "2";  // the algo key (three-pass or look-back) joined the space
       cand.label =
@@ -751,7 +747,7 @@ class ReduceWorkload final : public Workload {
     const T* x = x_.as<const T>();
     auto xf = thrust::make_transform_iterator(x, ToFloat<T>{});
     auto starts = thrust::make_transform_iterator(thrust::counting_iterator<long long>(0),
-                                                  RowStart{rs_.cols});
+                                                  rowwise::RowStart{rs_.cols});
     const bool one_row = rs_.rows == 1;
     const auto n = rs_.numel();
     switch (kind_) {
@@ -823,7 +819,7 @@ class ReduceWorkload final : public Workload {
   // (block x items: one kernel, input read once; many short rows share a tile, long rows chain
   // tiles).
   [[nodiscard]] ConfigSpace scan_space() const {
-    ConfigSpace s = rowsb::block_space(rs_);
+    ConfigSpace s = rowwise::block_space(rs_);
     for (auto& c : s.configs) c.values.insert(c.values.begin(), {"algo", kAlgoThreePass});
     for (std::int64_t b : {128, 256, 512}) {
       for (std::int64_t items : {8, 16}) {
@@ -838,7 +834,7 @@ class ReduceWorkload final : public Workload {
   }
 
   void prepare_own(const Config& c) {
-    const int block = rowsb::block_of(c);
+    const int block = rowwise::block_of(c);
     const std::int64_t algo =
         kind_ == Kind::cumsum ? c.get("algo", kAlgoThreePass) : kAlgoThreePass;
     if (algo == kAlgoLookback) {
@@ -857,7 +853,7 @@ class ReduceWorkload final : public Workload {
     warp_mode_ = kind_ != Kind::cumsum && rs_.cols <= 1024;
     splits_ = 1;
     chunk_ = rs_.cols;
-    const std::int64_t target = rowsb::fill_blocks(ctx_.props(), block);
+    const std::int64_t target = rowwise::fill_blocks(ctx_.props(), block);
     if (!warp_mode_ && rs_.rows < target) {
       // Each split keeps at least 4 full passes of the block so the partials stay cheap.
       const std::int64_t per_pass =
@@ -1084,7 +1080,7 @@ class ReduceWorkload final : public Workload {
   // sum / amax / argmax on sampled rows, each row reduced in double: streamed back to the host,
   // or for rows longer than kHostRowLimit on the device (ref_sum_max_kernel).
   [[nodiscard]] Accuracy check_reduction() {
-    const auto rows = rowsb::sample_rows(rs_, ctx_.seed() ^ 0x5eed, 1 << 24);
+    const auto rows = rowwise::sample_rows(rs_, ctx_.seed() ^ 0x5eed, 1 << 24);
     const bool on_device = rs_.cols > kHostRowLimit;
     std::vector<double> ref_v;
     std::vector<long long> ref_i, out_i;
@@ -1116,14 +1112,14 @@ class ReduceWorkload final : public Workload {
           v_at = check::download(ctx_, at, case_.dtype, 1)[0];
         }
       } else {
-        rowsb::stream_back(x_.get(), case_.dtype, r * rs_.cols, rs_.cols, s_,
-                           [&](const std::vector<double>& v, std::int64_t off) {
-                             for (std::size_t k = 0; k < v.size(); ++k) {
-                               s += v[k];
-                               if (v[k] > m) m = v[k], mi = off + static_cast<long long>(k);
-                               if (off + static_cast<long long>(k) == want) v_at = v[k];
-                             }
-                           });
+        rowwise::stream_back(x_.get(), case_.dtype, r * rs_.cols, rs_.cols, s_,
+                             [&](const std::vector<double>& v, std::int64_t off) {
+                               for (std::size_t k = 0; k < v.size(); ++k) {
+                                 s += v[k];
+                                 if (v[k] > m) m = v[k], mi = off + static_cast<long long>(k);
+                                 if (off + static_cast<long long>(k) == want) v_at = v[k];
+                               }
+                             });
       }
       if (kind_ == Kind::sum) ref_v.push_back(s);
       if (kind_ == Kind::amax) ref_v.push_back(m);
@@ -1134,7 +1130,7 @@ class ReduceWorkload final : public Workload {
       }
     }
     const std::string what = std::string(kind_name(kind_)) + " on " +
-                             rowsb::rows_detail(rs_, rows.size()) +
+                             rowwise::rows_detail(rs_, rows.size()) +
                              (on_device ? " vs device float64 reference" : " vs host float64");
     if (kind_ == Kind::argmax) {
       Accuracy a;
@@ -1162,7 +1158,7 @@ class ReduceWorkload final : public Workload {
   // outputs downloaded. Every element is checked for NaN (poison; on the device for long rows);
   // values are compared on all of them, or on a strided sample of a row longer than 4M elements.
   [[nodiscard]] Accuracy check_scan() {
-    const auto rows = rowsb::sample_rows(rs_, ctx_.seed() ^ 0x5ca9, 1 << 24);
+    const auto rows = rowwise::sample_rows(rs_, ctx_.seed() ^ 0x5ca9, 1 << 24);
     const std::int64_t stride = rs_.cols > (1 << 22) ? rs_.cols / (1 << 20) : 1;
     const bool on_device = rs_.cols > kHostRowLimit;
     std::vector<double> out_s, ref_s;
@@ -1179,30 +1175,30 @@ class ReduceWorkload final : public Workload {
       }
       std::vector<double> prefix;
       double s = 0;
-      rowsb::stream_back(x_.get(), case_.dtype, r * rs_.cols, rs_.cols, s_,
-                         [&](const std::vector<double>& v, std::int64_t off) {
-                           for (std::size_t k = 0; k < v.size(); ++k) {
-                             s += v[k];
-                             const auto j = off + static_cast<std::int64_t>(k);
-                             if (j % stride == 0 || j == rs_.cols - 1) prefix.push_back(s);
-                           }
-                         });
-      std::size_t at = 0;
-      rowsb::stream_back(out_.get(), case_.dtype, r * rs_.cols, rs_.cols, s_,
-                         [&](const std::vector<double>& v, std::int64_t off) {
-                           for (std::size_t k = 0; k < v.size(); ++k) {
-                             if (!std::isfinite(v[k])) ++nonfinite;
-                             const auto j = off + static_cast<std::int64_t>(k);
-                             if (j % stride == 0 || j == rs_.cols - 1) {
-                               out_s.push_back(v[k]);
-                               ref_s.push_back(prefix[at++]);
+      rowwise::stream_back(x_.get(), case_.dtype, r * rs_.cols, rs_.cols, s_,
+                           [&](const std::vector<double>& v, std::int64_t off) {
+                             for (std::size_t k = 0; k < v.size(); ++k) {
+                               s += v[k];
+                               const auto j = off + static_cast<std::int64_t>(k);
+                               if (j % stride == 0 || j == rs_.cols - 1) prefix.push_back(s);
                              }
-                           }
-                         });
+                           });
+      std::size_t at = 0;
+      rowwise::stream_back(out_.get(), case_.dtype, r * rs_.cols, rs_.cols, s_,
+                           [&](const std::vector<double>& v, std::int64_t off) {
+                             for (std::size_t k = 0; k < v.size(); ++k) {
+                               if (!std::isfinite(v[k])) ++nonfinite;
+                               const auto j = off + static_cast<std::int64_t>(k);
+                               if (j % stride == 0 || j == rs_.cols - 1) {
+                                 out_s.push_back(v[k]);
+                                 ref_s.push_back(prefix[at++]);
+                               }
+                             }
+                           });
     }
     check::Tolerance tol = check::reduction_tolerance(case_.dtype, rs_.cols);
     tol.atol = std::max(tol.atol, 16.0 * 0x1p-24 * std::sqrt(static_cast<double>(rs_.cols)));
-    std::string what = "cumsum on " + rowsb::rows_detail(rs_, rows.size()) +
+    std::string what = "cumsum on " + rowwise::rows_detail(rs_, rows.size()) +
                        (on_device ? " vs device float64 reference" : " vs host float64");
     if (stride > 1)
       what += " (every " + std::to_string(stride) + "th element compared, all NaN-checked)";
@@ -1241,7 +1237,7 @@ class ReduceOp : public Op {
     return i;
   }
   [[nodiscard]] std::size_t bytes_needed(const Case& c) const override {
-    const auto rs = rowsb::row_shape(c);
+    const auto rs = rowwise::row_shape(c);
     const auto in = static_cast<std::size_t>(rs.numel()) * size_of(c.dtype);
     const auto out = kind_ == Kind::cumsum ? in : static_cast<std::size_t>(rs.rows) * 16;
     return in + out + (std::size_t{64} << 20);  // workspaces and partials
@@ -1268,9 +1264,9 @@ struct CumsumOp final : ReduceOp {
 };
 
 }  // namespace
-}  // namespace caliber::ops::cuda::reduceb
+}  // namespace caliber::ops::cuda::reduce
 
-CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::reduceb::SumOp);
-CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::reduceb::AmaxOp);
-CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::reduceb::ArgmaxOp);
-CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::reduceb::CumsumOp);
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::reduce::SumOp);
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::reduce::AmaxOp);
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::reduce::ArgmaxOp);
+CALIBER_REGISTER_OP("cuda", caliber::ops::cuda::reduce::CumsumOp);

@@ -18,9 +18,9 @@
 #include <memory>
 
 #include "common/cuda_common.cuh"
-#include "common/rows_b.cuh"
+#include "common/rowwise.cuh"
 
-namespace caliber::ops::cuda::sortb {
+namespace caliber::ops::cuda::sort {
 
 enum class Mode { sort, argsort, topk };
 
@@ -30,11 +30,6 @@ inline const char* mode_name(Mode m) {
 
 constexpr std::int64_t kTopK = 64;
 constexpr std::int64_t kBlockSortMax = 4096;
-
-struct RowStartB {
-  long long cols;
-  __host__ __device__ long long operator()(long long r) const { return r * cols; }
-};
 
 // The padding key that sorts after every real key (ascending) or after it in descending order.
 template <class K, bool DESC>
@@ -140,7 +135,7 @@ template <Mode M>
 class SortWorkload final : public Workload {
  public:
   SortWorkload(DeviceContext& ctx, const Case& c)
-      : ctx_(ctx), case_(c), rs_(rowsb::row_shape(c)), s_(stream_of(ctx)) {
+      : ctx_(ctx), case_(c), rs_(rowwise::row_shape(c)), s_(stream_of(ctx)) {
     const std::size_t es = size_of(c.dtype);
     const auto n = static_cast<std::size_t>(rs_.numel());
     k_ = M == Mode::topk ? std::min(rs_.cols, kTopK) : rs_.cols;
@@ -217,7 +212,7 @@ class SortWorkload final : public Workload {
     if (idx_.get() != nullptr) check::poison(ctx_, idx_.get(), idx_.bytes());
     launch(p);
     sync(s_);
-    const auto rows = rowsb::sample_rows(rs_, ctx_.seed() ^ 0x5027, std::int64_t{1} << 22);
+    const auto rows = rowwise::sample_rows(rs_, ctx_.seed() ^ 0x5027, std::int64_t{1} << 22);
     const auto x = check::download_rows(ctx_, x_.get(), case_.dtype, rows, rs_.cols);
     std::vector<double> y;
     std::vector<long long> idx;
@@ -273,7 +268,7 @@ class SortWorkload final : public Workload {
     a.rel_err =
         rows.empty() ? 1.0 : static_cast<double>(bad_rows) / static_cast<double>(rows.size());
     a.max_abs_err = bad_rows > 0 ? 1 : 0;
-    a.detail = std::string(mode_name(M)) + " on " + rowsb::rows_detail(rs_, rows.size()) +
+    a.detail = std::string(mode_name(M)) + " on " + rowwise::rows_detail(rs_, rows.size()) +
                " vs host std::sort, exact: " + std::to_string(bad_rows) + " bad rows" +
                (first.empty() ? "" : "; " + first);
     return a;
@@ -294,7 +289,7 @@ class SortWorkload final : public Workload {
     const long long n = rs_.numel();
     const int end_bit = static_cast<int>(sizeof(K) * 8);
     auto starts = thrust::make_transform_iterator(thrust::counting_iterator<long long>(0),
-                                                  RowStartB{rs_.cols});
+                                                  rowwise::RowStart{rs_.cols});
     const bool one = rs_.rows == 1;
     if (!one && n > INT32_MAX) throw CaseSkipped("segmented radix sort takes 32-bit sizes");
     const int ni = static_cast<int>(std::min<long long>(n, INT32_MAX));
@@ -353,7 +348,7 @@ class SortWorkload final : public Workload {
 
   DeviceContext& ctx_;
   Case case_;
-  rowsb::RowShape rs_;
+  rowwise::RowShape rs_;
   cudaStream_t s_;
   std::int64_t k_ = 1;
   Buffer x_, y_, idx_, vals_in_, keys_out_, vals_out_, temp_;
@@ -385,4 +380,4 @@ class SortOp final : public Op {
   }
 };
 
-}  // namespace caliber::ops::cuda::sortb
+}  // namespace caliber::ops::cuda::sort

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "core/identity.hpp"
 #include "core/terminal.hpp"
 
 namespace caliber::cli {
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
       "Each subcommand has its own --help."};
   use_wrapping_help(app);  // before the subcommands, which copy the root's formatter
   app.require_subcommand(1);
-  app.set_version_flag("--version", "caliber 0.1.0");
+  app.set_version_flag("--version", caliber::core::caliber_version_line());
   int exit_code = kExitOk;
   auto& list = commands();
   std::stable_sort(list.begin(), list.end(),

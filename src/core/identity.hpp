@@ -33,8 +33,13 @@ void write_identity(const std::filesystem::path& run_dir, const nlohmann::json& 
 // The run header printed at start, one line from the identity: backend, device, timer, level,
 // autotune mode, repeat and L2 policy ("?" where the identity lacks a key).
 [[nodiscard]] std::string run_header_text(const nlohmann::json& identity);
+// The build's version (CMake's project version) and commit (12 hex digits, "-dirty" when tracked
+// files differed from it; "unknown" outside a git checkout), from the header the build generates
+// (cmake/build_version.cmake). caliber_version_line() is what `caliber --version` prints:
+// "caliber 0.1.0 (git <git describe>)", or "caliber 0.1.0" outside a git checkout.
 [[nodiscard]] std::string caliber_version();
 [[nodiscard]] std::string caliber_git_commit();
+[[nodiscard]] std::string caliber_version_line();
 [[nodiscard]] std::string host_name();
 
 // Where a run ran inside a Slurm job (docs/cluster.md): {"node": SLURMD_NODENAME, "job_id":

@@ -8,6 +8,8 @@
 
 #include "core/identity.hpp"
 
+namespace fs = std::filesystem;
+
 namespace caliber::report {
 
 namespace {

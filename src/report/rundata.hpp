@@ -14,15 +14,13 @@
 
 namespace caliber::report {
 
-namespace fs = std::filesystem;
-
 inline constexpr const char* kFallbackMarker = core::markers::direct_no_graph;
 inline constexpr const char* kPoisonedMarker = core::markers::capture_poisoned;
 inline constexpr const char* kPowerCappedMarker = core::markers::power_capped;
 inline constexpr const char* kStopMissedMarker = core::markers::stop_missed;
 
 struct RunData {
-  fs::path dir;
+  std::filesystem::path dir;
   nlohmann::json identity;  // null when run_identity.json is missing or unreadable
   std::string identity_error;
   core::RunLog log;
@@ -31,10 +29,11 @@ struct RunData {
 // A run directory holds run.log. A batch (or ab) directory holds run directories: every one of
 // them, except that when a name was run more than once (a resumed batch) only the newest counts.
 // Throws std::runtime_error naming an argument that is neither.
-[[nodiscard]] std::vector<fs::path> expand_run_dirs(const std::vector<fs::path>& dirs);
-[[nodiscard]] bool is_run_dir(const fs::path& dir);
-[[nodiscard]] RunData load_run(const fs::path& run_dir);
-[[nodiscard]] std::vector<RunData> load_runs(const std::vector<fs::path>& dirs);
+[[nodiscard]] std::vector<std::filesystem::path> expand_run_dirs(
+    const std::vector<std::filesystem::path>& dirs);
+[[nodiscard]] bool is_run_dir(const std::filesystem::path& dir);
+[[nodiscard]] RunData load_run(const std::filesystem::path& run_dir);
+[[nodiscard]] std::vector<RunData> load_runs(const std::vector<std::filesystem::path>& dirs);
 
 // "<name>-YYYYmmdd-HHMMSS[-N]" -> name, stamp, N (1 without suffix); nullopt when not that form.
 struct RunDirName {

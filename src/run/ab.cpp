@@ -9,6 +9,8 @@
 #include "run/batch.hpp"
 #include "run/process.hpp"
 
+namespace fs = std::filesystem;
+
 namespace caliber::run {
 
 std::string AbSide::describe() const {

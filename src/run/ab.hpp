@@ -14,8 +14,6 @@
 
 namespace caliber::run {
 
-namespace fs = std::filesystem;
-
 struct AbSide {
   std::map<std::string, std::optional<std::string>> env;  // nullopt: unset in this side's runs
   std::vector<std::string> args;                          // extra `caliber run` arguments
@@ -36,27 +34,27 @@ void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std
 struct AbOptions {
   AbSide a, b;
   int rounds = 3;
-  fs::path out = "runs";
+  std::filesystem::path out = "runs";
   std::vector<std::string> ops;
   std::vector<std::string> run_args;  // the same for both sides
-  fs::path self_exe;                  // empty: /proc/self/exe
+  std::filesystem::path self_exe;     // empty: /proc/self/exe
   double timeout_per_run_s = 0;       // <= 0: none
 };
 
 struct AbRound {
   char side = 'A';
   int round = 1;
-  std::optional<fs::path> run_dir;  // nullopt: the run claimed no directory
-  int exit_code = 0;                // the child's, or -1 when it did not exit normally
-  std::string status;               // ok, failed, crashed, timeout, interrupted
+  std::optional<std::filesystem::path> run_dir;  // nullopt: the run claimed no directory
+  int exit_code = 0;                             // the child's, or -1 when it did not exit normally
+  std::string status;                            // ok, failed, crashed, timeout, interrupted
   double duration_s = 0;
 };
 
 struct AbOutcome {
   int exit_code = 0;  // 0 rounds ran; 2 bad usage (the first run refused its flags); 128+N signal
-  fs::path ab_dir;
+  std::filesystem::path ab_dir;
   std::vector<AbRound> rounds;
-  [[nodiscard]] std::vector<fs::path> run_dirs(char side) const;
+  [[nodiscard]] std::vector<std::filesystem::path> run_dirs(char side) const;
 };
 
 [[nodiscard]] AbOutcome run_ab_rounds(const AbOptions& opt, std::ostream& out, std::ostream& err);

@@ -28,6 +28,8 @@
 #include "run/cases.hpp"
 #include "run/scheduler.hpp"
 
+namespace fs = std::filesystem;
+
 namespace caliber::run {
 
 namespace {

@@ -18,8 +18,6 @@
 
 namespace caliber::run {
 
-namespace fs = std::filesystem;
-
 // One line of ops_status.csv. status: ok, failed, crashed, timeout, skipped, interrupted; while
 // the batch runs also pending and running (so a batch killed outright still leaves a readable
 // file).
@@ -40,8 +38,8 @@ inline constexpr const char* kBatchConfigFile = "batch.json";
 [[nodiscard]] std::string ops_status_csv(const std::vector<OpStatusRow>& rows);
 // Throws std::runtime_error on a file without the required columns.
 [[nodiscard]] std::vector<OpStatusRow> parse_ops_status_csv(const std::string& text);
-[[nodiscard]] std::vector<OpStatusRow> read_ops_status(const fs::path& batch_dir);
-void write_ops_status(const fs::path& batch_dir, const std::vector<OpStatusRow>& rows);
+[[nodiscard]] std::vector<OpStatusRow> read_ops_status(const std::filesystem::path& batch_dir);
+void write_ops_status(const std::filesystem::path& batch_dir, const std::vector<OpStatusRow>& rows);
 
 // What a child's end means for its op: status and reason (run.log facts filled in by the caller).
 struct Classified {
@@ -52,13 +50,14 @@ struct Classified {
 
 // The run directory a child made: among `<batch_dir>/<op>-YYYYmmdd-HHMMSS[-N]` not in `before`,
 // the newest; nullopt when the child claimed none.
-[[nodiscard]] std::optional<fs::path> find_child_run_dir(const fs::path& batch_dir,
-                                                         const std::string& op,
-                                                         const std::set<fs::path>& before);
-[[nodiscard]] std::set<fs::path> run_dirs_of(const fs::path& batch_dir, const std::string& op);
+[[nodiscard]] std::optional<std::filesystem::path> find_child_run_dir(
+    const std::filesystem::path& batch_dir, const std::string& op,
+    const std::set<std::filesystem::path>& before);
+[[nodiscard]] std::set<std::filesystem::path> run_dirs_of(const std::filesystem::path& batch_dir,
+                                                          const std::string& op);
 
 // Ops from a file: one per line (or comma separated), '#' starts a comment.
-[[nodiscard]] std::vector<std::string> read_op_file(const fs::path& file);
+[[nodiscard]] std::vector<std::string> read_op_file(const std::filesystem::path& file);
 
 struct BatchOptions {
   std::vector<std::string> ops;  // empty: --op-file, else OP / OP_FILE, else `<self> list --names`
@@ -67,10 +66,10 @@ struct BatchOptions {
   std::string backend;          // empty or "auto": resolved here once, passed to every child
   double timeout_per_op_s = 0;  // <= 0: none
   double grace_s = 5;
-  fs::path out = "runs";
-  fs::path resume_dir;                // rerun the ops of this batch that are not ok
+  std::filesystem::path out = "runs";
+  std::filesystem::path resume_dir;   // rerun the ops of this batch that are not ok
   std::vector<std::string> run_args;  // passed to every `caliber run` unchanged
-  fs::path self_exe;                  // empty: /proc/self/exe
+  std::filesystem::path self_exe;     // empty: /proc/self/exe
   std::optional<bool> progress;       // the live progress line; nullopt: when stderr is a terminal
   // "local" (this host's devices) or "slurm" (a job array, docs/cluster.md); empty:
   // CALIBER_SCHEDULER, else the resumed batch's, else local.
@@ -97,7 +96,7 @@ class BatchUsageError : public std::invalid_argument {
 
 struct BatchOutcome {
   int exit_code = 0;  // 0 every op ok or skipped; 1 some op not ok; 128+N interrupted by signal N
-  fs::path batch_dir;
+  std::filesystem::path batch_dir;
   std::vector<OpStatusRow> statuses;
 };
 

@@ -13,6 +13,8 @@
 
 #include "run/scheduler.hpp"
 
+namespace fs = std::filesystem;
+
 namespace caliber::run {
 
 namespace {

@@ -18,6 +18,8 @@
 #include "core/rundir.hpp"
 #include "run/scheduler.hpp"
 
+namespace fs = std::filesystem;
+
 namespace caliber::run {
 
 namespace {

@@ -21,9 +21,9 @@ namespace caliber::run {
 // The batch as prepared by run_batch, shared with the scheduler that runs it.
 struct BatchContext {
   BatchOptions opt;
-  fs::path self;  // the caliber binary the children run (absolute)
+  std::filesystem::path self;  // the caliber binary the children run (absolute)
   const backends::Backend* backend = nullptr;
-  fs::path batch_dir;
+  std::filesystem::path batch_dir;
   std::vector<OpStatusRow> rows;
   std::vector<std::size_t> pending;  // indices into rows, in order
   bool progress = false;             // the live progress line on err
@@ -50,9 +50,9 @@ class BatchScheduler {
 
 // Shared by the schedulers: how a finished op's row is completed from what its run left.
 // Fills rows, timer and the reason details from the op's run directory (run.log, identity).
-void read_child_results(OpStatusRow& row, const std::optional<fs::path>& run_dir);
+void read_child_results(OpStatusRow& row, const std::optional<std::filesystem::path>& run_dir);
 // The last non-empty line of a log (usually the error an op died with), on one line.
-[[nodiscard]] std::string last_log_line(const fs::path& log);
+[[nodiscard]] std::string last_log_line(const std::filesystem::path& log);
 [[nodiscard]] std::string format_duration(double s);
 [[nodiscard]] std::string one_line(std::string s, std::size_t max = 300);
 // "[batch] OP: STATUS (N rows, S s, WHERE): REASON"

@@ -10,6 +10,8 @@
 #include "run/batch.hpp"
 #include "run/process.hpp"
 
+namespace fs = std::filesystem;
+
 namespace caliber::run::slurm {
 
 namespace {

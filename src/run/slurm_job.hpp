@@ -11,8 +11,6 @@
 
 namespace caliber::run::slurm {
 
-namespace fs = std::filesystem;
-
 struct SlurmOptions {
   std::string partition;                 // --partition; empty: the cluster's default
   std::string account;                   // --account; empty: the user's default
@@ -30,8 +28,8 @@ void check_options(const SlurmOptions& o);
 
 // One job array: task i runs `caliber run ops[i]` into batch_dir.
 struct ArraySpec {
-  fs::path caliber;    // absolute: the same installed path on every node
-  fs::path batch_dir;  // absolute, on storage every node shares
+  std::filesystem::path caliber;    // absolute: the same installed path on every node
+  std::filesystem::path batch_dir;  // absolute, on storage every node shares
   std::string job_name;
   std::string backend;
   std::vector<std::string> ops;
@@ -49,7 +47,8 @@ inline constexpr const char* kSlurmDir = "slurm";
 // end_ns=E") when caliber returns, so the exact exit code survives whatever Slurm records.
 [[nodiscard]] std::string sbatch_script(const ArraySpec& spec);
 // argv for the submission: sbatch --parsable <extra sbatch args> <script>.
-[[nodiscard]] std::vector<std::string> sbatch_argv(const ArraySpec& spec, const fs::path& script);
+[[nodiscard]] std::vector<std::string> sbatch_argv(const ArraySpec& spec,
+                                                   const std::filesystem::path& script);
 // argv for a dry check of the same request before anything is written (sbatch --test-only).
 [[nodiscard]] std::vector<std::string> sbatch_test_argv(const SlurmOptions& o);
 // The job id from `sbatch --parsable` output ("123" or "123;cluster", possibly after warnings).

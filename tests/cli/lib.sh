@@ -1,6 +1,8 @@
 # Shared helpers of the CLI tests (sourced, not run). A test is run by ctest as
 #   bash tests/cli/test_X.sh <caliber binary> <source dir>
-# and exits 0 (pass), 1 (fail) or 77 (skip, with a message saying why).
+# and exits 0 (pass), 1 (fail) or 77 (skip, with a message saying why). A skip is only for missing
+# hardware (two cores for the cpu backend's two device groups) or a missing Slurm test cluster; a
+# missing subcommand, op or tool that scripts/quickstart installs is a failure.
 #
 # After `cli_init "$@"`: CAL (the binary), SRC (the source tree), T (a fresh temp dir, removed on
 # exit), FAST (flags that keep a cpu run short), and the helpers below.
@@ -9,7 +11,7 @@ cli_init() {
   CAL=${1:?usage: test_X.sh <caliber binary> <source dir>}
   SRC=${2:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
   [ -x "$CAL" ] || { echo "FAIL: $CAL is not an executable"; exit 1; }
-  command -v python3 > /dev/null 2>&1 || { echo "skip: python3 is needed to read JSON"; exit 77; }
+  command -v python3 > /dev/null 2>&1 || { echo "FAIL: python3 is needed to read JSON"; exit 1; }
   T=$(mktemp -d)
   trap 'rm -rf "$T"' EXIT
   # The run's knobs come from the environment too: a caller's BENCH_LEVEL or OP must not leak in.

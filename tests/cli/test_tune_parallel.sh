@@ -6,7 +6,7 @@
 set -u
 CAL=$1
 if ! "$CAL" list --names --backend cpu 2>/dev/null | grep -qx mm; then
-  echo "skip: caliber list shows no host mm"; exit 77
+  echo "FAIL: caliber list shows no host mm"; exit 1  # a broken list fails, it does not skip
 fi
 if [ "$(nproc)" -lt 2 ]; then echo "skip: two device groups need two cores"; exit 77; fi
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT

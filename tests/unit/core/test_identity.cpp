@@ -3,6 +3,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <regex>
 
 #include "core/identity.hpp"
 #include "core/runlog.hpp"
@@ -84,8 +85,14 @@ TEST(Identity, ReadErrors) {
 
 TEST(Identity, BuildAndHost) {
   EXPECT_FALSE(caliber_version().empty());
-  EXPECT_NE(caliber_version(), "0.0.0");  // the compile definition reached the library
-  EXPECT_FALSE(caliber_git_commit().empty());
+  // The project version from CMakeLists.txt, through the generated header.
+  EXPECT_TRUE(std::regex_match(caliber_version(), std::regex(R"(\d+\.\d+\.\d+)")))
+      << caliber_version();
+  EXPECT_TRUE(
+      std::regex_match(caliber_git_commit(), std::regex(R"(unknown|[0-9a-f]{12}(-dirty)?)")))
+      << caliber_git_commit();
+  EXPECT_EQ(caliber_version_line().rfind("caliber " + caliber_version(), 0), 0u)
+      << caliber_version_line();
   EXPECT_FALSE(host_name().empty());
   EXPECT_NE(host_name(), "unknown");
 }

@@ -18,28 +18,27 @@
 
 namespace caliber::testing {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 class TempDir {
  public:
   TempDir() {
     static int counter = 0;
-    path_ = fs::temp_directory_path() /
+    path_ = std::filesystem::temp_directory_path() /
             ("caliber-report-" + std::to_string(::getpid()) + "-" + std::to_string(++counter) +
              "-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(path_);
+    std::filesystem::create_directories(path_);
   }
   ~TempDir() {
     std::error_code ec;
-    fs::remove_all(path_, ec);
+    std::filesystem::remove_all(path_, ec);
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
 
  private:
-  fs::path path_;
+  std::filesystem::path path_;
 };
 
 inline json identity(const std::string& level = "core", const std::string& timer = "direct") {
@@ -126,11 +125,12 @@ inline json make_row(const RowSpec& s) {
 }
 
 // Writes <parent>/<name>/ with run.log (header, rows, footer) and run_identity.json.
-inline fs::path write_run(const fs::path& parent, const std::string& name,
-                          const std::vector<json>& rows, const json& ident = identity(),
-                          bool footer = true, const std::string& tail = "") {
-  const fs::path dir = parent / name;
-  fs::create_directories(dir);
+inline std::filesystem::path write_run(const std::filesystem::path& parent, const std::string& name,
+                                       const std::vector<json>& rows,
+                                       const json& ident = identity(), bool footer = true,
+                                       const std::string& tail = "") {
+  const std::filesystem::path dir = parent / name;
+  std::filesystem::create_directories(dir);
   std::ofstream log(dir / "run.log");
   log << json{{"type", "header"}, {"backend", "cpu"}}.dump() << "\n";
   for (const auto& r : rows) log << r.dump() << "\n";

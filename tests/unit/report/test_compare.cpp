@@ -9,6 +9,8 @@
 #include "report/compare.hpp"
 #include "unit/report/fixtures.hpp"
 
+namespace fs = std::filesystem;
+
 using namespace caliber::testing;
 using namespace caliber::report;
 

@@ -1,7 +1,8 @@
-// GPU tests of the ops-B part of the CUDA corpus (reduction, norm, sort, random, fft, nonzero):
-// every provider passes its gate for every dtype on small, odd and split-row shapes; every tuned
-// config passes or is rejected at prepare; the own Philox launch captures into a graph while
-// nonzero refuses capture with a capture error; fft's guard text off the cuda backend.
+// GPU tests of the row-wise CUDA ops (reduction, norm, sort, random, fft, nonzero; they share
+// common/rowwise.cuh): every provider passes its gate for every dtype on small, odd and split-row
+// shapes; every tuned config passes or is rejected at prepare; the own Philox launch captures into
+// a graph while nonzero refuses capture with a capture error; fft's guard text off the cuda
+// backend.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -29,9 +30,9 @@ std::string name_of(const std::string& op, DType t, const std::vector<std::int64
   return s + "]";
 }
 
-class OpsB : public caliber::gpu_test::CudaTest {};
+class RowwiseOps : public caliber::gpu_test::CudaTest {};
 
-TEST_F(OpsB, RegisteredWithFamiliesAndFlags) {
+TEST_F(RowwiseOps, RegisteredWithFamiliesAndFlags) {
   const std::map<std::string, std::string> family{
       {"sum", "reduction"},    {"amax", "reduction"},    {"argmax", "reduction"},
       {"cumsum", "reduction"}, {"nonzero", "reduction"}, {"softmax", "norm"},
@@ -55,7 +56,7 @@ TEST_F(OpsB, RegisteredWithFamiliesAndFlags) {
 }
 
 // Each case runs for every dtype the op lists; failures are collected so one run shows them all.
-TEST_F(OpsB, EveryProviderPassesItsGate) {
+TEST_F(RowwiseOps, EveryProviderPassesItsGate) {
   struct G {
     std::string op;
     std::vector<std::int64_t> shape;
@@ -152,7 +153,7 @@ TEST_F(OpsB, EveryProviderPassesItsGate) {
   EXPECT_GT(checks, 200);
 }
 
-TEST_F(OpsB, EveryTunedConfigPassesOrIsRejected) {
+TEST_F(RowwiseOps, EveryTunedConfigPassesOrIsRejected) {
   const std::vector<std::pair<std::string, std::vector<std::int64_t>>> cases{
       {"sum", {3, 70001}},
       {"argmax", {256, 300}},
@@ -192,7 +193,7 @@ TEST_F(OpsB, EveryTunedConfigPassesOrIsRejected) {
 
 // The own Philox candidate captures: (seed, offset) travel as kernel arguments, so the capture
 // succeeds, and the host reserved counters from the default generator while capturing.
-TEST_F(OpsB, OwnPhiloxCapturesAndAdvancesTheGenerator) {
+TEST_F(RowwiseOps, OwnPhiloxCapturesAndAdvancesTheGenerator) {
   auto* dev = cuda_device();
   auto op = cuda_op("rand");
   auto w = op->setup(*dev, case_of(*op, DType::f32, {1 << 20}));
@@ -210,7 +211,7 @@ TEST_F(OpsB, OwnPhiloxCapturesAndAdvancesTheGenerator) {
 
 // Every config of the own Philox kernel (ilp, waves, fast) for each random op and dtype, on a
 // length with a ragged tail (not a multiple of 8) and on one shorter than a single group.
-TEST_F(OpsB, EveryPhiloxConfigPassesOnRaggedLengths) {
+TEST_F(RowwiseOps, EveryPhiloxConfigPassesOnRaggedLengths) {
   for (const char* name : {"rand", "randn", "dropout"}) {
     auto op = cuda_op(name);
     ASSERT_NE(op, nullptr);
@@ -229,7 +230,7 @@ TEST_F(OpsB, EveryPhiloxConfigPassesOnRaggedLengths) {
 }
 
 // nonzero synchronizes inside launch: capturing it must fail with a capture error (900..908).
-TEST_F(OpsB, NonzeroRefusesCapture) {
+TEST_F(RowwiseOps, NonzeroRefusesCapture) {
   auto* dev = cuda_device();
   auto op = cuda_op("nonzero");
   ASSERT_TRUE(op->info().refuses_capture);
@@ -254,7 +255,7 @@ TEST_F(OpsB, NonzeroRefusesCapture) {
   }
 }
 
-TEST_F(OpsB, FftGuardSkipsOnlyOffCuda) {
+TEST_F(RowwiseOps, FftGuardSkipsOnlyOffCuda) {
   auto op = cuda_op("fft");
   const Case c = case_of(*op, DType::c64, {8, 1024});
   EXPECT_FALSE(op->skip_reason(c, *cuda_device()).has_value());

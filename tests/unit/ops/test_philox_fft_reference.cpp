@@ -1,4 +1,4 @@
-// Host pieces of the ops-B corpus: the Philox4x32-10 generator against the published
+// Host pieces of the random and fft CUDA ops: the Philox4x32-10 generator against the published
 // known-answer vectors (Random123's kat_vectors), its float conversions, and the float64 FFT
 // reference against a direct DFT.
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 #include <complex>
 #include <vector>
 
-#include "common/fft_ref_b.hpp"
-#include "common/philox_b.hpp"
+#include "common/fft_reference.hpp"
+#include "common/philox.hpp"
 
 namespace {
 
@@ -19,7 +19,7 @@ void expect_kat(U32x4 ctr, std::uint32_t k0, std::uint32_t k1, U32x4 want) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(got.v[i], want.v[i]) << "word " << i;
 }
 
-TEST(PhiloxB, KnownAnswerVectors) {
+TEST(Philox, KnownAnswerVectors) {
   expect_kat({{0, 0, 0, 0}}, 0, 0, {{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}});
   expect_kat({{0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}}, 0xffffffffu, 0xffffffffu,
              {{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}});
@@ -27,7 +27,7 @@ TEST(PhiloxB, KnownAnswerVectors) {
              {{0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}});
 }
 
-TEST(PhiloxB, StreamLayoutAndUnitConversions) {
+TEST(Philox, StreamLayoutAndUnitConversions) {
   using namespace caliber::ops::philox;
   // Group g at offset o is counter o + g: shifting the offset shifts the stream.
   const auto a = draw(42, 10, 5), b = draw(42, 15, 0), c = draw(42, 15, 1), d = draw(43, 15, 0);
@@ -56,7 +56,7 @@ TEST(PhiloxB, StreamLayoutAndUnitConversions) {
   EXPECT_NEAR(s / n, 0.5, 5.0 * std::sqrt(1.0 / 12.0 / n));
 }
 
-TEST(FftRefB, RadixTwoMatchesDirectDft) {
+TEST(FftReference, RadixTwoMatchesDirectDft) {
   using caliber::ops::fftref::cd;
   for (std::size_t n : {1u, 2u, 8u, 64u, 1024u}) {
     std::vector<cd> x(n);

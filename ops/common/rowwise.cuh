@@ -13,7 +13,7 @@
 #include "caliber/reference.hpp"
 #include "common/cuda_common.cuh"
 
-namespace caliber::ops::cuda::rowsb {
+namespace caliber::ops::cuda::rowwise {
 
 // The last dimension is the row; every other dimension multiplies the row count. A 1-D shape
 // is one row.
@@ -109,9 +109,9 @@ __device__ __forceinline__ A block_reduce(A a, Combine comb, A identity, A* scra
   return r;
 }
 
-}  // namespace caliber::ops::cuda::rowsb
+}  // namespace caliber::ops::cuda::rowwise
 
-namespace caliber::ops::cuda::rowsb {
+namespace caliber::ops::cuda::rowwise {
 
 // Streams elements [first, first + count) of a device tensor back in chunks converted to double,
 // calling fn(values, offset_of_first_value). Keeps host memory bounded for 1G-element rows.
@@ -132,4 +132,10 @@ void stream_back(const void* dev, DType t, std::int64_t first, std::int64_t coun
   }
 }
 
-}  // namespace caliber::ops::cuda::rowsb
+// Row r starts at element r * cols: the segment offsets that CUB's segmented algorithms take.
+struct RowStart {
+  long long cols;
+  __host__ __device__ long long operator()(long long r) const { return r * cols; }
+};
+
+}  // namespace caliber::ops::cuda::rowwise
