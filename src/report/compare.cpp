@@ -169,7 +169,9 @@ std::string fmt(double v, int prec = 4) {
 
 // "resolve: about 5 runs a side, or --min-time x3" for an UNSURE pair.
 std::string resolution_text(const core::Resolution& res) {
-  if (!res.possible) return "on the edge of --min-effect or the band: no amount of data settles it";
+  if (!res.possible)
+    return "an effect between --noise-band and --min-effect (or on an edge): neither SAME nor "
+           "FASTER/SLOWER can come of it";
   std::string t = res.toward_same ? "below --min-effect; SAME needs " : "to settle it: ";
   if (res.rounds == 0 && res.min_time_factor == 0) return t + "a rerun";
   if (res.rounds > 0) t += "about " + std::to_string(res.rounds) + " runs a side";
