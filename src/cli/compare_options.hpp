@@ -13,7 +13,7 @@ namespace caliber::cli {
 inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool ab = false) {
   sub.add_option("--format", cmp.format, "Output: table, md, csv, json")->group("Output");
   sub.add_option("--min-effect", cmp.min_effect_pct,
-                 "The smallest change in percent called FASTER/SLOWER (default 1). The rule: "
+                 "The smallest change in percent called FASTER/SLOWER (default 0.5). The rule: "
                  "FASTER/SLOWER\nwhen the 95% CI of the ratio excludes 1 and the effect is at "
                  "least this; SAME when the CI\nlies inside +/- --noise-band; else UNSURE (each "
                  "UNSURE pair says what would settle it).\nGuarantee: the CI carries the "
@@ -29,11 +29,12 @@ inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool
                  "(default 6; why:\ndocs/measurements.md)")
       ->group("Compare");
   sub.add_option("--run-noise", cmp.run_noise,
-                 std::string("Run-to-run noise per side in percent, added to the CI of a side with "
-                             "fewer than\nthree runs: PCT[,CLASS=PCT...], CLASS a family, fallback "
-                             "(a direct-timer fallback\nrow) or tiny (a median below 10 us); a "
-                             "pair takes the largest that applies.\nDefault "
-                             "0.9,blas=2,fallback=4.3,tiny=1.7, ") +
+                 std::string("Run-to-run noise per side in percent, added to the CI (divided by "
+                             "sqrt(runs) for a\nside of several runs): "
+                             "PCT[,CLASS=PCT...][,floor_us=US], CLASS a family or "
+                             "fallback (a direct-timer\nfallback row); a pair takes the largest "
+                             "that applies, in quadrature with US / its median.\nDefault "
+                             "0.5,blas=1.5,fallback=4.3,floor_us=0.15, ") +
                      report::kRunNoiseDerivation)
       ->group("Compare");
   sub.add_option("--fail-on-regression", cmp.fail_on_regression_pct,

@@ -17,10 +17,10 @@ struct CompareCommand {
   std::string format = "table";
   double noise_band_pct = 3.0;
   double device_band_pct = 6.0;
-  double min_effect_pct = 1.0;  // the smallest effect called FASTER/SLOWER  // band when the sides
+  double min_effect_pct = 0.5;  // the smallest effect called FASTER/SLOWER  // band when the sides
                                 // ran on different physical devices
   // Run-to-run noise per side, percent: the default, then CLASS=PCT (a family, fallback, tiny).
-  std::string run_noise = "0.9,blas=2,fallback=4.3,tiny=1.7";
+  std::string run_noise = "0.5,blas=1.5,fallback=4.3,floor_us=0.15";
   double fail_on_regression_pct = -1;  // < 0: not given
   bool allow_mismatch = false;
 

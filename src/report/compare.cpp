@@ -28,11 +28,10 @@ const char* to_string(Verdict v) noexcept {
 
 void parse_run_noise(const std::string& spec, CompareOptions& opt) {
   const std::string allowed =
-      "a comma list of PCT (the default) and CLASS=PCT (a family, fallback or tiny), "
-      "percentages from 0 to below 100, "
-      "e.g. 0.9,blas=2,fallback=4.3,tiny=1.7";
+      "a comma list of PCT (the default), CLASS=PCT (a family or fallback) and floor_us=US "
+      "(microseconds), each from 0 to below 100, e.g. 0.5,blas=1.5,fallback=4.3,floor_us=0.15";
   std::map<std::string, double> fam;
-  std::optional<double> def;
+  std::optional<double> def, floor_us;
   for (const std::string& item : core::split_fields(spec, ',')) {
     const std::size_t eq = item.find('=');
     const std::string name = eq == std::string::npos ? "" : item.substr(0, eq);
@@ -54,10 +53,13 @@ void parse_run_noise(const std::string& spec, CompareOptions& opt) {
       throw std::invalid_argument("--run-noise: '" + spec + "' is not allowed (" + allowed + ")");
     if (name.empty())
       def = v / 100.0;
+    else if (name == "floor_us")
+      floor_us = v;
     else
       fam[name] = v / 100.0;
   }
   if (def) opt.run_noise = *def;
+  opt.run_noise_floor_us = floor_us.value_or(0.0);
   opt.run_noise_class = std::move(fam);
 }
 
@@ -299,7 +301,7 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
                                  x.groups, y->groups, opt.confidence, opt.resamples, opt.seed)
                            : core::bootstrap_median_ratio_ci(x.samples, y->samples, opt.confidence,
                                                              opt.resamples, opt.seed);
-        // A side with fewer than three runs cannot show the run-to-run noise: add it.
+        // One run's samples cannot show the run-to-run noise: add it.
         double rn = opt.run_noise;
         auto take = [&](const std::string& cls) {
           const auto it = opt.run_noise_class.find(cls);
@@ -307,9 +309,16 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
         };
         take(ca.family);
         if (fallback) take("fallback");
-        if (std::min(pr.median_a, pr.median_b) < CompareOptions::kTinyMs) take("tiny");
-        const double sd_a = x.groups.size() >= 3 ? 0.0 : rn;
-        const double sd_b = y->groups.size() >= 3 ? 0.0 : rn;
+        // Plus the timer floor's own jitter, an absolute time: it dominates short kernels.
+        const double t_us = std::min(pr.median_a, pr.median_b) * 1e3;
+        rn = std::hypot(rn, opt.run_noise_floor_us / t_us);
+        // A side of R runs keeps rn / sqrt(R): the run-to-run spread of a mean of R runs. The
+        // grouped bootstrap measures the spread it drew, but over three runs it cannot see one it
+        // did not happen to draw (a 4.7 us copy read 4.3% apart, the same sign three times).
+        const double sd_a =
+            rn / std::sqrt(static_cast<double>(std::max<std::size_t>(1, x.groups.size())));
+        const double sd_b =
+            rn / std::sqrt(static_cast<double>(std::max<std::size_t>(1, y->groups.size())));
         const double lr = std::log(pr.ratio);
         pr.sample_hw = lr >= 0 ? lr - std::log(pr.ci.lo) : std::log(pr.ci.hi) - lr;
         pr.runs = static_cast<int>(std::min(x.groups.size(), y->groups.size()));
@@ -471,9 +480,9 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
     for (const auto& [f, v] : opt.run_noise_class) fams += ", " + f + " " + fmt(v * 100, 3) + "%";
     pairs.notes.push_back(
         "the CI includes run-to-run noise (--run-noise: " + fmt(opt.run_noise * 100, 3) + "%" +
-        fams + " per side; tiny: a median below " + fmt(CompareOptions::kTinyMs * 1e3, 3) +
-        " us, fallback: a direct-timer fallback row) for a side with fewer than three runs, "
-        "whose own samples cannot show it; the defaults were " +
+        fams + " per side, in quadrature with " + fmt(opt.run_noise_floor_us, 3) +
+        " us / the median (the timer floor's jitter); fallback: a direct-timer fallback row), "
+        "divided by sqrt(runs) for a side of several runs; the defaults were " +
         kRunNoiseDerivation);
     if (r.unsure_by_run_noise > 0)
       pairs.notes.push_back(

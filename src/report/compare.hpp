@@ -26,19 +26,22 @@ using core::Verdict;
 // How the default run-to-run terms were derived (printed by compare --help and under its table).
 inline constexpr const char* kRunNoiseDerivation =
     "derived 2026-11-30 from the calibration set: the same code run twice on one H200 in the "
-    "sustained regime, machine C (17:16-17:22 UTC, mm bmm add softmax sort sum) and the 17:55 UTC "
-    "call (mm bmm), 244 provider pairs; each class's per-side term is the smallest that puts "
-    "every pair of its class (quantile 1.0 of the needed widening) inside the 95% interval: other "
-    "0.87% (112 pairs), tiny 1.61% (24), blas 1.94% (108), rounded up; fallback 4.26% from the "
-    "burst pairs of machines B and C (72 pairs, the only fallback rows recorded)";
+    "sustained regime, machine C (17:16-17:22 UTC: mm bmm add softmax sort sum) and the 17:55 UTC "
+    "call (mm bmm), 244 provider pairs. A side's term is hypot(class %, floor_us / median): the "
+    "smallest that puts every pair of its class (quantile 1.0 of the widening it needed) inside "
+    "the 95% interval: other 0.5% with 0.15 us (136 pairs; bound by softmax 64x512x512 at 21 us "
+    "and softmax 65536x16384 at 2.4 ms), blas 1.5% (108 pairs; mm 1024^3 at 9.5 us, mm 4096^3 at "
+    "197 us); fallback 4.3% from the burst pairs of machines B and C (72 pairs, the only fallback "
+    "rows recorded). Verified on a fresh H200 (docs/ab.md)";
 
 struct CompareOptions {
   // The equivalence band (fraction): a CI wholly inside it is SAME. It decides nothing about
   // FASTER/SLOWER, which need the CI to exclude 1 and an effect of at least min_effect.
   double noise_band = 0.03;
-  // The smallest effect reported as FASTER/SLOWER (fraction): 1%, about the 95th percentile of
-  // what the same code moves between two runs on rows of 10 us or more (docs/ab.md).
-  double min_effect = 0.01;
+  // The smallest effect reported as FASTER/SLOWER (fraction): 0.5%, about the 90th percentile
+  // of what the same code moved between two runs on rows of 20 us or more in the calibration set
+  // (docs/ab.md); below it a difference is real but too small to name.
+  double min_effect = 0.005;
   // When the two sides ran on different physical devices (uuid) or on different nodes (the Slurm
   // node name, else the host name), the band is at least this:
   // chip-to-chip differences are not in a CI built from one run's samples. Two runs of the same
@@ -46,15 +49,16 @@ struct CompareOptions {
   double device_band = 0.06;
   // Run-to-run noise: the relative standard deviation between two runs of the same code on one
   // device, which one run's samples cannot show (clock and power state, memory placement, host
-  // jitter). A side with fewer than three runs of a case gets it added to its interval in
-  // quadrature; with three or more, the grouped bootstrap measures it. A pair takes the largest
-  // that applies: `run_noise`, its family's entry (the row's "family"), "fallback" when either
-  // row fell back to the direct timer (BENCHMARK_DIRECT_NO_CUDAGRAPH), "tiny" when either median
-  // is below kTinyMs. How the defaults were derived: kRunNoiseDerivation.
-  double run_noise = 0.009;
-  std::map<std::string, double> run_noise_class{
-      {"blas", 0.02}, {"fallback", 0.043}, {"tiny", 0.017}};
-  static constexpr double kTinyMs = 0.010;
+  // jitter). A side of R runs of a case gets it divided by sqrt(R) added to its interval in
+  // quadrature (with two or more, the grouped bootstrap also measures the spread it drew). A pair
+  // takes the largest that applies: `run_noise`, its family's entry (the row's "family"),
+  // "fallback" when either row fell back to the direct timer (BENCHMARK_DIRECT_NO_CUDAGRAPH); then
+  // the floor term below. How the defaults were derived: kRunNoiseDerivation.
+  double run_noise = 0.005;
+  std::map<std::string, double> run_noise_class{{"blas", 0.015}, {"fallback", 0.043}};
+  // The timer floor's jitter between processes (microseconds), added to every class in
+  // quadrature as floor_us / median: it is what makes short kernels move (about 0.2-0.3 us).
+  double run_noise_floor_us = 0.15;
   double confidence = 0.95;
   int resamples = 2000;
   std::uint64_t seed = 1;
@@ -63,8 +67,9 @@ struct CompareOptions {
   std::optional<double> fail_on_regression_pct;
 };
 
-// "0.9,blas=2,fallback=4.3,tiny=1.7" -> default 0.9%, then per class (a family, "fallback" or
-// "tiny"); fractions in the result. Throws std::invalid_argument.
+// "0.5,blas=1.5,fallback=4.3,floor_us=0.15" -> default 0.5%, then per class (a family or
+// "fallback"), fractions in the result, and the floor in microseconds (0 when not given).
+// Throws std::invalid_argument.
 void parse_run_noise(const std::string& spec, CompareOptions& opt);
 
 struct PairResult {
