@@ -34,7 +34,7 @@ inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool
                              "PCT[,CLASS=PCT...][,floor_us=US], CLASS a family or "
                              "fallback (a direct-timer\nfallback row); a pair takes the largest "
                              "that applies, in quadrature with US / its median.\nDefault "
-                             "0.5,blas=1.5,fallback=4.3,floor_us=0.15, ") +
+                             "2.2,blas=4.5,fallback=4.3,floor_us=0.15, ") +
                      report::kRunNoiseDerivation)
       ->group("Compare");
   sub.add_option("--fail-on-regression", cmp.fail_on_regression_pct,

@@ -20,7 +20,7 @@ struct CompareCommand {
   double min_effect_pct = 0.5;  // the smallest effect called FASTER/SLOWER  // band when the sides
                                 // ran on different physical devices
   // Run-to-run noise per side, percent: the default, then CLASS=PCT (a family, fallback, tiny).
-  std::string run_noise = "0.5,blas=1.5,fallback=4.3,floor_us=0.15";
+  std::string run_noise = "2.2,blas=4.5,fallback=4.3,floor_us=0.15";
   double fail_on_regression_pct = -1;  // < 0: not given
   bool allow_mismatch = false;
 

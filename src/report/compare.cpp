@@ -29,7 +29,7 @@ const char* to_string(Verdict v) noexcept {
 void parse_run_noise(const std::string& spec, CompareOptions& opt) {
   const std::string allowed =
       "a comma list of PCT (the default), CLASS=PCT (a family or fallback) and floor_us=US "
-      "(microseconds), each from 0 to below 100, e.g. 0.5,blas=1.5,fallback=4.3,floor_us=0.15";
+      "(microseconds), each from 0 to below 100, e.g. 2.2,blas=4.5,fallback=4.3,floor_us=0.15";
   std::map<std::string, double> fam;
   std::optional<double> def, floor_us;
   for (const std::string& item : core::split_fields(spec, ',')) {

@@ -62,7 +62,8 @@ class Copy final : public Workload {
         in_(ctx, cap_ * 4),
         out_(ctx, cap_ * 4) {
     check::fill_random(ctx, in_.get(), DType::f32, cap_, -1, 1, 0);
-    work_ = std::min(cap_, (static_cast<long long>(std::llround(n_ * work_scale(pct))) + 3) / 4 * 4);
+    work_ =
+        std::min(cap_, (static_cast<long long>(std::llround(n_ * work_scale(pct))) + 3) / 4 * 4);
   }
   std::vector<ProviderInfo> providers() const override {
     return {{"copy", Role::baseline, "1", "grid-stride float4 copy of n x the planted scale", {}}};
@@ -72,8 +73,8 @@ class Copy final : public Workload {
     const long long n4 = work_ / 4;
     const unsigned grid = static_cast<unsigned>(
         std::clamp<long long>((n4 + 255) / 256, 1, 8LL * std::max(ctx_.props().sm_count, 1)));
-    copy_kernel<<<grid, 256, 0, static_cast<cudaStream_t>(ctx_.stream())>>>(
-        in_.as<float4>(), out_.as<float4>(), n4);
+    copy_kernel<<<grid, 256, 0, static_cast<cudaStream_t>(ctx_.stream())>>>(in_.as<float4>(),
+                                                                            out_.as<float4>(), n4);
     cuda_ok(cudaGetLastError(), "copy_kernel launch");
   }
   Accuracy check(std::size_t p) override {  // 4096 sampled elements of [0, n), exactly
@@ -119,8 +120,8 @@ class Gemm final : public Workload {
     if (handle_ != nullptr) cublasDestroy(handle_);
   }
   std::vector<ProviderInfo> providers() const override {
-    return {{"cublas", Role::baseline, "1", "cublasGemmEx bf16 TN, K grown by the planted share",
-             {}}};
+    return {
+        {"cublas", Role::baseline, "1", "cublasGemmEx bf16 TN, K grown by the planted share", {}}};
   }
   void prepare(std::size_t, const Config&) override {
     if (handle_ != nullptr) return;
@@ -130,12 +131,12 @@ class Gemm final : public Workload {
   }
   void launch(std::size_t) override {
     const float one = 1.0f, zero = 0.0f;
-    cublas_ok(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m_),
-                           static_cast<int>(n_), static_cast<int>(kwork_), &one, a_.get(),
-                           CUDA_R_16BF, static_cast<int>(kmax_), b_.get(), CUDA_R_16BF,
-                           static_cast<int>(kmax_), &zero, c_.get(), CUDA_R_16BF,
-                           static_cast<int>(m_), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-              "cublasGemmEx");
+    cublas_ok(
+        cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m_), static_cast<int>(n_),
+                     static_cast<int>(kwork_), &one, a_.get(), CUDA_R_16BF, static_cast<int>(kmax_),
+                     b_.get(), CUDA_R_16BF, static_cast<int>(kmax_), &zero, c_.get(), CUDA_R_16BF,
+                     static_cast<int>(m_), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmEx");
   }
   // 8 sampled columns x 64 sampled rows of C against float64 dot products of the bf16 inputs.
   Accuracy check(std::size_t p) override {
@@ -163,8 +164,8 @@ class Gemm final : public Workload {
         if (!std::isfinite(got) || err > tol.out_rel * std::fabs(ref) + (tol.acc_rel + 1e-4) * s)
           acc.passed = false;
       }
-    acc.detail = "512 sampled elements (8 columns x 64 rows) vs host float64, K=" +
-                 std::to_string(kwork_);
+    acc.detail =
+        "512 sampled elements (8 columns x 64 rows) vs host float64, K=" + std::to_string(kwork_);
     return acc;
   }
   double flops() const override { return 2.0 * m_ * n_ * kwork_; }
@@ -182,11 +183,22 @@ class PowerOp final : public Op {
  public:
   PowerOp(bool gemm, int pct) : gemm_(gemm), pct_(pct) {}
   OpInfo info() const override {
-    const std::string name = std::string(gemm_ ? "abp_gemm_p" : "abp_copy_p") + std::to_string(pct_);
+    const std::string name =
+        std::string(gemm_ ? "abp_gemm_p" : "abp_copy_p") + std::to_string(pct_);
     if (gemm_)
-      return {name, "blas", {DType::bf16}, {"M", "N", "K"}, false, false,
+      return {name,
+              "blas",
+              {DType::bf16},
+              {"M", "N", "K"},
+              false,
+              false,
               "bf16 GEMM, K grown by the planted share under CALIBER_TEST_PLANT=1"};
-    return {name, "copy", {DType::f32}, {}, false, false,
+    return {name,
+            "copy",
+            {DType::f32},
+            {},
+            false,
+            false,
             "f32 copy, n grown by the planted share under CALIBER_TEST_PLANT=1"};
   }
   std::size_t bytes_needed(const Case& c) const override {

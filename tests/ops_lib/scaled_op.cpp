@@ -45,9 +45,9 @@ class ScaledWorkload final : public Workload {
     work_ = static_cast<std::size_t>(std::llround(static_cast<double>(n_) * planted_scale()));
   }
   [[nodiscard]] std::vector<ProviderInfo> providers() const override {
-    return {{"loop", Role::baseline, "1", "plain loop", {}},
-            {"scaled", Role::candidate, "1", "the add over CALIBER_TEST_SCALE times the elements",
-             {}}};
+    return {
+        {"loop", Role::baseline, "1", "plain loop", {}},
+        {"scaled", Role::candidate, "1", "the add over CALIBER_TEST_SCALE times the elements", {}}};
   }
   void prepare(std::size_t, const Config&) override {}
   void launch(std::size_t p) override {
