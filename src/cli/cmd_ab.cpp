@@ -1,4 +1,5 @@
-// caliber ab --env NAME=A --env NAME=B [--arg X --arg Y] [--rounds R] [run flags] [OP...]
+// caliber ab --env NAME=A --env NAME=B [--arg X --arg Y] [--ops-lib-a LIB --ops-lib-b LIB]
+//            [--rounds R] [run flags] [OP...]
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -13,18 +14,23 @@ namespace {
 void add_ab(CLI::App& root, int& exit_code) {
   auto* sub = root.add_subcommand(
       "ab",
-      "A/B of a switch: R interleaved rounds (A B A B ...), each a full `caliber run` into\n"
+      "A/B of a switch or of two builds: R interleaved rounds (A B A B ...), each a full `caliber "
+      "run` into\n"
       "<ab dir>/A-<round> or B-<round>, on the same device with everything else equal; then the\n"
       "compare of all A rounds against all B rounds (rounds resampled, then samples: the spread\n"
       "between rounds is in the interval; with fewer than 3 rounds --run-noise stands in for it).\n"
       "The switch is an environment variable (--env NAME=A --env NAME=B; once: set on A, unset\n"
-      "on B) and/or a run flag (--arg=--flag=x --arg=--flag=y; once: A only). When no row\n"
+      "on B), a run flag (--arg=--flag=x --arg=--flag=y; once: A only) and/or two builds of the\n"
+      "same ops (--ops-lib-a before.so --ops-lib-b after.so: the same op names, each side loads\n"
+      "its own library). Every run flag is taken; --name names the A/B directory. When no row\n"
       "differs beyond noise it warns that the switch may not be live. Exit codes as compare;\n"
       "128+N interrupted.");
   auto knobs = std::make_shared<KnobOptions>();
-  knobs->add_to(*sub, {"name"});
+  knobs->add_to(*sub);
   auto envs = std::make_shared<std::vector<std::string>>();
   auto args = std::make_shared<std::vector<std::string>>();
+  auto lib_a = std::make_shared<std::string>();
+  auto lib_b = std::make_shared<std::string>();
   auto rounds = std::make_shared<int>(3);
   auto timeout = std::make_shared<double>(0);
   auto cmp = std::make_shared<report::CompareCommand>();
@@ -32,6 +38,10 @@ void add_ab(CLI::App& root, int& exit_code) {
   sub->add_option("--arg", *args, "A run flag: first A's, then B's (write --arg=--flag=x)")
       ->group("A/B")
       ->allow_extra_args(false);
+  sub->add_option("--ops-lib-a", *lib_a, "Side A's op library (a build of the ops under test)")
+      ->group("A/B");
+  sub->add_option("--ops-lib-b", *lib_b, "Side B's op library: the same op names, another build")
+      ->group("A/B");
   sub->add_option("--rounds", *rounds, "Interleaved rounds per side (default 3; 1 to 1000)")
       ->group("A/B")
       ->check(CLI::Range(1, 1000).description("an integer from 1 to 1000"));
@@ -39,7 +49,7 @@ void add_ab(CLI::App& root, int& exit_code) {
       ->group("A/B")
       ->check(CLI::NonNegativeNumber);
   add_compare_options(*sub, *cmp, /*ab=*/true);
-  sub->callback([knobs, envs, args, rounds, timeout, cmp, &exit_code] {
+  sub->callback([knobs, envs, args, lib_a, lib_b, rounds, timeout, cmp, &exit_code] {
     try {
       const core::Knobs k = knobs->resolve();
       (void)cmp->options();  // refuse a bad --noise-band before any round runs
@@ -47,9 +57,10 @@ void add_ab(CLI::App& root, int& exit_code) {
       run::AbOptions opt;
       std::vector<std::string> arg_values;
       for (const auto& a : *args) arg_values.push_back(a);
-      run::parse_ab_switch(*envs, arg_values, opt.a, opt.b);
+      run::parse_ab_switch(*envs, arg_values, opt.a, opt.b, *lib_a, *lib_b);
       opt.rounds = *rounds;
       opt.out = k.out;
+      if (!k.name.empty()) opt.name = k.name;
       opt.ops = knobs->positional_ops;
       opt.run_args = knobs->as_args({"out", "name", "ops"});
       opt.timeout_per_run_s = *timeout;

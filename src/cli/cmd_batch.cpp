@@ -29,7 +29,7 @@ void add_batch(CLI::App& root, int& exit_code) {
       "128+N interrupted by signal N. --scheduler slurm submits one Slurm job array instead "
       "(docs/cluster.md).");
   auto knobs = std::make_shared<KnobOptions>();
-  knobs->add_to(*sub, {"name"});
+  knobs->add_to(*sub);  // --name names the batch directory; each child is named after its op
   auto timeout = std::make_shared<double>(0);
   auto resume = std::make_shared<std::string>();
   sub->add_option("--timeout-per-op", *timeout,
@@ -69,6 +69,7 @@ void add_batch(CLI::App& root, int& exit_code) {
       opt.devices = k.devices;
       opt.backend = k.backend;
       opt.out = k.out;
+      if (!k.name.empty()) opt.name = k.name;
       opt.timeout_per_op_s = *timeout;
       opt.resume_dir = *resume;
       opt.scheduler = *scheduler;

@@ -26,14 +26,12 @@ void add_run(CLI::App& root, int& exit_code) {
   sub->add_option("--tune-shard", *shard, "internal: parallel-warmup child i/N")->group("");
   sub->add_option("--shard-cache", *shard_cache, "internal: parallel-warmup child cache")
       ->group("");
-  auto quiet = std::make_shared<bool>(false);
-  sub->add_flag("--quiet", *quiet, "No tuning progress line")->group("Output");
-  sub->callback([knobs, shard, shard_cache, quiet, &exit_code] {
+  sub->callback([knobs, shard, shard_cache, &exit_code] {
     run::watch_batch_parent();
     try {
       run::RunRequest req;
       req.knobs = knobs->resolve();
-      req.knobs.quiet = *quiet;
+      req.knobs.quiet = knobs->quiet;
       req.tune_shard = *shard;
       req.shard_cache = *shard_cache;
       exit_code = run::run_benchmark(req, std::cout, std::cerr).exit_code;

@@ -12,20 +12,30 @@ namespace caliber::cli {
 // rounds share one caliber by construction), --allow-mismatch.
 inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool ab = false) {
   sub.add_option("--format", cmp.format, "Output: table, md, csv, json")->group("Output");
+  sub.add_option("--min-effect", cmp.min_effect_pct,
+                 "The smallest change in percent called FASTER/SLOWER (default 0.5). The rule: "
+                 "FASTER/SLOWER\nwhen the 95% CI of the ratio excludes 1 and the effect is at "
+                 "least this; SAME when the CI\nlies inside +/- --noise-band; else UNSURE (each "
+                 "UNSURE pair says what would settle it).\nGuarantee: the CI carries the "
+                 "run-to-run terms below, so the same code on both sides comes\nout "
+                 "FASTER/SLOWER only where it moved more than any calibration pair of its class "
+                 "did;\ndetection power measured on the H200: docs/ab.md")
+      ->group("Compare");
   sub.add_option("--noise-band", cmp.noise_band_pct,
-                 "Noise band in percent: a CI wholly inside +/- it is SAME, wholly outside "
-                 "FASTER/SLOWER\n(default 3)")
+                 "Equivalence band in percent: a CI wholly inside +/- it is SAME (default 3)")
       ->group("Compare");
   sub.add_option("--device-band", cmp.device_band_pct,
-                 "Noise band in percent when A and B ran on different physical devices (default 6; "
-                 "why: docs/measurements.md)")
+                 "Equivalence band in percent when A and B ran on different physical devices "
+                 "(default 6; why:\ndocs/measurements.md)")
       ->group("Compare");
-  sub.add_option(
-         "--run-noise", cmp.run_noise,
-         "Run-to-run noise per side in percent, added to the CI of a side with fewer than\n"
-         "three runs: PCT[,CLASS=PCT...], CLASS a family, fallback (a direct-timer fallback\n"
-         "row) or tiny (a median below 5 us); a pair takes the largest that applies.\n"
-         "Default 0.8,blas=4,fallback=5,tiny=1.5 (why: docs/measurements.md)")
+  sub.add_option("--run-noise", cmp.run_noise,
+                 std::string("Run-to-run noise per side in percent, added to the CI (divided by "
+                             "sqrt(runs) for a\nside of several runs): "
+                             "PCT[,CLASS=PCT...][,floor_us=US], CLASS a family or "
+                             "fallback (a direct-timer\nfallback row); a pair takes the largest "
+                             "that applies, in quadrature with US / its median.\nDefault "
+                             "2.2,blas=4.5,fallback=4.3,floor_us=0.15, ") +
+                     report::kRunNoiseDerivation)
       ->group("Compare");
   sub.add_option("--fail-on-regression", cmp.fail_on_regression_pct,
                  "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100 (for CI)")

@@ -39,12 +39,14 @@ void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool 
     if (spec.name == "shape") opt->multi_option_policy(CLI::MultiOptionPolicy::Join);
     options[spec.name] = opt;
   }
+  if (!skip.count("quiet"))
+    options["quiet"] = app.add_flag("--quiet", quiet, "No tuning progress line")->group("Output");
 }
 
 std::map<std::string, std::string> KnobOptions::given() const {
   std::map<std::string, std::string> out;
   for (const auto& [name, opt] : options) {
-    if (opt->count() == 0) continue;
+    if (opt->count() == 0 || name == "quiet") continue;
     auto rep = repeated.find(name);
     if (rep == repeated.end()) {
       std::string v = values.at(name);
@@ -79,6 +81,7 @@ std::vector<std::string> KnobOptions::as_args(const std::set<std::string>& skip)
     const auto* spec = core::find_knob(name);
     args.push_back(spec->flag + "=" + value);
   }
+  if (quiet && !skip.count("quiet")) args.push_back("--quiet");
   return args;
 }
 

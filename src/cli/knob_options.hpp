@@ -18,8 +18,10 @@ struct KnobOptions {
   std::map<std::string, CLI::Option*> options;
   std::vector<std::string> positional_ops;
   std::map<std::string, std::vector<std::string>> repeated;  // repeatable knobs, each value given
+  bool quiet = false;  // --quiet: a flag of the command line only (no environment spelling)
 
-  // Adds every knob except those in `skip` (and the positional ops unless `with_ops`).
+  // Adds every knob except those in `skip` (and the positional ops unless `with_ops`), and
+  // --quiet. run, batch and ab all register their run flags here, so each takes every one.
   void add_to(CLI::App& app, const std::set<std::string>& skip = {}, bool with_ops = true);
   // The raw values actually given on the command line (positional ops as "ops").
   [[nodiscard]] std::map<std::string, std::string> given() const;

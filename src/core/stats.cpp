@@ -330,4 +330,69 @@ Interval bootstrap_median_ratio_ci_grouped(const std::vector<std::vector<double>
   return percentile_interval(std::move(estimates), confidence);
 }
 
+double normal_quantile(double p) {
+  double lo = -40, hi = 40;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    if (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+Interval widen_for_run_noise(Interval ci, double ratio, double sd_a, double sd_b,
+                             double confidence) {
+  if (!(ratio > 0) || !(ci.lo > 0) || !(ci.hi > 0)) return ci;
+  const double z = normal_quantile(0.5 + 0.5 * confidence);
+  const double extra = z * std::sqrt(sd_a * sd_a + sd_b * sd_b);
+  if (!(extra > 0)) return ci;
+  const double c = std::log(ratio);
+  const double below = std::max(0.0, c - std::log(ci.lo));
+  const double above = std::max(0.0, std::log(ci.hi) - c);
+  return {std::exp(c - std::hypot(below, extra)), std::exp(c + std::hypot(above, extra))};
+}
+
+Verdict ab_verdict(Interval ci, double ratio, double min_effect, double band,
+                   double zone) noexcept {
+  if (!(ratio > 0) || !(ci.lo > 0) || !(ci.hi > 0)) return Verdict::unsure;
+  const double effect = std::abs(std::log(ratio));
+  // A small tolerance so that a planted effect of exactly min_effect is not lost to rounding.
+  const bool big_enough = effect >= std::log1p(min_effect) - 1e-12;
+  if (ci.hi < 1.0 / (1.0 + zone) && big_enough) return Verdict::faster;
+  if (ci.lo > 1.0 + zone && big_enough) return Verdict::slower;
+  if (ci.lo >= 1.0 / (1.0 + band) && ci.hi <= 1.0 + band) return Verdict::same;
+  return Verdict::unsure;
+}
+
+Resolution resolve_unsure(double ratio, double sample_hw, double noise_hw, int runs,
+                          double min_effect, double band) noexcept {
+  Resolution r;
+  if (!(ratio > 0)) return r;
+  const double effect = std::abs(std::log(ratio));
+  r.toward_same = effect < std::log1p(min_effect);
+  // The half width that would decide: below the effect (FASTER/SLOWER), or inside the band's
+  // room left beside the effect (SAME).
+  const double target = r.toward_same ? std::log1p(band) - effect : effect;
+  if (!(target > 1e-6)) return r;
+  const double now = std::hypot(sample_hw, noise_hw);
+  if (!(now > target)) {
+    r.possible = true;
+    return r;
+  }
+  r.possible = true;
+  // More runs a side: three at least (the grouped bootstrap then measures the run-to-run part),
+  // and both parts shrink as 1/sqrt(runs).
+  const int have = std::max(runs, 1);
+  const double need = static_cast<double>(have) * (now / target) * (now / target);
+  r.rounds = std::max(3, static_cast<int>(std::ceil(need)));
+  // A longer window shrinks only the samples' part.
+  if (noise_hw < target && sample_hw > 0) {
+    const double room = std::sqrt(target * target - noise_hw * noise_hw);
+    r.min_time_factor = (sample_hw / room) * (sample_hw / room);
+  }
+  return r;
+}
+
 }  // namespace caliber::core

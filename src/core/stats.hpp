@@ -56,4 +56,41 @@ inline constexpr std::size_t kDirectBootstrapMax = 4096;
                                                          int resamples = 2000,
                                                          std::uint64_t seed = 1);
 
+// ---- A/B decisions (caliber compare, caliber ab; the rule and its guarantee: docs/ab.md) ----
+
+// The standard normal quantile at p in (0, 1) (bisection on erfc, accurate to ~1e-12).
+[[nodiscard]] double normal_quantile(double p);
+
+// The CI of a ratio widened by run-to-run noise: each side with fewer than three runs adds its
+// relative standard deviation `sd_a` / `sd_b`; the extra half-width z*sqrt(sd_a^2 + sd_b^2) is
+// combined in quadrature with each half of `ci` on a log scale around `ratio`.
+[[nodiscard]] Interval widen_for_run_noise(Interval ci, double ratio, double sd_a, double sd_b,
+                                           double confidence);
+
+enum class Verdict { faster, slower, same, unsure };
+
+// The verdict on a ratio B/A (> 1: B slower) and its CI, in this order:
+//   FASTER / SLOWER: the CI excludes no change, [1/(1 + zone), 1 + zone] (zone 0 on one device;
+//     the device band across two, whose chip-to-chip difference no CI holds), and the effect
+//     |ln ratio| is at least ln(1 + min_effect);
+//   SAME: the CI lies inside the equivalence band [1/(1 + band), 1 + band];
+//   UNSURE: anything else (a real effect too small to matter that is not inside the band, or an
+//     interval too wide to tell).
+[[nodiscard]] Verdict ab_verdict(Interval ci, double ratio, double min_effect, double band,
+                                 double zone = 0) noexcept;
+
+// What would resolve an UNSURE verdict, estimated from the interval's parts: `sample_hw` the half
+// width (log scale, toward no change) from the samples alone, `noise_hw` the run-to-run half width
+// added to it (0 when the sides had three or more runs and the grouped bootstrap measured it),
+// `runs` the runs per side. Both are estimates: the half widths shrink as 1/sqrt(samples) and
+// 1/sqrt(runs).
+struct Resolution {
+  bool possible = false;       // false: the effect sits on an edge no amount of data moves it off
+  bool toward_same = false;    // the effect is below min_effect: only SAME can come of it
+  int rounds = 0;              // runs per side that would resolve it (0: more runs do not help)
+  double min_time_factor = 0;  // times the current --min-time (0: a longer window does not help)
+};
+[[nodiscard]] Resolution resolve_unsure(double ratio, double sample_hw, double noise_hw, int runs,
+                                        double min_effect, double band) noexcept;
+
 }  // namespace caliber::core

@@ -36,6 +36,10 @@ CompareOptions CompareCommand::options() const {
     throw std::invalid_argument("--device-band: '" + std::to_string(device_band_pct) +
                                 "' is not allowed (a percentage from 0 to below 100)");
   o.device_band = device_band_pct / 100.0;
+  if (!std::isfinite(min_effect_pct) || min_effect_pct < 0 || min_effect_pct >= 100)
+    throw std::invalid_argument("--min-effect: '" + std::to_string(min_effect_pct) +
+                                "' is not allowed (a percentage from 0 to below 100)");
+  o.min_effect = min_effect_pct / 100.0;
   parse_run_noise(run_noise, o);
   if (fail_on_regression_pct >= 0) o.fail_on_regression_pct = fail_on_regression_pct;
   o.allow_mismatch = allow_mismatch;

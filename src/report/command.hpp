@@ -16,9 +16,11 @@ namespace caliber::report {
 struct CompareCommand {
   std::string format = "table";
   double noise_band_pct = 3.0;
-  double device_band_pct = 6.0;  // band when the sides ran on different physical devices
+  double device_band_pct = 6.0;
+  double min_effect_pct = 0.5;  // the smallest effect called FASTER/SLOWER  // band when the sides
+                                // ran on different physical devices
   // Run-to-run noise per side, percent: the default, then CLASS=PCT (a family, fallback, tiny).
-  std::string run_noise = "0.8,blas=4,fallback=5,tiny=1.5";
+  std::string run_noise = "2.2,blas=4.5,fallback=4.3,floor_us=0.15";
   double fail_on_regression_pct = -1;  // < 0: not given
   bool allow_mismatch = false;
 

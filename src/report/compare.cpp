@@ -26,47 +26,12 @@ const char* to_string(Verdict v) noexcept {
   return "UNSURE";
 }
 
-Verdict verdict_for(core::Interval ci, double band) noexcept {
-  if (ci.hi < 1.0 - band) return Verdict::faster;
-  if (ci.lo > 1.0 + band) return Verdict::slower;
-  if (ci.lo >= 1.0 - band && ci.hi <= 1.0 + band) return Verdict::same;
-  return Verdict::unsure;
-}
-
-namespace {
-// The standard normal quantile at p in (0, 1), by bisection on erfc (accurate to ~1e-12).
-double normal_quantile(double p) {
-  double lo = -40, hi = 40;
-  for (int i = 0; i < 200; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    if (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  return 0.5 * (lo + hi);
-}
-}  // namespace
-
-core::Interval widen_for_run_noise(core::Interval ci, double ratio, double sd_a, double sd_b,
-                                   double confidence) {
-  if (!(ratio > 0) || !(ci.lo > 0) || !(ci.hi > 0)) return ci;
-  const double z = normal_quantile(0.5 + 0.5 * confidence);
-  const double extra = z * std::sqrt(sd_a * sd_a + sd_b * sd_b);
-  if (!(extra > 0)) return ci;
-  const double c = std::log(ratio);
-  const double below = std::max(0.0, c - std::log(ci.lo));
-  const double above = std::max(0.0, std::log(ci.hi) - c);
-  return {std::exp(c - std::hypot(below, extra)), std::exp(c + std::hypot(above, extra))};
-}
-
 void parse_run_noise(const std::string& spec, CompareOptions& opt) {
   const std::string allowed =
-      "a comma list of PCT (the default) and CLASS=PCT (a family, fallback or tiny), "
-      "percentages from 0 to below 100, "
-      "e.g. 0.8,blas=4,fallback=5,tiny=1.5";
+      "a comma list of PCT (the default), CLASS=PCT (a family or fallback) and floor_us=US "
+      "(microseconds), each from 0 to below 100, e.g. 2.2,blas=4.5,fallback=4.3,floor_us=0.15";
   std::map<std::string, double> fam;
-  std::optional<double> def;
+  std::optional<double> def, floor_us;
   for (const std::string& item : core::split_fields(spec, ',')) {
     const std::size_t eq = item.find('=');
     const std::string name = eq == std::string::npos ? "" : item.substr(0, eq);
@@ -88,10 +53,13 @@ void parse_run_noise(const std::string& spec, CompareOptions& opt) {
       throw std::invalid_argument("--run-noise: '" + spec + "' is not allowed (" + allowed + ")");
     if (name.empty())
       def = v / 100.0;
+    else if (name == "floor_us")
+      floor_us = v;
     else
       fam[name] = v / 100.0;
   }
   if (def) opt.run_noise = *def;
+  opt.run_noise_floor_us = floor_us.value_or(0.0);
   opt.run_noise_class = std::move(fam);
 }
 
@@ -199,6 +167,22 @@ std::string fmt(double v, int prec = 4) {
   o.precision(prec);
   o << v;
   return o.str();
+}
+
+// "resolve: about 5 runs a side, or --min-time x3" for an UNSURE pair.
+std::string resolution_text(const core::Resolution& res) {
+  if (!res.possible)
+    return "an effect between --noise-band and --min-effect (or on an edge): neither SAME nor "
+           "FASTER/SLOWER can come of it";
+  std::string t = res.toward_same ? "below --min-effect; SAME needs " : "to settle it: ";
+  if (res.rounds == 0 && res.min_time_factor == 0) return t + "a rerun";
+  if (res.rounds > 0) t += "about " + std::to_string(res.rounds) + " runs a side";
+  if (res.min_time_factor > 0) {
+    if (res.rounds > 0) t += ", or ";
+    const double f = std::max(1.5, std::ceil(res.min_time_factor * 2) / 2);
+    t += f > 100 ? std::string("a far longer --min-time") : "--min-time x" + fmt(f, 3);
+  }
+  return t;
 }
 
 }  // namespace
@@ -317,7 +301,7 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
                                  x.groups, y->groups, opt.confidence, opt.resamples, opt.seed)
                            : core::bootstrap_median_ratio_ci(x.samples, y->samples, opt.confidence,
                                                              opt.resamples, opt.seed);
-        // A side with fewer than three runs cannot show the run-to-run noise: add it.
+        // One run's samples cannot show the run-to-run noise: add it.
         double rn = opt.run_noise;
         auto take = [&](const std::string& cls) {
           const auto it = opt.run_noise_class.find(cls);
@@ -325,17 +309,35 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
         };
         take(ca.family);
         if (fallback) take("fallback");
-        if (std::min(pr.median_a, pr.median_b) < CompareOptions::kTinyMs) take("tiny");
-        const double sd_a = x.groups.size() >= 3 ? 0.0 : rn;
-        const double sd_b = y->groups.size() >= 3 ? 0.0 : rn;
-        const Verdict samples_only = verdict_for(pr.ci, out.band_used);
+        // Plus the timer floor's own jitter, an absolute time: it dominates short kernels.
+        const double t_us = std::min(pr.median_a, pr.median_b) * 1e3;
+        rn = std::hypot(rn, opt.run_noise_floor_us / t_us);
+        // A side of R runs keeps rn / sqrt(R): the run-to-run spread of a mean of R runs. The
+        // grouped bootstrap measures the spread it drew, but over three runs it cannot see one it
+        // did not happen to draw (a 4.7 us copy read 4.3% apart, the same sign three times).
+        const double sd_a =
+            rn / std::sqrt(static_cast<double>(std::max<std::size_t>(1, x.groups.size())));
+        const double sd_b =
+            rn / std::sqrt(static_cast<double>(std::max<std::size_t>(1, y->groups.size())));
+        const double lr = std::log(pr.ratio);
+        pr.sample_hw = lr >= 0 ? lr - std::log(pr.ci.lo) : std::log(pr.ci.hi) - lr;
+        pr.runs = static_cast<int>(std::min(x.groups.size(), y->groups.size()));
+        // Across two devices, no-change is the device band: chip-to-chip differences are in no CI.
+        const double zone = out.cross_device ? out.band_used : 0.0;
+        const Verdict samples_only =
+            core::ab_verdict(pr.ci, pr.ratio, opt.min_effect, out.band_used, zone);
+        double noise_hw = 0;
         if (sd_a > 0 || sd_b > 0) {
-          pr.ci = widen_for_run_noise(pr.ci, pr.ratio, sd_a, sd_b, opt.confidence);
+          pr.ci = core::widen_for_run_noise(pr.ci, pr.ratio, sd_a, sd_b, opt.confidence);
           pr.run_noise = std::hypot(sd_a, sd_b);
+          noise_hw = core::normal_quantile(0.5 + 0.5 * opt.confidence) * pr.run_noise;
         }
-        pr.verdict = verdict_for(pr.ci, out.band_used);
-        if (pr.verdict == Verdict::unsure && samples_only != Verdict::unsure)
-          ++out.unsure_by_run_noise;
+        pr.verdict = core::ab_verdict(pr.ci, pr.ratio, opt.min_effect, out.band_used, zone);
+        if (pr.verdict == Verdict::unsure) {
+          if (samples_only != Verdict::unsure) ++out.unsure_by_run_noise;
+          pr.resolution = core::resolve_unsure(pr.ratio, pr.sample_hw, noise_hw, pr.runs,
+                                               opt.min_effect, out.band_used);
+        }
       } else {
         // One number per side says nothing about noise: no verdict can be honest.
         pr.ci = {pr.ratio, pr.ratio};
@@ -457,6 +459,8 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
     if (p.verdict == Verdict::unsure &&
         (static_cast<int>(p.n_a) < opt.min_samples || static_cast<int>(p.n_b) < opt.min_samples))
       note += std::string(note.empty() ? "" : "; ") + "too few samples";
+    else if (p.verdict == Verdict::unsure)
+      note += std::string(note.empty() ? "" : "; ") + resolution_text(p.resolution);
     pairs.rows.push_back({text_cell(p.op), text_cell(p.dtype), text_cell(p.shape),
                           text_cell(p.role), text_cell(p.provider),
                           integer_cell(static_cast<long long>(p.n_a)),
@@ -464,24 +468,28 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
                           number_cell(p.median_b), number_cell(p.ratio), number_cell(p.ci.lo),
                           number_cell(p.ci.hi), text_cell(to_string(p.verdict)), text_cell(note)});
   }
-  pairs.notes.push_back("verdict from the bootstrap " + fmt(opt.confidence * 100, 3) +
-                        "% CI of the median ratio against a noise band of +/-" +
-                        fmt((r.band_used > 0 ? r.band_used : opt.noise_band) * 100, 3) +
-                        "%: FASTER/SLOWER when the CI lies wholly outside it, SAME when wholly "
-                        "inside, else UNSURE");
+  pairs.notes.push_back(
+      "verdict from the bootstrap " + fmt(opt.confidence * 100, 3) +
+      "% CI of the median ratio: FASTER/SLOWER when the CI excludes 1 and the effect is at least " +
+      fmt(opt.min_effect * 100, 3) + "% (--min-effect); SAME when the CI lies inside +/-" +
+      fmt((r.band_used > 0 ? r.band_used : opt.noise_band) * 100, 3) +
+      "% (--noise-band); else UNSURE. Same code on both sides gives FASTER/SLOWER only where it "
+      "moved more than the run-to-run terms allow (0 of the calibration pairs by construction)");
   {
     std::string fams;
     for (const auto& [f, v] : opt.run_noise_class) fams += ", " + f + " " + fmt(v * 100, 3) + "%";
     pairs.notes.push_back(
         "the CI includes run-to-run noise (--run-noise: " + fmt(opt.run_noise * 100, 3) + "%" +
-        fams + " per side; tiny: a median below " + fmt(CompareOptions::kTinyMs * 1e3, 3) +
-        " us, fallback: a direct-timer fallback row) for a side with fewer than three runs, "
-        "whose own samples cannot show it");
+        fams + " per side, in quadrature with " + fmt(opt.run_noise_floor_us, 3) +
+        " us / the median (the timer floor's jitter); fallback: a direct-timer fallback row), "
+        "divided by sqrt(runs) for a side of several runs; the defaults were " +
+        kRunNoiseDerivation);
     if (r.unsure_by_run_noise > 0)
       pairs.notes.push_back(
           std::to_string(r.unsure_by_run_noise) +
-          " pair(s) are UNSURE only because of that run-to-run noise: to resolve them, give each "
-          "side three or more runs (caliber ab --rounds 3, or A1,A2,A3 B1,B2,B3 to compare)");
+          " pair(s) are UNSURE only because of that run-to-run noise; each UNSURE pair's note "
+          "says what would resolve it (rounds: caliber ab --rounds N, or N runs a side to "
+          "compare; --min-time: a longer window per measurement)");
   }
   if (r.cross_device)
     pairs.notes.push_back(

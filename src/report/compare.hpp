@@ -20,24 +20,29 @@
 
 namespace caliber::report {
 
-enum class Verdict { faster, slower, same, unsure };
+using core::Verdict;
 [[nodiscard]] const char* to_string(Verdict v) noexcept;  // FASTER, SLOWER, SAME, UNSURE
 
-// FASTER: the CI lies entirely below 1 - band; SLOWER: entirely above 1 + band; SAME: entirely
-// inside [1 - band, 1 + band]; otherwise UNSURE.
-[[nodiscard]] Verdict verdict_for(core::Interval ratio_ci, double band) noexcept;
-
-// The CI of a ratio widened by run-to-run noise: each side with fewer than three runs adds its
-// relative standard deviation `sd_a` / `sd_b`; the extra half-width z*sqrt(sd_a^2 + sd_b^2) is
-// combined in quadrature with each half of `ci` on a log scale around `ratio`.
-[[nodiscard]] core::Interval widen_for_run_noise(core::Interval ci, double ratio, double sd_a,
-                                                 double sd_b, double confidence);
+// How the default run-to-run terms were derived (printed by compare --help and under its table).
+inline constexpr const char* kRunNoiseDerivation =
+    "derived 2026-11-30 from the calibration set: every same-code pair recorded in the sustained "
+    "regime that day on one H200, machines B (17:04-17:09 UTC: mm bmm add gelu sum cumsum softmax "
+    "layer_norm), C (17:16-17:22: mm bmm add softmax sort sum) and the 17:55 call (mm bmm), 418 "
+    "provider pairs. A side's term is hypot(class %, floor_us / median), the smallest that puts "
+    "every pair of its class (quantile 1.0 of the widening it needed) inside the 95% interval: "
+    "other 2.2% with 0.15 us (256 pairs; bound by gelu 1 GiB at 1.3 ms, 6.5% apart, and softmax "
+    "64x512x512 at 21 us), blas 4.5% (162 pairs; bmm 2x4096^3 at 345 us, 12.3% apart); fallback "
+    "4.3% from the burst pairs of machines B and C (72 pairs, the only fallback rows recorded). "
+    "Checked on a fresh H200 (docs/ab.md)";
 
 struct CompareOptions {
-  // fraction. 3%: with the run-to-run noise below, no pair of two runs of the same code on one
-  // H200 came out FASTER or SLOWER (900+ pairs, 2026-11-29), and an A/B of a real switch still
-  // found every row it changed; 2% called a few.
+  // The equivalence band (fraction): a CI wholly inside it is SAME. It decides nothing about
+  // FASTER/SLOWER, which need the CI to exclude 1 and an effect of at least min_effect.
   double noise_band = 0.03;
+  // The smallest effect reported as FASTER/SLOWER (fraction): 0.5%, about the 90th percentile
+  // of what the same code moved between two runs on rows of 20 us or more in the calibration set
+  // (docs/ab.md); below it a difference is real but too small to name.
+  double min_effect = 0.005;
   // When the two sides ran on different physical devices (uuid) or on different nodes (the Slurm
   // node name, else the host name), the band is at least this:
   // chip-to-chip differences are not in a CI built from one run's samples. Two runs of the same
@@ -45,18 +50,16 @@ struct CompareOptions {
   double device_band = 0.06;
   // Run-to-run noise: the relative standard deviation between two runs of the same code on one
   // device, which one run's samples cannot show (clock and power state, memory placement, host
-  // jitter). A side with fewer than three runs of a case gets it added to its interval in
-  // quadrature; with three or more, the grouped bootstrap measures it. A pair takes the largest
-  // that applies: `run_noise`, its family's entry (the row's "family"), "fallback" when either
-  // row fell back to the direct timer (BENCHMARK_DIRECT_NO_CUDAGRAPH), "tiny" when either median
-  // is below kTinyMs. Same code, one H200, 2026-11-29 (900+ pairs): |log ratio| max 2.9% for
-  // graph-timed rows of 5 us or more in single runs, once 5% between two rounds of an A/B;
-  // 4.8% below 5 us; GEMMs 11.8% (p99 6.6%); fallback rows (nonzero, which syncs with the host)
-  // 12.9%.
-  double run_noise = 0.008;
-  std::map<std::string, double> run_noise_class{
-      {"blas", 0.04}, {"fallback", 0.05}, {"tiny", 0.015}};
-  static constexpr double kTinyMs = 0.005;
+  // jitter). A side of R runs of a case gets it divided by sqrt(R) added to its interval in
+  // quadrature (with two or more, the grouped bootstrap also measures the spread it drew). A pair
+  // takes the largest that applies: `run_noise`, its family's entry (the row's "family"),
+  // "fallback" when either row fell back to the direct timer (BENCHMARK_DIRECT_NO_CUDAGRAPH); then
+  // the floor term below. How the defaults were derived: kRunNoiseDerivation.
+  double run_noise = 0.022;
+  std::map<std::string, double> run_noise_class{{"blas", 0.045}, {"fallback", 0.043}};
+  // The timer floor's jitter between processes (microseconds), added to every class in
+  // quadrature as floor_us / median: it is what makes short kernels move (about 0.2-0.3 us).
+  double run_noise_floor_us = 0.15;
   double confidence = 0.95;
   int resamples = 2000;
   std::uint64_t seed = 1;
@@ -65,8 +68,9 @@ struct CompareOptions {
   std::optional<double> fail_on_regression_pct;
 };
 
-// "0.8,blas=4,fallback=5,tiny=1.5" -> default 0.8%, then per class (a family, "fallback" or
-// "tiny"); fractions in the result. Throws std::invalid_argument.
+// "0.5,blas=1.5,fallback=4.3,floor_us=0.15" -> default 0.5%, then per class (a family or
+// "fallback"), fractions in the result, and the floor in microseconds (0 when not given).
+// Throws std::invalid_argument.
 void parse_run_noise(const std::string& spec, CompareOptions& opt);
 
 struct PairResult {
@@ -80,6 +84,9 @@ struct PairResult {
   bool fallback = false;  // either side's row carries BENCHMARK_DIRECT_NO_CUDAGRAPH
   bool grouped = false;   // the CI resampled runs, then samples (several runs on both sides)
   double run_noise = 0;   // the run-to-run term added to the CI (log scale half-width), 0 if none
+  double sample_hw = 0;   // the samples' own half width toward no change (log scale)
+  int runs = 1;           // runs (or rounds) on the side with fewer
+  core::Resolution resolution;  // UNSURE: what would resolve it
 };
 
 struct OpRange {

@@ -21,7 +21,21 @@ std::string AbSide::describe() const {
 }
 
 void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std::string>& args,
-                     AbSide& a, AbSide& b) {
+                     AbSide& a, AbSide& b, const std::string& lib_a, const std::string& lib_b) {
+  if (lib_a.empty() != lib_b.empty())
+    throw AbUsageError(std::string(lib_a.empty() ? "--ops-lib-b" : "--ops-lib-a") + ": '" +
+                       (lib_a.empty() ? lib_b : lib_a) + "' is given without " +
+                       (lib_a.empty() ? "--ops-lib-a" : "--ops-lib-b") +
+                       "; allowed: both (A's library and B's) or neither");
+  for (const auto& [flag, lib] : {std::pair{"--ops-lib-a", lib_a}, std::pair{"--ops-lib-b", lib_b}})
+    if (!lib.empty() && !fs::is_regular_file(lib))
+      throw AbUsageError(std::string(flag) + ": '" + lib +
+                         "' is not a regular file; allowed: a shared library of ops");
+  if (!lib_a.empty()) {
+    // Absolute, so that each side's runs load exactly the file named here.
+    a.args.push_back("--ops-lib=" + fs::absolute(lib_a).lexically_normal().string());
+    b.args.push_back("--ops-lib=" + fs::absolute(lib_b).lexically_normal().string());
+  }
   std::map<std::string, int> seen;
   std::vector<std::string> order;
   for (const auto& e : envs) {
@@ -45,8 +59,15 @@ void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std
                        " times; give it twice (A's flag, then B's) or once (A only)");
   if (!args.empty()) a.args.push_back(args[0]);
   if (args.size() == 2) b.args.push_back(args[1]);
-  if (envs.empty() && args.empty())
-    throw AbUsageError("nothing to switch: give --env NAME=A --env NAME=B and/or --arg X --arg Y");
+  if (!lib_a.empty() && fs::equivalent(lib_a, lib_b) && a.env == b.env &&
+      std::vector<std::string>(a.args.begin() + 1, a.args.end()) ==
+          std::vector<std::string>(b.args.begin() + 1, b.args.end()))
+    throw AbUsageError("--ops-lib-a and --ops-lib-b name the same file ('" + lib_a +
+                       "'): nothing would be compared");
+  if (envs.empty() && args.empty() && lib_a.empty())
+    throw AbUsageError(
+        "nothing to switch: give --env NAME=A --env NAME=B, --arg X --arg Y and/or "
+        "--ops-lib-a LIB --ops-lib-b LIB");
   if (a.env == b.env && a.args == b.args)
     throw AbUsageError("A and B are identical (" + a.describe() + "): nothing would be compared");
 }
@@ -62,7 +83,7 @@ AbOutcome run_ab_rounds(const AbOptions& opt, std::ostream& out, std::ostream& e
   if (opt.rounds < 1) throw AbUsageError("--rounds: must be at least 1");
   const fs::path self = opt.self_exe.empty() ? fs::read_symlink("/proc/self/exe") : opt.self_exe;
   AbOutcome outcome;
-  outcome.ab_dir = core::claim_run_dir(opt.out, "ab");
+  outcome.ab_dir = core::claim_run_dir(opt.out, opt.name);
   fs::create_directories(outcome.ab_dir / "logs");
   nlohmann::json cfg = {{"rounds", opt.rounds},
                         {"ops", opt.ops},

@@ -27,14 +27,18 @@ class AbUsageError : public std::invalid_argument {
 
 // --env NAME=A --env NAME=B: the first value of each name is side A's, the second side B's; a name
 // given once is set on A and unset on B. --arg X --arg Y: A gets X, B gets Y (once: A only).
-// Throws AbUsageError (no switch at all, a malformed NAME=VALUE, a name given three times).
+// --ops-lib-a LIB --ops-lib-b LIB: two builds of the same ops, each side's runs load its own
+// library (--ops-lib; both or neither). Throws AbUsageError (no switch at all, a malformed
+// NAME=VALUE, a name given three times, one library without the other, a missing file).
 void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std::string>& args,
-                     AbSide& a, AbSide& b);
+                     AbSide& a, AbSide& b, const std::string& lib_a = {},
+                     const std::string& lib_b = {});
 
 struct AbOptions {
   AbSide a, b;
   int rounds = 3;
   std::filesystem::path out = "runs";
+  std::string name = "ab";  // the A/B directory: <out>/<name>-<timestamp>
   std::vector<std::string> ops;
   std::vector<std::string> run_args;  // the same for both sides
   std::filesystem::path self_exe;     // empty: /proc/self/exe

@@ -491,7 +491,7 @@ BatchOutcome run_batch(const BatchOptions& in_opt, std::ostream& out, std::ostre
     } catch (const std::invalid_argument& e) {
       throw BatchUsageError(std::string("--out: ") + e.what());
     }
-    ctx.batch_dir = core::claim_run_dir(opt.out, "batch");
+    ctx.batch_dir = core::claim_run_dir(opt.out, opt.name);
     cfg = {{"backend", backend->name()},
            {"run_args", opt.run_args},
            {"timeout_per_op_s", opt.timeout_per_op_s},

@@ -67,6 +67,7 @@ struct BatchOptions {
   double timeout_per_op_s = 0;  // <= 0: none
   double grace_s = 5;
   std::filesystem::path out = "runs";
+  std::string name = "batch";         // the batch directory: <out>/<name>-<timestamp>
   std::filesystem::path resume_dir;   // rerun the ops of this batch that are not ok
   std::vector<std::string> run_args;  // passed to every `caliber run` unchanged
   std::filesystem::path self_exe;     // empty: /proc/self/exe

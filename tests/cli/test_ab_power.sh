@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The sensitivity self-test of the A/B verdict rule (docs/ab.md), on the cpu backend with generous
+# margins: two builds of the same code (one library copied to a second path) give no FASTER or
+# SLOWER; a build whose candidate does twice the work (caliber_test_scaled_slow), and the same op
+# with CALIBER_TEST_SCALE=2, are SLOWER; the unchanged baseline is never FASTER/SLOWER.
+# Also: ab takes every run flag (--quiet, --name) and refuses a lone --ops-lib-a (exit 2).
+set -u
+CAL=$1
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+LIB=${CALIBER_TEST_SCALED_LIB:-$(dirname "$CAL")/tests/libcaliber_test_scaled.so}
+SLOW=${CALIBER_TEST_SCALED_SLOW_LIB:-$(dirname "$CAL")/tests/libcaliber_test_scaled_slow.so}
+for f in "$LIB" "$SLOW"; do
+  [ -f "$f" ] || { echo "FAIL: the test op library $f is not built"; exit 1; }
+done
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+cp "$LIB" "$T/libsame_again.so"  # a second build of the same code
+# A shared 2-core host (ctest -j2, other jobs) moves timings by far more than an H200 does (the
+# same code once read 2x apart between two processes): two interleaved rounds a side, a cpu
+# run-to-run term of 20% per side (an interval of about +/-40%) and a 20% --min-effect.
+RUN=(--backend cpu --devices 0 --shape 262144 --shape 1048576 --min-samples 20 --min-time 0
+     --warmup 0 --rounds 2 --quiet --run-noise 20 --min-effect 20 --format csv)
+
+# verdicts FILE ROLE: the verdict column of the csv pairs of that role, one per line.
+verdicts() { awk -F, -v role="$2" '$4 == role { print $13 }' "$1"; }
+
+# Same code on both sides: never FASTER or SLOWER (three attempts: a load spike on the shared host
+# can move one side by more than the margin; a broken rule calls every attempt).
+same_ok=0
+for attempt in 1 2 3; do
+  rm -rf "$T/same"
+  "$CAL" ab --ops-lib-a "$LIB" --ops-lib-b "$T/libsame_again.so" --out "$T/same" --name same \
+    "${RUN[@]}" test_scaled > "$T/same.txt" 2>&1; rc=$?
+  cat "$T/same.txt"
+  [ "$rc" -eq 0 ] || fail "ab (same code) exit $rc"
+  ls -d "$T"/same/same-*/A-2-* > /dev/null 2>&1 || fail "--name did not name the A/B directory"
+  n=$(verdicts "$T/same.txt" candidate | wc -l)
+  [ "$n" -eq 2 ] || fail "expected 2 candidate pairs, got $n"
+  if ! grep -Eq ',(FASTER|SLOWER),' "$T/same.txt"; then same_ok=1; break; fi
+  echo "attempt $attempt: the same code came out FASTER/SLOWER; again"
+done
+[ "$same_ok" -eq 1 ] || fail "the same code came out FASTER/SLOWER in three attempts"
+
+# A planted 2x the work, as a second build and as the environment switch: SLOWER.
+for how in build env; do
+  ok=0
+  for attempt in 1 2 3; do
+    rm -rf "$T/$how"
+    if [ "$how" = build ]; then
+      sw=(--ops-lib-a "$LIB" --ops-lib-b "$SLOW")
+    else
+      sw=(--ops-lib "$LIB" --env CALIBER_TEST_SCALE=1 --env CALIBER_TEST_SCALE=2)
+    fi
+    "$CAL" ab "${sw[@]}" --out "$T/$how" "${RUN[@]}" test_scaled > "$T/$how.txt" 2>&1; rc=$?
+    cat "$T/$how.txt"
+    [ "$rc" -eq 0 ] || fail "ab ($how) exit $rc"
+    c=$(verdicts "$T/$how.txt" candidate | sort -u | tr '\n' ' ')
+    b=$(verdicts "$T/$how.txt" baseline | sort -u | tr '\n' ' ')
+    if [ "$c" = "SLOWER " ] && ! printf '%s' "$b" | grep -Eq 'FASTER|SLOWER'; then ok=1; break; fi
+    echo "attempt $attempt ($how): candidate '$c', baseline '$b'; again"
+  done
+  [ "$ok" -eq 1 ] || fail "a planted 2x ($how) was not SLOWER on every row in three attempts"
+done
+
+"$CAL" ab --ops-lib-a "$LIB" --backend cpu test_scaled > "$T/lone.txt" 2>&1; rc=$?
+[ "$rc" -eq 2 ] && grep -q -- '--ops-lib-b' "$T/lone.txt" || fail "a lone --ops-lib-a: exit $rc"
+"$CAL" ab --ops-lib-a "$LIB" --ops-lib-b "$LIB" --backend cpu test_scaled > /dev/null 2>&1; rc=$?
+[ "$rc" -eq 2 ] || fail "the same library twice must exit 2, got $rc"
+"$CAL" batch --help | grep -q -- '--quiet' || fail "batch does not take --quiet"
+"$CAL" ab --help | grep -q -- '--name' || fail "ab does not take --name"
+echo PASS
