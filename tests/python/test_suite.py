@@ -48,7 +48,7 @@ class SuiteRuns(unittest.TestCase):
         self.assertEqual(ident["backend"], "cpu")
         self.assertEqual(ident["python"]["version"], sys.version.split()[0])
         self.assertTrue(ident["python"]["suite"].endswith("host_suite.py"))
-        self.assertEqual(ident["ops"], ["py_sum", "py_scale"])
+        self.assertEqual(ident["ops"], ["py_sum", "py_scale", "py_nap"])
         self.assertTrue(any(s.startswith("python:") for s in ident["ops_libs"]))
         cases, header, footer = rows(d)
         self.assertEqual(header["type"], "header")
@@ -66,6 +66,12 @@ class SuiteRuns(unittest.TestCase):
             self.assertTrue(c["accuracy"])
             names = [p["name"] for p in c["providers"]]
             self.assertEqual(len(names), 2)
+        nap = [c for c in cases if c["op"] == "py_nap"][0]
+        # the launches really ran under the timer: 4 ms and 1 ms of sleep per call
+        self.assertGreater(nap["latency_base_ms"], 3.9)
+        self.assertLess(nap["latency_base_ms"], 10.0)
+        self.assertGreater(nap["latency_ms"], 0.95)
+        self.assertGreater(nap["speedup"], 1.8)
         with open(os.path.join(d, "shapes.yaml")) as f:
             shapes = f.read()
         self.assertIn("py_scale", shapes)

@@ -3,6 +3,7 @@
 # family (py_sum: reduction).
 import math
 import random
+import time
 
 import caliber
 
@@ -25,6 +26,13 @@ def scale_map(xs, a):
     return list(map(a.__mul__, xs))
 
 
+def nap(ms):
+    def sleeper(xs):
+        time.sleep(ms / 1000.0)
+        return list(xs)
+    return sleeper
+
+
 OPS = [
     caliber.Op(name="py_sum", family="reduction", dtypes=["f64"], inputs=vector,
                baseline=("builtin_sum", lambda xs: [sum(xs)]),
@@ -35,4 +43,7 @@ OPS = [
                inputs=scale_inputs, baseline=("list_comp", scale_list),
                candidate={"map": scale_map}, tolerance=(0.0, 1e-15),
                bytes=lambda case: 16 * case.numel),
+    # launches of known length: the timer must read them (4 ms baseline, 1 ms candidate)
+    caliber.Op(name="py_nap", family="pointwise", dtypes=["f64"], shapes=[[4]], inputs=vector,
+               baseline=("nap4", nap(4.0)), candidate=("nap1", nap(1.0))),
 ]
