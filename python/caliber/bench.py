@@ -108,13 +108,15 @@ def _resolve_backend(backend):
 def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="sustained",
             return_mode="median", quantiles=None, repeat=1, warmup_s=None, timeout_s=None,
             min_samples=None, min_time_s=None, max_noise=None, rng=False, name=None,
-            grad_to_none=None, keep_samples=200):
+            grad_to_none=None, keep_samples=200, per_launch=True):
     """Times fn() (which only enqueues work, on torch's current stream on CUDA) and returns a
     Measurement. backend: "auto" (cuda when torch sees a GPU, else cpu), "cpu", "cuda", or
     ZL_BACKEND. On CUDA, fn runs with torch's current stream set to caliber's; a graph capture
     that fn refuses (a Python exception or a CUDA capture error, `.item()` included) falls back
     to the direct timer with BENCHMARK_DIRECT_NO_CUDAGRAPH. An exception fn raises outside any
-    capture is raised here."""
+    capture is raised here. per_launch=False makes the graph timer time a replay of K
+    back-to-back launches divided by K (do_bench_cudagraph's method) instead of each launch
+    between event nodes of its own (docs/python.md)."""
     if not callable(fn):
         raise TypeError("caliber.measure: fn must be callable, got %r" % (fn,))
     if return_mode not in _RETURN_MODES:
@@ -131,7 +133,7 @@ def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="su
     torch_dev = torch_dev and not info.get("host", False)
     opts = {"timer": timer, "l2": l2, "clock": clock, "return_mode": return_mode,
             "repeat": repeat, "rng": bool(rng), "op": name or getattr(fn, "__name__", "fn"),
-            "max_kept_samples": keep_samples}
+            "max_kept_samples": keep_samples, "graph_per_launch": bool(per_launch)}
     if quantiles is not None:
         opts["quantiles"] = [float(q) for q in quantiles]
     for key, value in (("warmup_s", warmup_s), ("timeout_s", timeout_s),

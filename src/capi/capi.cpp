@@ -113,6 +113,9 @@ timing::TimingOptions parse_options(const json& o, const backends::Capabilities&
   if (t.stop.timeout_s <= 0) throw std::invalid_argument("timeout_s: must be positive");
   t.throttle_fraction = o.value("throttle_fraction", t.throttle_fraction);
   t.max_kept_samples = o.value("max_kept_samples", t.max_kept_samples);
+  // false: the graph timer times a replay of K back-to-back launches and divides by K
+  // (events-per-replay, as do_bench_cudagraph does) instead of each launch between event nodes.
+  t.graph_per_launch = o.value("graph_per_launch", true);
   t.capture_denied = o.value("capture_denied", false);
   t.rng = o.value("rng", false);
   t.op = o.value("op", std::string());
