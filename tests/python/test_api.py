@@ -29,10 +29,11 @@ class BenchApi(unittest.TestCase):
         self.assertLess(ms, 100)
 
     def test_sleep_is_measured_in_ms(self):
-        # 2 ms of sleep per call: the host timer must read about that, not the call's overhead.
+        # 2 ms of sleep per call: the host timer must read about that, not the call's overhead
+        # (the upper bound leaves room for a loaded CI host's late wake-ups).
         ms = caliber.bench(lambda: time.sleep(0.002), return_mode="median", **FAST)
         self.assertGreater(ms, 1.9)
-        self.assertLess(ms, 6.0)
+        self.assertLess(ms, 20.0)
 
     def test_quantiles_and_return_modes(self):
         q = caliber.bench(work, quantiles=[0.2, 0.5, 0.8], **FAST)
@@ -44,9 +45,12 @@ class BenchApi(unittest.TestCase):
         allv = caliber.bench(work, return_mode="all", **FAST)
         self.assertIsInstance(allv, list)
         self.assertGreater(len(allv), 5)
-        lo = caliber.bench(work, return_mode="min", **FAST)
-        hi = caliber.bench(work, return_mode="max", **FAST)
+        lo, hi = caliber.bench(work, quantiles=[0, 1], **FAST)  # one measurement's extremes
         self.assertLessEqual(lo, hi)
+        for mode in ("min", "max", "mean", "median"):
+            v = caliber.bench(work, return_mode=mode, **FAST)
+            self.assertIsInstance(v, float)
+            self.assertGreater(v, 0)
 
     def test_measure_result_object(self):
         m = caliber.measure(work, **FAST)

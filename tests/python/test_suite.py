@@ -69,7 +69,7 @@ class SuiteRuns(unittest.TestCase):
         nap = [c for c in cases if c["op"] == "py_nap"][0]
         # the launches really ran under the timer: 4 ms and 1 ms of sleep per call
         self.assertGreater(nap["latency_base_ms"], 3.9)
-        self.assertLess(nap["latency_base_ms"], 10.0)
+        self.assertLess(nap["latency_base_ms"], 25.0)
         self.assertGreater(nap["latency_ms"], 0.95)
         self.assertGreater(nap["speedup"], 1.8)
         with open(os.path.join(d, "shapes.yaml")) as f:
