@@ -62,3 +62,24 @@ std::string valid_backend_names() {
 }
 
 }  // namespace caliber::backends
+
+namespace caliber::backends {
+
+namespace {
+DeviceDecorator& device_decorator() {
+  static DeviceDecorator d;
+  return d;
+}
+}  // namespace
+
+void set_device_decorator(DeviceDecorator decorator) {
+  device_decorator() = std::move(decorator);
+}
+
+std::unique_ptr<Device> open_device(const Backend& backend, int visible_index, std::uint64_t seed) {
+  auto dev = backend.open(visible_index, seed);
+  if (device_decorator() && dev) return device_decorator()(std::move(dev));
+  return dev;
+}
+
+}  // namespace caliber::backends

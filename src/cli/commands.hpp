@@ -29,6 +29,10 @@ int usage_error(const std::string& message);
 
 }  // namespace caliber::cli
 
+// The whole CLI: parses argv, runs the subcommand, returns the exit code. main() (src/cli/entry/)
+// is this alone; the Python package's library (src/capi) calls it for `python3 -m caliber run`.
+int caliber_cli_main(int argc, char** argv);
+
 #define CALIBER_CLI_CAT_INNER(a, b) a##b
 #define CALIBER_CLI_CAT(a, b) CALIBER_CLI_CAT_INNER(a, b)
 // CALIBER_COMMAND(order, adder) at namespace scope in src/cli/cmd_<name>.cpp; order sorts --help.

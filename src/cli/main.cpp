@@ -64,7 +64,7 @@ int usage_error(const std::string& message) {
 
 }  // namespace caliber::cli
 
-int main(int argc, char** argv) {
+int caliber_cli_main(int argc, char** argv) {
   using namespace caliber::cli;
   CLI::App app{
       "caliber: benchmark operator libraries against their vendor baselines, honestly.\n"

@@ -101,6 +101,19 @@ std::string run_header_text(const nlohmann::json& identity) {
          text("repeat") + " | l2 " + text("l2") + " | clock " + text("clock");
 }
 
+static nlohmann::json& identity_extra_store() {
+  static nlohmann::json extra = nlohmann::json::object();
+  return extra;
+}
+
+void set_identity_extra(const std::string& key, nlohmann::json value) {
+  identity_extra_store()[key] = std::move(value);
+}
+
+const nlohmann::json& identity_extra() {
+  return identity_extra_store();
+}
+
 std::string caliber_version() {
   return CALIBER_VERSION;
 }

@@ -33,6 +33,10 @@ void write_identity(const std::filesystem::path& run_dir, const nlohmann::json& 
 // The run header printed at start, one line from the identity: backend, device, timer, level,
 // autotune mode, repeat and L2 policy ("?" where the identity lacks a key).
 [[nodiscard]] std::string run_header_text(const nlohmann::json& identity);
+// Keys a host program that embeds caliber adds to every run_identity.json it writes (the Python
+// package: {"python": {"version", "torch", "triton", ...}}, docs/python.md). Set once, before runs.
+void set_identity_extra(const std::string& key, nlohmann::json value);
+[[nodiscard]] const nlohmann::json& identity_extra();  // an object, empty by default
 // The build's version (CMake's project version) and commit (12 hex digits, "-dirty" when tracked
 // files differed from it; "unknown" outside a git checkout), from the header the build generates
 // (cmake/build_version.cmake). caliber_version_line() is what `caliber --version` prints:

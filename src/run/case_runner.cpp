@@ -1,5 +1,6 @@
 #include "run/case_runner.hpp"
 
+#include "backends/registry.hpp"
 #include "core/knobs.hpp"
 
 #include <algorithm>
@@ -107,7 +108,7 @@ CaseRunner::CaseRunner(const backends::Backend& backend, int device_index, std::
                        const core::Knobs& knobs, std::string timer,
                        const tune::Settings& tune_settings)
     : backend_(backend), knobs_(knobs), timer_(std::move(timer)) {
-  device_ = backend_.open(device_index, seed);
+  device_ = backends::open_device(backend_, device_index, seed);
   deny_ = backend_.capture_deny_ops();
   deny_.insert(deny_.end(), knobs_.capture_deny.begin(), knobs_.capture_deny.end());
   tuner_ = std::make_unique<tune::Tuner>(tune_settings);

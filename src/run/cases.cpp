@@ -50,11 +50,15 @@ void load_ops_library(const std::string& path) {
                          "' could not be loaded: " + (err ? err : "unknown"));
   }
   libs.push_back({first, abs});  // the handle stays open: its ops live as long as the process
-  const auto& all = registered_ops();
-  if (all.size() == first)
+  if (registered_ops().size() == first)
     throw SelectionError("--ops-lib: '" + path +
                          "' registers no op (CALIBER_REGISTER_OP at namespace scope registers one; "
                          "or the library was already loaded under another path)");
+  check_unique_names(first, abs, "--ops-lib");
+}
+
+void check_unique_names(std::size_t first, const std::string& source, const std::string& knob) {
+  const auto& all = registered_ops();
   // Names are unique per backend across the built-in corpus and every library: a second
   // registration would otherwise shadow or be shadowed silently.
   std::map<std::pair<std::string, std::string>, std::size_t> seen;  // (backend, name) -> index
@@ -63,19 +67,35 @@ void load_ops_library(const std::string& path) {
     try {
       name = all[i].factory()->info().name;
     } catch (const std::exception& e) {
-      throw SelectionError("--ops-lib: an op of '" + op_source(i) +
+      throw SelectionError(knob + ": an op of '" + op_source(i) +
                            "' throws when it describes itself: " + e.what());
     }
     auto [it, fresh] = seen.emplace(std::make_pair(all[i].backend, name), i);
     if (fresh || i < first) continue;
     const std::string earlier = op_source(it->second);
-    throw SelectionError("--ops-lib: op '" + name + "' (backend " + all[i].backend + ") from " +
-                         abs + " is already registered by " +
-                         (earlier == abs              ? std::string("the same library")
+    throw SelectionError(knob + ": op '" + name + "' (backend " + all[i].backend + ") from " +
+                         source + " is already registered by " +
+                         (earlier == source           ? std::string("the same source")
                           : earlier == kBuiltinSource ? std::string("the built-in corpus")
                                                       : earlier) +
                          "; rename the op in one of them");
   }
+}
+
+void adopt_registered_ops(std::size_t first, const std::string& source) {
+  loaded_libraries().push_back({first, source});
+  check_unique_names(first, source, source);
+}
+
+namespace {
+std::map<std::string, std::vector<core::Shape>>& own_shapes() {
+  static std::map<std::string, std::vector<core::Shape>> shapes;
+  return shapes;
+}
+}  // namespace
+
+void set_op_shapes(const std::string& op, std::vector<core::Shape> shapes) {
+  own_shapes()[op] = std::move(shapes);
 }
 
 void load_ops_libraries(const std::string& list) {
@@ -242,8 +262,11 @@ Selection select_cases(const core::Knobs& k, const std::string& backend, bool ho
     std::set<std::string> ids;
     auto& used = sel.used_shapes[e.info.name];
     std::set<core::Shape> used_set(used.begin(), used.end());  // linear scans made 40k shapes 11 s
-    const auto op_shapes =
-        k.shapes.empty() ? shapes.shapes_for(e.info.name, e.info.family, sel.level) : k.shapes;
+    const auto own = own_shapes().find(e.info.name);
+    const auto op_shapes = !k.shapes.empty() ? k.shapes
+                           : own != own_shapes().end()
+                               ? own->second
+                               : shapes.shapes_for(e.info.name, e.info.family, sel.level);
     for (const auto& raw : op_shapes) {
       auto shape = e.op->canonical_shape(raw);
       if (!k.shapes.empty() && !e.info.dim_names.empty() &&

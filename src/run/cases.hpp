@@ -45,6 +45,16 @@ inline constexpr const char* kBuiltinSource = "built-in";
 void load_ops_library(const std::string& path);
 // Loads --ops-lib / CALIBER_OPS_LIB: a comma list of paths, in order.
 void load_ops_libraries(const std::string& list);
+// Names must be unique per backend: throws SelectionError (prefixed with `knob`) when an op
+// registered at index >= first has the name of an earlier one, naming both sources.
+void check_unique_names(std::size_t first, const std::string& source, const std::string& knob);
+// Ops a host program registered at run time (the Python package's suites, docs/python.md): the
+// registrations from index `first` on are credited to `source` (listings, run_identity.json's
+// ops_libs) and checked for name collisions as a loaded library's are. Throws SelectionError.
+void adopt_registered_ops(std::size_t first, const std::string& source);
+// Shapes an op carries itself (a suite's inline shapes): used at every level instead of the
+// shape file's lists; --shape still wins.
+void set_op_shapes(const std::string& op, std::vector<core::Shape> shapes);
 // Where registered_ops()[index] came from: kBuiltinSource or a library path.
 [[nodiscard]] std::string op_source(std::size_t index);
 // Every op registered for `backend`, in registration order.

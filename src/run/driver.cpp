@@ -239,6 +239,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
         {"stream_hold", caps.stream_hold},
         {"host", caps.host}}},
   };
+  for (const auto& [key, value] : core::identity_extra().items()) identity[key] = value;
   core::write_identity(run_dir, identity);
   core::write_file_atomic(
       run_dir / "shapes.yaml",

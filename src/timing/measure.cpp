@@ -339,6 +339,7 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
   }
   std::unique_ptr<backends::Graph> graph;
   int code = 0;
+  bool refused = false;  // a launch's own error under capture (CaptureRefused)
   std::string what;
   {
     detail::RngCaptureGuard guard(dev, opt.rng);
@@ -357,13 +358,19 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
       code = e.code();
       what = e.what();
       dev.abort_capture();
+    } catch (const CaptureRefused& e) {
+      refused = true;
+      what = e.what();
+      dev.abort_capture();
     } catch (...) {
       dev.abort_capture();
       throw;
     }
   }
-  if (code != 0 || !graph) {
-    const Failure f = code != 0 ? backend.classify(code) : Failure::other;
+  if (code != 0 || refused || !graph) {
+    const Failure f = refused     ? Failure::refused_capture
+                      : code != 0 ? backend.classify(code)
+                                  : Failure::other;
     if (what.empty()) what = "capture produced no graph";
     switch (f) {
       case Failure::refused_capture: {

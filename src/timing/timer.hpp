@@ -17,6 +17,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,15 @@ inline constexpr const char* kMarkerPowerCapped = core::markers::power_capped;
 inline constexpr const char* kMarkerStopMissed = core::markers::stop_missed;
 // "repeat=N"
 [[nodiscard]] std::string repeat_marker(int n);
+
+// Thrown by a launch that failed with an error of its own, not the runtime's (an exception of a
+// host language such as Python), while being captured. The graph timer reads it as a refused
+// capture, the same as a runtime error the backend classifies as refused: the case falls back to
+// the direct timer, where the same launch runs outside any capture (docs/timing.md).
+class CaptureRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // When one measurement (one call of the direct timer, or the graph timer) stops sampling.
 // It stops once n >= min_samples AND summed sample time >= min_time_s AND noise <= max_noise, or

@@ -261,7 +261,11 @@ void CudaDevice::abort_capture() noexcept {
 
 void CudaDevice::record_in_graph(Event& e) {
 #if !defined(CALIBER_USE_HIP) && !defined(CALIBER_USE_MUSA)
-  if (capturing_) {
+  // A capture begun by another library on this stream counts too: the Python package captures
+  // through torch's graph API and memory pool (docs/python.md), not through begin_capture.
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (capturing_ || (cudaStreamIsCapturing(stream_, &status) == cudaSuccess &&
+                     status == cudaStreamCaptureStatusActive)) {
     // External: a node of its own that each replay executes, with a timestamp elapsed_ms reads.
     check(cudaEventRecordWithFlags(native(e), stream_, cudaEventRecordExternal),
           "cudaEventRecordWithFlags (graph node)");

@@ -182,6 +182,24 @@ TEST_F(Fallback, RefusedAtEndCaptureFallsBackToo) {
   EXPECT_EQ(m.markers, (Markers{"BENCHMARK_DIRECT_NO_CUDAGRAPH", "timer=direct", "repeat=1"}));
 }
 
+// A host language's own error under capture (a Python exception in the Python package,
+// docs/python.md) is a refusal: the case falls back to the direct timer, where the same launch
+// runs outside any capture.
+TEST_F(Fallback, HostErrorUnderCaptureFallsBackLikeARefusal) {
+  opt.timer = TimerKind::graph;
+  auto refusing = [this] {
+    dev.kernel();
+    if (dev.capturing()) throw CaptureRefused("ValueError: not under capture");
+  };
+  const Measurement m = measure(dev, backend, refusing, opt);
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.timer, "direct");
+  EXPECT_EQ(m.markers, (Markers{"BENCHMARK_DIRECT_NO_CUDAGRAPH", "timer=direct", "repeat=1"}));
+  EXPECT_EQ(dev.aborts, 1);
+  EXPECT_NE(m.note.find("ValueError: not under capture"), std::string::npos) << m.note;
+  EXPECT_DOUBLE_EQ(m.latency_ms, 1.0);
+}
+
 TEST_F(Fallback, FallbackRowCarriesTheRepeatCount) {
   opt.timer = TimerKind::graph;
   opt.repeat = 3;

@@ -1,0 +1,123 @@
+"""The C ABI library (libcaliber_py.so, src/capi/caliber_c.h) loaded with ctypes.
+
+ctypes, not a compiled extension module: one library serves every Python 3 (CI runs Debian's
+3.11, the H200 machine 3.12), and the library is the same C++ the caliber executable is built
+from, so a Python process times with the same timers and writes the same run directories.
+"""
+
+import ctypes
+import json
+import os
+import sys
+
+LAUNCH_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_int64,
+                             ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p, ctypes.c_int64)
+CALL_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_char_p, ctypes.c_void_p,
+                           ctypes.c_int64)
+CAPTURE_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                              ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p, ctypes.c_int64)
+
+ABI_VERSION = 1
+REPLY_BYTES = 1 << 22  # a measurement with every sample (return_mode="all") fits
+
+_lib = None
+
+
+class CaliberError(RuntimeError):
+    """A measurement that failed, or caliber refusing its input."""
+
+
+def library_path():
+    """CALIBER_PY_LIB, else libcaliber_py.so beside this file (build tree and install alike)."""
+    env = os.environ.get("CALIBER_PY_LIB")
+    if env:
+        return env
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "libcaliber_py.so")
+
+
+def lib():
+    """The loaded library, loaded once. torch, when installed, is imported first, so that the
+    CUDA runtime its libraries load is the one this library then shares."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    if "torch" not in sys.modules and os.environ.get("CALIBER_NO_TORCH") != "1":
+        try:
+            import importlib.util
+            if importlib.util.find_spec("torch") is not None:
+                import torch  # noqa: F401
+        except Exception:  # a broken torch install must not stop host (cpu) timing
+            pass
+    if "CALIBER_SHAPES_DIR" not in os.environ:
+        # an installed package: <prefix>/lib/caliber/python/caliber -> <prefix>/share/caliber/shapes
+        # (a build tree's library knows its source tree's shapes/ already)
+        here = os.path.dirname(os.path.abspath(__file__))
+        shapes = os.path.normpath(os.path.join(here, "..", "..", "..", "..", "share", "caliber",
+                                               "shapes"))
+        if os.path.isdir(shapes):
+            os.environ["CALIBER_SHAPES_DIR"] = shapes
+    path = library_path()
+    if not os.path.exists(path):
+        raise CaliberError(
+            "caliber's library is not at %s: build the tree (cmake --build --preset cpu) and "
+            "put <build>/python on PYTHONPATH, or set CALIBER_PY_LIB" % path)
+    handle = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    handle.caliber_c_abi_version.restype = ctypes.c_int
+    if handle.caliber_c_abi_version() != ABI_VERSION:
+        raise CaliberError("%s speaks C ABI %d, this package %d: rebuild" %
+                           (path, handle.caliber_c_abi_version(), ABI_VERSION))
+    handle.caliber_c_cli.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    handle.caliber_c_cli.restype = ctypes.c_int
+    handle.caliber_c_device_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p,
+                                             ctypes.c_int64]
+    handle.caliber_c_device_open.restype = ctypes.c_int64
+    handle.caliber_c_measure.argtypes = [ctypes.c_int64, ctypes.c_char_p, LAUNCH_FN,
+                                         ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64]
+    handle.caliber_c_measure.restype = ctypes.c_int
+    handle.caliber_c_set_capture_hooks.argtypes = [CAPTURE_FN]
+    handle.caliber_c_set_capture_hooks.restype = None
+    handle.caliber_c_register_op.argtypes = [ctypes.c_char_p, ctypes.c_char_p, CALL_FN, LAUNCH_FN,
+                                             ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64]
+    handle.caliber_c_register_op.restype = ctypes.c_int
+    handle.caliber_c_ops_mark.restype = ctypes.c_int64
+    handle.caliber_c_ops_adopt.argtypes = [ctypes.c_int64, ctypes.c_char_p, ctypes.c_void_p,
+                                           ctypes.c_int64]
+    handle.caliber_c_ops_adopt.restype = ctypes.c_int
+    handle.caliber_c_identity_extra.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    handle.caliber_c_identity_extra.restype = ctypes.c_int
+    handle.caliber_c_markers.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+    handle.caliber_c_markers.restype = ctypes.c_int
+    _lib = handle
+    return handle
+
+
+def buffer(size=REPLY_BYTES):
+    return ctypes.create_string_buffer(size)
+
+
+def text(buf):
+    return buf.value.decode("utf-8", "replace")
+
+
+def write(ptr, cap, message):
+    """Writes `message` (cut to cap - 1 bytes) NUL-terminated at a callback's buffer."""
+    if not ptr or cap <= 0:
+        return
+    data = message.encode("utf-8", "replace")[:cap - 1] + b"\0"
+    ctypes.memmove(ptr, data, len(data))
+
+
+def markers():
+    """The marker spellings of run.log (src/core/markers.hpp), from the library."""
+    buf = buffer(4096)
+    lib().caliber_c_markers(buf, len(buf))
+    return json.loads(text(buf))
+
+
+def cli(args):
+    """Runs the caliber CLI in this process; returns its exit code."""
+    argv = [b"caliber"] + [a.encode() for a in args]
+    arr = (ctypes.c_char_p * (len(argv) + 1))(*argv, None)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return lib().caliber_c_cli(len(argv), arr)

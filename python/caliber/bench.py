@@ -1,0 +1,208 @@
+"""caliber.bench and caliber.measure: time one Python callable with caliber's timers."""
+
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from . import _lib
+from ._lib import CaliberError
+
+_RETURN_MODES = ("min", "max", "mean", "median", "all")
+_TIMERS = ("auto", "graph", "direct")
+
+
+@dataclass
+class Measurement:
+    """What one measurement found (docs/python.md). Latencies in milliseconds per launch."""
+
+    ok: bool
+    latency_ms: float
+    timer: str  # "graph" or "direct": what produced the number
+    regime: str  # "sustained" or "burst"
+    stop_reason: str
+    converged: bool
+    markers: List[str] = field(default_factory=list)
+    samples_ms: List[float] = field(default_factory=list)
+    quantiles_ms: List[float] = field(default_factory=list)
+    noise: float = 0.0  # relative standard error of the median reached
+    l2_method: str = ""
+    launches_per_sample: int = 1
+    wall_s: float = 0.0  # the cost of this measurement, warmup and capture included
+    note: str = ""
+    error: str = ""
+    failure: str = "ok"
+    backend: str = ""
+    device: str = ""
+    clock: Optional[dict] = None
+    raw: dict = field(default_factory=dict, repr=False)
+
+
+# Callables being timed, by id, for the one launch trampoline (a ctypes callback per call would
+# be rebuilt every time; one per process is enough).
+_targets = {}
+_errors = {}
+_next = [1]
+_lock = threading.Lock()
+
+
+def _trampoline(target, provider, code_ptr, msg, cap):
+    try:
+        _targets[target]()
+        return 0
+    except BaseException as e:  # noqa: B902 - nothing may cross the C boundary
+        _errors[target] = e
+        code = _native_code(e)
+        _lib.write(msg, cap, "%s: %s" % (type(e).__name__, e))
+        if code:
+            code_ptr[0] = code
+            return 1
+        return 2
+
+
+_LAUNCH = _lib.LAUNCH_FN(_trampoline)
+
+
+def _native_code(e):
+    try:
+        from . import _torch
+        return _torch.native_code(e)
+    except Exception:
+        return 0
+
+
+_devices = {}
+
+
+def _device(backend, index):
+    key = (backend, index)
+    if key not in _devices:
+        if backend != "cpu":
+            _install_torch_hooks()
+        buf = _lib.buffer(1 << 16)
+        handle = _lib.lib().caliber_c_device_open(backend.encode(), index, buf, len(buf))
+        info = json.loads(_lib.text(buf))
+        if handle == 0:
+            raise CaliberError("caliber: backend %s, device %d: %s" %
+                               (backend, index, info.get("error")))
+        _devices[key] = (handle, info)
+    return _devices[key]
+
+
+def _install_torch_hooks():
+    from . import _torch
+    if _torch.available():
+        _torch.install_hooks()
+
+
+def _resolve_backend(backend):
+    if backend is None:
+        backend = os.environ.get("ZL_BACKEND") or "auto"
+    if backend == "auto":
+        from . import _torch
+        backend = "cuda" if _torch.available() else "cpu"
+    return backend
+
+
+def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="sustained",
+            return_mode="median", quantiles=None, repeat=1, warmup_s=None, timeout_s=None,
+            min_samples=None, min_time_s=None, max_noise=None, rng=False, name=None,
+            grad_to_none=None, keep_samples=200, per_launch=True):
+    """Times fn() (which only enqueues work, on torch's current stream on CUDA) and returns a
+    Measurement. backend: "auto" (cuda when torch sees a GPU, else cpu), "cpu", "cuda", or
+    ZL_BACKEND. On CUDA, fn runs with torch's current stream set to caliber's; a graph capture
+    that fn refuses (a Python exception or a CUDA capture error, `.item()` included) falls back
+    to the direct timer with BENCHMARK_DIRECT_NO_CUDAGRAPH. An exception fn raises outside any
+    capture is raised here. per_launch=False makes the graph timer time a replay of K
+    back-to-back launches divided by K (do_bench_cudagraph's method) instead of each launch
+    between event nodes of its own (docs/python.md)."""
+    if not callable(fn):
+        raise TypeError("caliber.measure: fn must be callable, got %r" % (fn,))
+    if return_mode not in _RETURN_MODES:
+        raise ValueError("caliber: return_mode '%s'; allowed: %s" %
+                         (return_mode, ", ".join(_RETURN_MODES)))
+    if timer not in _TIMERS:
+        raise ValueError("caliber: timer '%s'; allowed: %s" % (timer, ", ".join(_TIMERS)))
+    backend = _resolve_backend(backend)
+    from . import _torch
+    torch_dev = backend != "cpu" and _torch.available()
+    if device is None:
+        device = _torch.torch.cuda.current_device() if torch_dev else 0
+    handle, info = _device(backend, device)
+    torch_dev = torch_dev and not info.get("host", False)
+    opts = {"timer": timer, "l2": l2, "clock": clock, "return_mode": return_mode,
+            "repeat": repeat, "rng": bool(rng), "op": name or getattr(fn, "__name__", "fn"),
+            "max_kept_samples": keep_samples, "graph_per_launch": bool(per_launch)}
+    if quantiles is not None:
+        opts["quantiles"] = [float(q) for q in quantiles]
+    for key, value in (("warmup_s", warmup_s), ("timeout_s", timeout_s),
+                       ("min_samples", min_samples), ("min_time_s", min_time_s),
+                       ("max_noise", max_noise)):
+        if value is not None:
+            opts[key] = value
+    call = fn
+    if grad_to_none is not None:
+        def call():
+            for x in grad_to_none:
+                x.grad = None
+            fn()
+    with _lock:
+        target = _next[0]
+        _next[0] += 1
+    _targets[target] = call
+    buf = _lib.buffer()
+    try:
+        if torch_dev:
+            from . import _torch
+            with _torch.rng_guard(), _torch.on_stream(info["stream"], device):
+                status = _lib.lib().caliber_c_measure(handle, json.dumps(opts).encode(), _LAUNCH,
+                                                      target, buf, len(buf))
+        else:
+            status = _lib.lib().caliber_c_measure(handle, json.dumps(opts).encode(), _LAUNCH,
+                                                  target, buf, len(buf))
+    finally:
+        _targets.pop(target, None)
+        err = _errors.pop(target, None)
+    reply = json.loads(_lib.text(buf))
+    if status == 2:
+        raise ValueError("caliber: " + reply.get("error", "bad options"))
+    if status == 1:
+        if err is not None:
+            raise err
+        raise CaliberError("caliber: " + reply.get("error", "measurement failed"))
+    return Measurement(ok=reply["ok"], latency_ms=reply["latency_ms"], timer=reply["timer"],
+                       regime=reply["regime"], stop_reason=reply["stop_reason"],
+                       converged=reply["converged"], markers=reply["markers"],
+                       samples_ms=reply["samples_ms"], quantiles_ms=reply["quantiles_ms"],
+                       noise=reply["noise"], l2_method=reply["l2_method"],
+                       launches_per_sample=reply["launches_per_sample"], wall_s=reply["wall_s"],
+                       note=reply["note"], error=reply["error"], failure=reply["failure"],
+                       backend=info.get("backend", backend), device=info.get("name", ""),
+                       clock=reply.get("clock"), raw=reply)
+
+
+def bench(fn, warmup=None, rep=None, grad_to_none=None, quantiles=None, return_mode="mean", **kw):
+    """A drop-in for triton.testing.do_bench / do_bench_cudagraph on caliber's timers.
+
+    Same arguments and return values: milliseconds per call of fn; with `quantiles`, the list
+    of those quantiles of the samples (one value alone when one was asked); return_mode "min",
+    "max", "mean" (default, as Triton's), "median", or "all" (every sample). `warmup` and `rep`
+    (ms, Triton's budgets) set caliber's warmup and sampling timeout; caliber's stopping rule
+    (noise target, minimum samples) decides when to stop inside them. Further keywords go to
+    caliber.measure (timer, l2, clock, backend, ...). A failed measurement raises CaliberError."""
+    if warmup is not None:
+        kw.setdefault("warmup_s", warmup / 1000.0)
+    if rep is not None:
+        kw.setdefault("timeout_s", max(rep / 1000.0, 1e-3))
+    if return_mode == "all":
+        kw.setdefault("keep_samples", 100000)
+    m = measure(fn, grad_to_none=grad_to_none, quantiles=quantiles, return_mode=return_mode, **kw)
+    if not m.ok:
+        raise CaliberError("caliber.bench: %s" % m.error)
+    if quantiles is not None:
+        q = list(m.quantiles_ms)
+        return q[0] if len(q) == 1 else q
+    if return_mode == "all":
+        return list(m.samples_ms)
+    return m.latency_ms

@@ -1,0 +1,469 @@
+"""Python op suites: ops declared in a Python file, run by caliber's run driver into the same
+run directories as `caliber run` (docs/python.md).
+
+A suite is a Python file with a list OPS; each entry is a caliber.Op or a dict of its fields:
+
+    name         the op's name (unique; not a built-in op's)                      required
+    family       blas, pointwise, norm, ... (picks caliber's family shapes)       required
+    dtypes       caliber dtype names: f32, f16, bf16, f64, i32, i64                required
+    inputs       inputs(case) -> tuple of arguments for every provider            required
+    baseline     fn, (name, fn) or {name: fn}: e.g. a torch op                     one of these
+    candidate    fn, (name, fn) or {name: fn}: e.g. a Triton kernel                two at least
+    reference    reference(*inputs) -> the exact answer (float64 where it can);
+                 without it candidates are checked against the first baseline
+    tolerance    (atol, rtol) or {dtype: (atol, rtol)}: every element within
+                 atol + rtol * |ref|; without it a per-dtype gate on the norm-relative error
+    shapes       [[...], ...]: the op's own shapes; without them caliber's shape file by
+                 the op's name, else its family
+    dim_names    names of the shape's dimensions (M, N, K): node ids read M4096-N4096-K4096
+    prepare      prepare(provider_name, fn, inputs): before any timing (Triton autotunes here);
+                 without it each provider runs once and the device synchronizes
+    flops, bytes flops(case), bytes(case): for TFLOPS and GB/s
+    bytes_needed bytes_needed(case): device memory a case needs (skipped beyond free memory)
+    rng          True when the op draws random numbers (the capture RNG guard applies)
+    backends     the caliber backends to register for (default: cpu and cuda)
+"""
+
+import importlib.util
+import json
+import math
+import os
+import sys
+import traceback
+
+from . import _lib
+
+DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "c64")
+_DEFAULT_BACKENDS = ("cpu", "cuda")
+# Norm-relative error gates when no tolerance is given (include/caliber/check.hpp's spirit).
+_NORM_GATE = {"f32": 1e-5, "f16": 1e-3, "bf16": 1e-2, "f64": 1e-12, "i32": 0.0, "i64": 0.0,
+              "c64": 1e-5}
+_FIELDS = ("name", "family", "dtypes", "inputs", "baseline", "candidate", "reference",
+           "tolerance", "shapes", "dim_names", "prepare", "flops", "bytes", "bytes_needed", "rng",
+           "backends", "description")
+
+
+class SuiteError(ValueError):
+    """Bad input in a suite: the message names the op and the field (exit 2)."""
+
+
+class Op(dict):
+    """One op of a suite: caliber.Op(name=..., family=..., ...); the fields above."""
+
+    def __init__(self, **fields):
+        super().__init__(**fields)
+
+
+class Case:
+    """A case as the input maker sees it."""
+
+    def __init__(self, d, host, device_index):
+        self.op = d["op"]
+        self.dtype = d["dtype"]
+        self.shape = list(d["shape"])
+        self.dim_names = list(d.get("dim_names") or [])
+        self.params = dict(d.get("params") or {})
+        self.node = d["node"]
+        self.host = host
+        self.device = "cpu" if host else "cuda:%d" % device_index
+
+    @property
+    def dims(self):
+        return dict(zip(self.dim_names, self.shape))
+
+    @property
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def torch_dtype(self):
+        import torch
+        return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+                "f64": torch.float64, "i32": torch.int32, "i64": torch.int64,
+                "c64": torch.complex64}[self.dtype]
+
+    @property
+    def numpy_dtype(self):
+        import numpy
+        return {"f32": numpy.float32, "f16": numpy.float16, "f64": numpy.float64,
+                "i32": numpy.int32, "i64": numpy.int64, "c64": numpy.complex64}[self.dtype]
+
+    def __repr__(self):
+        return "Case(%s)" % self.node
+
+
+def _providers(op, field, role):
+    v = op.get(field)
+    if v is None:
+        return []
+    if callable(v):
+        return [(getattr(v, "__name__", field) if getattr(v, "__name__", "<lambda>") != "<lambda>"
+                 else field, v, role)]
+    if isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str):
+        items = [v]
+    elif isinstance(v, dict):
+        items = list(v.items())
+    else:
+        raise SuiteError("op '%s': field '%s' must be a callable, a (name, callable) pair or a "
+                         "{name: callable} dict, not %s" % (op.get("name"), field,
+                                                            type(v).__name__))
+    out = []
+    for name, fn in items:
+        if not isinstance(name, str) or not name:
+            raise SuiteError("op '%s': field '%s': a provider name must be a non-empty string"
+                             % (op.get("name"), field))
+        if not callable(fn):
+            raise SuiteError("op '%s': field '%s': provider '%s' is not callable"
+                             % (op.get("name"), field, name))
+        out.append((name, fn, role))
+    return out
+
+
+def validate(op, index):
+    """The op's fields checked; returns its providers. Raises SuiteError naming op and field."""
+    if not isinstance(op, dict):
+        raise SuiteError("OPS[%d] is a %s, not a caliber.Op or dict" % (index, type(op).__name__))
+    name = op.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise SuiteError("OPS[%d]: field 'name' is missing or not a non-empty string" % index)
+    who = "op '%s'" % name
+    unknown = sorted(set(op) - set(_FIELDS))
+    if unknown:
+        raise SuiteError("%s: unknown field '%s'; fields: %s" % (who, unknown[0],
+                                                                 ", ".join(_FIELDS)))
+    if not isinstance(op.get("family"), str) or not op["family"]:
+        raise SuiteError("%s: field 'family' is missing or not a non-empty string" % who)
+    dtypes = op.get("dtypes")
+    if not isinstance(dtypes, (list, tuple)) or not dtypes:
+        raise SuiteError("%s: field 'dtypes' is missing or not a non-empty list" % who)
+    for d in dtypes:
+        if d not in DTYPES:
+            raise SuiteError("%s: field 'dtypes': '%s' is not a dtype; allowed: %s"
+                             % (who, d, ", ".join(DTYPES)))
+    if not callable(op.get("inputs")):
+        raise SuiteError("%s: field 'inputs' is missing or not callable (inputs(case) -> tuple)"
+                         % who)
+    provs = _providers(op, "baseline", "baseline") + _providers(op, "candidate", "candidate")
+    if not provs:
+        raise SuiteError("%s: field 'baseline' or 'candidate' is missing: an op needs a provider"
+                         % who)
+    names = [p[0] for p in provs]
+    if len(set(names)) != len(names):
+        raise SuiteError("%s: field 'candidate': provider names repeat (%s)" % (who,
+                                                                                 ", ".join(names)))
+    for f in ("reference", "prepare", "flops", "bytes", "bytes_needed"):
+        if op.get(f) is not None and not callable(op[f]):
+            raise SuiteError("%s: field '%s' is not callable" % (who, f))
+    shapes = op.get("shapes")
+    if shapes is not None:
+        ok = isinstance(shapes, (list, tuple)) and shapes and all(
+            isinstance(s, (list, tuple)) and s and all(isinstance(x, int) and x > 0 for x in s)
+            for s in shapes)
+        if not ok:
+            raise SuiteError("%s: field 'shapes' must be a non-empty list of lists of positive "
+                             "integers" % who)
+    tol = op.get("tolerance")
+    if tol is not None:
+        pairs = tol.values() if isinstance(tol, dict) else [tol]
+        for t in pairs:
+            if not (isinstance(t, (list, tuple)) and len(t) == 2 and
+                    all(isinstance(x, (int, float)) and x >= 0 for x in t)):
+                raise SuiteError("%s: field 'tolerance' must be (atol, rtol) or {dtype: (atol, "
+                                 "rtol)} with non-negative numbers" % who)
+    backends = op.get("backends", _DEFAULT_BACKENDS)
+    if not isinstance(backends, (list, tuple)) or not backends or not all(
+            isinstance(b, str) and b for b in backends):
+        raise SuiteError("%s: field 'backends' must be a non-empty list of backend names" % who)
+    return provs
+
+
+def load(path):
+    """Imports the suite file; returns its OPS validated, as (op, providers) pairs."""
+    if not os.path.isfile(path):
+        raise SuiteError("suite '%s' does not exist" % path)
+    name = "caliber_suite_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None:
+        raise SuiteError("suite '%s' is not a Python file" % path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        tb = traceback.format_exception_only(type(e), e)[-1].strip()
+        raise SuiteError("suite '%s' does not import: %s" % (path, tb))
+    finally:
+        sys.path.pop(0)
+    ops = getattr(module, "OPS", None)
+    if not isinstance(ops, (list, tuple)) or not ops:
+        raise SuiteError("suite '%s': field 'OPS' is missing or empty (a list of caliber.Op)"
+                         % path)
+    out = []
+    seen = set()
+    for i, op in enumerate(ops):
+        provs = validate(op, i)
+        if op["name"] in seen:
+            raise SuiteError("op '%s': field 'name' is used twice in the suite" % op["name"])
+        seen.add(op["name"])
+        out.append((op, provs))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparison of an output with the reference.
+
+def _flat(x):
+    if isinstance(x, (list, tuple)):
+        out = []
+        for v in x:
+            out.extend(_flat(v))
+        return out
+    return [complex(x) if isinstance(x, complex) else float(x)]
+
+
+def compare(out, ref, dtype, tolerance):
+    """(passed, max_abs_err, rel_err, detail) of out against ref."""
+    tol = tolerance.get(dtype) if isinstance(tolerance, dict) else tolerance
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(out, torch.Tensor):
+        r = ref if isinstance(ref, torch.Tensor) else torch.as_tensor(ref)
+        o = out.detach().to(torch.float64)
+        r = r.detach().to(device=o.device, dtype=torch.float64)
+        if o.shape != r.shape:
+            return False, 0.0, 0.0, "shape %s differs from the reference's %s" % (
+                tuple(o.shape), tuple(r.shape))
+        d = (o - r).abs()
+        nonfinite = int((~torch.isfinite(o) & torch.isfinite(r)).sum().item())
+        max_abs = float(d.max().item()) if d.numel() else 0.0
+        rnorm = float(torch.linalg.vector_norm(r).item())
+        rel = float(torch.linalg.vector_norm(o - r).item()) / rnorm if rnorm > 0 else max_abs
+        bad = 0
+        if tol is not None:
+            bad = int((d > tol[0] + tol[1] * r.abs()).sum().item())
+        n = o.numel()
+    else:
+        try:
+            import numpy
+            o = numpy.asarray(out, dtype=numpy.float64).ravel()
+            r = numpy.asarray(ref, dtype=numpy.float64).ravel()
+            if o.shape != r.shape:
+                return False, 0.0, 0.0, "size %d differs from the reference's %d" % (o.size,
+                                                                                      r.size)
+            d = numpy.abs(o - r)
+            nonfinite = int(numpy.sum(~numpy.isfinite(o) & numpy.isfinite(r)))
+            max_abs = float(d.max()) if d.size else 0.0
+            rnorm = float(numpy.linalg.norm(r))
+            rel = float(numpy.linalg.norm(o - r)) / rnorm if rnorm > 0 else max_abs
+            bad = int(numpy.sum(d > tol[0] + tol[1] * numpy.abs(r))) if tol is not None else 0
+            n = o.size
+        except ImportError:
+            o, r = _flat(out), _flat(ref)
+            if len(o) != len(r):
+                return False, 0.0, 0.0, "size %d differs from the reference's %d" % (len(o),
+                                                                                      len(r))
+            d = [abs(a - b) for a, b in zip(o, r)]
+            nonfinite = sum(1 for a, b in zip(o, r) if not math.isfinite(a) and math.isfinite(b))
+            max_abs = max(d) if d else 0.0
+            rnorm = math.sqrt(sum(b * b for b in r))
+            rel = math.sqrt(sum(x * x for x in d)) / rnorm if rnorm > 0 else max_abs
+            bad = sum(1 for x, b in zip(d, r) if x > tol[0] + tol[1] * abs(b)) if tol else 0
+            n = len(o)
+    if tol is not None:
+        passed = nonfinite == 0 and bad == 0 and math.isfinite(max_abs)
+        how = "atol=%g rtol=%g" % (tol[0], tol[1])
+    else:
+        gate = _NORM_GATE.get(dtype, 1e-5)
+        passed = nonfinite == 0 and math.isfinite(rel) and rel <= gate
+        how = "norm gate %g" % gate
+    detail = "%d elements vs reference: max_abs_err %.3g, rel_err %.3g (%s)" % (n, max_abs, rel,
+                                                                                   how)
+    if nonfinite:
+        detail += "; %d non-finite where the reference is finite" % nonfinite
+    if bad:
+        detail += "; %d elements out of tolerance" % bad
+    return passed, max_abs, rel, detail
+
+
+# ---------------------------------------------------------------------------------------------
+# The workloads the run driver asks for, through the C ABI.
+
+class _Workload:
+    def __init__(self, op, provs, case, args):
+        self.op = op
+        self.provs = provs
+        self.case = case
+        self.args = args
+        self.ref = None
+
+
+class Registry:
+    """The suite's ops as the C++ run driver sees them: one call and one launch trampoline."""
+
+    def __init__(self):
+        self.ops = []  # (op, providers)
+        self.workloads = {}
+        self.next_id = 1
+        self.call_cb = _lib.CALL_FN(self._call)
+        self.launch_cb = _lib.LAUNCH_FN(self._launch)
+
+    def _err(self, op, what, e):
+        from .bench import _native_code
+        return {"status": "error", "native_code": _native_code(e),
+                "message": "op '%s': %s raised %s: %s" % (op["name"], what, type(e).__name__, e)}
+
+    def _call(self, target, request, reply, cap):
+        try:
+            req = json.loads(request.decode())
+            answer = self._answer(target, req)
+        except BaseException as e:  # noqa: B902 - nothing may cross the C boundary
+            answer = {"status": "error", "message": "%s: %s" % (type(e).__name__, e)}
+        _lib.write(reply, cap, json.dumps(answer))
+        return 0
+
+    def _answer(self, target, req):
+        op, provs = self.ops[target]
+        what = req.get("call")
+        if what == "bytes_needed":
+            if op.get("bytes_needed") is None:
+                return {"status": "ok", "bytes": 0}
+            case = Case(req["case"], True, 0)
+            try:
+                return {"status": "ok", "bytes": int(op["bytes_needed"](case))}
+            except Exception as e:
+                return self._err(op, "field 'bytes_needed'", e)
+        if what == "setup":
+            host = bool(req.get("host"))
+            index = 0
+            if not host:
+                import torch
+                index = torch.cuda.current_device()
+                from . import _torch
+                torch.cuda.set_stream(_torch.external_stream(req["stream"], index))
+            case = Case(req["case"], host, index)
+            try:
+                args = op["inputs"](case)
+            except Exception as e:
+                return self._err(op, "field 'inputs'", e)
+            if not isinstance(args, tuple):
+                args = (args,)
+            w = _Workload(op, provs, case, args)
+            flops = bytes_ = 0.0
+            try:
+                if op.get("flops") is not None:
+                    flops = float(op["flops"](case))
+                if op.get("bytes") is not None:
+                    bytes_ = float(op["bytes"](case))
+                else:
+                    bytes_ = float(sum(getattr(a, "nbytes", 0) or 0 for a in args))
+            except Exception as e:
+                return self._err(op, "field 'flops' or 'bytes'", e)
+            wid = self.next_id
+            self.next_id += 1
+            self.workloads[wid] = w
+            return {"status": "ok", "workload": wid, "flops": flops, "bytes": bytes_}
+        w = self.workloads.get(req.get("workload"))
+        if what == "release":
+            self.workloads.pop(req.get("workload"), None)
+            return {"status": "ok"}
+        if w is None:
+            return {"status": "error", "message": "no such workload"}
+        p = int(req.get("provider", 0))
+        pname, fn, _role = provs[p]
+        if what == "prepare":
+            try:
+                if op.get("prepare") is not None:
+                    op["prepare"](pname, fn, w.args)
+                else:
+                    fn(*w.args)  # compiles and autotunes (Triton) here, never under a timer
+                _sync(w.case)
+            except Exception as e:
+                return self._err(op, "prepare of provider '%s'" % pname, e)
+            return {"status": "ok"}
+        if what == "check":
+            try:
+                out = fn(*w.args)
+            except Exception as e:
+                return self._err(op, "provider '%s'" % pname, e)
+            try:
+                if w.ref is None:
+                    if op.get("reference") is not None:
+                        w.ref = op["reference"](*w.args)
+                    else:
+                        base = [q for q in provs if q[2] == "baseline"]
+                        if not base:
+                            return {"status": "ok", "passed": True, "detail":
+                                    "no reference and no baseline: not checked"}
+                        w.ref = base[0][1](*w.args)
+                passed, max_abs, rel, detail = compare(out, w.ref, w.case.dtype,
+                                                       op.get("tolerance"))
+            except Exception as e:
+                return self._err(op, "field 'reference' (checking '%s')" % pname, e)
+            return {"status": "ok", "passed": bool(passed), "max_abs_err": max_abs,
+                    "rel_err": rel, "detail": detail}
+        return {"status": "error", "message": "unknown call '%s'" % what}
+
+    def _launch(self, target, provider, code_ptr, msg, cap):
+        w = self.workloads.get(target)
+        try:
+            w.provs[provider][1](*w.args)
+            return 0
+        except BaseException as e:  # noqa: B902
+            from .bench import _native_code
+            code = _native_code(e)
+            _lib.write(msg, cap, "op '%s': provider '%s' raised %s: %s" % (
+                w.op["name"], w.provs[provider][0], type(e).__name__, e))
+            if code:
+                code_ptr[0] = code
+                return 1
+            return 2
+
+    def register(self, ops, source):
+        lib = _lib.lib()
+        mark = lib.caliber_c_ops_mark()
+        err = _lib.buffer(4096)
+        for op, provs in ops:
+            index = len(self.ops)
+            self.ops.append((op, provs))
+            info = {"name": op["name"], "family": op["family"], "dtypes": list(op["dtypes"]),
+                    "dim_names": list(op.get("dim_names") or []), "rng": bool(op.get("rng")),
+                    "description": op.get("description", ""),
+                    "providers": [{"name": n, "role": r} for n, _fn, r in provs]}
+            if op.get("shapes") is not None:
+                info["shapes"] = [list(s) for s in op["shapes"]]
+            for backend in op.get("backends", _DEFAULT_BACKENDS):
+                rc = lib.caliber_c_register_op(backend.encode(), json.dumps(info).encode(),
+                                               self.call_cb, self.launch_cb, index, err, len(err))
+                if rc != 0:
+                    raise SuiteError(_lib.text(err))
+        if lib.caliber_c_ops_adopt(mark, source.encode(), err, len(err)) != 0:
+            raise SuiteError(_lib.text(err))
+
+
+def _sync(case):
+    if not case.host:
+        import torch
+        torch.cuda.current_stream().synchronize()
+
+
+_registry = None
+
+
+def register_suite(path):
+    """Loads the suite and registers its ops with caliber; returns their names."""
+    global _registry
+    ops = load(path)
+    if _registry is None:
+        _registry = Registry()
+    _registry.register(ops, "python:" + os.path.abspath(path))
+    return [op["name"] for op, _ in ops]
+
+
+def identity_extra(path):
+    from . import _torch
+    info = {"version": sys.version.split()[0], "executable": sys.executable,
+            "suite": os.path.abspath(path)}
+    info.update(_torch.versions())
+    _lib.lib().caliber_c_identity_extra(b"python", json.dumps(info).encode())

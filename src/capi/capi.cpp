@@ -1,0 +1,290 @@
+// The C ABI of caliber_c.h: devices and measurements for caliber.bench, op registration and the
+// CLI for Python suites (docs/python.md).
+#include "capi/caliber_c.h"
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/describe.hpp"
+#include "backends/registry.hpp"
+#include "caliber/op.hpp"
+#include "capi/host_device.hpp"
+#include "capi/host_op.hpp"
+#include "cli/commands.hpp"
+#include "core/identity.hpp"
+#include "core/markers.hpp"
+#include "run/cases.hpp"
+#include "timing/timer.hpp"
+
+#define CALIBER_C_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+using nlohmann::json;
+using namespace caliber;
+
+void put(char* out, std::int64_t cap, const std::string& s) {
+  if (out == nullptr || cap <= 0) return;
+  const std::size_t n = std::min<std::size_t>(s.size(), static_cast<std::size_t>(cap - 1));
+  std::memcpy(out, s.data(), n);
+  out[n] = '\0';
+}
+
+caliber_c_capture_fn& capture_hooks() {
+  static caliber_c_capture_fn hooks = nullptr;
+  return hooks;
+}
+
+struct OpenDevice {
+  const backends::Backend* backend = nullptr;
+  std::unique_ptr<backends::Device> device;
+};
+std::map<std::int64_t, OpenDevice>& devices() {
+  static std::map<std::int64_t, OpenDevice> d;
+  return d;
+}
+std::map<std::pair<std::string, int>, std::int64_t>& device_ids() {
+  static std::map<std::pair<std::string, int>, std::int64_t> d;
+  return d;
+}
+
+json device_json(const backends::Backend& b, backends::Device& d) {
+  const auto caps = d.capabilities();
+  json j = backends::describe_device(d.desc());
+  j["backend"] = b.name();
+  j["stream"] = reinterpret_cast<std::uintptr_t>(d.stream());
+  j["host"] = d.props().host;
+  j["capabilities"] = {{"graph_capture", caps.graph_capture},
+                       {"graph_event_nodes", caps.graph_event_nodes},
+                       {"stream_hold", caps.stream_hold},
+                       {"default_rng", caps.default_rng},
+                       {"host", caps.host}};
+  return j;
+}
+
+// Options of one measurement (docs/python.md); a bad one throws std::invalid_argument naming it.
+timing::TimingOptions parse_options(const json& o, const backends::Capabilities& caps) {
+  timing::TimingOptions t;
+  const std::string timer = o.value("timer", std::string("auto"));
+  if (timer == "auto")
+    t.timer = timing::TimerKind::automatic;
+  else if (timer == "graph")
+    t.timer = timing::TimerKind::graph;
+  else if (timer == "direct")
+    t.timer = timing::TimerKind::direct;
+  else
+    throw std::invalid_argument("timer: '" + timer + "'; allowed: auto, graph, direct");
+  const std::string l2 = o.value("l2", std::string("cold"));
+  if (l2 != "cold" && l2 != "warm")
+    throw std::invalid_argument("l2: '" + l2 + "'; allowed: cold, warm");
+  t.l2 = l2 == "warm" ? timing::L2Policy::warm : timing::L2Policy::cold;
+  const std::string clock = o.value("clock", std::string("sustained"));
+  const auto regime = timing::parse_clock_regime(clock);
+  if (!regime) throw std::invalid_argument("clock: '" + clock + "'; allowed: sustained, burst");
+  t.regime.regime = *regime;
+  const std::string mode = o.value("return_mode", std::string("median"));
+  const auto rm = core::parse_return_mode(mode);
+  if (!rm)
+    throw std::invalid_argument("return_mode: '" + mode +
+                                "'; allowed: min, max, mean, median, all");
+  t.return_mode = *rm;
+  if (o.contains("quantiles") && !o["quantiles"].is_null()) {
+    for (const auto& q : o["quantiles"]) {
+      const double v = q.get<double>();
+      if (!(v >= 0 && v <= 1))
+        throw std::invalid_argument("quantiles: " + q.dump() + " is not in [0, 1]");
+      t.quantiles.push_back(v);
+    }
+  }
+  t.repeat = o.value("repeat", 1);
+  if (t.repeat < 1) throw std::invalid_argument("repeat: must be at least 1");
+  t.stop.min_samples = o.value("min_samples", t.stop.min_samples);
+  t.stop.min_time_s = o.value("min_time_s", t.stop.min_time_s);
+  t.stop.max_noise = timing::resolved_max_noise(o.value("max_noise", 0.0), caps);
+  t.stop.timeout_s = o.value("timeout_s", t.stop.timeout_s);
+  t.stop.warmup_s = o.value("warmup_s", t.stop.warmup_s);
+  if (t.stop.timeout_s <= 0) throw std::invalid_argument("timeout_s: must be positive");
+  t.throttle_fraction = o.value("throttle_fraction", t.throttle_fraction);
+  t.max_kept_samples = o.value("max_kept_samples", t.max_kept_samples);
+  // false: the graph timer times a replay of K back-to-back launches and divides by K
+  // (events-per-replay, as do_bench_cudagraph does) instead of each launch between event nodes.
+  t.graph_per_launch = o.value("graph_per_launch", true);
+  t.capture_denied = o.value("capture_denied", false);
+  t.rng = o.value("rng", false);
+  t.op = o.value("op", std::string());
+  return t;
+}
+
+json measurement_json(const timing::Measurement& m) {
+  json j = {{"ok", m.ok},
+            {"timer", m.timer},
+            {"latency_ms", m.latency_ms},
+            {"quantiles_ms", m.quantile_ms},
+            {"samples_ms", m.samples_ms},
+            {"total_samples", m.total_samples},
+            {"markers", m.markers},
+            {"repeat", m.repeat},
+            {"repeat_skipped", m.repeat_skipped},
+            {"noise", m.noise},
+            {"stop_reason", m.stop_reason},
+            {"converged", m.converged},
+            {"regime", m.regime},
+            {"throttled_discarded", m.throttled_discarded},
+            {"power_capped_samples", m.power_capped},
+            {"launches_per_sample", m.launches_per_sample},
+            {"l2_method", m.l2_method},
+            {"sample_method", m.sample_method},
+            {"timer_resolution_us", m.timer_resolution_us},
+            {"settle_s", m.settle_s},
+            {"settled", m.settled},
+            {"failure", backends::to_string(m.failure)},
+            {"error", m.error},
+            {"wall_s", m.wall_s},
+            {"note", m.note},
+            {"estimate_ms", m.estimate_ms},
+            {"call_medians_ms", m.call_medians_ms}};
+  if (m.clock.known)
+    j["clock"] = {{"sm_mean_mhz", m.clock.sm_mean_mhz},     {"sm_min_mhz", m.clock.sm_min_mhz},
+                  {"sm_max_mhz", m.clock.sm_max_mhz},       {"power_w", m.clock.power_mean_w},
+                  {"power_limit_w", m.clock.power_limit_w}, {"reasons", m.clock.reasons}};
+  return j;
+}
+
+}  // namespace
+
+CALIBER_C_EXPORT int caliber_c_abi_version(void) {
+  return CALIBER_C_ABI_VERSION;
+}
+
+CALIBER_C_EXPORT int caliber_c_cli(int argc, char** argv) {
+  try {
+    return caliber_cli_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "caliber: %s\n", e.what());
+    return 1;
+  }
+}
+
+CALIBER_C_EXPORT int64_t caliber_c_device_open(const char* backend, int index, char* reply,
+                                               int64_t cap) {
+  try {
+    const backends::Backend& b = backends::resolve_backend(backend ? backend : "auto");
+    const auto key = std::make_pair(b.name(), index);
+    auto it = device_ids().find(key);
+    if (it == device_ids().end()) {
+      b.setup_guard();
+      bool found = false;
+      for (const auto& d : b.enumerate()) found = found || d.index == index;
+      if (!found)
+        throw std::invalid_argument("device " + std::to_string(index) + " is not a " + b.name() +
+                                    " device");
+      OpenDevice od;
+      od.backend = &b;
+      od.device = capi::wrap_device(b.open(index, 0), capture_hooks());
+      const std::int64_t id = static_cast<std::int64_t>(devices().size()) + 1;
+      devices().emplace(id, std::move(od));
+      it = device_ids().emplace(key, id).first;
+    }
+    OpenDevice& od = devices().at(it->second);
+    put(reply, cap, device_json(*od.backend, *od.device).dump());
+    return it->second;
+  } catch (const std::exception& e) {
+    put(reply, cap, json{{"error", e.what()}}.dump());
+    return 0;
+  }
+}
+
+CALIBER_C_EXPORT int caliber_c_measure(int64_t device, const char* options,
+                                       caliber_c_launch_fn launch, int64_t target, char* reply,
+                                       int64_t cap) {
+  auto it = devices().find(device);
+  if (it == devices().end()) {
+    put(reply, cap, json{{"error", "no such device handle"}}.dump());
+    return 2;
+  }
+  OpenDevice& od = it->second;
+  timing::TimingOptions opt;
+  try {
+    const json o = json::parse(options ? options : "{}");
+    opt = parse_options(o, od.backend->capabilities());
+  } catch (const std::exception& e) {
+    put(reply, cap, json{{"error", e.what()}}.dump());
+    return 2;
+  }
+  backends::Device& dev = *od.device;
+  try {
+    const timing::Measurement m = timing::measure(
+        dev, *od.backend, [&] { capi::invoke_launch(launch, target, 0, dev); }, opt);
+    put(reply, cap, measurement_json(m).dump());
+    return 0;
+  } catch (const std::exception& e) {
+    // The launch raised outside any capture (or a refusal the fallback could not absorb): the
+    // host re-raises its own exception.
+    put(reply, cap, json{{"raised", true}, {"error", e.what()}}.dump());
+    return 1;
+  }
+}
+
+CALIBER_C_EXPORT void caliber_c_set_capture_hooks(caliber_c_capture_fn hooks) {
+  capture_hooks() = hooks;
+  if (hooks == nullptr) {
+    backends::set_device_decorator(nullptr);
+    return;
+  }
+  backends::set_device_decorator([hooks](std::unique_ptr<backends::Device> d) {
+    return capi::wrap_device(std::move(d), hooks);
+  });
+}
+
+CALIBER_C_EXPORT int caliber_c_register_op(const char* backend, const char* info,
+                                           caliber_c_call_fn call, caliber_c_launch_fn launch,
+                                           int64_t target, char* error, int64_t cap) {
+  try {
+    capi::register_host_op(backend ? backend : "", info ? info : "", call, launch, target);
+    return 0;
+  } catch (const std::exception& e) {
+    put(error, cap, e.what());
+    return 2;
+  }
+}
+
+CALIBER_C_EXPORT int64_t caliber_c_ops_mark(void) {
+  return static_cast<int64_t>(registered_ops().size());
+}
+
+CALIBER_C_EXPORT int caliber_c_ops_adopt(int64_t mark, const char* source, char* error,
+                                         int64_t cap) {
+  try {
+    run::adopt_registered_ops(static_cast<std::size_t>(mark), source ? source : "host");
+    return 0;
+  } catch (const std::exception& e) {
+    put(error, cap, e.what());
+    return 2;
+  }
+}
+
+CALIBER_C_EXPORT int caliber_c_identity_extra(const char* key, const char* value) {
+  const json v = json::parse(value ? value : "null", nullptr, false);
+  if (key == nullptr || v.is_discarded()) return 2;
+  core::set_identity_extra(key, v);
+  return 0;
+}
+
+CALIBER_C_EXPORT int caliber_c_markers(char* reply, int64_t cap) {
+  namespace mk = core::markers;
+  put(reply, cap,
+      json{{"direct_no_graph", mk::direct_no_graph},
+           {"capture_poisoned", mk::capture_poisoned},
+           {"timer_direct", mk::timer_direct},
+           {"power_capped", mk::power_capped},
+           {"stop_missed", mk::stop_missed}}
+          .dump());
+  return 0;
+}

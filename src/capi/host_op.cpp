@@ -1,0 +1,182 @@
+#include "capi/host_op.hpp"
+
+#include <memory>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "caliber/caliber.hpp"
+#include "capi/host_device.hpp"
+#include "core/shapes.hpp"
+#include "run/cases.hpp"
+
+namespace caliber::capi {
+
+namespace {
+
+using nlohmann::json;
+
+struct Spec {
+  OpInfo info;
+  std::vector<ProviderInfo> providers;
+  caliber_c_call_fn call = nullptr;
+  caliber_c_launch_fn launch = nullptr;
+  std::int64_t target = 0;
+};
+
+json case_json(const Case& c) {
+  json j = {{"op", c.op},
+            {"dtype", std::string(to_string(c.dtype))},
+            {"shape", c.shape},
+            {"dim_names", c.dim_names},
+            {"node", c.node_id()}};
+  j["params"] = c.params;
+  return j;
+}
+
+// One request to the host; a reply that is not JSON is the host's bug, said as such.
+json ask(const Spec& s, const json& request) {
+  std::string reply(1 << 16, '\0');
+  const std::string req = request.dump();
+  (void)s.call(s.target, req.c_str(), reply.data(), static_cast<std::int64_t>(reply.size()));
+  reply.resize(reply.find('\0'));
+  json r = json::parse(reply, nullptr, false);
+  if (r.is_discarded() || !r.is_object())
+    throw std::runtime_error("op '" + s.info.name + "': the host answered '" +
+                             request.value("call", "") + "' with something that is not JSON");
+  return r;
+}
+
+// A reply with status "error": the runtime's error (classified by the backend) or the host's.
+[[noreturn]] void raise(const Spec& s, const json& r, const std::string& call) {
+  const std::string msg = r.value("message", std::string("failed"));
+  const int code = r.value("native_code", 0);
+  if (code != 0) throw NativeError(code, call, msg);
+  if (r.value("status", "") == "skipped") throw CaseSkipped(msg);
+  if (r.value("status", "") == "rejected") throw ConfigRejected(msg);
+  throw HostRaised(s.info.name + ": " + call + ": " + msg);
+}
+
+class HostWorkload final : public Workload {
+ public:
+  HostWorkload(std::shared_ptr<const Spec> s, DeviceContext& ctx, std::int64_t id, double flops,
+               double bytes)
+      : s_(std::move(s)), ctx_(ctx), id_(id), flops_(flops), bytes_(bytes) {}
+  ~HostWorkload() override {
+    try {
+      (void)ask(*s_, {{"call", "release"}, {"workload", id_}});
+    } catch (...) {  // nothing to do about a failed release
+    }
+  }
+  std::vector<ProviderInfo> providers() const override { return s_->providers; }
+  void prepare(std::size_t p, const Config& c) override {
+    const json r =
+        ask(*s_, {{"call", "prepare"}, {"workload", id_}, {"provider", p}, {"config", c.str()}});
+    if (r.value("status", "") != "ok") raise(*s_, r, "prepare " + s_->providers[p].name);
+  }
+  void launch(std::size_t p) override {
+    invoke_launch(s_->launch, id_, static_cast<std::int64_t>(p), ctx_);
+  }
+  Accuracy check(std::size_t p) override {
+    const json r = ask(*s_, {{"call", "check"}, {"workload", id_}, {"provider", p}});
+    if (r.value("status", "") != "ok") raise(*s_, r, "check " + s_->providers[p].name);
+    Accuracy a;
+    a.passed = r.value("passed", false);
+    a.max_abs_err = r.value("max_abs_err", 0.0);
+    a.rel_err = r.value("rel_err", 0.0);
+    a.detail = r.value("detail", std::string());
+    return a;
+  }
+  double flops() const override { return flops_; }
+  double bytes() const override { return bytes_; }
+
+ private:
+  std::shared_ptr<const Spec> s_;
+  DeviceContext& ctx_;
+  std::int64_t id_;
+  double flops_, bytes_;
+};
+
+class HostOp final : public Op {
+ public:
+  explicit HostOp(std::shared_ptr<const Spec> s) : s_(std::move(s)) {}
+  OpInfo info() const override { return s_->info; }
+  std::size_t bytes_needed(const Case& c) const override {
+    const json r = ask(*s_, {{"call", "bytes_needed"}, {"case", case_json(c)}});
+    return r.value("bytes", std::size_t{0});
+  }
+  std::unique_ptr<Workload> setup(DeviceContext& ctx, const Case& c) const override {
+    const json r = ask(*s_, {{"call", "setup"},
+                             {"case", case_json(c)},
+                             {"stream", reinterpret_cast<std::uintptr_t>(ctx.stream())},
+                             {"host", ctx.props().host}});
+    if (r.value("status", "") != "ok") raise(*s_, r, "setup");
+    return std::make_unique<HostWorkload>(s_, ctx, r.value("workload", std::int64_t{0}),
+                                          r.value("flops", 0.0), r.value("bytes", 0.0));
+  }
+
+ private:
+  std::shared_ptr<const Spec> s_;
+};
+
+std::string need_string(const json& j, const char* key, const std::string& who) {
+  if (!j.contains(key) || !j[key].is_string() || j[key].get<std::string>().empty())
+    throw std::invalid_argument(who + ": field '" + key + "' is missing or not a non-empty string");
+  return j[key].get<std::string>();
+}
+
+}  // namespace
+
+void register_host_op(const std::string& backend, const std::string& info_json,
+                      caliber_c_call_fn call, caliber_c_launch_fn launch, std::int64_t target) {
+  const json j = json::parse(info_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw std::invalid_argument("op description is not a JSON object");
+  auto s = std::make_shared<Spec>();
+  s->info.name = need_string(j, "name", "op");
+  const std::string who = "op '" + s->info.name + "'";
+  s->info.family = need_string(j, "family", who);
+  if (!j.contains("dtypes") || !j["dtypes"].is_array() || j["dtypes"].empty())
+    throw std::invalid_argument(who + ": field 'dtypes' must be a non-empty list");
+  for (const auto& d : j["dtypes"]) {
+    const auto t = d.is_string() ? parse_dtype(d.get<std::string>()) : std::nullopt;
+    if (!t)
+      throw std::invalid_argument(who + ": field 'dtypes': '" +
+                                  (d.is_string() ? d.get<std::string>() : d.dump()) +
+                                  "' is not a dtype (f32, f16, bf16, f64, i32, i64, c64)");
+    s->info.dtypes.push_back(*t);
+  }
+  if (j.contains("dim_names")) s->info.dim_names = j["dim_names"].get<std::vector<std::string>>();
+  s->info.rng = j.value("rng", false);
+  s->info.refuses_capture = j.value("refuses_capture", false);
+  s->info.description = j.value("description", std::string());
+  if (!j.contains("providers") || !j["providers"].is_array() || j["providers"].empty())
+    throw std::invalid_argument(who + ": field 'providers' must be a non-empty list");
+  for (const auto& p : j["providers"]) {
+    ProviderInfo pi;
+    pi.name = need_string(p, "name", who + " provider");
+    const std::string role = p.value("role", std::string());
+    if (role != "baseline" && role != "candidate")
+      throw std::invalid_argument(who + ": provider '" + pi.name + "': field 'role' is '" + role +
+                                  "'; allowed: baseline, candidate");
+    pi.role = role == "baseline" ? Role::baseline : Role::candidate;
+    pi.version = p.value("version", std::string("1"));
+    pi.label = p.value("label", std::string());
+    s->providers.push_back(std::move(pi));
+  }
+  if (j.contains("shapes") && !j["shapes"].is_null()) {
+    std::vector<core::Shape> shapes;
+    for (const auto& sh : j["shapes"]) shapes.push_back(sh.get<core::Shape>());
+    if (shapes.empty()) throw std::invalid_argument(who + ": field 'shapes' is an empty list");
+    run::set_op_shapes(s->info.name, std::move(shapes));
+  }
+  s->call = call;
+  s->launch = launch;
+  s->target = target;
+  std::shared_ptr<const Spec> spec = s;
+  register_op(backend, [spec] { return std::make_unique<HostOp>(spec); });
+}
+
+}  // namespace caliber::capi

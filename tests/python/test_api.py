@@ -1,0 +1,109 @@
+"""caliber.bench / caliber.measure on the cpu backend: plain Python callables, host timer."""
+
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("CALIBER_NO_TORCH", "1")
+import common  # noqa: E402,F401
+
+import caliber  # noqa: E402
+
+FAST = dict(backend="cpu", timeout_s=0.5)
+
+
+def work():
+    s = 0
+    for i in range(2000):
+        s += i * i
+    return s
+
+
+class BenchApi(unittest.TestCase):
+    def test_bench_returns_ms_like_do_bench(self):
+        ms = caliber.bench(work, **FAST)
+        self.assertIsInstance(ms, float)
+        self.assertGreater(ms, 0)
+        self.assertLess(ms, 100)
+
+    def test_sleep_is_measured_in_ms(self):
+        # 2 ms of sleep per call: the host timer must read about that, not the call's overhead
+        # (the upper bound leaves room for a loaded CI host's late wake-ups).
+        ms = caliber.bench(lambda: time.sleep(0.002), return_mode="median", **FAST)
+        self.assertGreater(ms, 1.9)
+        self.assertLess(ms, 20.0)
+
+    def test_quantiles_and_return_modes(self):
+        q = caliber.bench(work, quantiles=[0.2, 0.5, 0.8], **FAST)
+        self.assertEqual(len(q), 3)
+        self.assertLessEqual(q[0], q[1])
+        self.assertLessEqual(q[1], q[2])
+        one = caliber.bench(work, quantiles=[0.5], **FAST)
+        self.assertIsInstance(one, float)  # one quantile: the value alone, as Triton's
+        allv = caliber.bench(work, return_mode="all", **FAST)
+        self.assertIsInstance(allv, list)
+        self.assertGreater(len(allv), 5)
+        lo, hi = caliber.bench(work, quantiles=[0, 1], **FAST)  # one measurement's extremes
+        self.assertLessEqual(lo, hi)
+        for mode in ("min", "max", "mean", "median"):
+            v = caliber.bench(work, return_mode=mode, **FAST)
+            self.assertIsInstance(v, float)
+            self.assertGreater(v, 0)
+
+    def test_measure_result_object(self):
+        m = caliber.measure(work, **FAST)
+        self.assertTrue(m.ok)
+        self.assertEqual(m.backend, "cpu")
+        self.assertEqual(m.timer, "direct")
+        self.assertIn("timer=direct", m.markers)
+        self.assertEqual(m.regime, "sustained")
+        self.assertTrue(m.stop_reason)
+        self.assertIsInstance(m.converged, bool)
+        self.assertGreater(len(m.samples_ms), 0)
+        self.assertGreater(m.wall_s, 0)
+        # cold is the default, as the CLI's
+        self.assertIn(m.l2_method, ("flush-per-sample", "flush-per-launch"))
+        warm = caliber.measure(work, l2="warm", clock="burst", **FAST)
+        self.assertEqual(warm.l2_method, "warm")
+        self.assertEqual(warm.regime, "burst")
+
+    def test_grad_to_none_and_warmup_rep(self):
+        class T:
+            grad = 1
+        t = T()
+        ms = caliber.bench(work, warmup=5, rep=50, grad_to_none=[t], backend="cpu")
+        self.assertGreater(ms, 0)
+        self.assertIsNone(t.grad)
+
+    def test_exception_outside_capture_is_raised(self):
+        def boom():
+            raise KeyError("boom")
+        with self.assertRaises(KeyError):
+            caliber.bench(boom, **FAST)
+
+    def test_bad_arguments(self):
+        with self.assertRaisesRegex(ValueError, "return_mode 'avg'"):
+            caliber.bench(work, return_mode="avg", **FAST)
+        with self.assertRaisesRegex(ValueError, "l2: 'tepid'"):
+            caliber.measure(work, l2="tepid", **FAST)
+        with self.assertRaisesRegex(ValueError, "clock: 'turbo'"):
+            caliber.measure(work, clock="turbo", **FAST)
+        with self.assertRaisesRegex(ValueError, "quantiles"):
+            caliber.measure(work, quantiles=[1.5], **FAST)
+        with self.assertRaisesRegex(ValueError, "timer 'fast'"):
+            caliber.measure(work, timer="fast", **FAST)
+        with self.assertRaises(TypeError):
+            caliber.bench(42, **FAST)
+        with self.assertRaisesRegex(caliber.CaliberError, "nosuch"):
+            caliber.measure(work, backend="nosuch")
+
+    def test_marker_spellings_come_from_the_library(self):
+        mk = caliber.markers()
+        self.assertEqual(mk["direct_no_graph"], "BENCHMARK_DIRECT_NO_CUDAGRAPH")
+        self.assertEqual(mk["stop_missed"], "STOP_NOT_CONVERGED")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
