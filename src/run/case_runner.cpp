@@ -44,12 +44,6 @@ std::string gib(double bytes) {
   return os.str();
 }
 
-timing::TimerKind timer_kind(const std::string& t) {
-  if (t == "graph") return timing::TimerKind::graph;
-  if (t == "direct") return timing::TimerKind::direct;
-  return timing::TimerKind::automatic;
-}
-
 // A provider's timing fields on its run.log object (docs/run-log.md lists them).
 void write_timing(json& prow, const timing::Measurement& m, double flops, double bytes) {
   prow["timer"] = m.timer;
@@ -117,16 +111,15 @@ CaseRunner::~CaseRunner() = default;
 
 timing::TimingOptions CaseRunner::timing_options(const OpInfo& info, bool short_budget) const {
   timing::TimingOptions o;
-  o.timer = timer_kind(timer_);
+  o.timer = core::parse_timer_kind(timer_).value_or(core::TimerKind::automatic);
   o.repeat = knobs_.repeat;
-  o.return_mode = core::parse_return_mode(knobs_.return_mode).value_or(core::ReturnMode::median);
+  o.return_mode = knobs_.return_mode;
   o.quantiles = knobs_.quantiles;
-  o.l2 = knobs_.l2 == "warm" ? timing::L2Policy::warm : timing::L2Policy::cold;
+  o.l2 = knobs_.l2;
   o.stop.min_samples = knobs_.min_samples;
   o.stop.min_time_s = knobs_.min_time_s;
   o.stop.max_noise = timing::resolved_max_noise(knobs_.max_noise, backend_.capabilities());
-  o.regime.regime =
-      timing::parse_clock_regime(knobs_.clock).value_or(timing::TimingOptions{}.regime.regime);
+  o.regime.regime = knobs_.clock;
   o.stop.timeout_s = knobs_.timeout_s;
   o.stop.warmup_s = knobs_.warmup_s;
   o.throttle_fraction = knobs_.throttle_fraction;

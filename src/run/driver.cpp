@@ -69,7 +69,7 @@ std::string devices_list(const std::vector<backends::DeviceDesc>& devs) {
 }  // namespace
 
 void check_replay_source(const core::Knobs& k) {
-  if (k.tune != "replay") return;
+  if (k.tune != core::TuneMode::replay) return;
   const std::string who = "--replay-from (REPLAY_FROM): '" + k.replay_from + "' ";
   std::error_code ec;
   const fs::path file = fs::is_regular_file(k.replay_from, ec)
@@ -160,10 +160,10 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
     throw UsageError(std::string("--timer: ") + e.what());
   }
   std::string timer_note;
-  if (k.timer == "auto" && timer == "direct" && !caps.host)
+  if (k.timer == core::TimerKind::automatic && timer == "direct" && !caps.host)
     timer_note = "backend " + backend->name() + " times with the direct timer (timer=direct)";
   check_replay_source(k);
-  const bool sequence_mode = !k.quantiles.empty() || k.return_mode == "all";
+  const bool sequence_mode = !k.quantiles.empty() || k.return_mode == core::ReturnMode::all;
 
   // A parallel-warmup child tunes its shard and measures nothing; it claims no run directory.
   if (!req.tune_shard.empty()) {
@@ -196,8 +196,8 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       {"backend", backend->name()},
       {"device", backends::describe_device(*dev_it)},
       {"timer", timer},
-      {"timer_requested", k.timer},
-      {"tune", k.tune},
+      {"timer_requested", core::to_string(k.timer)},
+      {"tune", core::to_string(k.tune)},
       {"level", k.level},
       {"shape_mode", k.shape_mode},
       {"shapes_file", sel.shapes_file.string()},
@@ -208,10 +208,10 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
       {"dtypes", k.dtypes},
       {"repeat", k.repeat},
       {"repeat_skipped", sequence_mode && k.repeat > 1},
-      {"return_mode", k.return_mode},
+      {"return_mode", core::to_string(k.return_mode)},
       {"quantiles", k.quantiles},
-      {"l2", k.l2},
-      {"clock", k.clock},
+      {"l2", core::to_string(k.l2)},
+      {"clock", core::to_string(k.clock)},
       {"stop",
        {{"min_samples", k.min_samples},
         {"min_time_s", k.min_time_s},
@@ -252,8 +252,8 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   out << "caliber run: " << run_dir.string() << "\n"
       << "  backend " << backend->name() << " | device " << dev_index << " (" << dev_it->name
       << ", physical " << dev_it->physical_id << ") | timer " << timer << " | level " << k.level
-      << " | autotune " << k.tune << " | repeat " << k.repeat << " | l2 " << k.l2 << " | clock "
-      << k.clock << "\n"
+      << " | autotune " << core::to_string(k.tune) << " | repeat " << k.repeat << " | l2 "
+      << core::to_string(k.l2) << " | clock " << core::to_string(k.clock) << "\n"
       << "  " << sel.cases.size() << " cases over " << sel.ops.size() << " ops, seed " << seed
       << "\n";
   if (!timer_note.empty()) out << "  note: " << timer_note << "\n";
@@ -271,7 +271,8 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
 
   // Parallel warmup: shard the sweep over the selected devices, merge, then measure here, serially.
   json warmup_json = nullptr;
-  if (k.parallel_warmup > 0 && (k.tune == "live" || k.tune == "record")) {
+  if (k.parallel_warmup > 0 &&
+      (k.tune == core::TuneMode::live || k.tune == core::TuneMode::record)) {
     WarmupOutcome w =
         run_parallel_warmup(req, *backend, sel, run_dir, merge_target(k, run_dir), out);
     warmup_json = {{"shards", w.shards},
@@ -355,7 +356,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
                  {"warnings", runner.warnings()},
                  {"end_time", core::iso8601_utc(std::chrono::system_clock::now())},
                  {"tune",
-                  {{"mode", k.tune},
+                  {{"mode", core::to_string(k.tune)},
                    {"keys_tuned", runner.tuner().keys_tuned()},
                    {"sweep_s", runner.tuner().sweep_seconds()},
                    {"cache", runner.tuner().cache_file().string()}}},

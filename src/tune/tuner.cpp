@@ -33,28 +33,6 @@ bool contains(const ConfigSpace& space, const Config& c) {
 
 }  // namespace
 
-const char* to_string(Mode m) noexcept {
-  switch (m) {
-    case Mode::off:
-      return "off";
-    case Mode::live:
-      return "live";
-    case Mode::record:
-      return "record";
-    case Mode::replay:
-      return "replay";
-  }
-  return "off";
-}
-
-std::optional<Mode> parse_mode(std::string_view s) noexcept {
-  if (s == "off") return Mode::off;
-  if (s == "live") return Mode::live;
-  if (s == "record") return Mode::record;
-  if (s == "replay") return Mode::replay;
-  return std::nullopt;
-}
-
 std::string no_evict_marker(const std::string& stage) {
   return "compile_" + stage + "_no_evict";
 }
