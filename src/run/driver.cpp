@@ -15,6 +15,7 @@
 
 #include "backends/describe.hpp"
 #include "backends/registry.hpp"
+#include "core/format.hpp"
 #include "core/identity.hpp"
 #include "core/rundir.hpp"
 #include "core/runlog.hpp"
@@ -41,23 +42,16 @@ std::uint64_t fresh_seed() {
   return s == 0 ? 1 : s;
 }
 
+// A positive figure with `prec` decimals; "-" for none (0, negative, NaN).
 std::string fmt(double v, int prec = 3) {
   if (!std::isfinite(v) || v <= 0) return "-";
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(prec) << v;
-  return os.str();
+  return core::fixed(v, prec);
 }
 
+// A latency in ms with more decimals the smaller it is.
 std::string fmt_ms(double ms) {
   if (!std::isfinite(ms) || ms <= 0) return "-";
-  std::ostringstream os;
-  if (ms < 0.1)
-    os << std::fixed << std::setprecision(4) << ms;
-  else if (ms < 10)
-    os << std::fixed << std::setprecision(3) << ms;
-  else
-    os << std::fixed << std::setprecision(2) << ms;
-  return os.str();
+  return core::fixed(ms, ms < 0.1 ? 4 : ms < 10 ? 3 : 2);
 }
 
 std::string devices_list(const std::vector<backends::DeviceDesc>& devs) {

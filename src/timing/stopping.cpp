@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/format.hpp"
 #include "timing/timer.hpp"
 
 namespace caliber::timing {
@@ -12,19 +13,11 @@ namespace caliber::timing {
 namespace {
 
 std::string percent(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g%%", x * 100.0);
-  return buf;
+  return core::general(x * 100.0, 3) + "%";
 }
 
 std::string seconds(double s) {
-  char buf[32];
-  if (s >= 0.1) {
-    std::snprintf(buf, sizeof buf, "%.1f s", s);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.3g ms", s * 1e3);
-  }
-  return buf;
+  return s >= 0.1 ? core::fixed(s, 1) + " s" : core::general(s * 1e3, 3) + " ms";
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <exception>
 #include <limits>
 
+#include "core/format.hpp"
+
 namespace caliber::tune {
 
 namespace fs = std::filesystem;
@@ -14,15 +16,11 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string format_seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f s", s);
-  return buf;
+  return core::fixed(s, 1) + " s";
 }
 
 std::string format_ms(double ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g ms", ms);
-  return buf;
+  return core::general(ms, 4) + " ms";
 }
 
 bool contains(const ConfigSpace& space, const Config& c) {
