@@ -2,6 +2,7 @@
 
 #include "core/format.hpp"
 #include "core/knobs.hpp"
+#include "core/runlog.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +15,8 @@
 namespace caliber::run {
 
 using nlohmann::json;
+namespace field = core::field;
+namespace tune_field = core::tune_field;
 
 namespace {
 
@@ -22,10 +25,11 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 }
 
 void add_markers(json& row, const std::vector<std::string>& ms) {
-  if (!row.contains("markers")) row["markers"] = json::array();
+  if (!row.contains(field::markers)) row[field::markers] = json::array();
   for (const auto& m : ms)
-    if (std::find(row["markers"].begin(), row["markers"].end(), m) == row["markers"].end())
-      row["markers"].push_back(m);
+    if (std::find(row[field::markers].begin(), row[field::markers].end(), m) ==
+        row[field::markers].end())
+      row[field::markers].push_back(m);
 }
 
 // Raised out of a sweep when a measurement left the device context unusable.
@@ -36,57 +40,58 @@ struct DeviceBroken : std::runtime_error {
 };
 
 const char* role_name(Role r) {
-  return r == Role::baseline ? "baseline" : "candidate";
+  return r == Role::baseline ? core::role::baseline : core::role::candidate;
 }
 
 // A provider's timing fields on its run.log object (docs/run-log.md lists them).
 void write_timing(json& prow, const timing::Measurement& m, double flops, double bytes) {
-  prow["timer"] = m.timer;
+  prow[field::timer] = m.timer;
   // Markers the tuner set on this provider (compile_tune_no_evict) stay; a re-timing replaces the
   // timing ones.
   std::vector<std::string> markers;
-  if (prow.contains("tune_markers")) markers = prow["tune_markers"].get<std::vector<std::string>>();
+  if (prow.contains(field::tune_markers))
+    markers = prow[field::tune_markers].get<std::vector<std::string>>();
   markers.insert(markers.end(), m.markers.begin(), m.markers.end());
-  prow["markers"] = markers;
-  prow["noise"] = m.noise;
-  prow["stop_reason"] = m.stop_reason;
-  prow["converged"] = m.converged;
-  prow["throttled_discarded"] = m.throttled_discarded;
-  if (m.power_capped > 0) prow["power_capped_samples"] = m.power_capped;
-  prow["repeat"] = m.repeat;
-  prow["launches_per_sample"] = m.launches_per_sample;
-  prow["l2_method"] = m.l2_method;
-  prow["sample_method"] = m.sample_method;
-  prow["timer_resolution_us"] = m.timer_resolution_us;
-  prow["regime"] = m.regime;
-  if (m.regime_discarded > 0) prow["regime_discarded"] = m.regime_discarded;
-  if (m.settle_s > 0) prow["settle_s"] = m.settle_s;
-  if (!m.settled) prow["settled"] = false;
-  prow["clock_known"] = m.clock.known;
+  prow[field::markers] = markers;
+  prow[field::noise] = m.noise;
+  prow[field::stop_reason] = m.stop_reason;
+  prow[field::converged] = m.converged;
+  prow[field::throttled_discarded] = m.throttled_discarded;
+  if (m.power_capped > 0) prow[field::power_capped_samples] = m.power_capped;
+  prow[field::repeat] = m.repeat;
+  prow[field::launches_per_sample] = m.launches_per_sample;
+  prow[field::l2_method] = m.l2_method;
+  prow[field::sample_method] = m.sample_method;
+  prow[field::timer_resolution_us] = m.timer_resolution_us;
+  prow[field::regime] = m.regime;
+  if (m.regime_discarded > 0) prow[field::regime_discarded] = m.regime_discarded;
+  if (m.settle_s > 0) prow[field::settle_s] = m.settle_s;
+  if (!m.settled) prow[field::settled] = false;
+  prow[field::clock_known] = m.clock.known;
   if (m.clock.known) {
-    prow["sm_clock_mean_mhz"] = m.clock.sm_mean_mhz;
-    prow["sm_clock_min_mhz"] = m.clock.sm_min_mhz;
-    prow["sm_clock_max_mhz"] = m.clock.sm_max_mhz;
-    if (m.clock.power_mean_w > 0) prow["power_w"] = m.clock.power_mean_w;
-    if (m.clock.power_limit_w > 0) prow["power_limit_w"] = m.clock.power_limit_w;
-    prow["clock_reasons"] = m.clock.reasons;
+    prow[field::sm_clock_mean_mhz] = m.clock.sm_mean_mhz;
+    prow[field::sm_clock_min_mhz] = m.clock.sm_min_mhz;
+    prow[field::sm_clock_max_mhz] = m.clock.sm_max_mhz;
+    if (m.clock.power_mean_w > 0) prow[field::power_w] = m.clock.power_mean_w;
+    if (m.clock.power_limit_w > 0) prow[field::power_limit_w] = m.clock.power_limit_w;
+    prow[field::clock_reasons] = m.clock.reasons;
   }
-  prow["wall_s"] = m.wall_s;
-  if (!m.note.empty()) prow["note"] = m.note;
+  prow[field::wall_s] = m.wall_s;
+  if (!m.note.empty()) prow[field::note] = m.note;
   if (m.ok && m.latency_ms > 0) {
-    prow["latency_ms"] = m.latency_ms;
-    prow["samples_ms"] = m.samples_ms;
-    prow.erase("error");
-    prow.erase("failure");
-    if (!m.quantile_ms.empty()) prow["quantiles_ms"] = m.quantile_ms;
+    prow[field::latency_ms] = m.latency_ms;
+    prow[field::samples_ms] = m.samples_ms;
+    prow.erase(field::error);
+    prow.erase(field::failure);
+    if (!m.quantile_ms.empty()) prow[field::quantiles_ms] = m.quantile_ms;
     const double s = m.latency_ms * 1e-3;
-    if (flops > 0) prow["tflops"] = flops / s / 1e12;
-    if (bytes > 0) prow["gbps"] = bytes / s / 1e9;
+    if (flops > 0) prow[field::tflops] = flops / s / 1e12;
+    if (bytes > 0) prow[field::gbps] = bytes / s / 1e9;
   } else {
-    prow.erase("latency_ms");
-    prow.erase("samples_ms");
-    prow["error"] = m.error;
-    prow["failure"] = backends::to_string(m.failure);
+    prow.erase(field::latency_ms);
+    prow.erase(field::samples_ms);
+    prow[field::error] = m.error;
+    prow[field::failure] = backends::to_string(m.failure);
   }
 }
 
@@ -163,16 +168,16 @@ Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w,
   };
   tune::Selection s = tuner_->select(key, pi.space, time_config);
   if (broken) throw DeviceBroken(broken->error, broken->failure);
-  prow["config"] = s.config.str();
-  prow["tune"] = {{"source", s.source},
-                  {"tried", s.tried},
-                  {"rejected", s.rejected},
-                  {"sweep_s", s.sweep_s},
-                  {"key", key.key}};
-  if (!s.note.empty()) prow["tune"]["note"] = s.note;
+  prow[field::config] = s.config.str();
+  prow[field::tune] = {{tune_field::source, s.source},
+                       {tune_field::tried, s.tried},
+                       {tune_field::rejected, s.rejected},
+                       {tune_field::sweep_s, s.sweep_s},
+                       {tune_field::key, key.key}};
+  if (!s.note.empty()) prow[field::tune][field::note] = s.note;
   if (!s.markers.empty()) {
-    prow["markers"] = s.markers;
-    prow["tune_markers"] = s.markers;
+    prow[field::markers] = s.markers;
+    prow[field::tune_markers] = s.markers;
   }
   for (auto& wmsg : tuner_->take_warnings()) warnings_.push_back(wmsg);
   // Prepare the winner (a failure here is a config that failed at launch: evict and retune).
@@ -180,13 +185,13 @@ Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w,
     w.prepare(p, s.config);
   } catch (const ConfigRejected& e) {
     tune::Selection r = tuner_->on_launch_failure(key, pi.space, s.config, "tune", time_config);
-    prow["config"] = r.config.str();
-    prow["tune"]["evicted"] = s.config.str();
-    prow["tune"]["source"] = r.source;
-    if (!r.note.empty()) prow["tune"]["note"] = r.note;
+    prow[field::config] = r.config.str();
+    prow[field::tune][tune_field::evicted] = s.config.str();
+    prow[field::tune][tune_field::source] = r.source;
+    if (!r.note.empty()) prow[field::tune][field::note] = r.note;
     if (!r.markers.empty()) {
-      prow["markers"] = r.markers;
-      prow["tune_markers"] = r.markers;
+      prow[field::markers] = r.markers;
+      prow[field::tune_markers] = r.markers;
       warnings_.push_back(r.note);
     }
     w.prepare(p, r.config);
@@ -197,19 +202,24 @@ Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w,
 
 json CaseRunner::profile_case(const Op& op, const Case& c, int launches) {
   const OpInfo info = op.info();
-  json row = {
-      {"type", "case"},           {"op", c.op},      {"dtype", std::string(to_string(c.dtype))},
-      {"shape", c.size_detail()}, {"dims", c.shape}, {"node", c.node_id()},
-      {"family", info.family},    {"profile", true}, {"markers", json::array()}};
-  if (!c.params.empty()) row["params"] = c.params;
+  json row = {{field::type, core::row_type::case_row},
+              {field::op, c.op},
+              {field::dtype, std::string(to_string(c.dtype))},
+              {field::shape, c.size_detail()},
+              {field::dims, c.shape},
+              {field::node, c.node_id()},
+              {field::family, info.family},
+              {field::profile, true},
+              {field::markers, json::array()}};
+  if (!c.params.empty()) row[field::params] = c.params;
   if (!fatal_.empty()) {
-    row["status"] = "skipped";
-    row["reason"] = "not run: the device context is unusable after " + fatal_;
+    row[field::status] = core::status::skipped;
+    row[field::reason] = "not run: the device context is unusable after " + fatal_;
     return row;
   }
   if (auto reason = op.skip_reason(c, *device_)) {
-    row["status"] = "skipped";
-    row["reason"] = *reason;
+    row[field::status] = core::status::skipped;
+    row[field::reason] = *reason;
     return row;
   }
   json prows = json::array();
@@ -218,12 +228,12 @@ json CaseRunner::profile_case(const Op& op, const Case& c, int launches) {
     const auto providers = w->providers();
     for (std::size_t p = 0; p < providers.size(); ++p) {
       const auto& pi = providers[p];
-      json prow = {{"name", pi.name}, {"role", role_name(pi.role)}};
+      json prow = {{field::name, pi.name}, {field::role, role_name(pi.role)}};
       if (pi.role == Role::candidate && pi.space.tunable()) {
         (void)choose_config(info, c, *w, p, pi, prow);
       } else {
         w->prepare(p, pi.space.default_config);
-        if (!pi.space.default_config.empty()) prow["config"] = pi.space.default_config.str();
+        if (!pi.space.default_config.empty()) prow[field::config] = pi.space.default_config.str();
       }
       prows.push_back(std::move(prow));
     }
@@ -239,35 +249,35 @@ json CaseRunner::profile_case(const Op& op, const Case& c, int launches) {
         throw;
       }
       device_->range_pop();
-      prows[p]["range"] = range;
-      prows[p]["launches"] = launches;
+      prows[p][field::range] = range;
+      prows[p][field::launches] = launches;
     }
   } catch (const NativeError& e) {
     auto f = backend_.classify(e.code());
     if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned)
       fatal_ = c.node_id();
-    row["providers"] = prows;
-    row["status"] = "failed";
-    row["error"] = std::string(e.what()) + " [" + backends::to_string(f) + "]";
+    row[field::providers] = prows;
+    row[field::status] = core::status::failed;
+    row[field::error] = std::string(e.what()) + " [" + backends::to_string(f) + "]";
     return row;
   } catch (const CaseSkipped& e) {
-    row["status"] = "skipped";
-    row["reason"] = e.what();
+    row[field::status] = core::status::skipped;
+    row[field::reason] = e.what();
     return row;
   } catch (const DeviceBroken& e) {
     fatal_ = c.node_id();
-    row["providers"] = prows;
-    row["status"] = "failed";
-    row["error"] = std::string(e.what()) + " [" + backends::to_string(e.failure) + "]";
+    row[field::providers] = prows;
+    row[field::status] = core::status::failed;
+    row[field::error] = std::string(e.what()) + " [" + backends::to_string(e.failure) + "]";
     return row;
   } catch (const std::exception& e) {
-    row["providers"] = prows;
-    row["status"] = "failed";
-    row["error"] = e.what();
+    row[field::providers] = prows;
+    row[field::status] = core::status::failed;
+    row[field::error] = e.what();
     return row;
   }
-  row["providers"] = prows;
-  row["status"] = "ok";
+  row[field::providers] = prows;
+  row[field::status] = core::status::ok;
   return row;
 }
 
@@ -296,20 +306,25 @@ void CaseRunner::tune_case(const Op& op, const Case& c) {
 
 json CaseRunner::run_case(const Op& op, const Case& c) {
   const OpInfo info = op.info();
-  json row = {
-      {"type", "case"},           {"op", c.op},      {"dtype", std::string(to_string(c.dtype))},
-      {"shape", c.size_detail()}, {"dims", c.shape}, {"node", c.node_id()},
-      {"family", info.family},    {"timer", timer_}, {"markers", json::array()},
-      {"repeat", knobs_.repeat}};
-  if (!c.params.empty()) row["params"] = c.params;
+  json row = {{field::type, core::row_type::case_row},
+              {field::op, c.op},
+              {field::dtype, std::string(to_string(c.dtype))},
+              {field::shape, c.size_detail()},
+              {field::dims, c.shape},
+              {field::node, c.node_id()},
+              {field::family, info.family},
+              {field::timer, timer_},
+              {field::markers, json::array()},
+              {field::repeat, knobs_.repeat}};
+  if (!c.params.empty()) row[field::params] = c.params;
   auto fail = [&](const std::string& msg) {
-    row["status"] = "failed";
-    row["error"] = msg;
+    row[field::status] = core::status::failed;
+    row[field::error] = msg;
     return row;
   };
   if (!fatal_.empty()) {
-    row["status"] = "skipped";
-    row["reason"] = "not run: the device context is unusable after " + fatal_;
+    row[field::status] = core::status::skipped;
+    row[field::reason] = "not run: the device context is unusable after " + fatal_;
     return row;
   }
   // A shape whose sizes do not fit (caliber/size.hpp) is skipped with its real size, before the
@@ -319,8 +334,8 @@ json CaseRunner::run_case(const Op& op, const Case& c) {
     (void)count_of(c.shape);
     need = static_cast<double>(op.bytes_needed(c));
   } catch (const SizeOverflow& e) {
-    row["status"] = "skipped";
-    row["reason"] = std::string(c.op) + ": " + e.what();
+    row[field::status] = core::status::skipped;
+    row[field::reason] = std::string(c.op) + ": " + e.what();
     return row;
   }
   // Skip guards, and the backend's compat rules that may lift exactly one (op, reason).
@@ -329,16 +344,17 @@ json CaseRunner::run_case(const Op& op, const Case& c) {
     for (const auto& rule : backend_.compat_rules())
       if (rule.op == c.op && rule.reason == *reason) lifted = true;
     if (!lifted) {
-      row["status"] = "skipped";
-      row["reason"] = *reason;
+      row[field::status] = core::status::skipped;
+      row[field::reason] = *reason;
       return row;
     }
     add_markers(row, {"compat_lifted"});
   }
   const double have = static_cast<double>(device_->free_bytes());
   if (need > 0.9 * have) {
-    row["status"] = "skipped";
-    row["reason"] = "needs " + core::gib(need, 2) + ", device has " + core::gib(have, 2) + " free";
+    row[field::status] = core::status::skipped;
+    row[field::reason] =
+        "needs " + core::gib(need, 2) + ", device has " + core::gib(have, 2) + " free";
     return row;
   }
 
@@ -351,22 +367,22 @@ json CaseRunner::run_case(const Op& op, const Case& c) {
     // Prepare every provider (handles, plans, workspaces, tuned configs) outside any timing.
     for (std::size_t p = 0; p < providers.size(); ++p) {
       const auto& pi = providers[p];
-      json prow = {{"name", pi.name}, {"role", role_name(pi.role)}};
-      if (!pi.label.empty()) prow["label"] = pi.label;
+      json prow = {{field::name, pi.name}, {field::role, role_name(pi.role)}};
+      if (!pi.label.empty()) prow[field::label] = pi.label;
       if (pi.role == Role::candidate && pi.space.tunable()) {
         try {
           (void)choose_config(info, c, *w, p, pi, prow);
         } catch (const ConfigRejected&) {
           // A replayed config that can neither run nor be evicted: the failed row must carry
           // compile_tune_no_evict, not only an error that reads like a broken kernel.
-          if (prow.contains("markers"))
-            add_markers(row, prow["markers"].get<std::vector<std::string>>());
+          if (prow.contains(field::markers))
+            add_markers(row, prow[field::markers].get<std::vector<std::string>>());
           prows.push_back(std::move(prow));
           throw;
         }
       } else {
         w->prepare(p, pi.space.default_config);
-        if (!pi.space.default_config.empty()) prow["config"] = pi.space.default_config.str();
+        if (!pi.space.default_config.empty()) prow[field::config] = pi.space.default_config.str();
       }
       prows.push_back(std::move(prow));
     }
@@ -374,28 +390,28 @@ json CaseRunner::run_case(const Op& op, const Case& c) {
     for (std::size_t p = 0; p < providers.size(); ++p) {
       if (providers[p].role != Role::candidate) continue;
       Accuracy a = w->check(p);
-      prows[p]["accuracy"] = a.passed;
-      prows[p]["accuracy_detail"] = a.detail;
-      prows[p]["rel_err"] = a.rel_err;
-      prows[p]["max_abs_err"] = a.max_abs_err;
+      prows[p][field::accuracy] = a.passed;
+      prows[p][field::accuracy_detail] = a.detail;
+      prows[p][field::rel_err] = a.rel_err;
+      prows[p][field::max_abs_err] = a.max_abs_err;
       // The check may have re-prepared nothing, but it did launch: keep the tuned config prepared.
     }
   } catch (const DeviceBroken& e) {
     fatal_ = c.node_id();
-    row["providers"] = prows;
+    row[field::providers] = prows;
     return fail(std::string(e.what()) + " [" + backends::to_string(e.failure) + "]");
   } catch (const CaseSkipped& e) {
-    row["status"] = "skipped";
-    row["reason"] = e.what();
+    row[field::status] = core::status::skipped;
+    row[field::reason] = e.what();
     return row;
   } catch (const NativeError& e) {
     auto f = backend_.classify(e.code());
     if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned)
       fatal_ = c.node_id();
-    row["providers"] = prows;
+    row[field::providers] = prows;
     return fail(std::string(e.what()) + " [" + backends::to_string(f) + "]");
   } catch (const std::exception& e) {
-    row["providers"] = prows;
+    row[field::providers] = prows;
     return fail(e.what());
   }
 
@@ -419,12 +435,12 @@ json CaseRunner::run_case(const Op& op, const Case& c) {
   };
   for (std::size_t p = 0; p < providers.size(); ++p) {
     json& prow = prows[p];
-    if (prow.contains("accuracy") && !prow["accuracy"].get<bool>()) continue;
+    if (prow.contains(field::accuracy) && !prow[field::accuracy].get<bool>()) continue;
     const timing::Measurement m = time_provider(p, timing_options(info, false));
     measured[p] = m;
     add_markers(row, m.markers);
     if (m.ok && m.latency_ms > 0) {
-      if (m.timer == "direct" && timer_ == "graph") row["timer"] = "direct";
+      if (m.timer == "direct" && timer_ == "graph") row[field::timer] = "direct";
     } else {
       any_fail = true;
       if (first_error.empty()) first_error = providers[p].name + ": " + m.error;
@@ -437,17 +453,17 @@ json CaseRunner::run_case(const Op& op, const Case& c) {
   // One regime per row (docs/timing.md): when a provider's capture was refused and it fell back to
   // the direct timer, the providers timed by the graph timer are timed again by the direct timer,
   // so that the speedup compares like with like. Their graph figures stay as extra fields.
-  if (fatal_.empty() && row["timer"] == "direct" && timer_ == "graph") {
+  if (fatal_.empty() && row[field::timer] == "direct" && timer_ == "graph") {
     timing::TimingOptions direct = timing_options(info, false);
     direct.timer = timing::TimerKind::direct;
     for (std::size_t p = 0; p < providers.size(); ++p) {
       if (!measured[p].ok || measured[p].timer != "graph") continue;
       json& prow = prows[p];
-      const json graph_latency = prow.value("latency_ms", json(nullptr));
+      const json graph_latency = prow.value(field::latency_ms, json(nullptr));
       const timing::Measurement m = time_provider(p, direct);
-      prow["graph_latency_ms"] = graph_latency;
-      prow["graph_launches_per_sample"] = measured[p].launches_per_sample;
-      prow["note"] =
+      prow[field::graph_latency_ms] = graph_latency;
+      prow[field::graph_launches_per_sample] = measured[p].launches_per_sample;
+      prow[field::note] =
           "timed by the direct timer too, since another provider of this case could "
           "not be captured (one regime per row); its graph figure is graph_latency_ms";
       add_markers(row, m.markers);
@@ -461,41 +477,43 @@ json CaseRunner::run_case(const Op& op, const Case& c) {
       }
     }
   }
-  row["providers"] = prows;
+  row[field::providers] = prows;
 
   // Row-level fields: the first baseline and the first candidate.
   const json* base = nullptr;
   const json* cand = nullptr;
   for (const auto& prow : prows) {
-    if (prow["role"] == "baseline" && base == nullptr) base = &prow;
-    if (prow["role"] == "candidate" && cand == nullptr) cand = &prow;
+    if (prow[field::role] == core::role::baseline && base == nullptr) base = &prow;
+    if (prow[field::role] == core::role::candidate && cand == nullptr) cand = &prow;
   }
   const json* main = cand != nullptr ? cand : base;
-  if (base != nullptr && base->contains("latency_ms"))
-    row["latency_base_ms"] = (*base)["latency_ms"];
-  if (main != nullptr && main->contains("latency_ms")) {
-    row["latency_ms"] = (*main)["latency_ms"];
-    if (main->contains("tflops")) row["tflops"] = (*main)["tflops"];
-    if (main->contains("gbps")) row["gbps"] = (*main)["gbps"];
-    if (main->contains("noise")) row["noise"] = (*main)["noise"];
+  if (base != nullptr && base->contains(field::latency_ms))
+    row[field::latency_base_ms] = (*base)[field::latency_ms];
+  if (main != nullptr && main->contains(field::latency_ms)) {
+    row[field::latency_ms] = (*main)[field::latency_ms];
+    if (main->contains(field::tflops)) row[field::tflops] = (*main)[field::tflops];
+    if (main->contains(field::gbps)) row[field::gbps] = (*main)[field::gbps];
+    if (main->contains(field::noise)) row[field::noise] = (*main)[field::noise];
   }
-  row["accuracy"] =
-      cand != nullptr && cand->contains("accuracy") ? (*cand)["accuracy"] : json(nullptr);
+  row[field::accuracy] =
+      cand != nullptr && cand->contains(field::accuracy) ? (*cand)[field::accuracy] : json(nullptr);
   const bool accurate =
-      cand == nullptr || !cand->contains("accuracy") || (*cand)["accuracy"].get<bool>();
-  if (cand != nullptr && base != nullptr && accurate && cand->contains("latency_ms") &&
-      base->contains("latency_ms"))
-    row["speedup"] = (*base)["latency_ms"].get<double>() / (*cand)["latency_ms"].get<double>();
+      cand == nullptr || !cand->contains(field::accuracy) || (*cand)[field::accuracy].get<bool>();
+  if (cand != nullptr && base != nullptr && accurate && cand->contains(field::latency_ms) &&
+      base->contains(field::latency_ms))
+    row[field::speedup] =
+        (*base)[field::latency_ms].get<double>() / (*cand)[field::latency_ms].get<double>();
   else
-    row["speedup"] = nullptr;
+    row[field::speedup] = nullptr;
   if (!accurate) {
-    row["status"] = "failed";
-    row["error"] = "accuracy check failed: " + (*cand)["accuracy_detail"].get<std::string>();
+    row[field::status] = core::status::failed;
+    row[field::error] =
+        "accuracy check failed: " + (*cand)[field::accuracy_detail].get<std::string>();
   } else if (any_fail) {
-    row["status"] = "failed";
-    row["error"] = first_error;
+    row[field::status] = core::status::failed;
+    row[field::error] = first_error;
   } else {
-    row["status"] = "ok";
+    row[field::status] = core::status::ok;
   }
   return row;
 }

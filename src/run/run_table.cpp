@@ -6,11 +6,13 @@
 
 #include "core/format.hpp"
 #include "core/knobs.hpp"
+#include "core/runlog.hpp"
 #include "core/text_table.hpp"
 
 namespace caliber::run {
 
 using nlohmann::json;
+namespace field = core::field;
 
 std::string eta_text(double elapsed_s, std::size_t done, std::size_t total) {
   if (done == 0 || done >= total || !(elapsed_s >= kEtaAfterS)) return "";
@@ -19,17 +21,17 @@ std::string eta_text(double elapsed_s, std::size_t done, std::size_t total) {
 }
 
 std::string stop_rule_miss(const json& row) {
-  const auto provs = row.find("providers");
+  const auto provs = row.find(field::providers);
   if (provs == row.end() || !provs->is_array()) return "";
   for (const auto& p : *provs) {
     if (!p.is_object()) continue;
-    const std::string name = p.value("name", std::string("?"));
-    const std::string reason = p.value("stop_reason", std::string());
-    const auto conv = p.find("converged");
+    const std::string name = p.value(field::name, std::string("?"));
+    const std::string reason = p.value(field::stop_reason, std::string());
+    const auto conv = p.find(field::converged);
     const bool not_converged = conv != p.end() && conv->is_boolean() && !conv->get<bool>();
     bool marked = false;
-    if (p.contains("markers") && p["markers"].is_array())
-      for (const auto& m : p["markers"])
+    if (p.contains(field::markers) && p[field::markers].is_array())
+      for (const auto& m : p[field::markers])
         if (m == kMarkerStopNotConverged) marked = true;
     if ((!reason.empty() && reason != "converged") || not_converged || marked)
       return name + ": " + (reason.empty() || reason == "converged" ? "not converged" : reason);
@@ -45,10 +47,10 @@ void print_run_table(std::ostream& out, const std::vector<json>& rows,
     return v.is_number() ? core::fixed(v.get<double>(), prec) : "-";
   };
   auto main_provider = [](const json& r) -> const json* {
-    if (!r.contains("providers") || !r["providers"].is_array()) return nullptr;
+    if (!r.contains(field::providers) || !r[field::providers].is_array()) return nullptr;
     const json* base = nullptr;
-    for (const auto& p : r["providers"]) {
-      if (p.value("role", "") == "candidate") return &p;
+    for (const auto& p : r[field::providers]) {
+      if (p.value(field::role, "") == core::role::candidate) return &p;
       if (base == nullptr) base = &p;
     }
     return base;
@@ -67,7 +69,8 @@ void print_run_table(std::ostream& out, const std::vector<json>& rows,
         Column col{t.str(), false, {}};
         for (const auto& r : rows) {
           const json* m = main_provider(r);
-          const json q = m != nullptr ? m->value("quantiles_ms", json::array()) : json::array();
+          const json q =
+              m != nullptr ? m->value(field::quantiles_ms, json::array()) : json::array();
           col.cells.push_back(qi < q.size() ? fixed(q[qi], 4) : "-");
         }
         table.push_back(std::move(col));
@@ -91,38 +94,38 @@ void print_run_table(std::ostream& out, const std::vector<json>& rows,
       if (c == "op" || c == "dtype" || c == "node" || c == "timer") {
         v = r.value(c, std::string());
       } else if (c == "shape") {
-        v = r.value("shape", std::string());
+        v = r.value(field::shape, std::string());
         if (v.size() > 29) v = v.substr(0, 28) + "~";
       } else if (c == "base_ms") {
-        v = fixed(r.value("latency_base_ms", json()), 4);
+        v = fixed(r.value(field::latency_base_ms, json()), 4);
       } else if (c == "cand_ms") {
-        v = fixed(r.value("latency_ms", json()), 4);
+        v = fixed(r.value(field::latency_ms, json()), 4);
       } else if (c == "speedup") {
-        v = fixed(r.value("speedup", json()), 2);
+        v = fixed(r.value(field::speedup, json()), 2);
       } else if (c == "tflops") {
-        v = fixed(r.value("tflops", json()), 2);
+        v = fixed(r.value(field::tflops, json()), 2);
       } else if (c == "gbps") {
-        v = fixed(r.value("gbps", json()), 1);
+        v = fixed(r.value(field::gbps, json()), 1);
       } else if (c == "pct_peak_bw" || c == "pct_peak_flops") {
         v = fixed(r.value(c, json()), 1);
       } else if (c == "noise") {
-        const json n = r.value("noise", json());
+        const json n = r.value(field::noise, json());
         v = n.is_number() ? fixed(n.get<double>() * 100, 2) : "-";
       } else if (c == "samples") {
-        v = m != nullptr && m->contains("samples_ms") && (*m)["samples_ms"].is_array()
-                ? std::to_string((*m)["samples_ms"].size())
+        v = m != nullptr && m->contains(field::samples_ms) && (*m)[field::samples_ms].is_array()
+                ? std::to_string((*m)[field::samples_ms].size())
                 : "-";
       } else if (c == "stop") {
         v = stop_rule_miss(r);
-        if (v.empty()) v = m != nullptr ? m->value("stop_reason", std::string("-")) : "-";
+        if (v.empty()) v = m != nullptr ? m->value(field::stop_reason, std::string("-")) : "-";
       } else if (c == "markers") {
-        if (r.contains("markers") && r["markers"].is_array())
-          for (const auto& mk : r["markers"])
+        if (r.contains(field::markers) && r[field::markers].is_array())
+          for (const auto& mk : r[field::markers])
             if (mk.is_string()) v += (v.empty() ? "" : " ") + mk.get<std::string>();
       } else if (c == "status") {
-        v = r.value("status", "?");
-        if (r.contains("markers"))
-          for (const auto& mk : r["markers"])
+        v = r.value(field::status, "?");
+        if (r.contains(field::markers))
+          for (const auto& mk : r[field::markers])
             if (mk == core::markers::direct_no_graph || mk == core::markers::capture_poisoned)
               v += " " + mk.get<std::string>();
         // A missed stopping rule is visible in the row, not only in run.log.
