@@ -95,6 +95,60 @@ void write_timing(json& prow, const timing::Measurement& m, double flops, double
   }
 }
 
+// The fields every case row starts with: the case's identity (docs/run-log.md).
+json case_row_head(const OpInfo& info, const Case& c) {
+  json row = {{field::type, core::row_type::case_row},
+              {field::op, c.op},
+              {field::dtype, std::string(to_string(c.dtype))},
+              {field::shape, c.size_detail()},
+              {field::dims, c.shape},
+              {field::node, c.node_id()},
+              {field::family, info.family},
+              {field::markers, json::array()}};
+  if (!c.params.empty()) row[field::params] = c.params;
+  return row;
+}
+
+// The last phase of a case: the row-level fields from the first baseline and the first candidate,
+// the speedup, and the status.
+void summarize_row(json& row, const json& prows, bool any_fail, const std::string& first_error) {
+  const json* base = nullptr;
+  const json* cand = nullptr;
+  for (const auto& prow : prows) {
+    if (prow[field::role] == core::role::baseline && base == nullptr) base = &prow;
+    if (prow[field::role] == core::role::candidate && cand == nullptr) cand = &prow;
+  }
+  const json* main = cand != nullptr ? cand : base;
+  if (base != nullptr && base->contains(field::latency_ms))
+    row[field::latency_base_ms] = (*base)[field::latency_ms];
+  if (main != nullptr && main->contains(field::latency_ms)) {
+    row[field::latency_ms] = (*main)[field::latency_ms];
+    if (main->contains(field::tflops)) row[field::tflops] = (*main)[field::tflops];
+    if (main->contains(field::gbps)) row[field::gbps] = (*main)[field::gbps];
+    if (main->contains(field::noise)) row[field::noise] = (*main)[field::noise];
+  }
+  row[field::accuracy] =
+      cand != nullptr && cand->contains(field::accuracy) ? (*cand)[field::accuracy] : json(nullptr);
+  const bool accurate =
+      cand == nullptr || !cand->contains(field::accuracy) || (*cand)[field::accuracy].get<bool>();
+  if (cand != nullptr && base != nullptr && accurate && cand->contains(field::latency_ms) &&
+      base->contains(field::latency_ms))
+    row[field::speedup] =
+        (*base)[field::latency_ms].get<double>() / (*cand)[field::latency_ms].get<double>();
+  else
+    row[field::speedup] = nullptr;
+  if (!accurate) {
+    row[field::status] = core::status::failed;
+    row[field::error] =
+        "accuracy check failed: " + (*cand)[field::accuracy_detail].get<std::string>();
+  } else if (any_fail) {
+    row[field::status] = core::status::failed;
+    row[field::error] = first_error;
+  } else {
+    row[field::status] = core::status::ok;
+  }
+}
+
 }  // namespace
 
 CaseRunner::CaseRunner(const backends::Backend& backend, int device_index, std::uint64_t seed,
@@ -202,16 +256,8 @@ Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w,
 
 json CaseRunner::profile_case(const Op& op, const Case& c, int launches) {
   const OpInfo info = op.info();
-  json row = {{field::type, core::row_type::case_row},
-              {field::op, c.op},
-              {field::dtype, std::string(to_string(c.dtype))},
-              {field::shape, c.size_detail()},
-              {field::dims, c.shape},
-              {field::node, c.node_id()},
-              {field::family, info.family},
-              {field::profile, true},
-              {field::markers, json::array()}};
-  if (!c.params.empty()) row[field::params] = c.params;
+  json row = case_row_head(info, c);
+  row[field::profile] = true;
   if (!fatal_.empty()) {
     row[field::status] = core::status::skipped;
     row[field::reason] = "not run: the device context is unusable after " + fatal_;
@@ -304,29 +350,26 @@ void CaseRunner::tune_case(const Op& op, const Case& c) {
   }
 }
 
-json CaseRunner::run_case(const Op& op, const Case& c) {
-  const OpInfo info = op.info();
-  json row = {{field::type, core::row_type::case_row},
-              {field::op, c.op},
-              {field::dtype, std::string(to_string(c.dtype))},
-              {field::shape, c.size_detail()},
-              {field::dims, c.shape},
-              {field::node, c.node_id()},
-              {field::family, info.family},
-              {field::timer, timer_},
-              {field::markers, json::array()},
-              {field::repeat, knobs_.repeat}};
-  if (!c.params.empty()) row[field::params] = c.params;
-  auto fail = [&](const std::string& msg) {
-    row[field::status] = core::status::failed;
-    row[field::error] = msg;
-    return row;
-  };
-  if (!fatal_.empty()) {
+// The work of one case between run_case's phases.
+struct CaseRunner::CaseWork {
+  std::unique_ptr<Workload> w;
+  std::vector<ProviderInfo> providers;
+  json prows = json::array();  // the provider objects, one per provider
+  std::vector<timing::Measurement> measured;
+  bool any_fail = false;
+  std::string first_error;  // "<provider>: <error>" of the first provider that failed
+};
+
+// Phase 1: whether the case runs at all. Skips it after a fatal device error, for a shape whose
+// sizes do not fit, on a skip guard no compat rule lifts, and when it needs more memory than the
+// device has free.
+bool CaseRunner::admit(const Op& op, const Case& c, json& row) {
+  auto skip = [&](const std::string& reason) {
     row[field::status] = core::status::skipped;
-    row[field::reason] = "not run: the device context is unusable after " + fatal_;
-    return row;
-  }
+    row[field::reason] = reason;
+    return false;
+  };
+  if (!fatal_.empty()) return skip("not run: the device context is unusable after " + fatal_);
   // A shape whose sizes do not fit (caliber/size.hpp) is skipped with its real size, before the
   // op's guards see a wrapped count.
   double need = 0;
@@ -334,187 +377,156 @@ json CaseRunner::run_case(const Op& op, const Case& c) {
     (void)count_of(c.shape);
     need = static_cast<double>(op.bytes_needed(c));
   } catch (const SizeOverflow& e) {
-    row[field::status] = core::status::skipped;
-    row[field::reason] = std::string(c.op) + ": " + e.what();
-    return row;
+    return skip(std::string(c.op) + ": " + e.what());
   }
   // Skip guards, and the backend's compat rules that may lift exactly one (op, reason).
   if (auto reason = op.skip_reason(c, *device_)) {
     bool lifted = false;
     for (const auto& rule : backend_.compat_rules())
       if (rule.op == c.op && rule.reason == *reason) lifted = true;
-    if (!lifted) {
-      row[field::status] = core::status::skipped;
-      row[field::reason] = *reason;
-      return row;
-    }
-    add_markers(row, {"compat_lifted"});
+    if (!lifted) return skip(*reason);
+    add_markers(row, {core::markers::compat_lifted});
   }
   const double have = static_cast<double>(device_->free_bytes());
-  if (need > 0.9 * have) {
-    row[field::status] = core::status::skipped;
-    row[field::reason] =
-        "needs " + core::gib(need, 2) + ", device has " + core::gib(have, 2) + " free";
-    return row;
-  }
+  if (need > 0.9 * have)
+    return skip("needs " + core::gib(need, 2) + ", device has " + core::gib(have, 2) + " free");
+  return true;
+}
 
-  std::unique_ptr<Workload> w;
-  std::vector<ProviderInfo> providers;
-  json prows = json::array();
+// Phase 2: set up the workload, prepare every provider (handles, plans, workspaces, tuned configs)
+// outside any timing, then the correctness gate: every candidate against the reference, before
+// anything is timed.
+bool CaseRunner::prepare_and_check(const Op& op, const OpInfo& info, const Case& c, CaseWork& work,
+                                   json& row) {
+  auto fail = [&](const std::string& msg) {
+    row[field::providers] = work.prows;
+    row[field::status] = core::status::failed;
+    row[field::error] = msg;
+    return false;
+  };
   try {
-    w = op.setup(*device_, c);
-    providers = w->providers();
-    // Prepare every provider (handles, plans, workspaces, tuned configs) outside any timing.
-    for (std::size_t p = 0; p < providers.size(); ++p) {
-      const auto& pi = providers[p];
+    work.w = op.setup(*device_, c);
+    work.providers = work.w->providers();
+    Workload& w = *work.w;
+    for (std::size_t p = 0; p < work.providers.size(); ++p) {
+      const auto& pi = work.providers[p];
       json prow = {{field::name, pi.name}, {field::role, role_name(pi.role)}};
       if (!pi.label.empty()) prow[field::label] = pi.label;
       if (pi.role == Role::candidate && pi.space.tunable()) {
         try {
-          (void)choose_config(info, c, *w, p, pi, prow);
+          (void)choose_config(info, c, w, p, pi, prow);
         } catch (const ConfigRejected&) {
           // A replayed config that can neither run nor be evicted: the failed row must carry
           // compile_tune_no_evict, not only an error that reads like a broken kernel.
           if (prow.contains(field::markers))
             add_markers(row, prow[field::markers].get<std::vector<std::string>>());
-          prows.push_back(std::move(prow));
+          work.prows.push_back(std::move(prow));
           throw;
         }
       } else {
-        w->prepare(p, pi.space.default_config);
+        w.prepare(p, pi.space.default_config);
         if (!pi.space.default_config.empty()) prow[field::config] = pi.space.default_config.str();
       }
-      prows.push_back(std::move(prow));
+      work.prows.push_back(std::move(prow));
     }
-    // The correctness gate: every candidate against the reference, before anything is timed.
-    for (std::size_t p = 0; p < providers.size(); ++p) {
-      if (providers[p].role != Role::candidate) continue;
-      Accuracy a = w->check(p);
-      prows[p][field::accuracy] = a.passed;
-      prows[p][field::accuracy_detail] = a.detail;
-      prows[p][field::rel_err] = a.rel_err;
-      prows[p][field::max_abs_err] = a.max_abs_err;
+    for (std::size_t p = 0; p < work.providers.size(); ++p) {
+      if (work.providers[p].role != Role::candidate) continue;
+      Accuracy a = w.check(p);
+      work.prows[p][field::accuracy] = a.passed;
+      work.prows[p][field::accuracy_detail] = a.detail;
+      work.prows[p][field::rel_err] = a.rel_err;
+      work.prows[p][field::max_abs_err] = a.max_abs_err;
       // The check may have re-prepared nothing, but it did launch: keep the tuned config prepared.
     }
   } catch (const DeviceBroken& e) {
     fatal_ = c.node_id();
-    row[field::providers] = prows;
     return fail(std::string(e.what()) + " [" + backends::to_string(e.failure) + "]");
   } catch (const CaseSkipped& e) {
     row[field::status] = core::status::skipped;
     row[field::reason] = e.what();
-    return row;
+    return false;
   } catch (const NativeError& e) {
     auto f = backend_.classify(e.code());
     if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned)
       fatal_ = c.node_id();
-    row[field::providers] = prows;
     return fail(std::string(e.what()) + " [" + backends::to_string(f) + "]");
   } catch (const std::exception& e) {
-    row[field::providers] = prows;
     return fail(e.what());
   }
+  return true;
+}
 
-  // Time every provider (a candidate that failed its gate is not timed).
-  const double flops = w->flops();
-  const double bytes = w->bytes();
-  bool any_fail = false;
-  std::string first_error;
-  std::vector<timing::Measurement> measured(providers.size());
+// Phase 3: time every provider (a candidate that failed its gate is not timed); then, for one
+// regime per row, re-time by the direct timer what the graph timer timed when another provider
+// fell back to the direct timer.
+void CaseRunner::time_providers(const OpInfo& info, const Case& c, CaseWork& work, json& row) {
+  const double flops = work.w->flops();
+  const double bytes = work.w->bytes();
+  work.measured.assign(work.providers.size(), timing::Measurement{});
   auto time_provider = [&](std::size_t p, const timing::TimingOptions& opts) {
     timing::Measurement m;
     try {
       m = timing::measure(
-          *device_, backend_, [&] { w->launch(p); }, opts);
+          *device_, backend_, [&] { work.w->launch(p); }, opts);
     } catch (const std::exception& e) {
       m.ok = false;
       m.error = e.what();
     }
-    write_timing(prows[p], m, flops, bytes);
+    write_timing(work.prows[p], m, flops, bytes);
     return m;
   };
-  for (std::size_t p = 0; p < providers.size(); ++p) {
-    json& prow = prows[p];
+  // Records a failed measurement; true when the process must time nothing more.
+  auto failed = [&](std::size_t p, const timing::Measurement& m) {
+    work.any_fail = true;
+    if (work.first_error.empty()) work.first_error = work.providers[p].name + ": " + m.error;
+    if (!timing::process_unusable(m)) return false;
+    fatal_ = c.node_id();
+    return true;
+  };
+  for (std::size_t p = 0; p < work.providers.size(); ++p) {
+    json& prow = work.prows[p];
     if (prow.contains(field::accuracy) && !prow[field::accuracy].get<bool>()) continue;
     const timing::Measurement m = time_provider(p, timing_options(info, false));
-    measured[p] = m;
+    work.measured[p] = m;
     add_markers(row, m.markers);
     if (m.ok && m.latency_ms > 0) {
       if (m.timer == "direct" && timer_ == "graph") row[field::timer] = "direct";
-    } else {
-      any_fail = true;
-      if (first_error.empty()) first_error = providers[p].name + ": " + m.error;
-      if (timing::process_unusable(m)) {
-        fatal_ = c.node_id();
-        break;  // time nothing more in this process
-      }
+    } else if (failed(p, m)) {
+      break;  // time nothing more in this process
     }
   }
   // One regime per row (docs/timing.md): when a provider's capture was refused and it fell back to
   // the direct timer, the providers timed by the graph timer are timed again by the direct timer,
   // so that the speedup compares like with like. Their graph figures stay as extra fields.
-  if (fatal_.empty() && row[field::timer] == "direct" && timer_ == "graph") {
-    timing::TimingOptions direct = timing_options(info, false);
-    direct.timer = timing::TimerKind::direct;
-    for (std::size_t p = 0; p < providers.size(); ++p) {
-      if (!measured[p].ok || measured[p].timer != "graph") continue;
-      json& prow = prows[p];
-      const json graph_latency = prow.value(field::latency_ms, json(nullptr));
-      const timing::Measurement m = time_provider(p, direct);
-      prow[field::graph_latency_ms] = graph_latency;
-      prow[field::graph_launches_per_sample] = measured[p].launches_per_sample;
-      prow[field::note] =
-          "timed by the direct timer too, since another provider of this case could "
-          "not be captured (one regime per row); its graph figure is graph_latency_ms";
-      add_markers(row, m.markers);
-      if (!(m.ok && m.latency_ms > 0)) {
-        any_fail = true;
-        if (first_error.empty()) first_error = providers[p].name + ": " + m.error;
-        if (timing::process_unusable(m)) {
-          fatal_ = c.node_id();
-          break;
-        }
-      }
-    }
+  if (!fatal_.empty() || row[field::timer] != "direct" || timer_ != "graph") return;
+  timing::TimingOptions direct = timing_options(info, false);
+  direct.timer = timing::TimerKind::direct;
+  for (std::size_t p = 0; p < work.providers.size(); ++p) {
+    if (!work.measured[p].ok || work.measured[p].timer != "graph") continue;
+    json& prow = work.prows[p];
+    const json graph_latency = prow.value(field::latency_ms, json(nullptr));
+    const timing::Measurement m = time_provider(p, direct);
+    prow[field::graph_latency_ms] = graph_latency;
+    prow[field::graph_launches_per_sample] = work.measured[p].launches_per_sample;
+    prow[field::note] =
+        "timed by the direct timer too, since another provider of this case could "
+        "not be captured (one regime per row); its graph figure is graph_latency_ms";
+    add_markers(row, m.markers);
+    if (!(m.ok && m.latency_ms > 0) && failed(p, m)) break;
   }
-  row[field::providers] = prows;
+}
 
-  // Row-level fields: the first baseline and the first candidate.
-  const json* base = nullptr;
-  const json* cand = nullptr;
-  for (const auto& prow : prows) {
-    if (prow[field::role] == core::role::baseline && base == nullptr) base = &prow;
-    if (prow[field::role] == core::role::candidate && cand == nullptr) cand = &prow;
-  }
-  const json* main = cand != nullptr ? cand : base;
-  if (base != nullptr && base->contains(field::latency_ms))
-    row[field::latency_base_ms] = (*base)[field::latency_ms];
-  if (main != nullptr && main->contains(field::latency_ms)) {
-    row[field::latency_ms] = (*main)[field::latency_ms];
-    if (main->contains(field::tflops)) row[field::tflops] = (*main)[field::tflops];
-    if (main->contains(field::gbps)) row[field::gbps] = (*main)[field::gbps];
-    if (main->contains(field::noise)) row[field::noise] = (*main)[field::noise];
-  }
-  row[field::accuracy] =
-      cand != nullptr && cand->contains(field::accuracy) ? (*cand)[field::accuracy] : json(nullptr);
-  const bool accurate =
-      cand == nullptr || !cand->contains(field::accuracy) || (*cand)[field::accuracy].get<bool>();
-  if (cand != nullptr && base != nullptr && accurate && cand->contains(field::latency_ms) &&
-      base->contains(field::latency_ms))
-    row[field::speedup] =
-        (*base)[field::latency_ms].get<double>() / (*cand)[field::latency_ms].get<double>();
-  else
-    row[field::speedup] = nullptr;
-  if (!accurate) {
-    row[field::status] = core::status::failed;
-    row[field::error] =
-        "accuracy check failed: " + (*cand)[field::accuracy_detail].get<std::string>();
-  } else if (any_fail) {
-    row[field::status] = core::status::failed;
-    row[field::error] = first_error;
-  } else {
-    row[field::status] = core::status::ok;
-  }
+json CaseRunner::run_case(const Op& op, const Case& c) {
+  const OpInfo info = op.info();
+  json row = case_row_head(info, c);
+  row[field::timer] = timer_;
+  row[field::repeat] = knobs_.repeat;
+  if (!admit(op, c, row)) return row;
+  CaseWork work;
+  if (!prepare_and_check(op, info, c, work, row)) return row;
+  time_providers(info, c, work, row);
+  row[field::providers] = work.prows;
+  summarize_row(row, work.prows, work.any_fail, work.first_error);
   return row;
 }
 

@@ -48,6 +48,14 @@ class CaseRunner {
   }
 
  private:
+  struct CaseWork;  // one case's workload, providers and provider objects, between run_case's
+                    // phases
+  // run_case's phases, in order (docs/architecture.md). Each returns false when the row is
+  // finished (skipped or failed) and the case goes no further.
+  [[nodiscard]] bool admit(const Op& op, const Case& c, nlohmann::json& row);
+  [[nodiscard]] bool prepare_and_check(const Op& op, const OpInfo& info, const Case& c,
+                                       CaseWork& work, nlohmann::json& row);
+  void time_providers(const OpInfo& info, const Case& c, CaseWork& work, nlohmann::json& row);
   [[nodiscard]] timing::TimingOptions timing_options(const OpInfo& info, bool short_budget) const;
   [[nodiscard]] Config choose_config(const OpInfo& info, const Case& c, Workload& w, std::size_t p,
                                      const ProviderInfo& pi, nlohmann::json& prow);
