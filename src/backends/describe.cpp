@@ -1,5 +1,7 @@
 #include "backends/describe.hpp"
 
+#include "core/format.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -82,15 +84,11 @@ json describe_backends() {
 namespace {
 
 std::string gib(std::uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f GiB", static_cast<double>(bytes) / (1ULL << 30));
-  return buf;
+  return core::gib(static_cast<double>(bytes), 1);
 }
 
 std::string mib(std::uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.0f MiB", static_cast<double>(bytes) / (1ULL << 20));
-  return buf;
+  return core::mib(static_cast<double>(bytes), 0);
 }
 
 }  // namespace

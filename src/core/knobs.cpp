@@ -192,7 +192,7 @@ std::vector<KnobSpec> make_table() {
   add({"timer", "--timer", "", "Timing", "auto", "auto, graph, direct",
        "auto: graph where the backend's policy says so (cuda), direct elsewhere.",
        [](Knobs& k, const std::string& v) {
-         k.timer = one_of("timer", v, {"auto", "graph", "direct"});
+         k.timer = *parse_timer_kind(one_of("timer", v, {"auto", "graph", "direct"}));
        }});
   add({"repeat", "--repeat", "ZL_DIRECT_REPEAT", "Timing", "1", "an integer from 1 to 1000",
        "Repeat the direct measurement N times and take the median of the call medians "
@@ -213,12 +213,13 @@ std::vector<KnobSpec> make_table() {
        "Which statistic of the samples is the latency (all keeps the sequence; repetition "
        "skipped).",
        [](Knobs& k, const std::string& v) {
-         k.return_mode = one_of("return_mode", v, {"min", "max", "mean", "median", "all"});
+         k.return_mode =
+             *parse_return_mode(one_of("return_mode", v, {"min", "max", "mean", "median", "all"}));
        }});
   add({"l2", "--l2", "", "Timing", "cold", "cold, warm",
        "cold: evict the L2 before each sample (outside the timed region); warm: do not.",
        [](Knobs& k, const std::string& v) {
-         k.l2 = one_of("l2", v, {"cold", "warm"});
+         k.l2 = *parse_l2_policy(one_of("l2", v, {"cold", "warm"}));
        }});
   add({"min_samples", "--min-samples", "", "Timing", "10", "an integer from 1 to 100000",
        "Stopping rule: at least this many samples.", [](Knobs& k, const std::string& v) {
@@ -250,7 +251,7 @@ std::vector<KnobSpec> make_table() {
        "kernels); burst: a rested device at its top clock (windows the power limit slows are "
        "dropped, the device rests). Runs of different regimes are not compared (docs/timing.md).",
        [](Knobs& k, const std::string& v) {
-         k.clock = one_of("clock", v, {"burst", "sustained"});
+         k.clock = *parse_clock_regime(one_of("clock", v, {"burst", "sustained"}));
        }});
   add({"throttle_fraction", "--throttle-fraction", "", "Timing", "0.75",
        "a fraction above 0, at most 1",
@@ -279,7 +280,7 @@ std::vector<KnobSpec> make_table() {
        "off: default configs; live: the shared cache, tuning missing keys; record: tune into this "
        "run's own tune.db; replay: only the configs recorded by --replay-from.",
        [](Knobs& k, const std::string& v) {
-         k.tune = one_of("tune", v, {"off", "live", "record", "replay"});
+         k.tune = *parse_tune_mode(one_of("tune", v, {"off", "live", "record", "replay"}));
        }});
   add({"replay_from", "--replay-from", "REPLAY_FROM", "Autotune", "",
        "a run directory that holds a tune.db",
@@ -440,17 +441,17 @@ Knobs resolve_knobs(const std::map<std::string, std::string>& flags,
     if (v && !trim(*v).empty()) spec.apply(k, *v);
   }
   // Cross-knob rules.
-  if (!k.replay_from.empty() && !tune_given) k.tune = "replay";
-  if (k.tune == "replay" && k.replay_from.empty())
+  if (!k.replay_from.empty() && !tune_given) k.tune = TuneMode::replay;
+  if (k.tune == TuneMode::replay && k.replay_from.empty())
     throw KnobError(
         "--tune: 'replay' needs --replay-from DIR (or REPLAY_FROM): the run whose configs to "
         "replay");
-  if (k.tune != "replay" && !k.replay_from.empty())
-    throw KnobError("--replay-from: given with --tune " + k.tune +
+  if (k.tune != TuneMode::replay && !k.replay_from.empty())
+    throw KnobError("--replay-from: given with --tune " + std::string(to_string(k.tune)) +
                     "; replaying needs --tune replay");
   if (!k.node.empty() && (!k.ops.empty() || !k.op_file.empty()))
     throw KnobError("--node (TEST_NODE): give either a node id or ops (OP/--op-file), not both");
-  if (k.parallel_warmup > 0 && k.tune == "off")
+  if (k.parallel_warmup > 0 && k.tune == TuneMode::off)
     throw KnobError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" +
                     std::to_string(k.parallel_warmup) + "' needs tuning, but --tune is off");
   // A measurement that must sample longer than its timeout allows can never meet its rule: every

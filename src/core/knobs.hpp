@@ -13,6 +13,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/settings.hpp"
+#include "core/stats.hpp"
+
 namespace caliber::core {
 
 // Ceilings of the knobs whose values size work or output (docs/limits.md); past one a knob is
@@ -41,23 +44,23 @@ struct Knobs {
   std::string shapes_file;
   std::string ops_lib;  // comma list of op library paths, in load order ("" none)
   // timing
-  std::string timer = "auto";
+  TimerKind timer = TimerKind::automatic;
   int repeat = 1;
   std::vector<double> quantiles;
-  std::string return_mode = "median";
-  std::string l2 = "cold";
+  ReturnMode return_mode = ReturnMode::median;
+  L2Policy l2 = L2Policy::cold;
   int min_samples = 10;
   double min_time_s = 0.01;
   double max_noise = 0;  // 0: auto (the backend's default: 0.005 on devices, 0.02 on the host)
   double timeout_s = 1.0;
   double warmup_s = 0.02;
   double throttle_fraction = 0.75;
-  std::string clock = "sustained";  // the clock regime: sustained or burst (docs/timing.md)
+  ClockRegime clock = ClockRegime::sustained;  // the clock regime (docs/timing.md)
   std::vector<std::string> capture_deny;
   bool peaks = true;  // measure the copy bandwidth and the mm rate once per run
   int profile = 0;    // --profile: launches per provider inside NVTX ranges, no timing; 0: off
   // autotune
-  std::string tune = "live";
+  TuneMode tune = TuneMode::live;
   std::string replay_from;
   int parallel_warmup = 0;  // 0: unset
   std::string tune_cache;   // shared cache path; empty: the default location

@@ -16,5 +16,7 @@ inline constexpr const char* timer_direct = "timer=direct";
 inline constexpr const char* power_capped = "CLOCK_POWER_CAPPED";
 // The stopping rule was not met: the measurement stopped on its timeout or its sample cap.
 inline constexpr const char* stop_missed = "STOP_NOT_CONVERGED";
+// A skip guard of the op was lifted by one of the backend's compat rules (the case row's own).
+inline constexpr const char* compat_lifted = "compat_lifted";
 
 }  // namespace caliber::core::markers

@@ -31,15 +31,19 @@ class SchemaError : public std::runtime_error {
 // naming `what` (the file) when it is newer than schema_version or not a non-negative integer.
 int check_schema(const nlohmann::json& obj, const std::string& what);
 
-// Field names of a case row (docs/run-log.md). Every writer and reader uses these.
+// Field names of the run.log rows (docs/run-log.md), spelled once: every writer and reader uses
+// these. Case-row fields first, then those of a provider object inside "providers".
 namespace field {
-inline constexpr const char* type = "type";  // header | case | footer
+inline constexpr const char* type = "type";  // header | case | footer (row_type below)
 inline constexpr const char* op = "op";
 inline constexpr const char* dtype = "dtype";
 inline constexpr const char* shape = "shape";  // the size detail string
 inline constexpr const char* dims = "dims";    // the shape as a list of integers
 inline constexpr const char* node = "node";
-inline constexpr const char* status = "status";  // ok | failed | skipped
+inline constexpr const char* params = "params";
+inline constexpr const char* family = "family";
+inline constexpr const char* profile = "profile";  // a --profile row
+inline constexpr const char* status = "status";    // ok | failed | skipped (status below)
 inline constexpr const char* timer = "timer";
 inline constexpr const char* markers = "markers";
 inline constexpr const char* providers = "providers";    // list of per-provider objects, below
@@ -48,17 +52,82 @@ inline constexpr const char* latency_base_ms = "latency_base_ms";  // the baseli
 inline constexpr const char* speedup = "speedup";
 inline constexpr const char* tflops = "tflops";
 inline constexpr const char* gbps = "gbps";
+inline constexpr const char* noise = "noise";
+inline constexpr const char* pct_peak_bw = "pct_peak_bw";
+inline constexpr const char* pct_peak_flops = "pct_peak_flops";
 inline constexpr const char* accuracy = "accuracy";  // true | false | null (baseline-only)
 inline constexpr const char* repeat = "repeat";
 inline constexpr const char* error = "error";
-inline constexpr const char* reason = "reason";          // why skipped
-inline constexpr const char* samples_ms = "samples_ms";  // inside a provider object
+inline constexpr const char* reason = "reason";  // why skipped
+// provider objects
+inline constexpr const char* name = "name";
+inline constexpr const char* role = "role";  // candidate | baseline (role below)
+inline constexpr const char* label = "label";
+inline constexpr const char* samples_ms = "samples_ms";
+inline constexpr const char* quantiles_ms = "quantiles_ms";
+inline constexpr const char* config = "config";
+inline constexpr const char* tune = "tune";                  // an object: tune_field below
+inline constexpr const char* tune_markers = "tune_markers";  // the markers the tuner set
+inline constexpr const char* stop_reason = "stop_reason";
+inline constexpr const char* converged = "converged";
+inline constexpr const char* throttled_discarded = "throttled_discarded";
+inline constexpr const char* power_capped_samples = "power_capped_samples";
+inline constexpr const char* launches_per_sample = "launches_per_sample";
+inline constexpr const char* l2_method = "l2_method";
+inline constexpr const char* sample_method = "sample_method";
+inline constexpr const char* timer_resolution_us = "timer_resolution_us";
+inline constexpr const char* regime = "regime";
+inline constexpr const char* regime_discarded = "regime_discarded";
+inline constexpr const char* settle_s = "settle_s";
+inline constexpr const char* settled = "settled";
+inline constexpr const char* clock_known = "clock_known";
+inline constexpr const char* sm_clock_mean_mhz = "sm_clock_mean_mhz";
+inline constexpr const char* sm_clock_min_mhz = "sm_clock_min_mhz";
+inline constexpr const char* sm_clock_max_mhz = "sm_clock_max_mhz";
+inline constexpr const char* power_w = "power_w";
+inline constexpr const char* power_limit_w = "power_limit_w";
+inline constexpr const char* clock_reasons = "clock_reasons";
+inline constexpr const char* wall_s = "wall_s";
+inline constexpr const char* note = "note";
+inline constexpr const char* failure = "failure";
+inline constexpr const char* accuracy_detail = "accuracy_detail";
+inline constexpr const char* rel_err = "rel_err";
+inline constexpr const char* max_abs_err = "max_abs_err";
+inline constexpr const char* graph_latency_ms = "graph_latency_ms";
+inline constexpr const char* graph_launches_per_sample = "graph_launches_per_sample";
+inline constexpr const char* range = "range";        // a --profile provider's range name
+inline constexpr const char* launches = "launches";  // and its launches
 }  // namespace field
 
-// A per-provider object inside "providers":
-// {"name","role","latency_ms","samples_ms":[...],"timer","markers":[...],"noise","stop_reason",
-//  "throttled_discarded","power_capped_samples" (when >
-//  0),"repeat","tflops","gbps","accuracy","config","tune":{...},"error"}
+// The fields of a provider's "tune" object.
+namespace tune_field {
+inline constexpr const char* source = "source";  // default, tuned, cache, replay, replay-missing
+inline constexpr const char* tried = "tried";
+inline constexpr const char* rejected = "rejected";
+inline constexpr const char* sweep_s = "sweep_s";
+inline constexpr const char* key = "key";
+inline constexpr const char* evicted = "evicted";
+}  // namespace tune_field
+
+// The values of "type".
+namespace row_type {
+inline constexpr const char* header = "header";
+inline constexpr const char* case_row = "case";
+inline constexpr const char* footer = "footer";
+}  // namespace row_type
+
+// The values of a case row's "status".
+namespace status {
+inline constexpr const char* ok = "ok";
+inline constexpr const char* failed = "failed";
+inline constexpr const char* skipped = "skipped";
+}  // namespace status
+
+// The values of a provider's "role".
+namespace role {
+inline constexpr const char* candidate = "candidate";
+inline constexpr const char* baseline = "baseline";
+}  // namespace role
 
 class RunLogWriter {
  public:

@@ -115,6 +115,30 @@ double median(std::span<const double> xs) {
   return median_sorted(sorted_copy(xs));
 }
 
+double median_rel_std_error(std::span<const double> xs) {
+  const std::size_t n = xs.size();
+  if (n < 2) return 0;
+  const std::vector<double> v = sorted_copy(xs);
+  const double med = median_sorted(v);
+  if (med == 0) return 0;
+  std::vector<double> dev;
+  dev.reserve(n);
+  for (double x : v) dev.push_back(std::fabs(x - med));
+  // 1.4826 * MAD estimates a normal distribution's sigma and ignores outliers.
+  const double mad_sigma = 1.4826 * median_in_place(dev);
+  // Event timings are quantized (about 0.5 us): when more than half the samples tie at the
+  // median, MAD is 0 although the median can still flip between two values from run to run.
+  // 1.2533 * the mean absolute deviation of the central 90% of the samples sees those ties and
+  // stays blind to the few outliers in the tails.
+  const std::size_t trim = n / 20;
+  double sum_abs = 0;
+  for (std::size_t i = trim; i < n - trim; ++i) sum_abs += std::fabs(v[i] - med);
+  const double mean_ad_sigma = 1.2533 * sum_abs / static_cast<double>(n - 2 * trim);
+  const double sigma = std::max(mad_sigma, mean_ad_sigma);
+  // 1.2533 / sqrt(n): the median's standard error for that sigma.
+  return 1.2533 * sigma / (std::fabs(med) * std::sqrt(static_cast<double>(n)));
+}
+
 double stdev(std::span<const double> xs) {
   if (xs.size() < 2) return 0.0;
   const double m = mean(xs);

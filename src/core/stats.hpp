@@ -29,6 +29,11 @@ enum class ReturnMode { min, max, mean, median, all };
 [[nodiscard]] double reduce(std::span<const double> xs, ReturnMode m);
 // Median of per-call medians (cross-call repetition).
 [[nodiscard]] double median_of_medians(const std::vector<std::vector<double>>& calls);
+// The relative standard error of the median, estimated robustly (0 for fewer than two values or
+// a zero median): sigma = max(1.4826 * MAD, 1.2533 * mean |x - median| over the central 90%),
+// noise = 1.2533 * sigma / (|median| * sqrt(n)). docs/timing.md says why; the stopping rule
+// (src/timing/stopping.cpp) stops on it.
+[[nodiscard]] double median_rel_std_error(std::span<const double> xs);
 // Geometric mean of positive values (non-positive values are ignored; NaN when none).
 [[nodiscard]] double geomean(std::span<const double> xs);
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "timing/timer.hpp"
+
 namespace caliber::plan {
 
 bool Plan::has(const std::string& stage_name) const {
@@ -16,28 +18,16 @@ int Plan::position(const std::string& stage_name) const {
   return -1;
 }
 
-std::string resolve_timer(const backends::Backend& backend, const std::string& request) {
+std::string resolve_timer(const backends::Backend& backend, core::TimerKind request) {
   const backends::Capabilities caps = backend.capabilities();
-  if (request.empty() || request == "auto") {
-    return caps.graph_capture && caps.graph_timer_default ? "graph" : "direct";
+  if (request == core::TimerKind::graph && !caps.graph_capture) {
+    throw std::invalid_argument("--timer graph: backend '" + backend.name() +
+                                "' cannot capture graphs (use auto or direct)");
   }
-  if (request == "direct") return "direct";
-  if (request == "graph") {
-    if (!caps.graph_capture) {
-      throw std::invalid_argument("--timer graph: backend '" + backend.name() +
-                                  "' cannot capture graphs (use auto or direct)");
-    }
-    return "graph";
-  }
-  throw std::invalid_argument("--timer: '" + request + "' is not allowed (auto, graph, direct)");
+  return core::to_string(timing::choose_timer(caps, request).kind);
 }
 
 Plan make_plan(const backends::Backend& backend, const PlanInputs& in) {
-  static const std::vector<std::string> kTuneModes = {"off", "live", "record", "replay"};
-  if (std::find(kTuneModes.begin(), kTuneModes.end(), in.tune) == kTuneModes.end()) {
-    throw std::invalid_argument("--tune: '" + in.tune +
-                                "' is not allowed (off, live, record, replay)");
-  }
   if (in.parallel_warmup < 0) {
     throw std::invalid_argument("--parallel-warmup: " + std::to_string(in.parallel_warmup) +
                                 " is not allowed (a device count, 0 for unset)");
@@ -46,7 +36,7 @@ Plan make_plan(const backends::Backend& backend, const PlanInputs& in) {
   Plan p;
   p.backend = backend.name();
   p.timer = resolve_timer(backend, in.timer);
-  const bool tuning = in.tune != "off";
+  const bool tuning = in.tune != core::TuneMode::off;
 
   // Compat rules rewrite which cases exist, so nothing that reads the case list may run before
   // them (docs/architecture.md).
@@ -70,11 +60,11 @@ Plan make_plan(const backends::Backend& backend, const PlanInputs& in) {
                         "sweep (the backend has thread-block clusters)"});
   }
   if (tuning) {
-    const std::string what = in.tune == "live" ? "use the config cache, tune missing keys"
-                             : in.tune == "record"
-                                 ? "tune into this run's own tune.db"
-                                 : "use only the configs recorded by --replay-from";
-    p.stages.push_back({"tune", "autotune " + in.tune + ": " + what});
+    const std::string what =
+        in.tune == core::TuneMode::live     ? "use the config cache, tune missing keys"
+        : in.tune == core::TuneMode::record ? "tune into this run's own tune.db"
+                                            : "use only the configs recorded by --replay-from";
+    p.stages.push_back({"tune", "autotune " + std::string(core::to_string(in.tune)) + ": " + what});
   }
   if (p.timer == "graph") {
     p.stages.push_back({"graph_capture",
@@ -83,7 +73,7 @@ Plan make_plan(const backends::Backend& backend, const PlanInputs& in) {
   } else {
     p.stages.push_back(
         {"direct_timer",
-         in.timer == "direct"
+         in.timer == core::TimerKind::direct
              ? "--timer direct: each launch timed on its own; rows record timer=direct"
              : backend.name() + " does not default to graph timing: each launch timed on its own; "
                                 "rows record timer=direct"});

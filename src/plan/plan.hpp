@@ -6,12 +6,13 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "core/settings.hpp"
 
 namespace caliber::plan {
 
 struct PlanInputs {
-  std::string timer = "auto";    // auto, graph, direct
-  std::string tune = "live";     // off, live, record, replay
+  core::TimerKind timer = core::TimerKind::automatic;
+  core::TuneMode tune = core::TuneMode::live;
   int parallel_warmup = 0;       // devices to shard the sweep over; 0: unset (no stage)
   std::vector<std::string> ops;  // empty: all ops
 };
@@ -31,12 +32,13 @@ struct Plan {
   [[nodiscard]] int position(const std::string& stage_name) const;
 };
 
-// "auto" follows capabilities().graph_timer_default. Throws std::invalid_argument for an unknown
-// request, or "graph" on a backend that cannot capture.
-[[nodiscard]] std::string resolve_timer(const backends::Backend& backend,
-                                        const std::string& request);
+// The timer a run uses ("graph" or "direct"), by the one rule timing::choose_timer applies to the
+// backend's capabilities; "auto" follows capabilities().graph_timer_default. Throws
+// std::invalid_argument for "graph" on a backend that cannot capture: asked for explicitly, that
+// is bad usage, not a silent fallback.
+[[nodiscard]] std::string resolve_timer(const backends::Backend& backend, core::TimerKind request);
 
-// Throws std::invalid_argument on a bad timer or tune value.
+// Throws std::invalid_argument on a bad timer or parallel_warmup value.
 [[nodiscard]] Plan make_plan(const backends::Backend& backend, const PlanInputs& in);
 
 // Does a compat rule of `running` lift `op`'s skip for exactly this `reason`? Only the running

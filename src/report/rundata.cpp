@@ -13,7 +13,7 @@ namespace fs = std::filesystem;
 namespace caliber::report {
 
 namespace {
-constexpr const char* kRunLog = "run.log";
+constexpr const char* kRunLog = core::run_log_file;
 }
 
 bool is_run_dir(const fs::path& dir) {
@@ -99,7 +99,7 @@ std::string row_string(const nlohmann::json& row, const char* key) {
 
 std::string row_status(const nlohmann::json& row) {
   std::string s = row_string(row, core::field::status);
-  return s.empty() ? "ok" : s;
+  return s.empty() ? core::status::ok : s;
 }
 
 std::string row_key(const nlohmann::json& row) {
@@ -145,7 +145,7 @@ std::optional<double> positive_number(const nlohmann::json& v) {
 }
 
 std::optional<double> row_speedup(const nlohmann::json& row) {
-  if (!row.is_object() || row_status(row) != "ok") return std::nullopt;
+  if (!row.is_object() || row_status(row) != core::status::ok) return std::nullopt;
   const auto acc = row.find(core::field::accuracy);
   if (acc != row.end() && acc->is_boolean() && !acc->get<bool>()) return std::nullopt;
   const auto s = row.find(core::field::speedup);
@@ -161,9 +161,9 @@ std::vector<ProviderSamples> row_providers(const nlohmann::json& row) {
     for (const auto& prov : *p) {
       if (!prov.is_object()) continue;
       ProviderSamples s;
-      s.name = row_string(prov, "name");
-      s.role = row_string(prov, "role");
-      if (s.role.empty()) s.role = "candidate";
+      s.name = row_string(prov, core::field::name);
+      s.role = row_string(prov, core::field::role);
+      if (s.role.empty()) s.role = core::role::candidate;
       const auto lat = prov.find(core::field::latency_ms);
       if (lat != prov.end()) s.latency_ms = positive_number(*lat).value_or(0);
       const auto samples = prov.find(core::field::samples_ms);
@@ -188,8 +188,8 @@ std::vector<ProviderSamples> row_providers(const nlohmann::json& row) {
     s.samples_ms = {*v};
     out.push_back(std::move(s));
   };
-  add(core::field::latency_ms, "candidate");
-  add(core::field::latency_base_ms, "baseline");
+  add(core::field::latency_ms, core::role::candidate);
+  add(core::field::latency_base_ms, core::role::baseline);
   return out;
 }
 

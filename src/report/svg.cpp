@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/format.hpp"
 #include "report/html.hpp"
 
 namespace caliber::report {
@@ -20,15 +21,11 @@ constexpr double kRight = 24;
 constexpr std::size_t kMaxDots = 400;  // per box: more are thinned (the title says so)
 
 std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
+  return core::fixed(v, 1);
 }
 
 std::string tick_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
+  return core::general(v, 4);
 }
 
 struct Scale {

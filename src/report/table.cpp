@@ -1,6 +1,7 @@
 #include "report/table.hpp"
 
 #include "core/csv.hpp"
+#include "core/text_table.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -65,11 +66,6 @@ bool numeric(const Cell& c) {
   return c.value.is_number() || (c.value.is_null() && c.text == "-");
 }
 
-std::string pad(const std::string& s, std::size_t w, bool right) {
-  if (s.size() >= w) return s;
-  return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
-}
-
 std::string md_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -110,32 +106,19 @@ std::string render_text(const Report& r) {
     if (!first) o << "\n";
     first = false;
     if (!t.title.empty()) o << t.title << "\n";
-    std::vector<std::size_t> width(t.columns.size(), 0);
     std::vector<bool> right(t.columns.size(), true);
-    for (std::size_t c = 0; c < t.columns.size(); ++c) width[c] = t.columns[c].size();
     for (const auto& row : t.rows)
-      for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) {
-        width[c] = std::max(width[c], row[c].text.size());
+      for (std::size_t c = 0; c < row.size() && c < right.size(); ++c)
         if (!numeric(row[c])) right[c] = false;
-      }
-    auto line = [&](const std::vector<std::string>& cells) {
-      std::string s;
-      for (std::size_t c = 0; c < width.size(); ++c) {
-        if (c) s += "  ";
-        s += pad(c < cells.size() ? cells[c] : "", width[c], right[c]);
-      }
-      while (!s.empty() && s.back() == ' ') s.pop_back();
-      o << s << "\n";
-    };
-    line(t.columns);
-    std::vector<std::string> rule;
-    for (auto w : width) rule.emplace_back(w, '-');
-    line(rule);
+    core::TextTable text(right);
+    text.add_row(t.columns);
+    text.add_rule();
     for (const auto& row : t.rows) {
       std::vector<std::string> cells;
       for (const auto& c : row) cells.push_back(c.text);
-      line(cells);
+      text.add_row(std::move(cells));
     }
+    o << text.str();
     if (t.rows.empty()) o << "(no rows)\n";
     for (const auto& n : t.notes) o << "note: " << n << "\n";
   }

@@ -1,7 +1,9 @@
 #include "run/case_runner.hpp"
 
 #include "backends/registry.hpp"
+#include "core/format.hpp"
 #include "core/knobs.hpp"
+#include "core/runlog.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +16,8 @@
 namespace caliber::run {
 
 using nlohmann::json;
+namespace field = core::field;
+namespace tune_field = core::tune_field;
 
 namespace {
 
@@ -22,10 +26,11 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 }
 
 void add_markers(json& row, const std::vector<std::string>& ms) {
-  if (!row.contains("markers")) row["markers"] = json::array();
+  if (!row.contains(field::markers)) row[field::markers] = json::array();
   for (const auto& m : ms)
-    if (std::find(row["markers"].begin(), row["markers"].end(), m) == row["markers"].end())
-      row["markers"].push_back(m);
+    if (std::find(row[field::markers].begin(), row[field::markers].end(), m) ==
+        row[field::markers].end())
+      row[field::markers].push_back(m);
 }
 
 // Raised out of a sweep when a measurement left the device context unusable.
@@ -36,69 +41,112 @@ struct DeviceBroken : std::runtime_error {
 };
 
 const char* role_name(Role r) {
-  return r == Role::baseline ? "baseline" : "candidate";
-}
-
-std::string gib(double bytes) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(2) << bytes / (1024.0 * 1024 * 1024) << " GiB";
-  return os.str();
-}
-
-timing::TimerKind timer_kind(const std::string& t) {
-  if (t == "graph") return timing::TimerKind::graph;
-  if (t == "direct") return timing::TimerKind::direct;
-  return timing::TimerKind::automatic;
+  return r == Role::baseline ? core::role::baseline : core::role::candidate;
 }
 
 // A provider's timing fields on its run.log object (docs/run-log.md lists them).
 void write_timing(json& prow, const timing::Measurement& m, double flops, double bytes) {
-  prow["timer"] = m.timer;
+  prow[field::timer] = m.timer;
   // Markers the tuner set on this provider (compile_tune_no_evict) stay; a re-timing replaces the
   // timing ones.
   std::vector<std::string> markers;
-  if (prow.contains("tune_markers")) markers = prow["tune_markers"].get<std::vector<std::string>>();
+  if (prow.contains(field::tune_markers))
+    markers = prow[field::tune_markers].get<std::vector<std::string>>();
   markers.insert(markers.end(), m.markers.begin(), m.markers.end());
-  prow["markers"] = markers;
-  prow["noise"] = m.noise;
-  prow["stop_reason"] = m.stop_reason;
-  prow["converged"] = m.converged;
-  prow["throttled_discarded"] = m.throttled_discarded;
-  if (m.power_capped > 0) prow["power_capped_samples"] = m.power_capped;
-  prow["repeat"] = m.repeat;
-  prow["launches_per_sample"] = m.launches_per_sample;
-  prow["l2_method"] = m.l2_method;
-  prow["sample_method"] = m.sample_method;
-  prow["timer_resolution_us"] = m.timer_resolution_us;
-  prow["regime"] = m.regime;
-  if (m.regime_discarded > 0) prow["regime_discarded"] = m.regime_discarded;
-  if (m.settle_s > 0) prow["settle_s"] = m.settle_s;
-  if (!m.settled) prow["settled"] = false;
-  prow["clock_known"] = m.clock.known;
+  prow[field::markers] = markers;
+  prow[field::noise] = m.noise;
+  prow[field::stop_reason] = m.stop_reason;
+  prow[field::converged] = m.converged;
+  prow[field::throttled_discarded] = m.throttled_discarded;
+  if (m.power_capped > 0) prow[field::power_capped_samples] = m.power_capped;
+  prow[field::repeat] = m.repeat;
+  prow[field::launches_per_sample] = m.launches_per_sample;
+  prow[field::l2_method] = m.l2_method;
+  prow[field::sample_method] = m.sample_method;
+  prow[field::timer_resolution_us] = m.timer_resolution_us;
+  prow[field::regime] = m.regime;
+  if (m.regime_discarded > 0) prow[field::regime_discarded] = m.regime_discarded;
+  if (m.settle_s > 0) prow[field::settle_s] = m.settle_s;
+  if (!m.settled) prow[field::settled] = false;
+  prow[field::clock_known] = m.clock.known;
   if (m.clock.known) {
-    prow["sm_clock_mean_mhz"] = m.clock.sm_mean_mhz;
-    prow["sm_clock_min_mhz"] = m.clock.sm_min_mhz;
-    prow["sm_clock_max_mhz"] = m.clock.sm_max_mhz;
-    if (m.clock.power_mean_w > 0) prow["power_w"] = m.clock.power_mean_w;
-    if (m.clock.power_limit_w > 0) prow["power_limit_w"] = m.clock.power_limit_w;
-    prow["clock_reasons"] = m.clock.reasons;
+    prow[field::sm_clock_mean_mhz] = m.clock.sm_mean_mhz;
+    prow[field::sm_clock_min_mhz] = m.clock.sm_min_mhz;
+    prow[field::sm_clock_max_mhz] = m.clock.sm_max_mhz;
+    if (m.clock.power_mean_w > 0) prow[field::power_w] = m.clock.power_mean_w;
+    if (m.clock.power_limit_w > 0) prow[field::power_limit_w] = m.clock.power_limit_w;
+    prow[field::clock_reasons] = m.clock.reasons;
   }
-  prow["wall_s"] = m.wall_s;
-  if (!m.note.empty()) prow["note"] = m.note;
+  prow[field::wall_s] = m.wall_s;
+  if (!m.note.empty()) prow[field::note] = m.note;
   if (m.ok && m.latency_ms > 0) {
-    prow["latency_ms"] = m.latency_ms;
-    prow["samples_ms"] = m.samples_ms;
-    prow.erase("error");
-    prow.erase("failure");
-    if (!m.quantile_ms.empty()) prow["quantiles_ms"] = m.quantile_ms;
+    prow[field::latency_ms] = m.latency_ms;
+    prow[field::samples_ms] = m.samples_ms;
+    prow.erase(field::error);
+    prow.erase(field::failure);
+    if (!m.quantile_ms.empty()) prow[field::quantiles_ms] = m.quantile_ms;
     const double s = m.latency_ms * 1e-3;
-    if (flops > 0) prow["tflops"] = flops / s / 1e12;
-    if (bytes > 0) prow["gbps"] = bytes / s / 1e9;
+    if (flops > 0) prow[field::tflops] = flops / s / 1e12;
+    if (bytes > 0) prow[field::gbps] = bytes / s / 1e9;
   } else {
-    prow.erase("latency_ms");
-    prow.erase("samples_ms");
-    prow["error"] = m.error;
-    prow["failure"] = backends::to_string(m.failure);
+    prow.erase(field::latency_ms);
+    prow.erase(field::samples_ms);
+    prow[field::error] = m.error;
+    prow[field::failure] = backends::to_string(m.failure);
+  }
+}
+
+// The fields every case row starts with: the case's identity (docs/run-log.md).
+json case_row_head(const OpInfo& info, const Case& c) {
+  json row = {{field::type, core::row_type::case_row},
+              {field::op, c.op},
+              {field::dtype, std::string(to_string(c.dtype))},
+              {field::shape, c.size_detail()},
+              {field::dims, c.shape},
+              {field::node, c.node_id()},
+              {field::family, info.family},
+              {field::markers, json::array()}};
+  if (!c.params.empty()) row[field::params] = c.params;
+  return row;
+}
+
+// The last phase of a case: the row-level fields from the first baseline and the first candidate,
+// the speedup, and the status.
+void summarize_row(json& row, const json& prows, bool any_fail, const std::string& first_error) {
+  const json* base = nullptr;
+  const json* cand = nullptr;
+  for (const auto& prow : prows) {
+    if (prow[field::role] == core::role::baseline && base == nullptr) base = &prow;
+    if (prow[field::role] == core::role::candidate && cand == nullptr) cand = &prow;
+  }
+  const json* main = cand != nullptr ? cand : base;
+  if (base != nullptr && base->contains(field::latency_ms))
+    row[field::latency_base_ms] = (*base)[field::latency_ms];
+  if (main != nullptr && main->contains(field::latency_ms)) {
+    row[field::latency_ms] = (*main)[field::latency_ms];
+    if (main->contains(field::tflops)) row[field::tflops] = (*main)[field::tflops];
+    if (main->contains(field::gbps)) row[field::gbps] = (*main)[field::gbps];
+    if (main->contains(field::noise)) row[field::noise] = (*main)[field::noise];
+  }
+  row[field::accuracy] =
+      cand != nullptr && cand->contains(field::accuracy) ? (*cand)[field::accuracy] : json(nullptr);
+  const bool accurate =
+      cand == nullptr || !cand->contains(field::accuracy) || (*cand)[field::accuracy].get<bool>();
+  if (cand != nullptr && base != nullptr && accurate && cand->contains(field::latency_ms) &&
+      base->contains(field::latency_ms))
+    row[field::speedup] =
+        (*base)[field::latency_ms].get<double>() / (*cand)[field::latency_ms].get<double>();
+  else
+    row[field::speedup] = nullptr;
+  if (!accurate) {
+    row[field::status] = core::status::failed;
+    row[field::error] =
+        "accuracy check failed: " + (*cand)[field::accuracy_detail].get<std::string>();
+  } else if (any_fail) {
+    row[field::status] = core::status::failed;
+    row[field::error] = first_error;
+  } else {
+    row[field::status] = core::status::ok;
   }
 }
 
@@ -118,16 +166,15 @@ CaseRunner::~CaseRunner() = default;
 
 timing::TimingOptions CaseRunner::timing_options(const OpInfo& info, bool short_budget) const {
   timing::TimingOptions o;
-  o.timer = timer_kind(timer_);
+  o.timer = core::parse_timer_kind(timer_).value_or(core::TimerKind::automatic);
   o.repeat = knobs_.repeat;
-  o.return_mode = core::parse_return_mode(knobs_.return_mode).value_or(core::ReturnMode::median);
+  o.return_mode = knobs_.return_mode;
   o.quantiles = knobs_.quantiles;
-  o.l2 = knobs_.l2 == "warm" ? timing::L2Policy::warm : timing::L2Policy::cold;
+  o.l2 = knobs_.l2;
   o.stop.min_samples = knobs_.min_samples;
   o.stop.min_time_s = knobs_.min_time_s;
   o.stop.max_noise = timing::resolved_max_noise(knobs_.max_noise, backend_.capabilities());
-  o.regime.regime =
-      timing::parse_clock_regime(knobs_.clock).value_or(timing::TimingOptions{}.regime.regime);
+  o.regime.regime = knobs_.clock;
   o.stop.timeout_s = knobs_.timeout_s;
   o.stop.warmup_s = knobs_.warmup_s;
   o.throttle_fraction = knobs_.throttle_fraction;
@@ -176,16 +223,16 @@ Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w,
   };
   tune::Selection s = tuner_->select(key, pi.space, time_config);
   if (broken) throw DeviceBroken(broken->error, broken->failure);
-  prow["config"] = s.config.str();
-  prow["tune"] = {{"source", s.source},
-                  {"tried", s.tried},
-                  {"rejected", s.rejected},
-                  {"sweep_s", s.sweep_s},
-                  {"key", key.key}};
-  if (!s.note.empty()) prow["tune"]["note"] = s.note;
+  prow[field::config] = s.config.str();
+  prow[field::tune] = {{tune_field::source, s.source},
+                       {tune_field::tried, s.tried},
+                       {tune_field::rejected, s.rejected},
+                       {tune_field::sweep_s, s.sweep_s},
+                       {tune_field::key, key.key}};
+  if (!s.note.empty()) prow[field::tune][field::note] = s.note;
   if (!s.markers.empty()) {
-    prow["markers"] = s.markers;
-    prow["tune_markers"] = s.markers;
+    prow[field::markers] = s.markers;
+    prow[field::tune_markers] = s.markers;
   }
   for (auto& wmsg : tuner_->take_warnings()) warnings_.push_back(wmsg);
   // Prepare the winner (a failure here is a config that failed at launch: evict and retune).
@@ -193,13 +240,13 @@ Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w,
     w.prepare(p, s.config);
   } catch (const ConfigRejected& e) {
     tune::Selection r = tuner_->on_launch_failure(key, pi.space, s.config, "tune", time_config);
-    prow["config"] = r.config.str();
-    prow["tune"]["evicted"] = s.config.str();
-    prow["tune"]["source"] = r.source;
-    if (!r.note.empty()) prow["tune"]["note"] = r.note;
+    prow[field::config] = r.config.str();
+    prow[field::tune][tune_field::evicted] = s.config.str();
+    prow[field::tune][tune_field::source] = r.source;
+    if (!r.note.empty()) prow[field::tune][field::note] = r.note;
     if (!r.markers.empty()) {
-      prow["markers"] = r.markers;
-      prow["tune_markers"] = r.markers;
+      prow[field::markers] = r.markers;
+      prow[field::tune_markers] = r.markers;
       warnings_.push_back(r.note);
     }
     w.prepare(p, r.config);
@@ -210,19 +257,16 @@ Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w,
 
 json CaseRunner::profile_case(const Op& op, const Case& c, int launches) {
   const OpInfo info = op.info();
-  json row = {
-      {"type", "case"},           {"op", c.op},      {"dtype", std::string(to_string(c.dtype))},
-      {"shape", c.size_detail()}, {"dims", c.shape}, {"node", c.node_id()},
-      {"family", info.family},    {"profile", true}, {"markers", json::array()}};
-  if (!c.params.empty()) row["params"] = c.params;
+  json row = case_row_head(info, c);
+  row[field::profile] = true;
   if (!fatal_.empty()) {
-    row["status"] = "skipped";
-    row["reason"] = "not run: the device context is unusable after " + fatal_;
+    row[field::status] = core::status::skipped;
+    row[field::reason] = "not run: the device context is unusable after " + fatal_;
     return row;
   }
   if (auto reason = op.skip_reason(c, *device_)) {
-    row["status"] = "skipped";
-    row["reason"] = *reason;
+    row[field::status] = core::status::skipped;
+    row[field::reason] = *reason;
     return row;
   }
   json prows = json::array();
@@ -231,12 +275,12 @@ json CaseRunner::profile_case(const Op& op, const Case& c, int launches) {
     const auto providers = w->providers();
     for (std::size_t p = 0; p < providers.size(); ++p) {
       const auto& pi = providers[p];
-      json prow = {{"name", pi.name}, {"role", role_name(pi.role)}};
+      json prow = {{field::name, pi.name}, {field::role, role_name(pi.role)}};
       if (pi.role == Role::candidate && pi.space.tunable()) {
         (void)choose_config(info, c, *w, p, pi, prow);
       } else {
         w->prepare(p, pi.space.default_config);
-        if (!pi.space.default_config.empty()) prow["config"] = pi.space.default_config.str();
+        if (!pi.space.default_config.empty()) prow[field::config] = pi.space.default_config.str();
       }
       prows.push_back(std::move(prow));
     }
@@ -252,35 +296,35 @@ json CaseRunner::profile_case(const Op& op, const Case& c, int launches) {
         throw;
       }
       device_->range_pop();
-      prows[p]["range"] = range;
-      prows[p]["launches"] = launches;
+      prows[p][field::range] = range;
+      prows[p][field::launches] = launches;
     }
   } catch (const NativeError& e) {
     auto f = backend_.classify(e.code());
     if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned)
       fatal_ = c.node_id();
-    row["providers"] = prows;
-    row["status"] = "failed";
-    row["error"] = std::string(e.what()) + " [" + backends::to_string(f) + "]";
+    row[field::providers] = prows;
+    row[field::status] = core::status::failed;
+    row[field::error] = std::string(e.what()) + " [" + backends::to_string(f) + "]";
     return row;
   } catch (const CaseSkipped& e) {
-    row["status"] = "skipped";
-    row["reason"] = e.what();
+    row[field::status] = core::status::skipped;
+    row[field::reason] = e.what();
     return row;
   } catch (const DeviceBroken& e) {
     fatal_ = c.node_id();
-    row["providers"] = prows;
-    row["status"] = "failed";
-    row["error"] = std::string(e.what()) + " [" + backends::to_string(e.failure) + "]";
+    row[field::providers] = prows;
+    row[field::status] = core::status::failed;
+    row[field::error] = std::string(e.what()) + " [" + backends::to_string(e.failure) + "]";
     return row;
   } catch (const std::exception& e) {
-    row["providers"] = prows;
-    row["status"] = "failed";
-    row["error"] = e.what();
+    row[field::providers] = prows;
+    row[field::status] = core::status::failed;
+    row[field::error] = e.what();
     return row;
   }
-  row["providers"] = prows;
-  row["status"] = "ok";
+  row[field::providers] = prows;
+  row[field::status] = core::status::ok;
   return row;
 }
 
@@ -307,24 +351,26 @@ void CaseRunner::tune_case(const Op& op, const Case& c) {
   }
 }
 
-json CaseRunner::run_case(const Op& op, const Case& c) {
-  const OpInfo info = op.info();
-  json row = {
-      {"type", "case"},           {"op", c.op},      {"dtype", std::string(to_string(c.dtype))},
-      {"shape", c.size_detail()}, {"dims", c.shape}, {"node", c.node_id()},
-      {"family", info.family},    {"timer", timer_}, {"markers", json::array()},
-      {"repeat", knobs_.repeat}};
-  if (!c.params.empty()) row["params"] = c.params;
-  auto fail = [&](const std::string& msg) {
-    row["status"] = "failed";
-    row["error"] = msg;
-    return row;
+// The work of one case between run_case's phases.
+struct CaseRunner::CaseWork {
+  std::unique_ptr<Workload> w;
+  std::vector<ProviderInfo> providers;
+  json prows = json::array();  // the provider objects, one per provider
+  std::vector<timing::Measurement> measured;
+  bool any_fail = false;
+  std::string first_error;  // "<provider>: <error>" of the first provider that failed
+};
+
+// Phase 1: whether the case runs at all. Skips it after a fatal device error, for a shape whose
+// sizes do not fit, on a skip guard no compat rule lifts, and when it needs more memory than the
+// device has free.
+bool CaseRunner::admit(const Op& op, const Case& c, json& row) {
+  auto skip = [&](const std::string& reason) {
+    row[field::status] = core::status::skipped;
+    row[field::reason] = reason;
+    return false;
   };
-  if (!fatal_.empty()) {
-    row["status"] = "skipped";
-    row["reason"] = "not run: the device context is unusable after " + fatal_;
-    return row;
-  }
+  if (!fatal_.empty()) return skip("not run: the device context is unusable after " + fatal_);
   // A shape whose sizes do not fit (caliber/size.hpp) is skipped with its real size, before the
   // op's guards see a wrapped count.
   double need = 0;
@@ -332,344 +378,157 @@ json CaseRunner::run_case(const Op& op, const Case& c) {
     (void)count_of(c.shape);
     need = static_cast<double>(op.bytes_needed(c));
   } catch (const SizeOverflow& e) {
-    row["status"] = "skipped";
-    row["reason"] = std::string(c.op) + ": " + e.what();
-    return row;
+    return skip(std::string(c.op) + ": " + e.what());
   }
   // Skip guards, and the backend's compat rules that may lift exactly one (op, reason).
   if (auto reason = op.skip_reason(c, *device_)) {
     bool lifted = false;
     for (const auto& rule : backend_.compat_rules())
       if (rule.op == c.op && rule.reason == *reason) lifted = true;
-    if (!lifted) {
-      row["status"] = "skipped";
-      row["reason"] = *reason;
-      return row;
-    }
-    add_markers(row, {"compat_lifted"});
+    if (!lifted) return skip(*reason);
+    add_markers(row, {core::markers::compat_lifted});
   }
   const double have = static_cast<double>(device_->free_bytes());
-  if (need > 0.9 * have) {
-    row["status"] = "skipped";
-    row["reason"] = "needs " + gib(need) + ", device has " + gib(have) + " free";
-    return row;
-  }
+  if (need > 0.9 * have)
+    return skip("needs " + core::gib(need, 2) + ", device has " + core::gib(have, 2) + " free");
+  return true;
+}
 
-  std::unique_ptr<Workload> w;
-  std::vector<ProviderInfo> providers;
-  json prows = json::array();
+// Phase 2: set up the workload, prepare every provider (handles, plans, workspaces, tuned configs)
+// outside any timing, then the correctness gate: every candidate against the reference, before
+// anything is timed.
+bool CaseRunner::prepare_and_check(const Op& op, const OpInfo& info, const Case& c, CaseWork& work,
+                                   json& row) {
+  auto fail = [&](const std::string& msg) {
+    row[field::providers] = work.prows;
+    row[field::status] = core::status::failed;
+    row[field::error] = msg;
+    return false;
+  };
   try {
-    w = op.setup(*device_, c);
-    providers = w->providers();
-    // Prepare every provider (handles, plans, workspaces, tuned configs) outside any timing.
-    for (std::size_t p = 0; p < providers.size(); ++p) {
-      const auto& pi = providers[p];
-      json prow = {{"name", pi.name}, {"role", role_name(pi.role)}};
-      if (!pi.label.empty()) prow["label"] = pi.label;
+    work.w = op.setup(*device_, c);
+    work.providers = work.w->providers();
+    Workload& w = *work.w;
+    for (std::size_t p = 0; p < work.providers.size(); ++p) {
+      const auto& pi = work.providers[p];
+      json prow = {{field::name, pi.name}, {field::role, role_name(pi.role)}};
+      if (!pi.label.empty()) prow[field::label] = pi.label;
       if (pi.role == Role::candidate && pi.space.tunable()) {
         try {
-          (void)choose_config(info, c, *w, p, pi, prow);
+          (void)choose_config(info, c, w, p, pi, prow);
         } catch (const ConfigRejected&) {
           // A replayed config that can neither run nor be evicted: the failed row must carry
           // compile_tune_no_evict, not only an error that reads like a broken kernel.
-          if (prow.contains("markers"))
-            add_markers(row, prow["markers"].get<std::vector<std::string>>());
-          prows.push_back(std::move(prow));
+          if (prow.contains(field::markers))
+            add_markers(row, prow[field::markers].get<std::vector<std::string>>());
+          work.prows.push_back(std::move(prow));
           throw;
         }
       } else {
-        w->prepare(p, pi.space.default_config);
-        if (!pi.space.default_config.empty()) prow["config"] = pi.space.default_config.str();
+        w.prepare(p, pi.space.default_config);
+        if (!pi.space.default_config.empty()) prow[field::config] = pi.space.default_config.str();
       }
-      prows.push_back(std::move(prow));
+      work.prows.push_back(std::move(prow));
     }
-    // The correctness gate: every candidate against the reference, before anything is timed.
-    for (std::size_t p = 0; p < providers.size(); ++p) {
-      if (providers[p].role != Role::candidate) continue;
-      Accuracy a = w->check(p);
-      prows[p]["accuracy"] = a.passed;
-      prows[p]["accuracy_detail"] = a.detail;
-      prows[p]["rel_err"] = a.rel_err;
-      prows[p]["max_abs_err"] = a.max_abs_err;
+    for (std::size_t p = 0; p < work.providers.size(); ++p) {
+      if (work.providers[p].role != Role::candidate) continue;
+      Accuracy a = w.check(p);
+      work.prows[p][field::accuracy] = a.passed;
+      work.prows[p][field::accuracy_detail] = a.detail;
+      work.prows[p][field::rel_err] = a.rel_err;
+      work.prows[p][field::max_abs_err] = a.max_abs_err;
       // The check may have re-prepared nothing, but it did launch: keep the tuned config prepared.
     }
   } catch (const DeviceBroken& e) {
     fatal_ = c.node_id();
-    row["providers"] = prows;
     return fail(std::string(e.what()) + " [" + backends::to_string(e.failure) + "]");
   } catch (const CaseSkipped& e) {
-    row["status"] = "skipped";
-    row["reason"] = e.what();
-    return row;
+    row[field::status] = core::status::skipped;
+    row[field::reason] = e.what();
+    return false;
   } catch (const NativeError& e) {
     auto f = backend_.classify(e.code());
     if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned)
       fatal_ = c.node_id();
-    row["providers"] = prows;
     return fail(std::string(e.what()) + " [" + backends::to_string(f) + "]");
   } catch (const std::exception& e) {
-    row["providers"] = prows;
     return fail(e.what());
   }
+  return true;
+}
 
-  // Time every provider (a candidate that failed its gate is not timed).
-  const double flops = w->flops();
-  const double bytes = w->bytes();
-  bool any_fail = false;
-  std::string first_error;
-  std::vector<timing::Measurement> measured(providers.size());
+// Phase 3: time every provider (a candidate that failed its gate is not timed); then, for one
+// regime per row, re-time by the direct timer what the graph timer timed when another provider
+// fell back to the direct timer.
+void CaseRunner::time_providers(const OpInfo& info, const Case& c, CaseWork& work, json& row) {
+  const double flops = work.w->flops();
+  const double bytes = work.w->bytes();
+  work.measured.assign(work.providers.size(), timing::Measurement{});
   auto time_provider = [&](std::size_t p, const timing::TimingOptions& opts) {
     timing::Measurement m;
     try {
       m = timing::measure(
-          *device_, backend_, [&] { w->launch(p); }, opts);
+          *device_, backend_, [&] { work.w->launch(p); }, opts);
     } catch (const std::exception& e) {
       m.ok = false;
       m.error = e.what();
     }
-    write_timing(prows[p], m, flops, bytes);
+    write_timing(work.prows[p], m, flops, bytes);
     return m;
   };
-  for (std::size_t p = 0; p < providers.size(); ++p) {
-    json& prow = prows[p];
-    if (prow.contains("accuracy") && !prow["accuracy"].get<bool>()) continue;
+  // Records a failed measurement; true when the process must time nothing more.
+  auto failed = [&](std::size_t p, const timing::Measurement& m) {
+    work.any_fail = true;
+    if (work.first_error.empty()) work.first_error = work.providers[p].name + ": " + m.error;
+    if (!timing::process_unusable(m)) return false;
+    fatal_ = c.node_id();
+    return true;
+  };
+  for (std::size_t p = 0; p < work.providers.size(); ++p) {
+    json& prow = work.prows[p];
+    if (prow.contains(field::accuracy) && !prow[field::accuracy].get<bool>()) continue;
     const timing::Measurement m = time_provider(p, timing_options(info, false));
-    measured[p] = m;
+    work.measured[p] = m;
     add_markers(row, m.markers);
     if (m.ok && m.latency_ms > 0) {
-      if (m.timer == "direct" && timer_ == "graph") row["timer"] = "direct";
-    } else {
-      any_fail = true;
-      if (first_error.empty()) first_error = providers[p].name + ": " + m.error;
-      if (timing::process_unusable(m)) {
-        fatal_ = c.node_id();
-        break;  // time nothing more in this process
-      }
+      if (m.timer == "direct" && timer_ == "graph") row[field::timer] = "direct";
+    } else if (failed(p, m)) {
+      break;  // time nothing more in this process
     }
   }
   // One regime per row (docs/timing.md): when a provider's capture was refused and it fell back to
   // the direct timer, the providers timed by the graph timer are timed again by the direct timer,
   // so that the speedup compares like with like. Their graph figures stay as extra fields.
-  if (fatal_.empty() && row["timer"] == "direct" && timer_ == "graph") {
-    timing::TimingOptions direct = timing_options(info, false);
-    direct.timer = timing::TimerKind::direct;
-    for (std::size_t p = 0; p < providers.size(); ++p) {
-      if (!measured[p].ok || measured[p].timer != "graph") continue;
-      json& prow = prows[p];
-      const json graph_latency = prow.value("latency_ms", json(nullptr));
-      const timing::Measurement m = time_provider(p, direct);
-      prow["graph_latency_ms"] = graph_latency;
-      prow["graph_launches_per_sample"] = measured[p].launches_per_sample;
-      prow["note"] =
-          "timed by the direct timer too, since another provider of this case could "
-          "not be captured (one regime per row); its graph figure is graph_latency_ms";
-      add_markers(row, m.markers);
-      if (!(m.ok && m.latency_ms > 0)) {
-        any_fail = true;
-        if (first_error.empty()) first_error = providers[p].name + ": " + m.error;
-        if (timing::process_unusable(m)) {
-          fatal_ = c.node_id();
-          break;
-        }
-      }
-    }
+  if (!fatal_.empty() || row[field::timer] != "direct" || timer_ != "graph") return;
+  timing::TimingOptions direct = timing_options(info, false);
+  direct.timer = timing::TimerKind::direct;
+  for (std::size_t p = 0; p < work.providers.size(); ++p) {
+    if (!work.measured[p].ok || work.measured[p].timer != "graph") continue;
+    json& prow = work.prows[p];
+    const json graph_latency = prow.value(field::latency_ms, json(nullptr));
+    const timing::Measurement m = time_provider(p, direct);
+    prow[field::graph_latency_ms] = graph_latency;
+    prow[field::graph_launches_per_sample] = work.measured[p].launches_per_sample;
+    prow[field::note] =
+        "timed by the direct timer too, since another provider of this case could "
+        "not be captured (one regime per row); its graph figure is graph_latency_ms";
+    add_markers(row, m.markers);
+    if (!(m.ok && m.latency_ms > 0) && failed(p, m)) break;
   }
-  row["providers"] = prows;
+}
 
-  // Row-level fields: the first baseline and the first candidate.
-  const json* base = nullptr;
-  const json* cand = nullptr;
-  for (const auto& prow : prows) {
-    if (prow["role"] == "baseline" && base == nullptr) base = &prow;
-    if (prow["role"] == "candidate" && cand == nullptr) cand = &prow;
-  }
-  const json* main = cand != nullptr ? cand : base;
-  if (base != nullptr && base->contains("latency_ms"))
-    row["latency_base_ms"] = (*base)["latency_ms"];
-  if (main != nullptr && main->contains("latency_ms")) {
-    row["latency_ms"] = (*main)["latency_ms"];
-    if (main->contains("tflops")) row["tflops"] = (*main)["tflops"];
-    if (main->contains("gbps")) row["gbps"] = (*main)["gbps"];
-    if (main->contains("noise")) row["noise"] = (*main)["noise"];
-  }
-  row["accuracy"] =
-      cand != nullptr && cand->contains("accuracy") ? (*cand)["accuracy"] : json(nullptr);
-  const bool accurate =
-      cand == nullptr || !cand->contains("accuracy") || (*cand)["accuracy"].get<bool>();
-  if (cand != nullptr && base != nullptr && accurate && cand->contains("latency_ms") &&
-      base->contains("latency_ms"))
-    row["speedup"] = (*base)["latency_ms"].get<double>() / (*cand)["latency_ms"].get<double>();
-  else
-    row["speedup"] = nullptr;
-  if (!accurate) {
-    row["status"] = "failed";
-    row["error"] = "accuracy check failed: " + (*cand)["accuracy_detail"].get<std::string>();
-  } else if (any_fail) {
-    row["status"] = "failed";
-    row["error"] = first_error;
-  } else {
-    row["status"] = "ok";
-  }
+json CaseRunner::run_case(const Op& op, const Case& c) {
+  const OpInfo info = op.info();
+  json row = case_row_head(info, c);
+  row[field::timer] = timer_;
+  row[field::repeat] = knobs_.repeat;
+  if (!admit(op, c, row)) return row;
+  CaseWork work;
+  if (!prepare_and_check(op, info, c, work, row)) return row;
+  time_providers(info, c, work, row);
+  row[field::providers] = work.prows;
+  summarize_row(row, work.prows, work.any_fail, work.first_error);
   return row;
-}
-
-std::string duration_text(double seconds) {
-  const auto t = static_cast<long long>(std::llround(std::max(0.0, seconds)));
-  char buf[32];
-  if (t >= 3600)
-    std::snprintf(buf, sizeof buf, "%lldh%02lldm", t / 3600, (t % 3600) / 60);
-  else if (t >= 60)
-    std::snprintf(buf, sizeof buf, "%lldm%02llds", t / 60, t % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%llds", t);
-  return buf;
-}
-
-std::string eta_text(double elapsed_s, std::size_t done, std::size_t total) {
-  if (done == 0 || done >= total || !(elapsed_s >= kEtaAfterS)) return "";
-  return "eta ~" +
-         duration_text(elapsed_s / static_cast<double>(done) * static_cast<double>(total - done));
-}
-
-std::string stop_rule_miss(const json& row) {
-  const auto provs = row.find("providers");
-  if (provs == row.end() || !provs->is_array()) return "";
-  for (const auto& p : *provs) {
-    if (!p.is_object()) continue;
-    const std::string name = p.value("name", std::string("?"));
-    const std::string reason = p.value("stop_reason", std::string());
-    const auto conv = p.find("converged");
-    const bool not_converged = conv != p.end() && conv->is_boolean() && !conv->get<bool>();
-    bool marked = false;
-    if (p.contains("markers") && p["markers"].is_array())
-      for (const auto& m : p["markers"])
-        if (m == kMarkerStopNotConverged) marked = true;
-    if ((!reason.empty() && reason != "converged") || not_converged || marked)
-      return name + ": " + (reason.empty() || reason == "converged" ? "not converged" : reason);
-  }
-  return "";
-}
-
-void print_run_table(std::ostream& out, const std::vector<json>& rows,
-                     const std::vector<std::string>& columns,
-                     const std::vector<double>& quantiles) {
-  const auto& cols = columns.empty() ? core::default_run_table_columns() : columns;
-  auto fixed = [](const json& v, int prec) -> std::string {
-    if (!v.is_number()) return "-";
-    std::ostringstream os;
-    os << std::fixed << std::setprecision(prec) << v.get<double>();
-    return os.str();
-  };
-  auto main_provider = [](const json& r) -> const json* {
-    if (!r.contains("providers") || !r["providers"].is_array()) return nullptr;
-    const json* base = nullptr;
-    for (const auto& p : r["providers"]) {
-      if (p.value("role", "") == "candidate") return &p;
-      if (base == nullptr) base = &p;
-    }
-    return base;
-  };
-  struct Column {
-    std::string title;
-    bool left = false;
-    std::vector<std::string> cells;
-  };
-  std::vector<Column> table;
-  for (const auto& c : cols) {
-    if (c == "quantiles") {
-      for (std::size_t qi = 0; qi < quantiles.size(); ++qi) {
-        std::ostringstream t;
-        t << "p" << quantiles[qi] * 100 << " ms";
-        Column col{t.str(), false, {}};
-        for (const auto& r : rows) {
-          const json* m = main_provider(r);
-          const json q = m != nullptr ? m->value("quantiles_ms", json::array()) : json::array();
-          col.cells.push_back(qi < q.size() ? fixed(q[qi], 4) : "-");
-        }
-        table.push_back(std::move(col));
-      }
-      continue;
-    }
-    Column col;
-    col.title = c;
-    col.left = c == "op" || c == "dtype" || c == "shape" || c == "node" || c == "stop" ||
-               c == "timer" || c == "markers" || c == "status";
-    if (c == "base_ms") col.title = "base ms";
-    if (c == "cand_ms") col.title = "cand ms";
-    if (c == "tflops") col.title = "TFLOPS";
-    if (c == "gbps") col.title = "GB/s";
-    if (c == "pct_peak_bw") col.title = "% bw";
-    if (c == "pct_peak_flops") col.title = "% flops";
-    if (c == "noise") col.title = "noise %";
-    for (const auto& r : rows) {
-      const json* m = main_provider(r);
-      std::string v;
-      if (c == "op" || c == "dtype" || c == "node" || c == "timer") {
-        v = r.value(c, std::string());
-      } else if (c == "shape") {
-        v = r.value("shape", std::string());
-        if (v.size() > 29) v = v.substr(0, 28) + "~";
-      } else if (c == "base_ms") {
-        v = fixed(r.value("latency_base_ms", json()), 4);
-      } else if (c == "cand_ms") {
-        v = fixed(r.value("latency_ms", json()), 4);
-      } else if (c == "speedup") {
-        v = fixed(r.value("speedup", json()), 2);
-      } else if (c == "tflops") {
-        v = fixed(r.value("tflops", json()), 2);
-      } else if (c == "gbps") {
-        v = fixed(r.value("gbps", json()), 1);
-      } else if (c == "pct_peak_bw" || c == "pct_peak_flops") {
-        v = fixed(r.value(c, json()), 1);
-      } else if (c == "noise") {
-        const json n = r.value("noise", json());
-        v = n.is_number() ? fixed(n.get<double>() * 100, 2) : "-";
-      } else if (c == "samples") {
-        v = m != nullptr && m->contains("samples_ms") && (*m)["samples_ms"].is_array()
-                ? std::to_string((*m)["samples_ms"].size())
-                : "-";
-      } else if (c == "stop") {
-        v = stop_rule_miss(r);
-        if (v.empty()) v = m != nullptr ? m->value("stop_reason", std::string("-")) : "-";
-      } else if (c == "markers") {
-        if (r.contains("markers") && r["markers"].is_array())
-          for (const auto& mk : r["markers"])
-            if (mk.is_string()) v += (v.empty() ? "" : " ") + mk.get<std::string>();
-      } else if (c == "status") {
-        v = r.value("status", "?");
-        if (r.contains("markers"))
-          for (const auto& mk : r["markers"])
-            if (mk == timing::kMarkerDirectNoGraph || mk == timing::kMarkerCapturePoisoned)
-              v += " " + mk.get<std::string>();
-        // A missed stopping rule is visible in the row, not only in run.log.
-        if (!stop_rule_miss(r).empty() && v.find(kMarkerStopNotConverged) == std::string::npos)
-          v += std::string(" ") + kMarkerStopNotConverged;
-      }
-      col.cells.push_back(v);
-    }
-    table.push_back(std::move(col));
-  }
-  std::vector<std::size_t> width;
-  for (const auto& col : table) {
-    std::size_t w = col.title.size();
-    for (const auto& cell : col.cells) w = std::max(w, cell.size());
-    width.push_back(w);
-  }
-  auto line = [&](auto&& cell_of) {
-    std::string s;
-    for (std::size_t i = 0; i < table.size(); ++i) {
-      const std::string cell = cell_of(i);
-      const std::string pad(width[i] - std::min(width[i], cell.size()), ' ');
-      if (i) s += "  ";
-      s += table[i].left ? cell + pad : pad + cell;
-    }
-    while (!s.empty() && s.back() == ' ') s.pop_back();
-    out << s << "\n";
-  };
-  out << "\n";
-  line([&](std::size_t i) { return table[i].title; });
-  for (std::size_t r = 0; r < rows.size(); ++r)
-    line([&](std::size_t i) { return table[i].cells[r]; });
 }
 
 }  // namespace caliber::run

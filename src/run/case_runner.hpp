@@ -13,6 +13,7 @@
 #include "backends/backend.hpp"
 #include "caliber/caliber.hpp"
 #include "core/knobs.hpp"
+#include "run/run_table.hpp"
 #include "timing/timer.hpp"
 
 #include "tune/tuner.hpp"
@@ -47,6 +48,14 @@ class CaseRunner {
   }
 
  private:
+  struct CaseWork;  // one case's workload, providers and provider objects, between run_case's
+                    // phases
+  // run_case's phases, in order (docs/architecture.md). Each returns false when the row is
+  // finished (skipped or failed) and the case goes no further.
+  [[nodiscard]] bool admit(const Op& op, const Case& c, nlohmann::json& row);
+  [[nodiscard]] bool prepare_and_check(const Op& op, const OpInfo& info, const Case& c,
+                                       CaseWork& work, nlohmann::json& row);
+  void time_providers(const OpInfo& info, const Case& c, CaseWork& work, nlohmann::json& row);
   [[nodiscard]] timing::TimingOptions timing_options(const OpInfo& info, bool short_budget) const;
   [[nodiscard]] Config choose_config(const OpInfo& info, const Case& c, Workload& w, std::size_t p,
                                      const ProviderInfo& pi, nlohmann::json& prow);
@@ -60,24 +69,5 @@ class CaseRunner {
   std::string fatal_;  // node id of the case after which the device context is unusable
   std::vector<std::string> warnings_;
 };
-
-// The table printed at the end of a run: one line per case row, with the given columns
-// (core::run_table_columns(); empty: the default set). `quantiles` are the q of --quantiles,
-// for the quantiles column.
-void print_run_table(std::ostream& out, const std::vector<nlohmann::json>& rows,
-                     const std::vector<std::string>& columns = {},
-                     const std::vector<double>& quantiles = {});
-// Why a case row's stopping rule was missed: the first provider whose stop_reason is not
-// "converged" (or that says converged false, or carries STOP_NOT_CONVERGED); "" when none.
-[[nodiscard]] std::string stop_rule_miss(const nlohmann::json& row);
-// Spelled once, in core/markers.hpp.
-inline constexpr const char* kMarkerStopNotConverged = core::markers::stop_missed;
-// On a long run, when the rest should end: "eta ~4m10s" from the mean time per case so far times
-// the cases left (cases differ in length: a guide, said with ~). "" before kEtaAfterS of cases
-// or after the last case.
-inline constexpr double kEtaAfterS = 10.0;
-[[nodiscard]] std::string eta_text(double elapsed_s, std::size_t done, std::size_t total);
-// 75 -> "1m15s", 3700 -> "1h01m", 8 -> "8s".
-[[nodiscard]] std::string duration_text(double seconds);
 
 }  // namespace caliber::run

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -15,6 +16,7 @@
 
 #include "backends/describe.hpp"
 #include "backends/registry.hpp"
+#include "core/format.hpp"
 #include "core/identity.hpp"
 #include "core/rundir.hpp"
 #include "core/runlog.hpp"
@@ -41,23 +43,16 @@ std::uint64_t fresh_seed() {
   return s == 0 ? 1 : s;
 }
 
+// A positive figure with `prec` decimals; "-" for none (0, negative, NaN).
 std::string fmt(double v, int prec = 3) {
   if (!std::isfinite(v) || v <= 0) return "-";
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(prec) << v;
-  return os.str();
+  return core::fixed(v, prec);
 }
 
+// A latency in ms with more decimals the smaller it is.
 std::string fmt_ms(double ms) {
   if (!std::isfinite(ms) || ms <= 0) return "-";
-  std::ostringstream os;
-  if (ms < 0.1)
-    os << std::fixed << std::setprecision(4) << ms;
-  else if (ms < 10)
-    os << std::fixed << std::setprecision(3) << ms;
-  else
-    os << std::fixed << std::setprecision(2) << ms;
-  return os.str();
+  return core::fixed(ms, ms < 0.1 ? 4 : ms < 10 ? 3 : 2);
 }
 
 std::string devices_list(const std::vector<backends::DeviceDesc>& devs) {
@@ -69,7 +64,7 @@ std::string devices_list(const std::vector<backends::DeviceDesc>& devs) {
 }  // namespace
 
 void check_replay_source(const core::Knobs& k) {
-  if (k.tune != "replay") return;
+  if (k.tune != core::TuneMode::replay) return;
   const std::string who = "--replay-from (REPLAY_FROM): '" + k.replay_from + "' ";
   std::error_code ec;
   const fs::path file = fs::is_regular_file(k.replay_from, ec)
@@ -108,26 +103,48 @@ void check_batch_ops(const core::Knobs& knobs, const std::vector<std::string>& o
   check_replay_source(k);
 }
 
-RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream& err) {
-  const core::Knobs& k = req.knobs;
-  const auto t_start = std::chrono::steady_clock::now();
-  const auto wall_start = std::chrono::system_clock::now();
+namespace {
 
-  // 1-3. Backend, setup guard, device: all before anything is written.
-  const backends::Backend* backend = resolve_backend_knob(k);
+// What phase 1 resolves before anything is written: the backend, the device, the cases, the timer.
+struct Setup {
+  const backends::Backend* backend = nullptr;
+  backends::Capabilities caps;
+  backends::DeviceDesc device;
+  int dev_index = 0;
+  Selection sel;
+  std::string timer;           // the resolved timer, "graph" or "direct"
+  std::string timer_note;      // why auto chose the direct timer on a device ("" otherwise)
+  bool sequence_mode = false;  // --quantiles or --return-mode all: repetition is skipped
+};
+
+// The run directory claimed in phase 2, with what is written into it as the run goes.
+struct RunFiles {
+  fs::path dir;
+  json identity;
+  std::unique_ptr<core::RunLogWriter> log;
+};
+
+// Phase 1: backend, setup guard, device, parallel-warmup devices, cases, timer, replay source.
+// Everything the knobs name is checked here; a bad one throws UsageError before anything is
+// written.
+Setup resolve_setup(const RunRequest& req) {
+  const core::Knobs& k = req.knobs;
+  Setup s;
+  s.backend = resolve_backend_knob(k);
   try {
-    backend->setup_guard();
+    s.backend->setup_guard();
   } catch (const backends::BackendUnavailable& e) {
     throw UsageError(e.what());
   }
-  const auto caps = backend->capabilities();
-  const auto devices = backend->enumerate();
-  const int dev_index = k.devices.empty() ? 0 : k.devices.front();
+  s.caps = s.backend->capabilities();
+  const auto devices = s.backend->enumerate();
+  s.dev_index = k.devices.empty() ? 0 : k.devices.front();
   auto dev_it = std::find_if(devices.begin(), devices.end(),
-                             [&](const auto& d) { return d.index == dev_index; });
+                             [&](const auto& d) { return d.index == s.dev_index; });
   if (dev_it == devices.end())
-    throw UsageError("--devices: '" + std::to_string(dev_index) + "' is not a " + backend->name() +
-                     " device; devices: " + devices_list(devices));
+    throw UsageError("--devices: '" + std::to_string(s.dev_index) + "' is not a " +
+                     s.backend->name() + " device; devices: " + devices_list(devices));
+  s.device = *dev_it;
   if (k.parallel_warmup > 0 && req.tune_shard.empty()) {
     const int selected = k.devices.empty() ? 1 : static_cast<int>(k.devices.size());
     if (k.parallel_warmup > selected)
@@ -137,81 +154,62 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
     // Every shard's device is checked here, before the run directory is claimed.
     for (int i = 0; i < k.parallel_warmup; ++i) {
       try {
-        (void)backend->child_env(k.devices.empty() ? 0 : k.devices[static_cast<std::size_t>(i)]);
+        (void)s.backend->child_env(k.devices.empty() ? 0 : k.devices[static_cast<std::size_t>(i)]);
       } catch (const std::exception& e) {
         throw UsageError(std::string("--devices: ") + e.what());
       }
     }
   }
-
-  // 4. Cases.
-  Selection sel;
   try {
-    sel = select_cases(k, backend->name(), caps.host);
+    s.sel = select_cases(k, s.backend->name(), s.caps.host);
   } catch (const SelectionError& e) {
     throw UsageError(e.what());
   }
-
   // The timer from capabilities, by the planner's rule (caliber plan prints the same choice).
-  std::string timer;
   try {
-    timer = plan::resolve_timer(*backend, k.timer);
+    s.timer = plan::resolve_timer(*s.backend, k.timer);
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--timer: ") + e.what());
   }
-  std::string timer_note;
-  if (k.timer == "auto" && timer == "direct" && !caps.host)
-    timer_note = "backend " + backend->name() + " times with the direct timer (timer=direct)";
+  if (k.timer == core::TimerKind::automatic && s.timer == "direct" && !s.caps.host)
+    s.timer_note = "backend " + s.backend->name() + " times with the direct timer (timer=direct)";
   check_replay_source(k);
-  const bool sequence_mode = !k.quantiles.empty() || k.return_mode == "all";
+  s.sequence_mode = !k.quantiles.empty() || k.return_mode == core::ReturnMode::all;
+  return s;
+}
 
-  // A parallel-warmup child tunes its shard and measures nothing; it claims no run directory.
-  if (!req.tune_shard.empty()) {
-    RunOutcome shard;
-    shard.exit_code =
-        run_tune_shard(req, *backend, sel, k.seed != 0 ? k.seed : fresh_seed(), out, err);
-    return shard;
-  }
-
-  // 5. Claim the run directory and record the caliber.
-  std::string name = k.name;
-  if (name.empty()) name = sel.ops.size() == 1 ? sel.ops.front().info.name : "run";
-  const std::uint64_t seed = k.seed != 0 ? k.seed : fresh_seed();
-  try {
-    core::check_out_dir(k.out);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--out: ") + e.what());
-  }
-  const fs::path run_dir = core::claim_run_dir(k.out, name, wall_start);
-
+// The run's caliber and provenance: run_identity.json, and the run.log header (docs/run-log.md).
+json make_identity(const core::Knobs& k, const Setup& s, std::uint64_t seed,
+                   std::chrono::system_clock::time_point wall_start) {
   std::vector<std::string> op_names, ops_libs;  // ops_libs: the op libraries the ops came from
-  for (const auto& e : sel.ops) {
+  for (const auto& e : s.sel.ops) {
     op_names.push_back(e.info.name);
     if (e.source != kBuiltinSource &&
         std::find(ops_libs.begin(), ops_libs.end(), e.source) == ops_libs.end())
       ops_libs.push_back(e.source);
   }
-  json identity = {
+  const auto& caps = s.caps;
+  return {
       {"schema", core::schema_version},
-      {"backend", backend->name()},
-      {"device", backends::describe_device(*dev_it)},
-      {"timer", timer},
-      {"timer_requested", k.timer},
-      {"tune", k.tune},
+      {"backend", s.backend->name()},
+      {"device", backends::describe_device(s.device)},
+      {"timer", s.timer},
+      {"timer_requested", core::to_string(k.timer)},
+      {"tune", core::to_string(k.tune)},
       {"level", k.level},
       {"shape_mode", k.shape_mode},
-      {"shapes_file", sel.shapes_file.string()},
+      {"shapes_file", s.sel.shapes_file.string()},
       {"ops", op_names},
       {"ops_libs", ops_libs},
       {"node", k.node},
       {"shapes", k.shapes},
       {"dtypes", k.dtypes},
       {"repeat", k.repeat},
-      {"repeat_skipped", sequence_mode && k.repeat > 1},
-      {"return_mode", k.return_mode},
+      {"repeat_skipped", s.sequence_mode && k.repeat > 1},
+      {"return_mode", core::to_string(k.return_mode)},
       {"quantiles", k.quantiles},
-      {"l2", k.l2},
-      {"clock", k.clock},
+      {"l2", core::to_string(k.l2)},
+      {"clock", core::to_string(k.clock)},
       {"stop",
        {{"min_samples", k.min_samples},
         {"min_time_s", k.min_time_s},
@@ -239,25 +237,47 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
         {"stream_hold", caps.stream_hold},
         {"host", caps.host}}},
   };
-  for (const auto& [key, value] : core::identity_extra().items()) identity[key] = value;
-  core::write_identity(run_dir, identity);
-  core::write_file_atomic(
-      run_dir / "shapes.yaml",
-      core::ShapeSet::archive_yaml(sel.level, sel.shapes_file.string(), sel.used_shapes));
-  core::RunLogWriter log(run_dir / "run.log");
-  json header = identity;
-  header["type"] = "header";
-  header["cases"] = sel.cases.size();
-  log.append(header);
+}
 
-  out << "caliber run: " << run_dir.string() << "\n"
-      << "  backend " << backend->name() << " | device " << dev_index << " (" << dev_it->name
-      << ", physical " << dev_it->physical_id << ") | timer " << timer << " | level " << k.level
-      << " | autotune " << k.tune << " | repeat " << k.repeat << " | l2 " << k.l2 << " | clock "
-      << k.clock << "\n"
-      << "  " << sel.cases.size() << " cases over " << sel.ops.size() << " ops, seed " << seed
+// Phase 2: claim the run directory and record the caliber (run_identity.json, shapes.yaml, the
+// run.log header).
+RunFiles claim_run(const core::Knobs& k, const Setup& s, std::uint64_t seed,
+                   std::chrono::system_clock::time_point wall_start) {
+  std::string name = k.name;
+  if (name.empty()) name = s.sel.ops.size() == 1 ? s.sel.ops.front().info.name : "run";
+  try {
+    core::check_out_dir(k.out);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--out: ") + e.what());
+  }
+  RunFiles f;
+  f.dir = core::claim_run_dir(k.out, name, wall_start);
+  f.identity = make_identity(k, s, seed, wall_start);
+  // What an embedding adds (the Python package: python, torch and triton versions).
+  for (const auto& [key, value] : core::identity_extra().items()) f.identity[key] = value;
+  core::write_identity(f.dir, f.identity);
+  core::write_file_atomic(
+      f.dir / "shapes.yaml",
+      core::ShapeSet::archive_yaml(s.sel.level, s.sel.shapes_file.string(), s.sel.used_shapes));
+  f.log = std::make_unique<core::RunLogWriter>(f.dir / core::run_log_file);
+  json header = f.identity;
+  header[core::field::type] = "header";
+  header["cases"] = s.sel.cases.size();
+  f.log->append(header);
+  return f;
+}
+
+// What the run is about to do, before the first case.
+void print_banner(std::ostream& out, const core::Knobs& k, const Setup& s, const fs::path& dir,
+                  std::uint64_t seed) {
+  out << "caliber run: " << dir.string() << "\n"
+      << "  backend " << s.backend->name() << " | device " << s.dev_index << " (" << s.device.name
+      << ", physical " << s.device.physical_id << ") | timer " << s.timer << " | level " << k.level
+      << " | autotune " << core::to_string(k.tune) << " | repeat " << k.repeat << " | l2 "
+      << core::to_string(k.l2) << " | clock " << core::to_string(k.clock) << "\n"
+      << "  " << s.sel.cases.size() << " cases over " << s.sel.ops.size() << " ops, seed " << seed
       << "\n";
-  if (!timer_note.empty()) out << "  note: " << timer_note << "\n";
+  if (!s.timer_note.empty()) out << "  note: " << s.timer_note << "\n";
   if (k.profile > 0)
     out << "  profile mode: " << k.profile
         << " launch(es) per case and provider, no timing; ranges named <node>/<provider>\n";
@@ -265,42 +285,82 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
     out << "  note: --shape-mode upstream: no provider of this corpus ships its own core shapes, "
            "so "
            "caliber's shape file is used (recorded as shape_mode=upstream)\n";
-  if (sequence_mode && k.repeat > 1)
+  if (s.sequence_mode && k.repeat > 1)
     out << "  note: --repeat " << k.repeat
         << " is skipped: --quantiles/--return-mode all return a sequence\n";
   out.flush();
+}
 
-  // Parallel warmup: shard the sweep over the selected devices, merge, then measure here, serially.
-  json warmup_json = nullptr;
-  if (k.parallel_warmup > 0 && (k.tune == "live" || k.tune == "record")) {
-    WarmupOutcome w =
-        run_parallel_warmup(req, *backend, sel, run_dir, merge_target(k, run_dir), out);
-    warmup_json = {{"shards", w.shards},
-                   {"failed_shards", w.failed_shards},
-                   {"wall_s", w.wall_s},
-                   {"keys", w.merge.keys},
-                   {"disagreements", w.merge.disagreements},
-                   {"disagreeing_keys", w.merge.disagreeing_keys},
-                   {"warning", w.warning}};
-    identity["parallel_warmup_result"] = warmup_json;
-    core::write_identity(run_dir, identity);
-    if (!w.warning.empty()) err << w.warning << "\n";
-  }
+// Phase 3: parallel warmup. Shards the sweep over the selected devices, merges the winners into
+// the run's cache and records the result in the identity; null when there is none.
+json parallel_warmup(const RunRequest& req, const Setup& s, RunFiles& f, std::ostream& out,
+                     std::ostream& err) {
+  const core::Knobs& k = req.knobs;
+  if (k.parallel_warmup <= 0 ||
+      !(k.tune == core::TuneMode::live || k.tune == core::TuneMode::record))
+    return nullptr;
+  WarmupOutcome w = run_parallel_warmup(req, *s.backend, s.sel, f.dir, merge_target(k, f.dir), out);
+  json result = {{"shards", w.shards},
+                 {"failed_shards", w.failed_shards},
+                 {"wall_s", w.wall_s},
+                 {"keys", w.merge.keys},
+                 {"disagreements", w.merge.disagreements},
+                 {"disagreeing_keys", w.merge.disagreeing_keys},
+                 {"warning", w.warning}};
+  f.identity["parallel_warmup_result"] = result;
+  core::write_identity(f.dir, f.identity);
+  if (!w.warning.empty()) err << w.warning << "\n";
+  return result;
+}
 
-  // 6. Cases, one by one; each row flushed before the next starts.
-  CaseRunner runner(*backend, dev_index, seed, k, timer, tune_settings(k, run_dir));
+// Phase 4: the device's peaks and the timer's floor, once per run (not in a profile run, which
+// times nothing), recorded in the identity.
+Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend, CaseRunner& runner,
+                RunFiles& f, std::ostream& out) {
   Peaks peaks;
-  if (k.peaks && k.profile == 0) {  // a profile run times nothing
-    peaks = measure_peaks(runner.device(), *backend, runner.timing_options_for_probe());
-    identity["peaks"] = peaks.to_json();
-    core::write_identity(run_dir, identity);
-    out << "  peaks: copy " << fmt(peaks.copy_gbps, 0) << " GB/s, " << peaks.gemm_case << " ("
-        << peaks.gemm_provider << ") " << fmt(peaks.gemm_tflops, 3) << " TFLOPS";
-    if (!peaks.note.empty()) out << " (" << peaks.note << ")";
-    out << "\n  timer floor (an empty kernel): " << fmt(peaks.timer_floor_us, 2) << " us\n";
-  }
-  RunOutcome outcome;
-  outcome.run_dir = run_dir;
+  if (!k.peaks || k.profile != 0) return peaks;
+  peaks = measure_peaks(runner.device(), backend, runner.timing_options_for_probe());
+  f.identity["peaks"] = peaks.to_json();
+  core::write_identity(f.dir, f.identity);
+  out << "  peaks: copy " << fmt(peaks.copy_gbps, 0) << " GB/s, " << peaks.gemm_case << " ("
+      << peaks.gemm_provider << ") " << fmt(peaks.gemm_tflops, 3) << " TFLOPS";
+  if (!peaks.note.empty()) out << " (" << peaks.note << ")";
+  out << "\n  timer floor (an empty kernel): " << fmt(peaks.timer_floor_us, 2) << " us\n";
+  return peaks;
+}
+
+// One progress line: "[i/n] node status  base .. ms  cand .. ms  x..  <error|reason>  eta ~..".
+void print_progress(std::ostream& out, const core::Knobs& k, const Case& c, const json& row,
+                    const std::string& status, std::size_t i, std::size_t n, double elapsed) {
+  out << "[" << std::setw(std::to_string(n).size()) << (i + 1) << "/" << n << "] " << std::left
+      << std::setw(44) << c.node_id() << std::right << " " << status;
+  if (row.contains(core::field::latency_base_ms))
+    out << "  base " << fmt_ms(row[core::field::latency_base_ms].get<double>()) << " ms";
+  if (row.contains(core::field::latency_ms))
+    out << "  cand " << fmt_ms(row[core::field::latency_ms].get<double>()) << " ms";
+  if (row.contains(core::field::speedup) && row[core::field::speedup].is_number())
+    out << "  x" << fmt(row[core::field::speedup].get<double>(), 2);
+  if (k.profile > 0 && status == core::status::ok)
+    out << "  profiled: " << k.profile << " launch(es) per provider in ranges " << c.node_id()
+        << "/<provider>";
+  if (row.contains(core::field::error)) out << "  " << row[core::field::error].get<std::string>();
+  if (row.contains(core::field::reason)) out << "  " << row[core::field::reason].get<std::string>();
+  if (const std::string miss = stop_rule_miss(row); !miss.empty())
+    out << "  " << kMarkerStopNotConverged << " (" << miss << ")";
+  // On a long run, when the rest should end: the mean time per case so far, times the cases
+  // left (cases differ in length, so it is a guide, said as such).
+  if (i + 1 < n && elapsed >= kEtaAfterS)
+    out << "  eta ~"
+        << duration_text(elapsed / static_cast<double>(i + 1) * static_cast<double>(n - i - 1));
+  out << "\n";
+  out.flush();
+}
+
+// Phase 5: the cases, one by one; each row appended to run.log and flushed before the next
+// starts, and counted into `outcome`.
+std::vector<json> run_cases(const core::Knobs& k, const Selection& sel, CaseRunner& runner,
+                            const Peaks& peaks, core::RunLogWriter& log, RunOutcome& outcome,
+                            std::ostream& out) {
   std::vector<json> rows;
   const std::size_t n = sel.cases.size();
   const auto cases_start = std::chrono::steady_clock::now();
@@ -310,63 +370,76 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
                              : runner.run_case(*sel.case_op[i], c);
     annotate_with_peaks(row, peaks);
     log.append(row);
-    const std::string status = row.value("status", "failed");
-    if (status == "ok")
+    const std::string status = row.value(core::field::status, core::status::failed);
+    if (status == core::status::ok)
       ++outcome.ok;
-    else if (status == "skipped")
+    else if (status == core::status::skipped)
       ++outcome.skipped;
     else
       ++outcome.failed;
-    out << "[" << std::setw(std::to_string(n).size()) << (i + 1) << "/" << n << "] " << std::left
-        << std::setw(44) << c.node_id() << std::right << " " << status;
-    if (row.contains("latency_base_ms"))
-      out << "  base " << fmt_ms(row["latency_base_ms"].get<double>()) << " ms";
-    if (row.contains("latency_ms"))
-      out << "  cand " << fmt_ms(row["latency_ms"].get<double>()) << " ms";
-    if (row.contains("speedup") && row["speedup"].is_number())
-      out << "  x" << fmt(row["speedup"].get<double>(), 2);
-    if (k.profile > 0 && status == "ok")
-      out << "  profiled: " << k.profile << " launch(es) per provider in ranges " << c.node_id()
-          << "/<provider>";
-    if (row.contains("error")) out << "  " << row["error"].get<std::string>();
-    if (row.contains("reason")) out << "  " << row["reason"].get<std::string>();
-    if (const std::string miss = stop_rule_miss(row); !miss.empty())
-      out << "  " << kMarkerStopNotConverged << " (" << miss << ")";
-    // On a long run, when the rest should end: the mean time per case so far, times the cases
-    // left (cases differ in length, so it is a guide, said as such).
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - cases_start).count();
-    if (i + 1 < n && elapsed >= kEtaAfterS)
-      out << "  eta ~"
-          << duration_text(elapsed / static_cast<double>(i + 1) * static_cast<double>(n - i - 1));
-    out << "\n";
-    out.flush();
+    print_progress(out, k, c, row, status, i, n, elapsed);
     rows.push_back(std::move(row));
   }
+  return rows;
+}
 
-  // 7. Footer and the summary table.
-  const double wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  json footer = {{"type", "footer"},
+// Phase 6: the run.log footer, the warnings and the closing table.
+void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_result,
+                const std::vector<json>& rows, double wall_s, core::RunLogWriter& log,
+                const RunOutcome& outcome, std::ostream& out, std::ostream& err) {
+  json footer = {{core::field::type, "footer"},
                  {"ok", outcome.ok},
                  {"failed", outcome.failed},
                  {"skipped", outcome.skipped},
-                 {"cases", n},
+                 {"cases", rows.size()},
                  {"wall_s", wall_s},
                  {"warnings", runner.warnings()},
                  {"end_time", core::iso8601_utc(std::chrono::system_clock::now())},
                  {"tune",
-                  {{"mode", k.tune},
+                  {{"mode", core::to_string(k.tune)},
                    {"keys_tuned", runner.tuner().keys_tuned()},
                    {"sweep_s", runner.tuner().sweep_seconds()},
                    {"cache", runner.tuner().cache_file().string()}}},
-                 {"parallel_warmup", warmup_json}};
+                 {"parallel_warmup", warmup_result}};
   log.append(footer);
   for (const auto& w : runner.warnings()) err << "caliber: WARNING: " << w << "\n";
 
   print_run_table(out, rows, k.columns, k.quantiles);
   out << "ok " << outcome.ok << ", failed " << outcome.failed << ", skipped " << outcome.skipped
-      << " in " << fmt(wall_s, 1) << " s; run directory " << run_dir.string() << "\n";
+      << " in " << fmt(wall_s, 1) << " s; run directory " << outcome.run_dir.string() << "\n";
+}
+
+}  // namespace
+
+RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream& err) {
+  const core::Knobs& k = req.knobs;
+  const auto t_start = std::chrono::steady_clock::now();
+  const auto wall_start = std::chrono::system_clock::now();
+
+  const Setup s = resolve_setup(req);
+  // A parallel-warmup child tunes its shard and measures nothing; it claims no run directory.
+  if (!req.tune_shard.empty()) {
+    RunOutcome shard;
+    shard.exit_code =
+        run_tune_shard(req, *s.backend, s.sel, k.seed != 0 ? k.seed : fresh_seed(), out, err);
+    return shard;
+  }
+  const std::uint64_t seed = k.seed != 0 ? k.seed : fresh_seed();
+  RunFiles files = claim_run(k, s, seed, wall_start);
+  print_banner(out, k, s, files.dir, seed);
+  const json warmup_result = parallel_warmup(req, s, files, out, err);
+
+  CaseRunner runner(*s.backend, s.dev_index, seed, k, s.timer, tune_settings(k, files.dir));
+  const Peaks peaks = run_peaks(k, *s.backend, runner, files, out);
+  RunOutcome outcome;
+  outcome.run_dir = files.dir;
+  const std::vector<json> rows = run_cases(k, s.sel, runner, peaks, *files.log, outcome, out);
+
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  finish_run(k, runner, warmup_result, rows, wall_s, *files.log, outcome, out, err);
   outcome.exit_code = outcome.failed > 0 ? 1 : 0;
   return outcome;
 }

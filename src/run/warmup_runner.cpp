@@ -97,12 +97,10 @@ std::pair<int, int> parse_shard(const std::string& text) {
   return {i, n};
 }
 
-// The same choice as the driver's: a shard tunes with the timer its parent measures with.
+// The same choice as the driver's (the one timer rule): a shard tunes with the timer its parent
+// measures with.
 std::string resolve_timer(const core::Knobs& k, const backends::Capabilities& caps) {
-  std::string timer = k.timer;
-  if (timer == "auto") timer = caps.graph_timer_default ? "graph" : "direct";
-  if (timer == "graph" && !caps.graph_capture) timer = "direct";
-  return timer;
+  return core::to_string(timing::choose_timer(caps, k.timer).kind);
 }
 
 }  // namespace
@@ -127,20 +125,20 @@ std::vector<std::string> knobs_to_args(const core::Knobs& k) {
   add("shape_mode", k.shape_mode);
   add_nonempty("shapes_file", k.shapes_file);
   add_nonempty("ops_lib", k.ops_lib);
-  add("timer", k.timer);
+  add("timer", core::to_string(k.timer));
   add("repeat", std::to_string(k.repeat));
   add_nonempty("quantiles", joined(k.quantiles, exact));
-  add("return_mode", k.return_mode);
-  add("l2", k.l2);
+  add("return_mode", std::string(core::to_string(k.return_mode)));
+  add("l2", core::to_string(k.l2));
   add("min_samples", std::to_string(k.min_samples));
   add("min_time", exact(k.min_time_s));
   add("max_noise", k.max_noise > 0 ? exact(k.max_noise) : std::string("auto"));
-  add("clock", k.clock);
+  add("clock", core::to_string(k.clock));
   add("timeout", exact(k.timeout_s));
   add("warmup", exact(k.warmup_s));
   add("throttle_fraction", exact(k.throttle_fraction));
   add_nonempty("capture_deny", joined(k.capture_deny, same));
-  add("tune", k.tune);
+  add("tune", core::to_string(k.tune));
   add_nonempty("replay_from", k.replay_from);
   add_nonempty("tune_cache", k.tune_cache);
   if (k.seed != 0) add("seed", std::to_string(k.seed));

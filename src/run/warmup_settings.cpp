@@ -7,7 +7,7 @@ namespace fs = std::filesystem;
 
 tune::Settings tune_settings(const core::Knobs& k, const fs::path& run_dir) {
   tune::Settings s;
-  s.mode = tune::parse_mode(k.tune).value_or(tune::Mode::live);
+  s.mode = k.tune;
   s.shared_cache = k.tune_cache;
   s.run_dir = run_dir;
   s.replay_from = k.replay_from;
@@ -22,13 +22,13 @@ tune::Settings shard_tune_settings(const core::Knobs& k, const fs::path& shard_c
   // what that lacks. Record: isolated from the shared cache, as a record run is.
   s.mode = tune::Mode::live;
   s.shared_cache = shard_cache;
-  if (k.tune != "record")
+  if (k.tune != core::TuneMode::record)
     s.read_also = k.tune_cache.empty() ? tune::default_cache_path() : fs::path(k.tune_cache);
   return s;
 }
 
 fs::path merge_target(const core::Knobs& k, const fs::path& run_dir) {
-  if (k.tune == "record") return run_dir / "tune.db";
+  if (k.tune == core::TuneMode::record) return run_dir / "tune.db";
   return k.tune_cache.empty() ? tune::default_cache_path() : fs::path(k.tune_cache);
 }
 

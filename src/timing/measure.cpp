@@ -15,16 +15,6 @@ namespace caliber::timing {
 
 using backends::Failure;
 
-const char* to_string(ClockRegime r) noexcept {
-  return r == ClockRegime::sustained ? "sustained" : "burst";
-}
-
-std::optional<ClockRegime> parse_clock_regime(std::string_view s) noexcept {
-  if (s == "burst") return ClockRegime::burst;
-  if (s == "sustained") return ClockRegime::sustained;
-  return std::nullopt;
-}
-
 double resolved_max_noise(double asked, const backends::Capabilities& caps) noexcept {
   if (asked > 0) return asked;
   return caps.host ? 0.02 : 0.005;

@@ -24,19 +24,20 @@
 
 #include "backends/backend.hpp"
 #include "core/markers.hpp"
+#include "core/settings.hpp"
 #include "core/stats.hpp"
 
 namespace caliber::timing {
 
-enum class TimerKind { automatic, graph, direct };
-enum class L2Policy { cold, warm };
-// Which clock state samples come from (docs/timing.md): burst, a rested device at its top clock
-// (samples the power limit slows are discarded and re-taken after a rest); sustained, after the
-// clock and board power have settled under this very work (samples at a power-limited clock are
-// the regime itself, kept).
-enum class ClockRegime { burst, sustained };
-[[nodiscard]] const char* to_string(ClockRegime r) noexcept;
-[[nodiscard]] std::optional<ClockRegime> parse_clock_regime(std::string_view s) noexcept;
+// The run settings the timers take, spelled once in core/settings.hpp. ClockRegime
+// (docs/timing.md): burst, a rested device at its top clock (samples the power limit slows are
+// discarded and re-taken after a rest); sustained, after the clock and board power have settled
+// under this very work (samples at a power-limited clock are the regime itself, kept).
+using core::ClockRegime;
+using core::L2Policy;
+using core::parse_clock_regime;
+using core::TimerKind;
+using core::to_string;
 
 // Marker strings: spelled once, in core/markers.hpp.
 inline constexpr const char* kMarkerDirectNoGraph = core::markers::direct_no_graph;
@@ -84,8 +85,8 @@ struct StopRule {
 [[nodiscard]] double resolved_max_noise(double asked, const backends::Capabilities& caps) noexcept;
 
 // Relative standard error of the median, as defined above (0 for fewer than two samples or a
-// zero median).
-[[nodiscard]] double median_rel_std_error(std::span<const double> xs);
+// zero median); one statistics file: src/core/stats.
+using core::median_rel_std_error;
 
 struct StopState {
   bool stop = false;
@@ -220,7 +221,9 @@ struct Measurement {
 [[nodiscard]] Measurement measure(backends::Device& dev, const backends::Backend& backend,
                                   const std::function<void()>& launch, const TimingOptions& opt);
 
-// The timer `measure` will use for this backend and request, and why when it is not the one asked.
+// The timer rule, in one place: the timer `measure` uses for these capabilities and this request,
+// and why when it is not the one asked. The planner (plan::resolve_timer, which also refuses an
+// explicit graph request a backend cannot capture) and the parallel warmup's shards call it too.
 struct TimerChoice {
   TimerKind kind = TimerKind::direct;
   std::string note;

@@ -7,6 +7,8 @@
 #include <exception>
 #include <limits>
 
+#include "core/format.hpp"
+
 namespace caliber::tune {
 
 namespace fs = std::filesystem;
@@ -14,15 +16,11 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string format_seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f s", s);
-  return buf;
+  return core::fixed(s, 1) + " s";
 }
 
 std::string format_ms(double ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g ms", ms);
-  return buf;
+  return core::general(ms, 4) + " ms";
 }
 
 bool contains(const ConfigSpace& space, const Config& c) {
@@ -32,28 +30,6 @@ bool contains(const ConfigSpace& space, const Config& c) {
 }
 
 }  // namespace
-
-const char* to_string(Mode m) noexcept {
-  switch (m) {
-    case Mode::off:
-      return "off";
-    case Mode::live:
-      return "live";
-    case Mode::record:
-      return "record";
-    case Mode::replay:
-      return "replay";
-  }
-  return "off";
-}
-
-std::optional<Mode> parse_mode(std::string_view s) noexcept {
-  if (s == "off") return Mode::off;
-  if (s == "live") return Mode::live;
-  if (s == "record") return Mode::record;
-  if (s == "replay") return Mode::replay;
-  return std::nullopt;
-}
 
 std::string no_evict_marker(const std::string& stage) {
   return "compile_" + stage + "_no_evict";

@@ -1,5 +1,6 @@
 // Autotune: pick a config per (op, provider, backend, device model, dtype, key) by sweeping the
-// provider's config space, and keep the winner in a cache according to the mode (docs/architecture.md).
+// provider's config space, and keep the winner in a cache according to the mode
+// (docs/architecture.md).
 #pragma once
 
 #include <filesystem>
@@ -11,14 +12,18 @@
 #include <vector>
 
 #include "caliber/config.hpp"
+#include "core/settings.hpp"
 #include "tune/cache.hpp"
 
 namespace caliber::tune {
 
-enum class Mode { off, live, record, replay };
-[[nodiscard]] const char* to_string(Mode m) noexcept;
+// The autotune mode is a run setting, spelled once in core/settings.hpp.
+using Mode = core::TuneMode;
+using core::to_string;
 // "off", "live", "record", "replay"; nullopt for anything else.
-[[nodiscard]] std::optional<Mode> parse_mode(std::string_view s) noexcept;
+[[nodiscard]] inline std::optional<Mode> parse_mode(std::string_view s) noexcept {
+  return core::parse_tune_mode(s);
+}
 
 // The marker a row carries when a failing config could not be evicted ("compile_<stage>_no_evict").
 [[nodiscard]] std::string no_evict_marker(const std::string& stage);

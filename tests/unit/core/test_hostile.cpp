@@ -17,7 +17,9 @@
 #include "core/runlog.hpp"
 #include "core/shapes.hpp"
 #include "core/stats.hpp"
-#include "tmpdir.hpp"
+#include "temp_dir.hpp"
+
+using caliber::testing::TempDir;
 
 using namespace caliber;
 namespace fs = std::filesystem;

@@ -7,7 +7,9 @@
 
 #include "core/identity.hpp"
 #include "core/runlog.hpp"
-#include "tmpdir.hpp"
+#include "temp_dir.hpp"
+
+using caliber::testing::TempDir;
 
 using namespace caliber::core;
 using nlohmann::json;

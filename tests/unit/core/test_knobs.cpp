@@ -105,11 +105,11 @@ TEST(KnobDefaults, NothingGivenGivesTheContractDefaults) {
   EXPECT_TRUE(k.dtypes.empty());
   EXPECT_EQ(k.level, "core");
   EXPECT_EQ(k.shape_mode, "file");
-  EXPECT_EQ(k.timer, "auto");
+  EXPECT_EQ(k.timer, TimerKind::automatic);
   EXPECT_EQ(k.repeat, 1);
-  EXPECT_EQ(k.return_mode, "median");
-  EXPECT_EQ(k.l2, "cold");
-  EXPECT_EQ(k.tune, "live");
+  EXPECT_EQ(k.return_mode, ReturnMode::median);
+  EXPECT_EQ(k.l2, L2Policy::cold);
+  EXPECT_EQ(k.tune, TuneMode::live);
   EXPECT_TRUE(k.replay_from.empty());
   EXPECT_EQ(k.parallel_warmup, 0);
   EXPECT_EQ(k.out, "runs");
@@ -214,13 +214,13 @@ TEST(KnobValidation, GoodValuesAreParsed) {
   EXPECT_EQ(k.dtypes, (std::vector<std::string>{"f16", "bf16", "f32"}));
   EXPECT_EQ(k.level, "comprehensive");
   EXPECT_EQ(k.shape_mode, "upstream");
-  EXPECT_EQ(k.timer, "direct");
+  EXPECT_EQ(k.timer, TimerKind::direct);
   EXPECT_EQ(k.repeat, 7);
   EXPECT_EQ(k.quantiles, (std::vector<double>{0.2, 0.5, 0.8}));
-  EXPECT_EQ(k.return_mode, "min");
-  EXPECT_EQ(k.l2, "warm");
+  EXPECT_EQ(k.return_mode, ReturnMode::min);
+  EXPECT_EQ(k.l2, L2Policy::warm);
   EXPECT_DOUBLE_EQ(k.max_noise, 1.0);
-  EXPECT_EQ(k.tune, "record");
+  EXPECT_EQ(k.tune, TuneMode::record);
   EXPECT_EQ(k.parallel_warmup, 2);
   EXPECT_EQ(k.out, "/tmp/x");
   EXPECT_EQ(k.name, "my_run-1.a");
@@ -273,10 +273,10 @@ TEST(KnobPrecedence, EmptyEnvironmentIsUnset) {
 }
 
 TEST(KnobCrossRules, ReplayFromImpliesReplay) {
-  EXPECT_EQ(resolve({{"replay_from", "/r/run-1"}}).tune, "replay");
-  EXPECT_EQ(resolve({}, {{"REPLAY_FROM", "/r/run-1"}}).tune, "replay");
+  EXPECT_EQ(resolve({{"replay_from", "/r/run-1"}}).tune, TuneMode::replay);
+  EXPECT_EQ(resolve({}, {{"REPLAY_FROM", "/r/run-1"}}).tune, TuneMode::replay);
   const Knobs k = resolve({{"tune", "replay"}, {"replay_from", "/r/run-1"}});
-  EXPECT_EQ(k.tune, "replay");
+  EXPECT_EQ(k.tune, TuneMode::replay);
   EXPECT_EQ(k.replay_from, "/r/run-1");
 }
 
@@ -316,8 +316,8 @@ TEST(KnobCrossRules, MinTimeMustFitInTheTimeout) {
 }
 
 TEST(KnobTiming, ClockRegimeAndNoiseAuto) {
-  EXPECT_EQ(resolve({}).clock, "sustained");
-  EXPECT_EQ(resolve({}, {{"CALIBER_CLOCK", "burst"}}).clock, "burst");
+  EXPECT_EQ(resolve({}).clock, ClockRegime::sustained);
+  EXPECT_EQ(resolve({}, {{"CALIBER_CLOCK", "burst"}}).clock, ClockRegime::burst);
   const std::string msg = refusal({{"clock", "turbo"}});
   EXPECT_TRUE(contains(msg, "turbo")) << msg;
   EXPECT_TRUE(contains(msg, "burst")) << msg;

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "core/rundir.hpp"
-#include "tmpdir.hpp"
+#include "temp_dir.hpp"
+
+using caliber::testing::TempDir;
 
 using namespace caliber::core;
 namespace fs = std::filesystem;

@@ -5,7 +5,9 @@
 #include <string>
 
 #include "core/runlog.hpp"
-#include "tmpdir.hpp"
+#include "temp_dir.hpp"
+
+using caliber::testing::TempDir;
 
 using namespace caliber::core;
 using nlohmann::json;

@@ -3,7 +3,9 @@
 #include <fstream>
 
 #include "core/shapes.hpp"
-#include "tmpdir.hpp"
+#include "temp_dir.hpp"
+
+using caliber::testing::TempDir;
 
 using namespace caliber::core;
 namespace fs = std::filesystem;

@@ -16,30 +16,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "temp_dir.hpp"
+
 namespace caliber::testing {
 
 using nlohmann::json;
-
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = std::filesystem::temp_directory_path() /
-            ("caliber-report-" + std::to_string(::getpid()) + "-" + std::to_string(++counter) +
-             "-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline json identity(const std::string& level = "core", const std::string& timer = "direct") {
   return {{"backend", "cpu"},

@@ -58,7 +58,7 @@ class TwinOp : public Op {
 nlohmann::json run_twin(bool refuses) {
   FakeBackend backend;
   core::Knobs knobs;
-  knobs.tune = "off";
+  knobs.tune = core::TuneMode::off;
   tune::Settings settings;
   settings.mode = tune::Mode::off;
   CaseRunner runner(backend, 0, 1, knobs, "graph", settings);

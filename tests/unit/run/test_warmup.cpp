@@ -74,10 +74,10 @@ TEST(WarmupArgs, RebuildTheKnobsThatDefineCasesAndTuning) {
   EXPECT_EQ(r.shapes_file, k.shapes_file);
   EXPECT_EQ(r.ops_lib, k.ops_lib);
   EXPECT_EQ(r.backend, "cpu");
-  EXPECT_EQ(r.timer, "direct");
+  EXPECT_EQ(r.timer, core::TimerKind::direct);
   EXPECT_EQ(r.repeat, 3);
   EXPECT_EQ(r.quantiles, k.quantiles);
-  EXPECT_EQ(r.l2, "warm");
+  EXPECT_EQ(r.l2, core::L2Policy::warm);
   EXPECT_EQ(r.min_samples, 7);
   // Exactly equal, not nearly: a shard must tune with the budget its parent would have used.
   EXPECT_EQ(r.min_time_s, k.min_time_s);
@@ -86,7 +86,7 @@ TEST(WarmupArgs, RebuildTheKnobsThatDefineCasesAndTuning) {
   EXPECT_EQ(r.warmup_s, k.warmup_s);
   EXPECT_EQ(r.throttle_fraction, k.throttle_fraction);
   EXPECT_EQ(r.capture_deny, k.capture_deny);
-  EXPECT_EQ(r.tune, "record");
+  EXPECT_EQ(r.tune, core::TuneMode::record);
   EXPECT_EQ(r.tune_cache, k.tune_cache);
   EXPECT_EQ(r.seed, 123456789u);
 }
@@ -96,7 +96,7 @@ TEST(WarmupArgs, NodeAndReturnModeSurvive) {
   const core::Knobs r = no_env(args_to_flags(knobs_to_args(k)));
   EXPECT_EQ(r.node, "mm[f32-M128-N128-K128]");
   EXPECT_TRUE(r.ops.empty());
-  EXPECT_EQ(r.return_mode, "min");
+  EXPECT_EQ(r.return_mode, core::ReturnMode::min);
 }
 
 TEST(WarmupArgs, LeaveDevicesOutputAndTheWarmupItselfToTheCaller) {

@@ -8,32 +8,13 @@
 #include <string>
 
 #include "caliber/config.hpp"
+#include "temp_dir.hpp"
 #include "tune/cache.hpp"
 #include "tune/tuner.hpp"
 
 namespace caliber::tune::testing {
 
-// A fresh directory per test, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "caliber-tune-XXXXXX").string();
-    char* p = ::mkdtemp(tmpl.data());
-    if (!p) throw std::runtime_error("mkdtemp failed");
-    path_ = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::permissions(path_, std::filesystem::perms::owner_all, ec);
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using caliber::testing::TempDir;
 
 inline Config cfg(std::int64_t block, std::int64_t vec = 1) {
   return Config{{{"block", block}, {"vec", vec}}};
