@@ -247,6 +247,17 @@ std::optional<fs::path> find_child_run_dir(const fs::path& batch_dir, const std:
   return best;
 }
 
+core::Knobs run_knobs_of(const std::vector<std::string>& run_args) {
+  std::map<std::string, std::string> given;
+  for (const auto& a : run_args) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos) continue;
+    for (const auto& spec : core::knob_table())
+      if (spec.flag == a.substr(0, eq)) given[spec.name] = a.substr(eq + 1);
+  }
+  return core::resolve_knobs(given, core::process_env);
+}
+
 std::vector<std::string> read_op_file(const fs::path& file) {
   // One op-file syntax for run and batch (run/cases.cpp); only the error type differs.
   try {

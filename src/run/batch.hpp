@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/knobs.hpp"
 #include "run/process.hpp"
 #include "run/slurm_job.hpp"
 
@@ -56,6 +57,10 @@ struct Classified {
                                                          const std::string& op,
                                                          const std::set<fs::path>& before);
 [[nodiscard]] std::set<fs::path> run_dirs_of(const fs::path& batch_dir, const std::string& op);
+
+// The run knobs a batch's children get: its run flags (--flag=value, as batch.json keeps them)
+// over the environment they inherit. Throws core::KnobError on a bad value.
+[[nodiscard]] core::Knobs run_knobs_of(const std::vector<std::string>& run_args);
 
 // Ops from a file: one per line (or comma separated), '#' starts a comment.
 [[nodiscard]] std::vector<std::string> read_op_file(const fs::path& file);

@@ -32,6 +32,12 @@ class LocalScheduler final : public BatchScheduler {
 
   void check(const BatchOptions& opt, const backends::Backend& backend) override {
     devices_ = opt.devices.empty() ? std::vector<int>{0} : opt.devices;
+    // Each op's child runs on one device: a sweep sharded over several has nowhere to go.
+    if (const int n = run_knobs_of(opt.run_args).parallel_warmup; n > 1)
+      throw BatchUsageError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" + std::to_string(n) +
+                            "' with --scheduler local: each op runs on one device; shard one "
+                            "run's sweep with `caliber run --parallel-warmup`, or a batch's "
+                            "across nodes with --scheduler slurm (docs/cluster.md)");
     // Every device is checked before anything is claimed: a bad index is bad usage, not N failed
     // ops.
     for (int d : devices_) {

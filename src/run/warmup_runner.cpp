@@ -20,7 +20,9 @@
 
 #include "core/identity.hpp"
 #include "run/case_runner.hpp"
+#include "core/rundir.hpp"
 #include "run/process.hpp"
+#include "run/slurm_job.hpp"
 #include "run/warmup_runner.hpp"
 
 namespace caliber::run {
@@ -388,6 +390,44 @@ WarmupOutcome warmup_from_json(const nlohmann::json& j) {
   w.warning = j.value("warning", std::string());
   w.notes = j.value("notes", std::vector<std::string>{});
   return w;
+}
+
+int run_warmup_merge(const core::Knobs& k, const fs::path& dir, int shards, std::ostream& out,
+                     std::ostream& err) {
+  if (k.tune != "live")
+    throw UsageError("--merge-warmup: a parallel warmup across nodes merges into the shared tune "
+                     "cache (--tune live), not with --tune " +
+                     k.tune);
+  if (shards < 1) throw UsageError("--merge-shards: '" + std::to_string(shards) + "' is not >= 1");
+  std::vector<ShardEnd> ends;
+  for (int i = 0; i < shards; ++i) {
+    const std::string stem = "shard-" + std::to_string(i);
+    ShardEnd e;
+    e.index = i;
+    e.db = dir / (stem + ".db");
+    e.log = dir / (stem + ".log");
+    std::ifstream in(dir / (stem + ".exit"));
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto rec = slurm::parse_exit_record(text.str());
+    e.where = "array task " + std::to_string(i) + (rec && !rec->node.empty() ? " on " + rec->node : "");
+    if (!rec) {
+      e.failure = "wrote no exit record (killed, past its time limit, or its node failed)";
+    } else if (rec->rc != 0) {
+      ExitStatus st;
+      st.code = rec->rc;
+      e.failure = "failed: " + st.describe();
+    }
+    ends.push_back(std::move(e));
+  }
+  const fs::path into = merge_target(k, dir);
+  WarmupOutcome w = merge_warmup(ends, into);
+  print_warmup_summary(w, into, out);
+  if (!w.warning.empty()) err << w.warning << "\n";
+  nlohmann::json result = warmup_json(w);
+  result["merged_into"] = into.string();
+  core::write_file_atomic(dir / kWarmupResultFile, result.dump(2) + "\n");
+  return 0;
 }
 
 WarmupOutcome run_parallel_warmup(const RunRequest& req, const backends::Backend& backend,

@@ -62,6 +62,15 @@ void print_warmup_summary(const WarmupOutcome& w, const std::filesystem::path& m
 [[nodiscard]] nlohmann::json warmup_json(const WarmupOutcome& w);
 [[nodiscard]] WarmupOutcome warmup_from_json(const nlohmann::json& j);
 
+// The merge job of a parallel warmup across Slurm nodes (`caliber run --merge-warmup DIR
+// --merge-shards N`, run/batch_slurm.cpp): each shard's end from its exit record
+// (DIR/shard-i.exit; none: killed, past its time limit, or its node failed), the merge into the
+// run's tune cache (live only), the summary on `out` and the WARNING on `err`, and
+// DIR/result.json (warmup_json plus "merged_into"). Returns 0; 2 (UsageError) in record mode.
+[[nodiscard]] int run_warmup_merge(const core::Knobs& k, const std::filesystem::path& dir,
+                                   int shards, std::ostream& out, std::ostream& err);
+inline constexpr const char* kWarmupResultFile = "result.json";
+
 // The arguments that make a `caliber run` a shard child: --devices D --tune-shard s/n
 // --shard-cache DB --quiet.
 [[nodiscard]] std::vector<std::string> shard_args(int device, int s, int n,
