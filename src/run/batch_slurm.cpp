@@ -320,7 +320,8 @@ class SlurmWarmup {
 };
 
 void record_warmup(const fs::path& batch_dir, const nlohmann::json& result) {
-  nlohmann::json cfg = nlohmann::json::parse(read_text(batch_dir / kBatchConfigFile), nullptr, false);
+  nlohmann::json cfg =
+      nlohmann::json::parse(read_text(batch_dir / kBatchConfigFile), nullptr, false);
   if (!cfg.is_object()) cfg = nlohmann::json::object();
   cfg["parallel_warmup"].push_back(result);
   core::write_file_atomic(batch_dir / kBatchConfigFile, cfg.dump(2) + "\n");
@@ -341,8 +342,7 @@ class SlurmRun {
         err_(err) {
     fs::create_directories(sdir_);
     submission_ = next_submission(sdir_);
-    if (warmup_shards > 0)
-      warmup_.emplace(ctx, warmup_shards, submission_, batch_dir_, out, err);
+    if (warmup_shards > 0) warmup_.emplace(ctx, warmup_shards, submission_, batch_dir_, out, err);
   }
 
   int execute() {
@@ -457,8 +457,7 @@ class SlurmRun {
     ++n_done_;
     if (row.status != "ok" && row.status != "skipped") ++not_ok_;
     if (ctx_.progress) err_ << "\r\033[K";
-    print_finished(out_, row,
-                   "task " + std::to_string(task) + (node.empty() ? "" : " on " + node));
+    print_finished(out_, row, "task " + std::to_string(task) + (node.empty() ? "" : " on " + node));
     write_ops_status(batch_dir_, ctx_.rows);
   }
 
@@ -487,8 +486,8 @@ class SlurmRun {
           gone.node = rec->node;
         } else {
           gone.state = "VANISHED";
-          gone.reason = "Slurm has no record of array task " + array_id_ + "_" +
-                        std::to_string(t) + " and it wrote no exit record";
+          gone.reason = "Slurm has no record of array task " + array_id_ + "_" + std::to_string(t) +
+                        " and it wrote no exit record";
         }
         finish(t, gone);
         changed = true;
@@ -547,8 +546,8 @@ class SlurmRun {
     const auto argv = scancel_argv();
     std::string ids;
     for (std::size_t i = 1; i < argv.size(); ++i) ids += (i > 1 ? " " : "") + argv[i];
-    err_ << "caliber batch: " << signal_name(sig) << " received: cancelling Slurm job array "
-         << ids << " (scancel)" << std::endl;
+    err_ << "caliber batch: " << signal_name(sig) << " received: cancelling Slurm job array " << ids
+         << " (scancel)" << std::endl;
     const auto c = slurm_command(argv, 60);
     if (!c.status.ok())
       err_ << "caliber batch: scancel " << ids << ": " << c.status.describe() << ": "

@@ -217,8 +217,7 @@ std::string merge_script(const WarmupSpec& spec, const std::string& shards_job) 
     << "# Written by `caliber batch --scheduler slurm --parallel-warmup N` (docs/cluster.md):\n"
     << "# once every shard task has ended, merge their caches into the tune cache and count the\n"
     << "# keys whose winners differ; the batch's op array waits for this job.\n";
-  sbatch_header(o, spec.job_name, 1, spec.dir / "slurm-%A_%a.out", spec.slurm, false,
-                shards_job);
+  sbatch_header(o, spec.job_name, 1, spec.dir / "slurm-%A_%a.out", spec.slurm, false, shards_job);
   o << "set -u\n"
     << "dir=" << shell_quote(spec.dir.string()) << "\n"
     << "record=\"$dir/merge.exit\"\n"
@@ -226,8 +225,7 @@ std::string merge_script(const WarmupSpec& spec, const std::string& shards_job) 
     << "start=$(date +%s%N)\n"
     << shell_quote(spec.caliber.string()) << " run --backend " << shell_quote(spec.backend);
   args(o, spec.run_args);
-  o << " --merge-warmup \"$dir\" --merge-shards " << spec.shards
-    << " >> \"$dir/merge.log\" 2>&1\n";
+  o << " --merge-warmup \"$dir\" --merge-shards " << spec.shards << " >> \"$dir/merge.log\" 2>&1\n";
   exit_record_tail(o);
   return o.str();
 }

@@ -19,8 +19,8 @@
 #include <tuple>
 
 #include "core/identity.hpp"
-#include "run/case_runner.hpp"
 #include "core/rundir.hpp"
+#include "run/case_runner.hpp"
 #include "run/process.hpp"
 #include "run/slurm_job.hpp"
 #include "run/warmup_runner.hpp"
@@ -395,9 +395,10 @@ WarmupOutcome warmup_from_json(const nlohmann::json& j) {
 int run_warmup_merge(const core::Knobs& k, const fs::path& dir, int shards, std::ostream& out,
                      std::ostream& err) {
   if (k.tune != "live")
-    throw UsageError("--merge-warmup: a parallel warmup across nodes merges into the shared tune "
-                     "cache (--tune live), not with --tune " +
-                     k.tune);
+    throw UsageError(
+        "--merge-warmup: a parallel warmup across nodes merges into the shared tune "
+        "cache (--tune live), not with --tune " +
+        k.tune);
   if (shards < 1) throw UsageError("--merge-shards: '" + std::to_string(shards) + "' is not >= 1");
   std::vector<ShardEnd> ends;
   for (int i = 0; i < shards; ++i) {
@@ -410,7 +411,8 @@ int run_warmup_merge(const core::Knobs& k, const fs::path& dir, int shards, std:
     std::stringstream text;
     text << in.rdbuf();
     const auto rec = slurm::parse_exit_record(text.str());
-    e.where = "array task " + std::to_string(i) + (rec && !rec->node.empty() ? " on " + rec->node : "");
+    e.where =
+        "array task " + std::to_string(i) + (rec && !rec->node.empty() ? " on " + rec->node : "");
     if (!rec) {
       e.failure = "wrote no exit record (killed, past its time limit, or its node failed)";
     } else if (rec->rc != 0) {
