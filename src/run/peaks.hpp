@@ -23,7 +23,7 @@ struct Peaks {
   // measurement failed.
   double timer_floor_us = 0;
   std::string timer_floor_method;  // the l2_method / sample_method it was read with
-  std::string note;                // what could not be measured, and why
+  std::string note;  // what could not be measured, and why
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
