@@ -114,7 +114,7 @@ TEST(SlurmJob, ScriptHoldsTheRequestAndTheTaskBody) {
         "#SBATCH --output=/shared/runs/batch-20261130-120000/logs/slurm-%A_%a.out\n",
         "#SBATCH --partition=gpu\n", "#SBATCH --account=perf\n", "#SBATCH --gpus-per-task=1\n",
         "#SBATCH --time=30\n", "#SBATCH --no-requeue\n", "ops=('add' 'it'\\''s')\n",
-        "op=${ops[$SLURM_ARRAY_TASK_ID]}\n", "unset OP OP_FILE\n"})
+        "op=${ops[$SLURM_ARRAY_TASK_ID]}\n", "unset OP OP_FILE PARALLEL_WARMUP_GPUS\n"})
     EXPECT_TRUE(has(s, line)) << line << " not in:\n" << s;
   EXPECT_TRUE(has(s,
                   "'/opt/caliber/bin/caliber' run \"$op\" --out \"$batch\" --name \"$op\" "
