@@ -117,6 +117,8 @@ class SlurmScheduler final : public BatchScheduler {
     if (!s.account.empty()) d += ", account " + s.account;
     if (s.gpus_per_task > 0) d += ", " + std::to_string(s.gpus_per_task) + " GPU(s) per task";
     if (!s.time_limit.empty()) d += ", time limit " + s.time_limit;
+    if (warmup_shards_ > 0)
+      d += ", parallel warmup over " + std::to_string(warmup_shards_) + " array task(s) first";
     return d;
   }
   int execute(BatchContext& ctx, std::ostream& out, std::ostream& err) override;
