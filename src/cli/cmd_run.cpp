@@ -7,6 +7,7 @@
 #include "run/batch.hpp"
 #include "run/driver.hpp"
 #include "run/process.hpp"
+#include "run/warmup_runner.hpp"
 
 namespace caliber::cli {
 namespace {
@@ -26,7 +27,13 @@ void add_run(CLI::App& root, int& exit_code) {
   sub->add_option("--tune-shard", *shard, "internal: parallel-warmup child i/N")->group("");
   sub->add_option("--shard-cache", *shard_cache, "internal: parallel-warmup child cache")
       ->group("");
-  sub->callback([knobs, shard, shard_cache, &exit_code] {
+  // A parallel warmup across Slurm nodes: the dependent job that merges the shards' caches.
+  auto merge_dir = std::make_shared<std::string>();
+  auto merge_shards = std::make_shared<int>(0);
+  sub->add_option("--merge-warmup", *merge_dir, "internal: Slurm warmup merge job directory")
+      ->group("");
+  sub->add_option("--merge-shards", *merge_shards, "internal: Slurm warmup shard count")->group("");
+  sub->callback([knobs, shard, shard_cache, merge_dir, merge_shards, &exit_code] {
     run::watch_batch_parent();
     try {
       run::RunRequest req;
@@ -34,7 +41,11 @@ void add_run(CLI::App& root, int& exit_code) {
       req.knobs.quiet = knobs->quiet;
       req.tune_shard = *shard;
       req.shard_cache = *shard_cache;
-      exit_code = run::run_benchmark(req, std::cout, std::cerr).exit_code;
+      if (!merge_dir->empty())
+        exit_code =
+            run::run_warmup_merge(req.knobs, *merge_dir, *merge_shards, std::cout, std::cerr);
+      else
+        exit_code = run::run_benchmark(req, std::cout, std::cerr).exit_code;
     } catch (const core::KnobError& e) {
       exit_code = usage_error(e.what());
     } catch (const run::UsageError& e) {

@@ -249,6 +249,17 @@ std::optional<fs::path> find_child_run_dir(const fs::path& batch_dir, const std:
   return best;
 }
 
+core::Knobs run_knobs_of(const std::vector<std::string>& run_args) {
+  std::map<std::string, std::string> given;
+  for (const auto& a : run_args) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos) continue;
+    for (const auto& spec : core::knob_table())
+      if (spec.flag == a.substr(0, eq)) given[spec.name] = a.substr(eq + 1);
+  }
+  return core::resolve_knobs(given, core::process_env);
+}
+
 std::vector<std::string> read_op_file(const fs::path& file) {
   // One op-file syntax for run and batch (run/cases.cpp); only the error type differs.
   try {
@@ -375,62 +386,58 @@ void print_finished(std::ostream& out, const OpStatusRow& row, const std::string
       << " s, " << where << ")" << (row.reason.empty() ? "" : ": " + row.reason) << std::endl;
 }
 
-BatchOutcome run_batch(const BatchOptions& in_opt, std::ostream& out, std::ostream& err) {
-  BatchContext ctx;
-  ctx.opt = in_opt;
+namespace {
+
+bool slurm_flags_given(const slurm::SlurmOptions& s) {
+  return !s.partition.empty() || !s.account.empty() || s.gpus_per_task != 0 ||
+         !s.time_limit.empty() || !s.sbatch_args.empty();
+}
+
+// --resume: the batch's rows, and its settings unless given again now.
+void load_resumed_batch(BatchContext& ctx) {
   BatchOptions& opt = ctx.opt;
-  ctx.self = self_executable(opt);
-  BatchOutcome outcome;
-  std::vector<OpStatusRow>& rows = ctx.rows;
-  const auto& given = in_opt.slurm;
-  const bool slurm_given = !given.partition.empty() || !given.account.empty() ||
-                           given.gpus_per_task != 0 || !given.time_limit.empty() ||
-                           !given.sbatch_args.empty();
-  nlohmann::json cfg;  // the resumed batch's batch.json
-
-  if (!opt.resume_dir.empty()) {
-    ctx.batch_dir = opt.resume_dir;
-    if (!fs::is_regular_file(ctx.batch_dir / kOpsStatusFile))
-      throw BatchUsageError("--resume: '" + ctx.batch_dir.string() + "' holds no " +
-                            kOpsStatusFile);
-    try {
-      rows = read_ops_status(ctx.batch_dir);
-    } catch (const std::exception& e) {
-      throw BatchUsageError("--resume: '" + ctx.batch_dir.string() + "': " + e.what());
-    }
-    if (rows.empty())
-      throw BatchUsageError("--resume: '" + (ctx.batch_dir / kOpsStatusFile).string() +
-                            "' lists no op");
-    std::set<std::string> listed;
-    for (const auto& r : rows)
-      if (!listed.insert(r.op).second)
-        throw BatchUsageError("--resume: '" + (ctx.batch_dir / kOpsStatusFile).string() +
-                              "' lists op '" + one_line(r.op, 80) + "' twice");
-    // The original batch's settings, unless given again now.
-    std::ifstream cfg_in(ctx.batch_dir / kBatchConfigFile);
-    if (cfg_in) cfg = nlohmann::json::parse(cfg_in, nullptr, false);
-    if (!cfg.is_object()) cfg = nlohmann::json::object();
-    if (opt.backend.empty() || opt.backend == "auto")
-      opt.backend = cfg.value("backend", opt.backend);
-    if (opt.devices.empty() && cfg.contains("devices"))
-      opt.devices = cfg["devices"].get<std::vector<int>>();
-    if (opt.run_args.empty() && cfg.contains("run_args"))
-      opt.run_args = cfg["run_args"].get<std::vector<std::string>>();
-    if (opt.timeout_per_op_s <= 0) opt.timeout_per_op_s = cfg.value("timeout_per_op_s", 0.0);
-    if (opt.scheduler.empty()) opt.scheduler = cfg.value("scheduler", std::string());
-    if (const auto s = cfg.find("slurm"); s != cfg.end() && s->is_object()) {
-      auto& so = opt.slurm;
-      if (so.partition.empty()) so.partition = s->value("partition", std::string());
-      if (so.account.empty()) so.account = s->value("account", std::string());
-      if (so.gpus_per_task == 0) so.gpus_per_task = s->value("gpus_per_task", 0);
-      if (so.time_limit.empty()) so.time_limit = s->value("time_limit", std::string());
-      if (so.sbatch_args.empty() && s->contains("sbatch_args"))
-        so.sbatch_args = (*s)["sbatch_args"].get<std::vector<std::string>>();
-    }
-    if (!opt.ops.empty() || !opt.op_file.empty())
-      throw BatchUsageError("--resume: the ops are those of the batch; do not name ops as well");
+  ctx.batch_dir = opt.resume_dir;
+  const fs::path status_file = ctx.batch_dir / kOpsStatusFile;
+  if (!fs::is_regular_file(status_file))
+    throw BatchUsageError("--resume: '" + ctx.batch_dir.string() + "' holds no " + kOpsStatusFile);
+  try {
+    ctx.rows = read_ops_status(ctx.batch_dir);
+  } catch (const std::exception& e) {
+    throw BatchUsageError("--resume: '" + ctx.batch_dir.string() + "': " + e.what());
   }
+  if (ctx.rows.empty())
+    throw BatchUsageError("--resume: '" + status_file.string() + "' lists no op");
+  std::set<std::string> listed;
+  for (const auto& r : ctx.rows)
+    if (!listed.insert(r.op).second)
+      throw BatchUsageError("--resume: '" + status_file.string() + "' lists op '" +
+                            one_line(r.op, 80) + "' twice");
+  nlohmann::json cfg;
+  std::ifstream cfg_in(ctx.batch_dir / kBatchConfigFile);
+  if (cfg_in) cfg = nlohmann::json::parse(cfg_in, nullptr, false);
+  if (!cfg.is_object()) cfg = nlohmann::json::object();
+  if (opt.backend.empty() || opt.backend == "auto") opt.backend = cfg.value("backend", opt.backend);
+  if (opt.devices.empty() && cfg.contains("devices"))
+    opt.devices = cfg["devices"].get<std::vector<int>>();
+  if (opt.run_args.empty() && cfg.contains("run_args"))
+    opt.run_args = cfg["run_args"].get<std::vector<std::string>>();
+  if (opt.timeout_per_op_s <= 0) opt.timeout_per_op_s = cfg.value("timeout_per_op_s", 0.0);
+  if (opt.scheduler.empty()) opt.scheduler = cfg.value("scheduler", std::string());
+  if (const auto s = cfg.find("slurm"); s != cfg.end() && s->is_object()) {
+    auto& so = opt.slurm;
+    if (so.partition.empty()) so.partition = s->value("partition", std::string());
+    if (so.account.empty()) so.account = s->value("account", std::string());
+    if (so.gpus_per_task == 0) so.gpus_per_task = s->value("gpus_per_task", 0);
+    if (so.time_limit.empty()) so.time_limit = s->value("time_limit", std::string());
+    if (so.sbatch_args.empty() && s->contains("sbatch_args"))
+      so.sbatch_args = (*s)["sbatch_args"].get<std::vector<std::string>>();
+  }
+  if (!opt.ops.empty() || !opt.op_file.empty())
+    throw BatchUsageError("--resume: the ops are those of the batch; do not name ops as well");
+}
 
+// --scheduler, else CALIBER_SCHEDULER, else the resumed batch's, else local.
+std::unique_ptr<BatchScheduler> choose_scheduler(BatchOptions& opt, bool slurm_given) {
   if (opt.scheduler.empty()) opt.scheduler = core::process_env("CALIBER_SCHEDULER").value_or("");
   if (opt.scheduler.empty()) opt.scheduler = "local";
   if (slurm_given && opt.scheduler != "slurm")
@@ -438,105 +445,135 @@ BatchOutcome run_batch(const BatchOptions& in_opt, std::ostream& out, std::ostre
         "--partition, --account, --gpus-per-task, --time-limit, --sbatch-arg: only with "
         "--scheduler slurm, not '" +
         opt.scheduler + "'");
-  std::unique_ptr<BatchScheduler> scheduler;
-  if (opt.scheduler == "local")
-    scheduler = make_local_scheduler();
-  else if (opt.scheduler == "slurm")
-    scheduler = make_slurm_scheduler();
-  else
-    throw BatchUsageError("--scheduler (CALIBER_SCHEDULER): '" + opt.scheduler +
-                          "' is not a scheduler; allowed: local, slurm");
+  if (opt.scheduler == "local") return make_local_scheduler();
+  if (opt.scheduler == "slurm") return make_slurm_scheduler();
+  throw BatchUsageError("--scheduler (CALIBER_SCHEDULER): '" + opt.scheduler +
+                        "' is not a scheduler; allowed: local, slurm");
+}
 
+const backends::Backend* resolve_batch_backend(const BatchOptions& opt) {
   try {
-    ctx.backend = &backends::resolve_backend(opt.backend.empty() ? "auto" : opt.backend);
+    return &backends::resolve_backend(opt.backend.empty() ? "auto" : opt.backend);
   } catch (const std::invalid_argument& e) {
     throw BatchUsageError(std::string("--backend: ") + e.what());
   }
-  const backends::Backend* backend = ctx.backend;
-  // Everything the scheduler needs is checked before anything is claimed.
-  scheduler->check(opt, *backend);
+}
 
-  if (!opt.resume_dir.empty() && opt.check_ops) {
-    std::vector<std::string> ops;
-    for (const auto& r : rows) ops.push_back(r.op);
-    opt.check_ops(ops);
+// The ops of a new batch: named, else --op-file, else OP / OP_FILE, else every op listed.
+std::vector<std::string> batch_ops(const BatchContext& ctx) {
+  const BatchOptions& opt = ctx.opt;
+  std::vector<std::string> ops = opt.ops;
+  if (!opt.op_file.empty()) {
+    const auto more = read_op_file(opt.op_file);
+    ops.insert(ops.end(), more.begin(), more.end());
   }
-  if (opt.resume_dir.empty()) {
-    std::vector<std::string> ops = opt.ops;
-    if (!opt.op_file.empty()) {
-      const auto more = read_op_file(opt.op_file);
-      ops.insert(ops.end(), more.begin(), more.end());
-    }
-    if (ops.empty()) {
-      if (auto env_ops = core::process_env("OP"); env_ops && !env_ops->empty())
-        ops = core::split_list(*env_ops);
-      else if (auto env_file = core::process_env("OP_FILE"); env_file && !env_file->empty())
-        ops = read_op_file(*env_file);
-    }
-    if (ops.empty()) ops = default_ops(ctx.self, backend->name());
-    if (ops.empty()) throw BatchUsageError("no ops to run");
-    std::set<std::string> seen;
-    for (const auto& op : ops) {
-      if (!seen.insert(op).second) continue;  // an op twice would race for its own directory
-      OpStatusRow r;
-      r.op = op;
-      r.backend = backend->name();
-      rows.push_back(std::move(r));
-    }
-    // Every op must be one of the corpus, and the run flags valid, before the batch directory
-    // exists: a name such as --help would otherwise reach a child as a flag.
-    if (opt.check_ops) opt.check_ops(ops);
-    try {
-      core::check_out_dir(opt.out);
-    } catch (const std::invalid_argument& e) {
-      throw BatchUsageError(std::string("--out: ") + e.what());
-    }
-    ctx.batch_dir = core::claim_run_dir(opt.out, opt.name);
-    cfg = {{"backend", backend->name()},
-           {"run_args", opt.run_args},
-           {"timeout_per_op_s", opt.timeout_per_op_s},
-           {"ops", ops}};
-    if (opt.scheduler != "local") cfg["scheduler"] = opt.scheduler;
-    const nlohmann::json settings = scheduler->settings(opt);
-    for (const auto& [k, v] : settings.items()) cfg[k] = v;
-    core::write_file_atomic(ctx.batch_dir / kBatchConfigFile, cfg.dump(2) + "\n");
+  if (ops.empty()) {
+    if (auto env_ops = core::process_env("OP"); env_ops && !env_ops->empty())
+      ops = core::split_list(*env_ops);
+    else if (auto env_file = core::process_env("OP_FILE"); env_file && !env_file->empty())
+      ops = read_op_file(*env_file);
   }
-  const fs::path& batch_dir = ctx.batch_dir;
-  outcome.batch_dir = batch_dir;
-  fs::create_directories(batch_dir / "logs");
+  if (ops.empty()) ops = default_ops(ctx.self, ctx.backend->name());
+  if (ops.empty()) throw BatchUsageError("no ops to run");
+  return ops;
+}
 
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    if (rows[i].status != "ok") {
-      rows[i].status = "pending";
-      rows[i].reason.clear();
-      rows[i].backend = backend->name();
+// A new batch: its rows, every op and run flag checked, then the batch directory and batch.json.
+void claim_new_batch(BatchContext& ctx, const BatchScheduler& scheduler) {
+  const BatchOptions& opt = ctx.opt;
+  const std::vector<std::string> ops = batch_ops(ctx);
+  std::set<std::string> seen;
+  for (const auto& op : ops) {
+    if (!seen.insert(op).second) continue;  // an op twice would race for its own directory
+    OpStatusRow r;
+    r.op = op;
+    r.backend = ctx.backend->name();
+    ctx.rows.push_back(std::move(r));
+  }
+  // Every op must be one of the corpus, and the run flags valid, before the batch directory
+  // exists: a name such as --help would otherwise reach a child as a flag.
+  if (opt.check_ops) opt.check_ops(ops);
+  try {
+    core::check_out_dir(opt.out);
+  } catch (const std::invalid_argument& e) {
+    throw BatchUsageError(std::string("--out: ") + e.what());
+  }
+  ctx.batch_dir = core::claim_run_dir(opt.out, opt.name);
+  nlohmann::json cfg = {{"backend", ctx.backend->name()},
+                        {"run_args", opt.run_args},
+                        {"timeout_per_op_s", opt.timeout_per_op_s},
+                        {"ops", ops}};
+  if (opt.scheduler != "local") cfg["scheduler"] = opt.scheduler;
+  const nlohmann::json settings = scheduler.settings(opt);  // items() does not keep it alive
+  for (const auto& [k, v] : settings.items()) cfg[k] = v;
+  core::write_file_atomic(ctx.batch_dir / kBatchConfigFile, cfg.dump(2) + "\n");
+}
+
+// Every op not ok is pending again; the line that says what the batch will do.
+void queue_pending(BatchContext& ctx, const BatchScheduler& scheduler, std::ostream& out) {
+  for (std::size_t i = 0; i < ctx.rows.size(); ++i)
+    if (ctx.rows[i].status != "ok") {
+      ctx.rows[i].status = "pending";
+      ctx.rows[i].reason.clear();
+      ctx.rows[i].backend = ctx.backend->name();
       ctx.pending.push_back(i);
     }
-  out << "batch: " << batch_dir.string() << " (" << ctx.pending.size() << " op(s) to run"
-      << (opt.resume_dir.empty() ? "" : ", resumed") << ", backend " << backend->name() << ", "
-      << scheduler->describe(opt) << ")" << std::endl;
-  write_ops_status(batch_dir, rows);
+  out << "batch: " << ctx.batch_dir.string() << " (" << ctx.pending.size() << " op(s) to run"
+      << (ctx.opt.resume_dir.empty() ? "" : ", resumed") << ", backend " << ctx.backend->name()
+      << ", " << scheduler.describe(ctx.opt) << ")" << std::endl;
+  write_ops_status(ctx.batch_dir, ctx.rows);
+}
 
-  SignalGuard guard;
-  ctx.progress = opt.progress.value_or(::isatty(STDERR_FILENO) == 1);
-  const int sig = scheduler->execute(ctx, out, err);
-
+// The counts per status, the exit code, and how to resume.
+BatchOutcome summarize(const BatchContext& ctx, int sig, std::ostream& out) {
+  BatchOutcome outcome;
+  outcome.batch_dir = ctx.batch_dir;
   std::size_t not_ok = 0;
-  for (const auto& r : rows) not_ok += r.status != "ok" && r.status != "skipped";
-  outcome.exit_code = sig != 0 ? 128 + sig : not_ok > 0 ? 1 : 0;
-
   std::map<std::string, int> counts;
-  for (const auto& r : rows) ++counts[r.status];
-  out << "batch: " << batch_dir.string() << ":";
+  for (const auto& r : ctx.rows) {
+    not_ok += r.status != "ok" && r.status != "skipped";
+    ++counts[r.status];
+  }
+  outcome.exit_code = sig != 0 ? 128 + sig : not_ok > 0 ? 1 : 0;
+  const std::string dir = ctx.batch_dir.string();
+  out << "batch: " << dir << ":";
   for (const auto& [status, n] : counts) out << " " << status << " " << n;
   out << " (" << kOpsStatusFile << ")" << std::endl;
   if (outcome.exit_code != 0 && outcome.exit_code != 1)
-    out << "batch: resume with: caliber batch --resume " << batch_dir.string() << std::endl;
+    out << "batch: resume with: caliber batch --resume " << dir << std::endl;
   else if (not_ok > 0)
-    out << "batch: rerun what is not ok with: caliber batch --resume " << batch_dir.string()
-        << std::endl;
-  outcome.statuses = rows;
+    out << "batch: rerun what is not ok with: caliber batch --resume " << dir << std::endl;
+  outcome.statuses = ctx.rows;
   return outcome;
+}
+
+}  // namespace
+
+BatchOutcome run_batch(const BatchOptions& in_opt, std::ostream& out, std::ostream& err) {
+  BatchContext ctx;
+  ctx.opt = in_opt;
+  ctx.self = self_executable(ctx.opt);
+  if (!ctx.opt.resume_dir.empty()) load_resumed_batch(ctx);
+  const auto scheduler = choose_scheduler(ctx.opt, slurm_flags_given(in_opt.slurm));
+  ctx.backend = resolve_batch_backend(ctx.opt);
+  // Everything the scheduler needs is checked before anything is claimed.
+  scheduler->check(ctx.opt, *ctx.backend);
+  if (!ctx.opt.resume_dir.empty()) {
+    if (ctx.opt.check_ops) {
+      std::vector<std::string> ops;
+      for (const auto& r : ctx.rows) ops.push_back(r.op);
+      ctx.opt.check_ops(ops);
+    }
+  } else {
+    claim_new_batch(ctx, *scheduler);
+  }
+  fs::create_directories(ctx.batch_dir / "logs");
+  queue_pending(ctx, *scheduler, out);
+
+  SignalGuard guard;
+  ctx.progress = ctx.opt.progress.value_or(::isatty(STDERR_FILENO) == 1);
+  const int sig = scheduler->execute(ctx, out, err);
+  return summarize(ctx, sig, out);
 }
 
 }  // namespace caliber::run

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/knobs.hpp"
 #include "run/process.hpp"
 #include "run/slurm_job.hpp"
 
@@ -55,6 +56,10 @@ struct Classified {
     const std::set<std::filesystem::path>& before);
 [[nodiscard]] std::set<std::filesystem::path> run_dirs_of(const std::filesystem::path& batch_dir,
                                                           const std::string& op);
+
+// The run knobs a batch's children get: its run flags (--flag=value, as batch.json keeps them)
+// over the environment they inherit. Throws core::KnobError on a bad value.
+[[nodiscard]] core::Knobs run_knobs_of(const std::vector<std::string>& run_args);
 
 // Ops from a file: one per line (or comma separated), '#' starts a comment.
 [[nodiscard]] std::vector<std::string> read_op_file(const std::filesystem::path& file);

@@ -21,11 +21,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// What the scheduler keeps of an op's child while it runs (the pool keeps the child itself).
 struct Job {
-  std::size_t index = 0;  // into the status rows
   int device = 0;
-  Child child;
-  std::set<fs::path> before;
+  std::set<fs::path> before;  // the op's run directories before the child started
   fs::path log;
 };
 
@@ -35,6 +34,12 @@ class LocalScheduler final : public BatchScheduler {
 
   void check(const BatchOptions& opt, const backends::Backend& backend) override {
     devices_ = opt.devices.empty() ? std::vector<int>{0} : opt.devices;
+    // Each op's child runs on one device: a sweep sharded over several has nowhere to go.
+    if (const int n = run_knobs_of(opt.run_args).parallel_warmup; n > 1)
+      throw BatchUsageError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" + std::to_string(n) +
+                            "' with --scheduler local: each op runs on one device; shard one "
+                            "run's sweep with `caliber run --parallel-warmup`, or a batch's "
+                            "across nodes with --scheduler slurm (docs/cluster.md)");
     // Every device is checked before anything is claimed: a bad index is bad usage, not N failed
     // ops.
     for (int d : devices_) {
@@ -66,156 +71,164 @@ class LocalScheduler final : public BatchScheduler {
   std::map<int, std::map<std::string, std::string>> pins_;
 };
 
-int LocalScheduler::execute(BatchContext& ctx, std::ostream& out, std::ostream& err) {
-  const BatchOptions& opt = ctx.opt;
-  const fs::path& batch_dir = ctx.batch_dir;
-  auto& rows = ctx.rows;
-  const std::string backend = ctx.backend->name();
-  std::deque<std::size_t> pending(ctx.pending.begin(), ctx.pending.end());
-  const bool progress = ctx.progress;
-  const auto t0 = Clock::now();
-  const std::size_t total = pending.size();
-  std::size_t done = 0, not_ok = 0;
-  double done_seconds = 0;
-  std::vector<std::optional<Job>> slots(devices_.size());
+// One op's child, as the batch runs it: `caliber run OP` pinned to its device, writing into the
+// batch directory, its output in logs/OP.log.
+SpawnSpec op_spec(const BatchContext& ctx, const OpStatusRow& row, int device,
+                  const std::map<std::string, std::string>& pin, const fs::path& log) {
+  SpawnSpec spec;
+  // Pinned to the one device, the child sees it as its device 0; unpinned it uses the index.
+  spec.argv = {ctx.self.string(),
+               "run",
+               row.op,
+               "--out",
+               ctx.batch_dir.string(),
+               "--name",
+               row.op,
+               "--backend",
+               ctx.backend->name(),
+               "--devices",
+               std::to_string(pin.empty() ? device : 0)};
+  spec.argv.insert(spec.argv.end(), ctx.opt.run_args.begin(), ctx.opt.run_args.end());
+  for (const auto& [k, v] : pin) spec.env[k] = v;
+  // The batch chose this child's op: the caller's OP / OP_FILE must not add others.
+  spec.env["OP"] = std::nullopt;
+  spec.env["OP_FILE"] = std::nullopt;
+  // Should the batch die (SIGKILL), the child dies with it and records that in ops_status.csv
+  // itself (note_orphaned_batch_child): no row is left at running.
+  spec.env["CALIBER_BATCH_DIR"] = ctx.batch_dir.string();
+  spec.env["CALIBER_BATCH_PARENT"] = std::to_string(::getpid());
+  spec.env["CALIBER_BATCH_OP"] = row.op;
+  spec.log_file = log;
+  return spec;
+}
 
-  auto show_progress = [&] {
-    if (!progress) return;
-    std::size_t running = 0;
-    for (const auto& s : slots) running += s.has_value();
-    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    std::string eta = "?";
-    if (done > 0) {
-      const double per_op = done_seconds / static_cast<double>(done);
-      const double left = per_op * static_cast<double>(total - done) /
-                          static_cast<double>(std::max<std::size_t>(1, slots.size()));
-      eta = "~";
-      eta += format_duration(left);
+// The run of one batch on this host: the pending ops through a pool of one slot per device.
+class LocalRun {
+ public:
+  LocalRun(BatchContext& ctx, const std::vector<int>& devices,
+           const std::map<int, std::map<std::string, std::string>>& pins, std::ostream& out,
+           std::ostream& err)
+      : ctx_(ctx),
+        devices_(devices),
+        pins_(pins),
+        out_(out),
+        err_(err),
+        pending_(ctx.pending.begin(), ctx.pending.end()),
+        total_(ctx.pending.size()),
+        pool_(devices.size()) {}
+
+  int execute() {
+    const int sig =
+        pool_.run({[this](std::size_t slot) { return start(slot); },
+                   [this](const ChildPool::Ended& e) { finish(e); }, [this] { show_progress(); }},
+                  ctx_.opt.timeout_per_op_s, ctx_.opt.grace_s);
+    if (ctx_.progress) err_ << "\r\033[K";
+    if (sig != 0) interrupt(sig);
+    return sig;
+  }
+
+ private:
+  // The next pending op into a free slot's device; false when none is left.
+  bool start(std::size_t slot) {
+    if (pending_.empty()) return false;
+    const std::size_t i = pending_.front();
+    pending_.pop_front();
+    const int device = devices_[slot];
+    OpStatusRow& row = ctx_.rows[i];
+    Job job;
+    job.device = device;
+    job.before = run_dirs_of(ctx_.batch_dir, row.op);
+    job.log = ctx_.batch_dir / "logs" / (row.op + ".log");
+    row.device = std::to_string(device);
+    try {
+      pool_.start(slot, i, op_spec(ctx_, row, device, pins_.at(device), job.log));
+    } catch (const std::exception& e) {
+      row.status = "failed";
+      row.reason = one_line(e.what());
+      ++done_;
+      ++not_ok_;
+      write_ops_status(ctx_.batch_dir, ctx_.rows);
+      return true;
     }
-    err << "\r\033[K[batch] " << done << "/" << total << " done, " << running << " running, "
-        << not_ok << " not ok, elapsed " << format_duration(elapsed) << ", left " << eta
-        << std::flush;
-  };
+    jobs_[i] = std::move(job);
+    row.status = "running";
+    write_ops_status(ctx_.batch_dir, ctx_.rows);
+    return true;
+  }
 
-  auto finish = [&](Job& job, const ExitStatus& st) {
-    OpStatusRow& row = rows[job.index];
-    const auto c = classify_exit(st, opt.timeout_per_op_s);
+  void finish(const ChildPool::Ended& e) {
+    const Job job = jobs_.at(e.tag);
+    jobs_.erase(e.tag);
+    OpStatusRow& row = ctx_.rows[e.tag];
+    const auto c = classify_exit(e.status, ctx_.opt.timeout_per_op_s);
     row.status = c.status;
     row.reason = c.reason;
-    row.duration_s = st.duration_s;
-    read_child_results(row, find_child_run_dir(batch_dir, row.op, job.before));
+    row.duration_s = e.status.duration_s;
+    read_child_results(row, find_child_run_dir(ctx_.batch_dir, row.op, job.before));
     if (row.status == "crashed" || row.status == "failed") {
       const std::string last = last_log_line(job.log);
       if (!last.empty() && row.reason.find(last) == std::string::npos)
         row.reason += "; log: " + last;
     }
-    ++done;
-    done_seconds += st.duration_s;
-    if (row.status != "ok" && row.status != "skipped") ++not_ok;
-    if (progress) err << "\r\033[K";
-    print_finished(out, row, "device " + std::to_string(job.device));
-    write_ops_status(batch_dir, rows);
-  };
-
-  auto start = [&](std::size_t slot_index) {
-    const std::size_t i = pending.front();
-    pending.pop_front();
-    const int device = devices_[slot_index];
-    OpStatusRow& row = rows[i];
-    Job job;
-    job.index = i;
-    job.device = device;
-    job.before = run_dirs_of(batch_dir, row.op);
-    job.log = batch_dir / "logs" / (row.op + ".log");
-    SpawnSpec spec;
-    const auto& pin = pins_.at(device);
-    // Pinned to the one device, the child sees it as its device 0; unpinned it uses the index.
-    spec.argv = {ctx.self.string(),
-                 "run",
-                 row.op,
-                 "--out",
-                 batch_dir.string(),
-                 "--name",
-                 row.op,
-                 "--backend",
-                 backend,
-                 "--devices",
-                 std::to_string(pin.empty() ? device : 0)};
-    spec.argv.insert(spec.argv.end(), opt.run_args.begin(), opt.run_args.end());
-    for (const auto& [k, v] : pin) spec.env[k] = v;
-    // The batch chose this child's op: the caller's OP / OP_FILE must not add others.
-    spec.env["OP"] = std::nullopt;
-    spec.env["OP_FILE"] = std::nullopt;
-    // Should the batch die (SIGKILL), the child dies with it and records that in ops_status.csv
-    // itself (note_orphaned_batch_child): no row is left at running.
-    spec.env["CALIBER_BATCH_DIR"] = batch_dir.string();
-    spec.env["CALIBER_BATCH_PARENT"] = std::to_string(::getpid());
-    spec.env["CALIBER_BATCH_OP"] = row.op;
-    spec.log_file = job.log;
-    row.device = std::to_string(device);
-    try {
-      job.child = Child::spawn(spec);
-    } catch (const std::exception& e) {
-      row.status = "failed";
-      row.reason = one_line(e.what());
-      ++done;
-      ++not_ok;
-      write_ops_status(batch_dir, rows);
-      return;
-    }
-    row.status = "running";
-    write_ops_status(batch_dir, rows);
-    slots[slot_index] = std::move(job);
-  };
-
-  for (;;) {
-    if (SignalGuard::interrupted()) break;
-    for (std::size_t s = 0; s < slots.size(); ++s)
-      if (!slots[s] && !pending.empty() && !SignalGuard::interrupted()) start(s);
-    bool any_running = false;
-    for (auto& slot : slots) {
-      if (!slot) continue;
-      auto st = slot->child.poll();
-      if (!st && opt.timeout_per_op_s > 0 && slot->child.elapsed_s() >= opt.timeout_per_op_s)
-        st = slot->child.terminate(opt.grace_s, ExitKind::timeout);
-      if (st) {
-        finish(*slot, *st);
-        slot.reset();
-      } else {
-        any_running = true;
-      }
-    }
-    if (!any_running && pending.empty()) break;
-    show_progress();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ++done_;
+    done_seconds_ += e.status.duration_s;
+    if (row.status != "ok" && row.status != "skipped") ++not_ok_;
+    if (ctx_.progress) err_ << "\r\033[K";
+    print_finished(out_, row, "device " + std::to_string(job.device));
+    write_ops_status(ctx_.batch_dir, ctx_.rows);
   }
 
-  const int sig = SignalGuard::received();
-  if (progress) err << "\r\033[K";
-  if (sig != 0) {
-    err << "caliber batch: " << signal_name(sig) << " received: terminating and reaping every child"
-        << std::endl;
-    // Ask every group at once, then collect: a slow child does not delay the others' SIGTERM.
-    for (auto& slot : slots)
-      if (slot && slot->child.running()) ::kill(-slot->child.pid(), SIGTERM);
-    for (auto& slot : slots) {
-      if (!slot) continue;
-      const auto st = slot->child.terminate(opt.grace_s, ExitKind::stopped);
-      OpStatusRow& row = rows[slot->index];
-      row.duration_s = st.duration_s;
-      read_child_results(row, find_child_run_dir(batch_dir, row.op, slot->before));
+  void show_progress() {
+    if (!ctx_.progress) return;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - t0_).count();
+    std::string eta = "?";
+    if (done_ > 0) {
+      const double per_op = done_seconds_ / static_cast<double>(done_);
+      const double left = per_op * static_cast<double>(total_ - done_) /
+                          static_cast<double>(std::max<std::size_t>(1, pool_.slots()));
+      eta = "~";
+      eta += format_duration(left);
+    }
+    err_ << "\r\033[K[batch] " << done_ << "/" << total_ << " done, " << pool_.running()
+         << " running, " << not_ok_ << " not ok, elapsed " << format_duration(elapsed) << ", left "
+         << eta << std::flush;
+  }
+
+  // Every child terminated and reaped; what ran keeps its rows, everything else is interrupted.
+  void interrupt(int sig) {
+    err_ << "caliber batch: " << signal_name(sig)
+         << " received: terminating and reaping every child" << std::endl;
+    for (const auto& e : pool_.stop_all(ctx_.opt.grace_s)) {
+      OpStatusRow& row = ctx_.rows[e.tag];
+      row.duration_s = e.status.duration_s;
+      read_child_results(row, find_child_run_dir(ctx_.batch_dir, row.op, jobs_.at(e.tag).before));
       row.status = "interrupted";
       row.reason = "batch interrupted by " + signal_name(sig) + " while it ran (" +
                    std::to_string(row.rows) + " rows kept)";
-      slot.reset();
     }
-    for (std::size_t i : pending) {
-      rows[i].status = "interrupted";
-      rows[i].reason = "batch interrupted by " + signal_name(sig) + " before it started";
+    for (std::size_t i : pending_) {
+      ctx_.rows[i].status = "interrupted";
+      ctx_.rows[i].reason = "batch interrupted by " + signal_name(sig) + " before it started";
     }
-    write_ops_status(batch_dir, rows);
+    write_ops_status(ctx_.batch_dir, ctx_.rows);
   }
-  return sig;
+
+  BatchContext& ctx_;
+  const std::vector<int>& devices_;
+  const std::map<int, std::map<std::string, std::string>>& pins_;
+  std::ostream& out_;
+  std::ostream& err_;
+  std::deque<std::size_t> pending_;
+  const std::size_t total_;
+  ChildPool pool_;
+  std::map<std::size_t, Job> jobs_;  // by row index, while running
+  std::size_t done_ = 0, not_ok_ = 0;
+  double done_seconds_ = 0;
+  const Clock::time_point t0_ = Clock::now();
+};
+
+int LocalScheduler::execute(BatchContext& ctx, std::ostream& out, std::ostream& err) {
+  return LocalRun(ctx, devices_, pins_, out, err).execute();
 }
 
 }  // namespace

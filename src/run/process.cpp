@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <stdexcept>
 #include <system_error>
 #include <thread>
 
@@ -427,6 +428,57 @@ Captured run_capture(const std::vector<std::string>& argv, double timeout_s) {
   ::close(fds[0]);
   auto st = c.wait(timeout_s, 2.0);
   out.status = st ? *st : c.terminate(2.0);
+  return out;
+}
+
+std::size_t ChildPool::running() const noexcept {
+  std::size_t n = 0;
+  for (const auto& s : slots_) n += s.has_value();
+  return n;
+}
+
+void ChildPool::start(std::size_t slot, std::size_t tag, const SpawnSpec& spec) {
+  if (slots_.at(slot)) throw std::logic_error("ChildPool::start: slot is busy");
+  Running r;
+  r.tag = tag;
+  r.child = Child::spawn(spec);
+  slots_[slot] = std::move(r);
+}
+
+int ChildPool::run(const Hooks& hooks, double timeout_s, double grace_s) {
+  for (;;) {
+    if (SignalGuard::interrupted()) break;
+    bool more = false;
+    for (std::size_t s = 0; s < slots_.size(); ++s)
+      if (!slots_[s] && !SignalGuard::interrupted()) more = hooks.fill(s) || more;
+    if (running() == 0 && !more) break;
+    for (std::size_t s = 0; s < slots_.size(); ++s) {
+      auto& slot = slots_[s];
+      if (!slot) continue;
+      auto st = slot->child.poll();
+      if (!st && timeout_s > 0 && slot->child.elapsed_s() >= timeout_s)
+        st = slot->child.terminate(grace_s, ExitKind::timeout);
+      if (!st) continue;
+      const Ended e{s, slot->tag, *st};
+      slot.reset();
+      hooks.ended(e);
+    }
+    if (hooks.tick) hooks.tick();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return SignalGuard::received();
+}
+
+std::vector<ChildPool::Ended> ChildPool::stop_all(double grace_s) {
+  for (auto& slot : slots_)
+    if (slot && slot->child.running()) ::kill(-slot->child.pid(), SIGTERM);
+  std::vector<Ended> out;
+  for (std::size_t s = 0; s < slots_.size(); ++s) {
+    auto& slot = slots_[s];
+    if (!slot) continue;
+    out.push_back({s, slot->tag, slot->child.terminate(grace_s, ExitKind::stopped)});
+    slot.reset();
+  }
   return out;
 }
 

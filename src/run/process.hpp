@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -88,6 +89,50 @@ class Child {
   pid_t pid_ = -1;
   std::chrono::steady_clock::time_point start_{};
   std::optional<ExitStatus> status_;
+};
+
+// A fixed number of slots (one per device, or one per shard), each running at most one child at
+// a time: the spawn/poll/timeout/interrupt loop that `caliber batch` (run/batch_local.cpp) and
+// parallel warmup (run/warmup_runner.cpp) share. The caller says what to start in a free slot and
+// what an ended child means; the pool does the rest.
+class ChildPool {
+ public:
+  struct Ended {
+    std::size_t slot = 0;
+    std::size_t tag = 0;  // the caller's name for the work the child did (an op's row, a shard)
+    ExitStatus status;
+  };
+  struct Hooks {
+    // Called for each free slot on every look while no signal has come: start a child there
+    // (start()), or do without one, and return true; false when nothing is left for this slot.
+    std::function<bool(std::size_t slot)> fill;
+    // A child ended on its own, or past the timeout (kind timeout).
+    std::function<void(const Ended&)> ended;
+    // Once per look, after the polls (a progress line); may be empty.
+    std::function<void()> tick;
+  };
+
+  explicit ChildPool(std::size_t slots) : slots_(slots) {}
+  [[nodiscard]] std::size_t slots() const noexcept { return slots_.size(); }
+  [[nodiscard]] bool busy(std::size_t slot) const { return slots_.at(slot).has_value(); }
+  [[nodiscard]] std::size_t running() const noexcept;
+  // Spawns into a free slot; Child::spawn's error propagates and the slot stays free.
+  void start(std::size_t slot, std::size_t tag, const SpawnSpec& spec);
+  // Looks every 50 ms until no child runs and fill has nothing more, or until SignalGuard
+  // reports a signal; a child running past `timeout_s` (<= 0: none) is terminated (SIGTERM,
+  // `grace_s`, SIGKILL). Returns the signal (0: none); children still running then are
+  // stop_all's.
+  int run(const Hooks& hooks, double timeout_s = 0, double grace_s = 5);
+  // SIGTERM to every running group at once (a slow child delays no other's), then each reaped
+  // (`grace_s`, SIGKILL): their ends, kind stopped, in slot order.
+  std::vector<Ended> stop_all(double grace_s);
+
+ private:
+  struct Running {
+    std::size_t tag = 0;
+    Child child;
+  };
+  std::vector<std::optional<Running>> slots_;
 };
 
 // Runs a command to its end and returns its exit status and stdout (stderr goes to the parent's).

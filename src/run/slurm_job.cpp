@@ -124,45 +124,125 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+namespace {
+
+// The #SBATCH lines every script of a batch shares.
+void sbatch_header(std::ostream& o, const std::string& job_name, std::size_t tasks,
+                   const fs::path& output, const SlurmOptions& slurm, bool gpus,
+                   const std::string& after) {
+  o << "#SBATCH --job-name=" << job_name << "\n"
+    << "#SBATCH --array=0-" << (tasks == 0 ? 0 : tasks - 1) << "\n"
+    << "#SBATCH --output=" << output.string() << "\n"
+    << "#SBATCH --open-mode=append\n"
+    << "#SBATCH --ntasks=1\n"
+    << "#SBATCH --no-requeue\n";
+  if (!after.empty()) o << "#SBATCH --dependency=afterany:" << after << "\n";
+  if (!slurm.partition.empty()) o << "#SBATCH --partition=" << slurm.partition << "\n";
+  if (!slurm.account.empty()) o << "#SBATCH --account=" << slurm.account << "\n";
+  if (gpus && slurm.gpus_per_task > 0)
+    o << "#SBATCH --gpus-per-task=" << slurm.gpus_per_task << "\n";
+  if (!slurm.time_limit.empty()) o << "#SBATCH --time=" << slurm.time_limit << "\n";
+}
+
+// After the command: its exit code, node, job and times into "$record" (written whole, by rename).
+void exit_record_tail(std::ostream& o) {
+  o << "rc=$?\n"
+    << "printf 'rc=%d node=%s job=%s start_ns=%s end_ns=%s\\n' \"$rc\" "
+       "\"${SLURMD_NODENAME:-$(hostname -s)}\" \"${SLURM_JOB_ID:-}\" \"$start\" "
+       "\"$(date +%s%N)\" > \"$record.tmp\" && mv \"$record.tmp\" \"$record\"\n"
+    << "exit $rc\n";
+}
+
+void args(std::ostream& o, const std::vector<std::string>& a) {
+  for (const auto& x : a) o << " " << shell_quote(x);
+}
+
+}  // namespace
+
 std::string sbatch_script(const ArraySpec& spec) {
   std::ostringstream o;
   const fs::path logs = spec.batch_dir / "logs";
   o << "#!/bin/bash\n"
     << "# Written by `caliber batch --scheduler slurm` (docs/cluster.md): array task i runs op i\n"
-    << "# of this batch with `caliber run`, into the batch directory on shared storage.\n"
-    << "#SBATCH --job-name=" << spec.job_name << "\n"
-    << "#SBATCH --array=0-" << (spec.ops.empty() ? 0 : spec.ops.size() - 1) << "\n"
-    << "#SBATCH --output=" << (logs / "slurm-%A_%a.out").string() << "\n"
-    << "#SBATCH --open-mode=append\n"
-    << "#SBATCH --ntasks=1\n"
-    << "#SBATCH --no-requeue\n";
-  if (!spec.slurm.partition.empty()) o << "#SBATCH --partition=" << spec.slurm.partition << "\n";
-  if (!spec.slurm.account.empty()) o << "#SBATCH --account=" << spec.slurm.account << "\n";
-  if (spec.slurm.gpus_per_task > 0)
-    o << "#SBATCH --gpus-per-task=" << spec.slurm.gpus_per_task << "\n";
-  if (!spec.slurm.time_limit.empty()) o << "#SBATCH --time=" << spec.slurm.time_limit << "\n";
+    << "# of this batch with `caliber run`, into the batch directory on shared storage.\n";
+  sbatch_header(o, spec.job_name, spec.ops.size(), logs / "slurm-%A_%a.out", spec.slurm, true,
+                spec.after);
   o << "set -u\n"
     << "ops=(";
   for (std::size_t i = 0; i < spec.ops.size(); ++i) o << (i ? " " : "") << shell_quote(spec.ops[i]);
   o << ")\n"
     << "op=${ops[$SLURM_ARRAY_TASK_ID]}\n"
     << "batch=" << shell_quote(spec.batch_dir.string()) << "\n"
-    << "# The batch chose this task's op: a caller's OP / OP_FILE must not add others.\n"
-    << "unset OP OP_FILE\n"
+    << "# The batch chose this task's op: a caller's OP / OP_FILE must not add others, and the\n"
+    << "# batch's parallel warmup (if any) ran before this array.\n"
+    << "unset OP OP_FILE PARALLEL_WARMUP_GPUS\n"
     << "record=\"$batch/" << kSlurmDir << "/$op.exit\"\n"
     << "rm -f \"$record\"\n"
     << "start=$(date +%s%N)\n"
     << "# Slurm's gres sets the visible devices: the task's first is its device 0.\n"
     << shell_quote(spec.caliber.string()) << " run \"$op\" --out \"$batch\" --name \"$op\""
     << " --backend " << shell_quote(spec.backend) << " --devices 0";
-  for (const auto& a : spec.run_args) o << " " << shell_quote(a);
-  o << " >> \"$batch/logs/$op.log\" 2>&1\n"
-    << "rc=$?\n"
-    << "printf 'rc=%d node=%s job=%s start_ns=%s end_ns=%s\\n' \"$rc\" "
-       "\"${SLURMD_NODENAME:-$(hostname -s)}\" \"${SLURM_JOB_ID:-}\" \"$start\" "
-       "\"$(date +%s%N)\" > \"$record.tmp\" && mv \"$record.tmp\" \"$record\"\n"
-    << "exit $rc\n";
+  args(o, spec.run_args);
+  o << " >> \"$batch/logs/$op.log\" 2>&1\n";
+  exit_record_tail(o);
   return o.str();
+}
+
+std::string warmup_script(const WarmupSpec& spec) {
+  std::ostringstream o;
+  o << "#!/bin/bash\n"
+    << "# Written by `caliber batch --scheduler slurm --parallel-warmup N` (docs/cluster.md):\n"
+    << "# array task i tunes shard i of the sweep over the batch's ops; it measures nothing.\n";
+  sbatch_header(o, spec.job_name, static_cast<std::size_t>(spec.shards),
+                spec.dir / "slurm-%A_%a.out", spec.slurm, true, "");
+  o << "set -u\n"
+    << "i=$SLURM_ARRAY_TASK_ID\n"
+    << "dir=" << shell_quote(spec.dir.string()) << "\n"
+    << "# The arguments carry the whole selection; no task starts a warmup of its own.\n"
+    << "unset OP OP_FILE TEST_NODE REPLAY_FROM PARALLEL_WARMUP_GPUS\n"
+    << "record=\"$dir/shard-$i.exit\"\n"
+    << "rm -f \"$record\"\n"
+    << "start=$(date +%s%N)\n"
+    << shell_quote(spec.caliber.string()) << " run";
+  args(o, spec.ops);
+  o << " --backend " << shell_quote(spec.backend);
+  args(o, spec.run_args);
+  o << " --devices 0 --tune-shard \"$i/" << spec.shards << "\" --shard-cache \"$dir/shard-$i.db\""
+    << " --quiet >> \"$dir/shard-$i.log\" 2>&1\n";
+  exit_record_tail(o);
+  return o.str();
+}
+
+std::string merge_script(const WarmupSpec& spec, const std::string& shards_job) {
+  std::ostringstream o;
+  o << "#!/bin/bash\n"
+    << "# Written by `caliber batch --scheduler slurm --parallel-warmup N` (docs/cluster.md):\n"
+    << "# once every shard task has ended, merge their caches into the tune cache and count the\n"
+    << "# keys whose winners differ; the batch's op array waits for this job.\n";
+  sbatch_header(o, spec.job_name, 1, spec.dir / "slurm-%A_%a.out", spec.slurm, false, shards_job);
+  o << "set -u\n"
+    << "dir=" << shell_quote(spec.dir.string()) << "\n"
+    << "record=\"$dir/merge.exit\"\n"
+    << "rm -f \"$record\"\n"
+    << "start=$(date +%s%N)\n"
+    << shell_quote(spec.caliber.string()) << " run --backend " << shell_quote(spec.backend);
+  args(o, spec.run_args);
+  o << " --merge-warmup \"$dir\" --merge-shards " << spec.shards << " >> \"$dir/merge.log\" 2>&1\n";
+  exit_record_tail(o);
+  return o.str();
+}
+
+std::vector<std::string> without_parallel_warmup(std::vector<std::string> a) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].rfind("--parallel-warmup=", 0) == 0) continue;
+    if (a[i] == "--parallel-warmup") {
+      ++i;  // and its value
+      continue;
+    }
+    out.push_back(std::move(a[i]));
+  }
+  return out;
 }
 
 std::vector<std::string> sbatch_argv(const ArraySpec& spec, const fs::path& script) {

@@ -35,6 +35,20 @@ struct ArraySpec {
   std::vector<std::string> ops;
   std::vector<std::string> run_args;  // passed to every `caliber run`
   SlurmOptions slurm;
+  std::string after;  // a job id the array waits for (afterany); empty: none
+};
+
+// A parallel warmup across nodes (docs/cluster.md): `shards` array tasks, task i tuning shard i
+// of the sweep over every op into <dir>/shard-i.db, then one dependent merge job.
+struct WarmupSpec {
+  fs::path caliber;
+  fs::path dir;  // absolute, on shared storage: shard caches, logs, exit records, result.json
+  std::string job_name;
+  std::string backend;
+  std::vector<std::string> ops;
+  std::vector<std::string> run_args;  // without --parallel-warmup
+  int shards = 0;
+  SlurmOptions slurm;
 };
 
 // The directory under the batch directory for scripts and per-task exit records.
@@ -46,6 +60,16 @@ inline constexpr const char* kSlurmDir = "slurm";
 // stderr appended to logs/<op>.log and writes slurm/<op>.exit ("rc=N node=X job=J start_ns=S
 // end_ns=E") when caliber returns, so the exact exit code survives whatever Slurm records.
 [[nodiscard]] std::string sbatch_script(const ArraySpec& spec);
+// The warmup's shard array: task i runs `caliber run OPS ... --tune-shard i/N --shard-cache
+// <dir>/shard-i.db`, output to <dir>/shard-i.log, exit record <dir>/shard-i.exit.
+[[nodiscard]] std::string warmup_script(const WarmupSpec& spec);
+// The merge job (an array of one task, so that it is watched like the others), after every shard
+// ended whatever its state (afterany: a failed shard's keys are tuned live later):
+// `caliber run ... --merge-warmup <dir> --merge-shards N`, writing <dir>/result.json.
+[[nodiscard]] std::string merge_script(const WarmupSpec& spec, const std::string& shards_job);
+// Drops --parallel-warmup from run flags: under Slurm the warmup is the batch's, not each task's.
+[[nodiscard]] std::vector<std::string> without_parallel_warmup(std::vector<std::string> args);
+
 // argv for the submission: sbatch --parsable <extra sbatch args> <script>.
 [[nodiscard]] std::vector<std::string> sbatch_argv(const ArraySpec& spec,
                                                    const std::filesystem::path& script);

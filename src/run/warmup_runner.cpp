@@ -12,14 +12,17 @@
 #include <iomanip>
 #include <map>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
 
 #include "core/identity.hpp"
+#include "core/rundir.hpp"
 #include "run/case_runner.hpp"
 #include "run/process.hpp"
+#include "run/slurm_job.hpp"
 #include "run/warmup_runner.hpp"
 
 namespace caliber::run {
@@ -177,6 +180,256 @@ std::vector<std::vector<std::size_t>> plan_warmup_shards(const std::vector<Case>
   return shards;
 }
 
+namespace {
+
+// Every shard's pin before any child starts: a bad index is refused, not half a sweep.
+std::vector<std::map<std::string, std::string>> shard_pins(const backends::Backend& backend,
+                                                           const std::vector<int>& devices, int n) {
+  std::vector<std::map<std::string, std::string>> pins;
+  for (int s = 0; s < n; ++s) {
+    try {
+      pins.push_back(backend.child_env(devices[static_cast<std::size_t>(s)]));
+    } catch (const std::exception& e) {
+      throw UsageError(std::string("--devices: ") + e.what());
+    }
+  }
+  return pins;
+}
+
+// The children use the parent's seed, so that they tune on the inputs it will measure.
+std::uint64_t shard_seed(std::uint64_t seed, const fs::path& run_dir) {
+  if (seed != 0) return seed;
+  try {
+    seed = core::read_identity(run_dir).value("seed", std::uint64_t{0});
+  } catch (const std::exception&) {
+    return 0;
+  }
+  // A seed the --seed knob cannot take is left out: the children then draw their own.
+  return seed > (std::uint64_t{1} << 62) ? 0 : seed;
+}
+
+std::string pin_text(const std::map<std::string, std::string>& pin) {
+  std::string text;
+  for (const auto& [var, value] : pin) {
+    if (!text.empty()) text += ' ';
+    text += var + '=' + value;
+  }
+  return text.empty() ? "no visibility variable" : text;
+}
+
+// The child of shard s of n: `caliber run <the run's knobs> --tune-shard s/n --shard-cache DB`.
+SpawnSpec shard_spec(const fs::path& self, const std::vector<std::string>& base_args,
+                     const std::map<std::string, std::string>& pin, int device, int s, int n,
+                     const fs::path& db, const fs::path& log) {
+  SpawnSpec spec;
+  spec.argv = {self.string(), "run"};
+  spec.argv.insert(spec.argv.end(), base_args.begin(), base_args.end());
+  const auto tail = shard_args(pin.empty() ? device : 0, s, n, db);
+  spec.argv.insert(spec.argv.end(), tail.begin(), tail.end());
+  for (const auto& [var, value] : pin) spec.env[var] = value;
+  for (const char* var : kShardUnsetEnv) spec.env[var] = std::nullopt;
+  spec.log_file = log;
+  return spec;
+}
+
+// The local shards of one parallel warmup: one slot per shard in a ChildPool.
+class LocalWarmup {
+ public:
+  LocalWarmup(const std::vector<int>& devices,
+              const std::vector<std::map<std::string, std::string>>& pins,
+              const std::vector<std::vector<std::size_t>>& plan, std::vector<std::string> base_args,
+              const fs::path& dir, std::ostream& out)
+      : devices_(devices),
+        pins_(pins),
+        plan_(plan),
+        base_args_(std::move(base_args)),
+        dir_(dir),
+        out_(out),
+        n_(static_cast<int>(plan.size())),
+        ends_(plan.size()),
+        pool_(plan.size()) {
+    for (int s = 0; s < n_; ++s) {
+      ShardEnd& e = ends_[static_cast<std::size_t>(s)];
+      e.index = s;
+      e.where = "device " + std::to_string(devices_[static_cast<std::size_t>(s)]);
+      e.db = dir_ / ("shard-" + std::to_string(s) + ".db");
+      e.log = dir_ / ("shard-" + std::to_string(s) + ".log");
+    }
+  }
+
+  // Runs every shard to its end; returns the signal that interrupted it (0: none), after which
+  // every shard still running has been terminated and reaped.
+  int run() {
+    const int sig = pool_.run({[this](std::size_t slot) { return start(slot); },
+                               [this](const ChildPool::Ended& e) { ended(e); },
+                               {}});
+    if (sig != 0) {
+      const auto stopped = pool_.stop_all(5.0);
+      out_ << "parallel warmup: " << signal_name(sig) << " received: " << stopped.size()
+           << " shard(s) terminated and reaped\n";
+      out_.flush();
+      throw std::runtime_error("parallel warmup interrupted by " + signal_name(sig) + " (" +
+                               std::to_string(stopped.size()) + " shard(s) terminated and reaped)");
+    }
+    return sig;
+  }
+
+  [[nodiscard]] const std::vector<ShardEnd>& ends() const { return ends_; }
+
+ private:
+  // Each slot starts its own shard once.
+  bool start(std::size_t slot) {
+    if (started_.count(slot)) return false;
+    started_.insert(slot);
+    const int s = static_cast<int>(slot);
+    const int device = devices_[slot];
+    ShardEnd& e = ends_[slot];
+    out_ << "parallel warmup: shard " << s << "/" << n_ << " on device " << device << " ("
+         << pin_text(pins_[slot]) << "): " << plan_[slot].size() << " cases\n";
+    out_.flush();
+    if (plan_[slot].empty()) return true;  // fewer case groups than shards: nothing to tune
+    try {
+      pool_.start(slot, slot,
+                  shard_spec(self_, base_args_, pins_[slot], device, s, n_, e.db, e.log));
+    } catch (const std::exception& ex) {
+      e.failure = std::string("could not start: ") + ex.what();
+      e.log.clear();
+    }
+    return true;
+  }
+
+  void ended(const ChildPool::Ended& ev) {
+    ShardEnd& e = ends_[ev.tag];
+    if (!ev.status.ok()) e.failure = "failed: " + ev.status.describe();
+    out_ << "parallel warmup: shard " << e.index << "/" << n_ << " (" << e.where << ") "
+         << (ev.status.ok() ? "done" : "FAILED: " + ev.status.describe()) << " in "
+         << fixed1(ev.status.duration_s) << " s\n";
+    out_.flush();
+  }
+
+  const std::vector<int>& devices_;
+  const std::vector<std::map<std::string, std::string>>& pins_;
+  const std::vector<std::vector<std::size_t>>& plan_;
+  const std::vector<std::string> base_args_;
+  const fs::path dir_;
+  std::ostream& out_;
+  const int n_;
+  const fs::path self_ = fs::read_symlink("/proc/self/exe");
+  std::vector<ShardEnd> ends_;
+  std::set<std::size_t> started_;
+  ChildPool pool_;
+};
+
+}  // namespace
+
+std::vector<std::string> shard_args(int device, int s, int n, const fs::path& db) {
+  // Pinned to one device, the child sees it as its device 0 (never the caller's bare index,
+  // which it would re-read as an absolute id); with no visibility variable it keeps the index.
+  return {"--devices",     std::to_string(device),
+          "--tune-shard",  std::to_string(s) + "/" + std::to_string(n),
+          "--shard-cache", db.string(),
+          "--quiet"};
+}
+
+WarmupOutcome merge_warmup(const std::vector<ShardEnd>& shards, const fs::path& merge_into) {
+  WarmupOutcome outcome;
+  outcome.shards = static_cast<int>(shards.size());
+  std::vector<fs::path> dbs;
+  for (const auto& sh : shards) {
+    std::error_code ec;
+    // A failed shard's file still holds the keys it finished; only a missing one is skipped.
+    if (!sh.db.empty() && fs::exists(sh.db, ec)) dbs.push_back(sh.db);
+    if (sh.failure.empty()) continue;
+    ++outcome.failed_shards;
+    std::string note = "shard " + std::to_string(sh.index) + " (" + sh.where + ") " + sh.failure;
+    const std::string last = sh.log.empty() ? std::string() : last_line_of(sh.log);
+    if (!last.empty()) note += "; log: " + last;
+    outcome.notes.push_back(note);
+  }
+  if (outcome.failed_shards > 0)
+    outcome.notes.push_back(std::to_string(outcome.failed_shards) + " of " +
+                            std::to_string(outcome.shards) +
+                            " shard(s) failed: the keys they did not tune are tuned live during "
+                            "measurement");
+  outcome.merge = tune::merge_shard_caches(dbs, merge_into);
+  for (const auto& w : outcome.merge.warnings) outcome.notes.push_back(w);
+  if (outcome.merge.disagreements > 0) outcome.warning = tune::warmup_warning(outcome.merge);
+  return outcome;
+}
+
+void print_warmup_summary(const WarmupOutcome& w, const fs::path& merge_into, std::ostream& out) {
+  for (const auto& note : w.notes) out << "parallel warmup: note: " << note << "\n";
+  out << "parallel warmup: " << w.shards << " shards, " << w.merge.keys << " keys, "
+      << w.merge.disagreements << " disagreements, " << fixed1(w.wall_s) << " s"
+      << (w.failed_shards > 0 ? ", " + std::to_string(w.failed_shards) + " failed" : "")
+      << "; merged into " << merge_into.string() << "\n";
+  out.flush();
+}
+
+nlohmann::json warmup_json(const WarmupOutcome& w) {
+  return {{"shards", w.shards},
+          {"failed_shards", w.failed_shards},
+          {"wall_s", w.wall_s},
+          {"keys", w.merge.keys},
+          {"disagreements", w.merge.disagreements},
+          {"disagreeing_keys", w.merge.disagreeing_keys},
+          {"warning", w.warning},
+          {"notes", w.notes}};
+}
+
+WarmupOutcome warmup_from_json(const nlohmann::json& j) {
+  WarmupOutcome w;
+  w.shards = j.value("shards", 0);
+  w.failed_shards = j.value("failed_shards", 0);
+  w.wall_s = j.value("wall_s", 0.0);
+  w.merge.keys = j.value("keys", 0);
+  w.merge.disagreements = j.value("disagreements", 0);
+  w.merge.disagreeing_keys = j.value("disagreeing_keys", std::vector<std::string>{});
+  w.warning = j.value("warning", std::string());
+  w.notes = j.value("notes", std::vector<std::string>{});
+  return w;
+}
+
+int run_warmup_merge(const core::Knobs& k, const fs::path& dir, int shards, std::ostream& out,
+                     std::ostream& err) {
+  if (k.tune != "live")
+    throw UsageError(
+        "--merge-warmup: a parallel warmup across nodes merges into the shared tune "
+        "cache (--tune live), not with --tune " +
+        k.tune);
+  if (shards < 1) throw UsageError("--merge-shards: '" + std::to_string(shards) + "' is not >= 1");
+  std::vector<ShardEnd> ends;
+  for (int i = 0; i < shards; ++i) {
+    const std::string stem = "shard-" + std::to_string(i);
+    ShardEnd e;
+    e.index = i;
+    e.db = dir / (stem + ".db");
+    e.log = dir / (stem + ".log");
+    std::ifstream in(dir / (stem + ".exit"));
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto rec = slurm::parse_exit_record(text.str());
+    e.where =
+        "array task " + std::to_string(i) + (rec && !rec->node.empty() ? " on " + rec->node : "");
+    if (!rec) {
+      e.failure = "wrote no exit record (killed, past its time limit, or its node failed)";
+    } else if (rec->rc != 0) {
+      ExitStatus st;
+      st.code = rec->rc;
+      e.failure = "failed: " + st.describe();
+    }
+    ends.push_back(std::move(e));
+  }
+  const fs::path into = merge_target(k, dir);
+  WarmupOutcome w = merge_warmup(ends, into);
+  print_warmup_summary(w, into, out);
+  if (!w.warning.empty()) err << w.warning << "\n";
+  nlohmann::json result = warmup_json(w);
+  result["merged_into"] = into.string();
+  core::write_file_atomic(dir / kWarmupResultFile, result.dump(2) + "\n");
+  return 0;
+}
+
 WarmupOutcome run_parallel_warmup(const RunRequest& req, const backends::Backend& backend,
                                   const Selection& sel, const fs::path& run_dir,
                                   const fs::path& merge_into, std::ostream& out) {
@@ -189,169 +442,30 @@ WarmupOutcome run_parallel_warmup(const RunRequest& req, const backends::Backend
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--parallel-warmup (PARALLEL_WARMUP_GPUS): ") + e.what());
   }
-  WarmupOutcome outcome;
-  outcome.shards = n;
-  if (n <= 0) return outcome;
+  if (n <= 0) return WarmupOutcome{};
 
-  // Every pin is resolved before any child starts: a bad index is refused, not half a sweep.
-  std::vector<std::map<std::string, std::string>> pins;
-  for (int s = 0; s < n; ++s) {
-    try {
-      pins.push_back(backend.child_env(devices[static_cast<std::size_t>(s)]));
-    } catch (const std::exception& e) {
-      throw UsageError(std::string("--devices: ") + e.what());
-    }
-  }
-
-  // The children use the parent's seed, so that they tune on the inputs it will measure.
-  if (k.seed == 0) {
-    try {
-      k.seed = core::read_identity(run_dir).value("seed", std::uint64_t{0});
-      // A seed the --seed knob cannot take is left out: the children then draw their own.
-      if (k.seed > (std::uint64_t{1} << 62)) k.seed = 0;
-    } catch (const std::exception&) {
-      k.seed = 0;
-    }
-  }
+  // 1. Plan: pins, seed, the shards' arguments and cases.
+  const auto pins = shard_pins(backend, devices, n);
+  k.seed = shard_seed(k.seed, run_dir);
   k.backend = backend.name();
-  const std::vector<std::string> base_args = knobs_to_args(k);
   const auto plan = plan_warmup_shards(sel.cases, case_costs(sel), n);
   const fs::path dir = run_dir / "warmup";
   fs::create_directories(dir);
-  const fs::path self = fs::read_symlink("/proc/self/exe");
-
-  struct Shard {
-    int index = 0;
-    int device = 0;
-    fs::path db, log;
-    Child child;
-    std::optional<ExitStatus> status;
-    bool spawned = false;
-  };
-  std::vector<Shard> shards(static_cast<std::size_t>(n));
-
   out << "parallel warmup: " << n << " shards over devices";
   for (int s = 0; s < n; ++s) out << " " << devices[static_cast<std::size_t>(s)];
   out << ", " << sel.cases.size() << " cases; logs in " << dir.string() << "\n";
   out.flush();
 
-  // Installed before the first spawn, so that no signal can arrive while a child is unregistered.
+  // 2. Shards, one child per device; installed before the first spawn, so that no signal can
+  // arrive while a child is unregistered.
   SignalGuard guard;
-  for (int s = 0; s < n; ++s) {
-    Shard& sh = shards[static_cast<std::size_t>(s)];
-    sh.index = s;
-    sh.device = devices[static_cast<std::size_t>(s)];
-    sh.db = dir / ("shard-" + std::to_string(s) + ".db");
-    sh.log = dir / ("shard-" + std::to_string(s) + ".log");
-    const auto& pin = pins[static_cast<std::size_t>(s)];
-    const auto& mine = plan[static_cast<std::size_t>(s)];
-    std::string pin_text;
-    for (const auto& [var, value] : pin) {
-      if (!pin_text.empty()) pin_text += ' ';
-      pin_text += var;
-      pin_text += '=';
-      pin_text += value;
-    }
-    out << "parallel warmup: shard " << s << "/" << n << " on device " << sh.device << " ("
-        << (pin_text.empty() ? "no visibility variable" : pin_text) << "): " << mine.size()
-        << " cases\n";
-    out.flush();
-    if (mine.empty()) continue;  // fewer case groups than shards: nothing for this one to tune
-    if (SignalGuard::interrupted()) break;
-    SpawnSpec spec;
-    spec.argv = {self.string(), "run"};
-    spec.argv.insert(spec.argv.end(), base_args.begin(), base_args.end());
-    // Pinned to one device, the child sees it as its device 0 (never the caller's bare index,
-    // which it would re-read as an absolute id); with no visibility variable it keeps the index.
-    const std::vector<std::string> tail = {
-        "--devices",     std::to_string(pin.empty() ? sh.device : 0),
-        "--tune-shard",  std::to_string(s) + "/" + std::to_string(n),
-        "--shard-cache", sh.db.string(),
-        "--quiet"};
-    spec.argv.insert(spec.argv.end(), tail.begin(), tail.end());
-    for (const auto& [var, value] : pin) spec.env[var] = value;
-    // The arguments carry the whole selection; the caller's variables must not add to it, and
-    // a child never starts a warmup of its own.
-    for (const char* var : {"OP", "OP_FILE", "TEST_NODE", "REPLAY_FROM", "PARALLEL_WARMUP_GPUS"})
-      spec.env[var] = std::nullopt;
-    spec.log_file = sh.log;
-    try {
-      sh.child = Child::spawn(spec);
-      sh.spawned = true;
-    } catch (const std::exception& e) {
-      sh.status = ExitStatus{ExitKind::exited, 127, 0, 0};
-      outcome.notes.push_back("shard " + std::to_string(s) + " (device " +
-                              std::to_string(sh.device) + ") could not start: " + e.what());
-    }
-  }
+  LocalWarmup shards(devices, pins, plan, knobs_to_args(k), dir, out);
+  shards.run();
 
-  for (;;) {
-    if (SignalGuard::interrupted()) break;
-    bool running = false;
-    for (auto& sh : shards) {
-      if (!sh.spawned || sh.status) continue;
-      sh.status = sh.child.poll();
-      if (sh.status) {
-        out << "parallel warmup: shard " << sh.index << "/" << n << " (device " << sh.device << ") "
-            << (sh.status->ok() ? "done" : "FAILED: " + sh.status->describe()) << " in "
-            << fixed1(sh.status->duration_s) << " s\n";
-        out.flush();
-      } else {
-        running = true;
-      }
-    }
-    if (!running) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-
-  if (const int sig = SignalGuard::received(); sig != 0) {
-    // Every group is asked at once, then each is reaped: a slow child delays no other's SIGTERM.
-    int stopped = 0;
-    for (auto& sh : shards)
-      if (sh.spawned && sh.child.running()) ::kill(-sh.child.pid(), SIGTERM);
-    for (auto& sh : shards) {
-      if (!sh.spawned || !sh.child.running()) continue;
-      (void)sh.child.terminate(5.0, ExitKind::stopped);
-      ++stopped;
-    }
-    outcome.interrupted = true;
-    out << "parallel warmup: " << signal_name(sig) << " received: " << stopped
-        << " shard(s) terminated and reaped\n";
-    out.flush();
-    throw std::runtime_error("parallel warmup interrupted by " + signal_name(sig) + " (" +
-                             std::to_string(stopped) + " shard(s) terminated and reaped)");
-  }
-
-  std::vector<fs::path> dbs;
-  for (const auto& sh : shards) {
-    std::error_code ec;
-    // A failed shard's file still holds the keys it finished; only a missing one is skipped.
-    if (sh.spawned && fs::exists(sh.db, ec)) dbs.push_back(sh.db);
-    if (!sh.status || sh.status->ok()) continue;
-    ++outcome.failed_shards;
-    if (!sh.spawned) continue;  // its note is already written
-    std::string note = "shard " + std::to_string(sh.index) + " (device " +
-                       std::to_string(sh.device) + ") failed: " + sh.status->describe();
-    const std::string last = last_line_of(sh.log);
-    if (!last.empty()) note += "; log: " + last;
-    outcome.notes.push_back(note);
-  }
-  if (outcome.failed_shards > 0)
-    outcome.notes.push_back(std::to_string(outcome.failed_shards) + " of " + std::to_string(n) +
-                            " shard(s) failed: the keys they did not tune are tuned live during "
-                            "measurement");
-
-  outcome.merge = tune::merge_shard_caches(dbs, merge_into);
-  for (const auto& w : outcome.merge.warnings) outcome.notes.push_back(w);
-  if (outcome.merge.disagreements > 0) outcome.warning = tune::warmup_warning(outcome.merge);
+  // 3. Merge, count disagreements, report.
+  WarmupOutcome outcome = merge_warmup(shards.ends(), merge_into);
   outcome.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-
-  for (const auto& note : outcome.notes) out << "parallel warmup: note: " << note << "\n";
-  out << "parallel warmup: " << n << " shards, " << outcome.merge.keys << " keys, "
-      << outcome.merge.disagreements << " disagreements, " << fixed1(outcome.wall_s) << " s"
-      << (outcome.failed_shards > 0 ? ", " + std::to_string(outcome.failed_shards) + " failed" : "")
-      << "; merged into " << merge_into.string() << "\n";
-  out.flush();
+  print_warmup_summary(outcome, merge_into, out);
   return outcome;
 }
 

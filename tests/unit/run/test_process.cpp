@@ -4,12 +4,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "run/process.hpp"
 
@@ -206,6 +209,77 @@ TEST(Process, SignalGuardTurnsSigintIntoAFlagAndChildrenAreReaped) {
   b.terminate(1.0);
   EXPECT_EQ(proc_state(a.pid()), 0);
   EXPECT_EQ(proc_state(b.pid()), 0);
+  EXPECT_TRUE(caliber::run::live_children().empty());
+  caliber::run::SignalGuard::reset();
+}
+
+// The pool batch and parallel warmup share: never more children than slots, every job run once,
+// an ended child's slot refilled.
+TEST(ChildPool, RunsEveryJobOnceAndNoMoreAtATimeThanSlots) {
+  caliber::run::ChildPool pool(2);
+  std::size_t next = 0, max_running = 0;
+  std::vector<int> ended(5, 0);
+  const int sig = pool.run({[&](std::size_t slot) {
+                              if (next == ended.size()) return false;
+                              pool.start(slot, next++, sh("sleep 0.2"));
+                              max_running = std::max(max_running, pool.running());
+                              return true;
+                            },
+                            [&](const caliber::run::ChildPool::Ended& e) {
+                              EXPECT_TRUE(e.status.ok()) << e.status.describe();
+                              ++ended.at(e.tag);
+                            },
+                            {}});
+  EXPECT_EQ(sig, 0);
+  EXPECT_EQ(max_running, 2u);
+  EXPECT_EQ(pool.running(), 0u);
+  for (int n : ended) EXPECT_EQ(n, 1);
+}
+
+TEST(ChildPool, AChildPastTheTimeoutEndsAsTimeout) {
+  caliber::run::ChildPool pool(1);
+  bool started = false;
+  std::optional<caliber::run::ExitStatus> end;
+  (void)pool.run({[&](std::size_t slot) {
+                    if (started) return false;
+                    started = true;
+                    pool.start(slot, 7, sh("sleep 30"));
+                    return true;
+                  },
+                  [&](const caliber::run::ChildPool::Ended& e) { end = e.status; },
+                  {}},
+                 0.3, 0.5);
+  ASSERT_TRUE(end);
+  EXPECT_EQ(end->kind, ExitKind::timeout);
+  EXPECT_LT(end->duration_s, 5.0);
+}
+
+TEST(ChildPool, ASignalStopsTheLoopAndStopAllReapsEveryChild) {
+  caliber::run::SignalGuard guard;
+  caliber::run::ChildPool pool(3);
+  std::vector<bool> started(3, false);
+  int ticks = 0;
+  const int sig = pool.run({[&](std::size_t slot) {
+                              if (started[slot]) return false;
+                              started[slot] = true;
+                              pool.start(slot, slot, sh("sleep 30"));
+                              return true;
+                            },
+                            [&](const caliber::run::ChildPool::Ended&) {
+                              ADD_FAILURE() << "no child should end on its own";
+                            },
+                            [&] {
+                              if (++ticks == 2) ::raise(SIGINT);
+                            }});
+  EXPECT_EQ(sig, SIGINT);
+  EXPECT_EQ(pool.running(), 3u);
+  const auto stopped = pool.stop_all(1.0);
+  ASSERT_EQ(stopped.size(), 3u);
+  for (std::size_t i = 0; i < stopped.size(); ++i) {
+    EXPECT_EQ(stopped[i].slot, i);
+    EXPECT_EQ(stopped[i].status.kind, ExitKind::stopped);
+  }
+  EXPECT_EQ(pool.running(), 0u);
   EXPECT_TRUE(caliber::run::live_children().empty());
   caliber::run::SignalGuard::reset();
 }

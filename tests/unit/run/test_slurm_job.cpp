@@ -114,7 +114,7 @@ TEST(SlurmJob, ScriptHoldsTheRequestAndTheTaskBody) {
         "#SBATCH --output=/shared/runs/batch-20261130-120000/logs/slurm-%A_%a.out\n",
         "#SBATCH --partition=gpu\n", "#SBATCH --account=perf\n", "#SBATCH --gpus-per-task=1\n",
         "#SBATCH --time=30\n", "#SBATCH --no-requeue\n", "ops=('add' 'it'\\''s')\n",
-        "op=${ops[$SLURM_ARRAY_TASK_ID]}\n", "unset OP OP_FILE\n"})
+        "op=${ops[$SLURM_ARRAY_TASK_ID]}\n", "unset OP OP_FILE PARALLEL_WARMUP_GPUS\n"})
     EXPECT_TRUE(has(s, line)) << line << " not in:\n" << s;
   EXPECT_TRUE(has(s,
                   "'/opt/caliber/bin/caliber' run \"$op\" --out \"$batch\" --name \"$op\" "
@@ -359,4 +359,49 @@ TEST(SlurmJob, StateMapping) {
   m = map_state(st("VANISHED"), none, "");
   EXPECT_EQ(m.status, "crashed");
   EXPECT_TRUE(has(m.reason, "VANISHED")) << m.reason;
+}
+
+// A parallel warmup across nodes: the shard array, the merge after it, the ops after the merge.
+TEST(SlurmWarmup, ShardArrayTunesShardIOfNAndMeasuresNothing) {
+  WarmupSpec w;
+  w.caliber = "/opt/caliber/bin/caliber";
+  w.dir = "/shared/runs/b/warmup-1";
+  w.job_name = "caliber-b-warmup";
+  w.backend = "cuda";
+  w.ops = {"mm", "add"};
+  w.run_args = {"--level=comprehensive"};
+  w.shards = 3;
+  w.slurm.gpus_per_task = 1;
+  w.slurm.partition = "gpu";
+  const std::string s = warmup_script(w);
+  EXPECT_NE(s.find("#SBATCH --array=0-2\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("#SBATCH --gpus-per-task=1\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("#SBATCH --partition=gpu\n"), std::string::npos) << s;
+  EXPECT_EQ(s.find("--dependency"), std::string::npos) << s;
+  EXPECT_NE(s.find("'/opt/caliber/bin/caliber' run 'mm' 'add' --backend 'cuda' "
+                   "'--level=comprehensive' --devices 0 --tune-shard \"$i/3\" --shard-cache "
+                   "\"$dir/shard-$i.db\" --quiet"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("unset OP OP_FILE TEST_NODE REPLAY_FROM PARALLEL_WARMUP_GPUS"),
+            std::string::npos);
+  EXPECT_NE(s.find("record=\"$dir/shard-$i.exit\""), std::string::npos) << s;
+
+  const std::string m = merge_script(w, "4242");
+  EXPECT_NE(m.find("#SBATCH --dependency=afterany:4242\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("#SBATCH --array=0-0\n"), std::string::npos) << m;
+  EXPECT_EQ(m.find("--gpus-per-task"), std::string::npos) << "the merge needs no GPU: " << m;
+  EXPECT_NE(m.find("--merge-warmup \"$dir\" --merge-shards 3"), std::string::npos) << m;
+}
+
+TEST(SlurmWarmup, OpArrayWaitsForTheMergeAndStartsNoWarmupOfItsOwn) {
+  ArraySpec a = spec();
+  a.after = "77";
+  const std::string s = sbatch_script(a);
+  EXPECT_NE(s.find("#SBATCH --dependency=afterany:77\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("unset OP OP_FILE PARALLEL_WARMUP_GPUS"), std::string::npos) << s;
+  EXPECT_EQ(sbatch_script(spec()).find("--dependency"), std::string::npos);
+  EXPECT_EQ(without_parallel_warmup(
+                {"--level=core", "--parallel-warmup=2", "--parallel-warmup", "3", "--seed=1"}),
+            (std::vector<std::string>{"--level=core", "--seed=1"}));
 }

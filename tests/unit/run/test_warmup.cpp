@@ -2,9 +2,13 @@
 // knobs, and the shard plan that parent and children must compute identically.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -188,6 +192,46 @@ TEST(WarmupPlan, RefusesMismatchedCostsAndNoShards) {
   EXPECT_THROW((void)plan_warmup_shards(cases, {1.0}, 2), std::invalid_argument);
   EXPECT_THROW((void)plan_warmup_shards(cases, std::vector<double>(cases.size(), 1.0), 0),
                std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace caliber::run
+
+namespace caliber::run {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The merge job of a warmup across Slurm nodes: a shard without an exit record, or with rc != 0,
+// is a failed shard with a note (its keys are tuned live later); the result is written for the
+// batch; record mode is refused.
+TEST(WarmupMergeJob, FailedAndMissingShardsAreNotedAndTheResultWritten) {
+  const fs::path dir = fs::temp_directory_path() / ("caliber-merge-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "shard-0.exit") << "rc=0 node=n1 job=5 start_ns=1 end_ns=2\n";
+  std::ofstream(dir / "shard-1.exit") << "rc=1 node=n2 job=6 start_ns=1 end_ns=2\n";
+  std::ofstream(dir / "shard-1.log") << "tune shard 1/3: boom\n";
+  core::Knobs k;
+  k.tune_cache = (dir / "cache.db").string();
+  std::ostringstream out, err;
+  EXPECT_EQ(run_warmup_merge(k, dir, 3, out, err), 0);
+  std::ifstream in(dir / kWarmupResultFile);
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["shards"], 3);
+  EXPECT_EQ(j["failed_shards"], 2) << j.dump();
+  EXPECT_EQ(j["merged_into"], k.tune_cache);
+  const std::string notes = j["notes"].dump();
+  EXPECT_NE(notes.find("shard 1 (array task 1 on n2) failed: exit 1; log: tune shard 1/3: boom"),
+            std::string::npos)
+      << notes;
+  EXPECT_NE(notes.find("shard 2 (array task 2) wrote no exit record"), std::string::npos) << notes;
+  EXPECT_NE(out.str().find("parallel warmup: 3 shards, 0 keys"), std::string::npos) << out.str();
+  EXPECT_EQ(warmup_from_json(j).failed_shards, 2);
+
+  k.tune = "record";
+  EXPECT_THROW((void)run_warmup_merge(k, dir, 3, out, err), UsageError);
+  fs::remove_all(dir);
 }
 
 }  // namespace
