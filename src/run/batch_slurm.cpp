@@ -146,8 +146,8 @@ void SlurmScheduler::check(const BatchOptions& opt, const backends::Backend&) {
   // --parallel-warmup N: the sweep over the batch's ops as N array tasks, merged into the shared
   // cache by a dependent job, before the op array (docs/cluster.md).
   const core::Knobs k = run_knobs_of(opt.run_args);
-  warmup_shards_ = k.tune == "live" ? k.parallel_warmup : 0;
-  if (k.parallel_warmup > 0 && k.tune == "record")
+  warmup_shards_ = k.tune == core::TuneMode::live ? k.parallel_warmup : 0;
+  if (k.parallel_warmup > 0 && k.tune == core::TuneMode::record)
     throw BatchUsageError(
         "--parallel-warmup (PARALLEL_WARMUP_GPUS): '" + std::to_string(k.parallel_warmup) +
         "' with --tune record and --scheduler slurm: a warmup across nodes merges into the "

@@ -41,8 +41,9 @@ struct ArraySpec {
 // A parallel warmup across nodes (docs/cluster.md): `shards` array tasks, task i tuning shard i
 // of the sweep over every op into <dir>/shard-i.db, then one dependent merge job.
 struct WarmupSpec {
-  fs::path caliber;
-  fs::path dir;  // absolute, on shared storage: shard caches, logs, exit records, result.json
+  std::filesystem::path caliber;
+  std::filesystem::path
+      dir;  // absolute, on shared storage: shard caches, logs, exit records, result.json
   std::string job_name;
   std::string backend;
   std::vector<std::string> ops;

@@ -392,11 +392,11 @@ WarmupOutcome warmup_from_json(const nlohmann::json& j) {
 
 int run_warmup_merge(const core::Knobs& k, const fs::path& dir, int shards, std::ostream& out,
                      std::ostream& err) {
-  if (k.tune != "live")
+  if (k.tune != core::TuneMode::live)
     throw UsageError(
         "--merge-warmup: a parallel warmup across nodes merges into the shared tune "
         "cache (--tune live), not with --tune " +
-        k.tune);
+        std::string(core::to_string(k.tune)));
   if (shards < 1) throw UsageError("--merge-shards: '" + std::to_string(shards) + "' is not >= 1");
   std::vector<ShardEnd> ends;
   for (int i = 0; i < shards; ++i) {

@@ -229,7 +229,7 @@ TEST(WarmupMergeJob, FailedAndMissingShardsAreNotedAndTheResultWritten) {
   EXPECT_NE(out.str().find("parallel warmup: 3 shards, 0 keys"), std::string::npos) << out.str();
   EXPECT_EQ(warmup_from_json(j).failed_shards, 2);
 
-  k.tune = "record";
+  k.tune = core::TuneMode::record;
   EXPECT_THROW((void)run_warmup_merge(k, dir, 3, out, err), UsageError);
   fs::remove_all(dir);
 }
