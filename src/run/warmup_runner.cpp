@@ -128,6 +128,7 @@ std::vector<std::string> knobs_to_args(const core::Knobs& k) {
   add("shape_mode", k.shape_mode);
   add_nonempty("shapes_file", k.shapes_file);
   add_nonempty("ops_lib", k.ops_lib);
+  add_nonempty("py_ops", k.py_ops);
   add("timer", core::to_string(k.timer));
   add("repeat", std::to_string(k.repeat));
   add_nonempty("quantiles", joined(k.quantiles, exact));
