@@ -89,6 +89,10 @@ timing::TimingOptions parse_options(const json& o, const backends::Capabilities&
   const auto regime = timing::parse_clock_regime(clock);
   if (!regime) throw std::invalid_argument("clock: '" + clock + "'; allowed: sustained, burst");
   t.regime.regime = *regime;
+  // sustained: the device time of one settling window (docs/timing.md, "Clock regimes").
+  t.regime.settle_window_s = o.value("settle_window_s", t.regime.settle_window_s);
+  if (!(t.regime.settle_window_s > 0 && t.regime.settle_window_s <= 1))
+    throw std::invalid_argument("settle_window_s: must be above 0 and at most 1");
   const std::string mode = o.value("return_mode", std::string("median"));
   const auto rm = core::parse_return_mode(mode);
   if (!rm)
