@@ -98,6 +98,9 @@ def run_here(argv):
     """Registers the suites --py-ops names, then runs the caliber CLI in this process: the run
     directory, run.log, shapes.yaml and exit codes are caliber run's."""
     suites = _py_ops(argv[1:])
+    exe = executable()
+    if exe:  # the children a run starts (a parallel warmup's shards) are caliber, not python
+        os.environ["CALIBER_EXE"] = exe
     for suite in suites:
         try:
             register_suite(suite)

@@ -82,7 +82,7 @@ std::vector<fs::path> AbOutcome::run_dirs(char side) const {
 
 AbOutcome run_ab_rounds(const AbOptions& opt, std::ostream& out, std::ostream& err) {
   if (opt.rounds < 1) throw AbUsageError("--rounds: must be at least 1");
-  const fs::path self = opt.self_exe.empty() ? fs::read_symlink("/proc/self/exe") : opt.self_exe;
+  const fs::path self = opt.self_exe.empty() ? caliber_executable() : opt.self_exe;
   for (const AbSide* side : {&opt.a, &opt.b}) {
     // A side's Python suites are checked (they import, the ops exist) before anything is written.
     std::vector<std::string> args = opt.run_args;

@@ -92,7 +92,7 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
 
 fs::path self_executable(const BatchOptions& opt) {
   if (!opt.self_exe.empty()) return opt.self_exe;
-  return fs::read_symlink("/proc/self/exe");
+  return caliber_executable();
 }
 
 }  // namespace

@@ -394,6 +394,22 @@ ExitStatus Child::terminate(double grace_s, ExitKind as) {
   return *st;
 }
 
+namespace {
+std::filesystem::path& executable_override() {
+  static std::filesystem::path exe;
+  return exe;
+}
+}  // namespace
+
+std::filesystem::path caliber_executable() {
+  if (!executable_override().empty()) return executable_override();
+  return std::filesystem::read_symlink("/proc/self/exe");
+}
+
+void set_caliber_executable(const std::filesystem::path& exe) {
+  executable_override() = exe;
+}
+
 Captured run_capture(const std::vector<std::string>& argv, double timeout_s, bool merge_stderr) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe");

@@ -141,6 +141,12 @@ struct Captured {
   ExitStatus status;
   std::string out;
 };
+// The caliber executable that child runs (batch ops, A/B rounds, warmup shards) start: this
+// process's own executable, unless set. The Python package's process (python3 -m caliber, whose
+// own executable is python) sets it to the caliber executable it found (docs/python.md).
+[[nodiscard]] std::filesystem::path caliber_executable();
+void set_caliber_executable(const std::filesystem::path& exe);
+
 // merge_stderr: the child's stderr goes into `out` too (its refusal message, for the caller).
 [[nodiscard]] Captured run_capture(const std::vector<std::string>& argv, double timeout_s = 60.0,
                                    bool merge_stderr = false);

@@ -315,7 +315,7 @@ class LocalWarmup {
   const fs::path dir_;
   std::ostream& out_;
   const int n_;
-  const fs::path self_ = fs::read_symlink("/proc/self/exe");
+  const fs::path self_ = caliber_executable();
   std::vector<ShardEnd> ends_;
   std::set<std::size_t> started_;
   ChildPool pool_;
