@@ -9,7 +9,7 @@
         the caliber executable's batch and ab (one `caliber run` child per op or round, each
         back in this interpreter): an op that kills its process fails alone.
     python3 -m caliber list|plan|summary|compare|report|export|... ARGS
-        the caliber CLI itself, in this process (list and plan see the suites' ops).
+        the caliber CLI itself, in this process (list sees the suites' ops).
 
 Exit codes as caliber's: 0 ok, 1 the work ran and something failed, 2 bad input.
 """
@@ -24,7 +24,7 @@ from .suite import SuiteError, identity_extra, register_suite
 
 USAGE = ("usage: python3 -m caliber run --py-ops SUITE.py [OP...] [knobs...]   (or: run SUITE.py ...)\n"
          "       python3 -m caliber batch|ab --py-ops SUITE.py [OP...] [knobs...]\n"
-         "       python3 -m caliber list|plan|summary|compare|report|export|... ARGS")
+         "       python3 -m caliber list|summary|compare|report|export|... ARGS")
 
 # Commands whose children are `caliber run` processes: they run in the caliber executable (a
 # child of this interpreter would be python, not caliber). The rest run in this process.
@@ -54,7 +54,7 @@ def _has(rest, flag):
 
 def _legacy(argv):
     """`run SUITE.py ...` and `batch SUITE.py ...` (the first spelling): --py-ops SUITE.py."""
-    if len(argv) > 1 and argv[0] in ("run", "batch", "ab", "list", "plan") and \
+    if len(argv) > 1 and argv[0] in ("run", "batch", "ab", "list") and \
             not argv[1].startswith("-"):
         if argv[1].endswith(".py"):
             return [argv[0], "--py-ops", argv[1]] + argv[2:]

@@ -190,7 +190,7 @@ std::vector<KnobSpec> make_table() {
   t.back().repeatable = true;
   add({"py_ops", "--py-ops", "", "Selection", "",
        "Python suite files (.py, existing; comma list, or the flag repeated)",
-       "Run the ops of Python op suites (docs/python.md). run, list and plan hand the command to "
+       "Run the ops of Python op suites (docs/python.md). run and list hand the command to "
        "Python (CALIBER_PYTHON, default python3 on PATH, with caliber's package); batch and ab "
        "pass it to their runs. Default ops: the suites' own.",
        [](Knobs& k, const std::string& v) {

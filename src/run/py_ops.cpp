@@ -85,7 +85,7 @@ std::string strip_prefix(std::string s) {
 }  // namespace
 
 bool selects_cases_in_process(const std::string& command) {
-  return command == "run" || command == "list" || command == "plan";
+  return command == "run" || command == "list";
 }
 
 std::optional<int> hand_off_to_python(int argc, char** argv, std::ostream& err) {

@@ -15,8 +15,8 @@
 
 namespace caliber::run {
 
-// The commands that select cases in their own process (run, list, plan): with --py-ops they run
-// in Python.
+// The commands that select cases in their own process (run, list): with --py-ops they run in
+// Python.
 [[nodiscard]] bool selects_cases_in_process(const std::string& command);
 
 // In the caliber executable, before the command line is parsed: argv[1] one of those commands and
