@@ -108,7 +108,7 @@ def _resolve_backend(backend):
 def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="sustained",
             return_mode="median", quantiles=None, repeat=1, warmup_s=None, timeout_s=None,
             min_samples=None, min_time_s=None, max_noise=None, rng=False, name=None,
-            grad_to_none=None, keep_samples=200, per_launch=True):
+            grad_to_none=None, keep_samples=200, per_launch=True, settle_window_s=None):
     """Times fn() (which only enqueues work, on torch's current stream on CUDA) and returns a
     Measurement. backend: "auto" (cuda when torch sees a GPU, else cpu), "cpu", "cuda", or
     ZL_BACKEND. On CUDA, fn runs with torch's current stream set to caliber's; a graph capture
@@ -138,7 +138,7 @@ def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="su
         opts["quantiles"] = [float(q) for q in quantiles]
     for key, value in (("warmup_s", warmup_s), ("timeout_s", timeout_s),
                        ("min_samples", min_samples), ("min_time_s", min_time_s),
-                       ("max_noise", max_noise)):
+                       ("max_noise", max_noise), ("settle_window_s", settle_window_s)):
         if value is not None:
             opts[key] = value
     call = fn
@@ -182,7 +182,8 @@ def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="su
                        clock=reply.get("clock"), raw=reply)
 
 
-def bench(fn, warmup=None, rep=None, grad_to_none=None, quantiles=None, return_mode="mean", **kw):
+def bench(fn, warmup=None, rep=None, grad_to_none=None, quantiles=None, return_mode="mean",
+          l2="warm", per_launch=False, **kw):
     """A drop-in for triton.testing.do_bench / do_bench_cudagraph on caliber's timers.
 
     Same arguments and return values: milliseconds per call of fn; with `quantiles`, the list
@@ -190,14 +191,19 @@ def bench(fn, warmup=None, rep=None, grad_to_none=None, quantiles=None, return_m
     "max", "mean" (default, as Triton's), "median", or "all" (every sample). `warmup` and `rep`
     (ms, Triton's budgets) set caliber's warmup and sampling timeout; caliber's stopping rule
     (noise target, minimum samples) decides when to stop inside them. Further keywords go to
-    caliber.measure (timer, l2, clock, backend, ...). A failed measurement raises CaliberError."""
+    caliber.measure (timer, clock, backend, ...). A failed measurement raises CaliberError.
+
+    The default regime is do_bench_cudagraph's: warm L2 and, on the graph timer, a replay of K
+    launches back to back divided by K (l2="warm", per_launch=False); caliber.measure and the
+    CLI default to l2="cold" and per-launch event nodes (docs/python.md)."""
     if warmup is not None:
         kw.setdefault("warmup_s", warmup / 1000.0)
     if rep is not None:
         kw.setdefault("timeout_s", max(rep / 1000.0, 1e-3))
     if return_mode == "all":
         kw.setdefault("keep_samples", 100000)
-    m = measure(fn, grad_to_none=grad_to_none, quantiles=quantiles, return_mode=return_mode, **kw)
+    m = measure(fn, grad_to_none=grad_to_none, quantiles=quantiles, return_mode=return_mode,
+                l2=l2, per_launch=per_launch, **kw)
     if not m.ok:
         raise CaliberError("caliber.bench: %s" % m.error)
     if quantiles is not None:

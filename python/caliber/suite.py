@@ -462,8 +462,10 @@ def register_suite(path):
 
 
 def identity_extra(path):
+    """run_identity.json's "python" entry; `path` is the suite (or a list of suites)."""
     from . import _torch
-    info = {"version": sys.version.split()[0], "executable": sys.executable,
-            "suite": os.path.abspath(path)}
+    suite = [os.path.abspath(p) for p in path] if isinstance(path, (list, tuple)) else \
+        os.path.abspath(path)
+    info = {"version": sys.version.split()[0], "executable": sys.executable, "suite": suite}
     info.update(_torch.versions())
     _lib.lib().caliber_c_identity_extra(b"python", json.dumps(info).encode())

@@ -2,6 +2,7 @@
 // CLI for Python suites (docs/python.md).
 #include "capi/caliber_c.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "core/identity.hpp"
 #include "core/markers.hpp"
 #include "run/cases.hpp"
+#include "run/process.hpp"
 #include "timing/timer.hpp"
 
 #define CALIBER_C_EXPORT extern "C" __attribute__((visibility("default")))
@@ -89,6 +91,10 @@ timing::TimingOptions parse_options(const json& o, const backends::Capabilities&
   const auto regime = timing::parse_clock_regime(clock);
   if (!regime) throw std::invalid_argument("clock: '" + clock + "'; allowed: sustained, burst");
   t.regime.regime = *regime;
+  // sustained: the device time of one settling window (docs/timing.md, "Clock regimes").
+  t.regime.settle_window_s = o.value("settle_window_s", t.regime.settle_window_s);
+  if (!(t.regime.settle_window_s > 0 && t.regime.settle_window_s <= 1))
+    throw std::invalid_argument("settle_window_s: must be above 0 and at most 1");
   const std::string mode = o.value("return_mode", std::string("median"));
   const auto rm = core::parse_return_mode(mode);
   if (!rm)
@@ -165,6 +171,10 @@ CALIBER_C_EXPORT int caliber_c_abi_version(void) {
 
 CALIBER_C_EXPORT int caliber_c_cli(int argc, char** argv) {
   try {
+    // This process is python: the runs that batch, ab and a parallel warmup start are the
+    // caliber executable the package found (python/caliber/__main__.py sets CALIBER_EXE).
+    if (const char* exe = std::getenv("CALIBER_EXE"); exe != nullptr && *exe != '\0')
+      run::set_caliber_executable(exe);
     return caliber_cli_main(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "caliber: %s\n", e.what());

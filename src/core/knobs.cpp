@@ -188,6 +188,26 @@ std::vector<KnobSpec> make_table() {
          k.ops_lib = joined;
        }});
   t.back().repeatable = true;
+  add({"py_ops", "--py-ops", "", "Selection", "",
+       "Python suite files (.py, existing; comma list, or the flag repeated)",
+       "Run the ops of Python op suites (docs/python.md). run and list hand the command to "
+       "Python (CALIBER_PYTHON, default python3 on PATH, with caliber's package); batch and ab "
+       "pass it to their runs. Default ops: the suites' own.",
+       [](Knobs& k, const std::string& v) {
+         std::string joined;
+         for (const auto& field : split_fields(v, ',')) {
+           const std::string path = trim(field);
+           if (path.empty()) refuse("py_ops", v, "names an empty path");
+           struct stat st {};
+           if (::stat(path.c_str(), &st) != 0) refuse("py_ops", path, "does not exist");
+           if (!S_ISREG(st.st_mode)) refuse("py_ops", path, "is not a regular file");
+           if (path.size() < 3 || path.compare(path.size() - 3, 3, ".py") != 0)
+             refuse("py_ops", path, "is not a .py file");
+           joined += (joined.empty() ? "" : ",") + path;
+         }
+         k.py_ops = joined;
+       }});
+  t.back().repeatable = true;
   // --- Timing: how latencies are measured.
   add({"timer", "--timer", "", "Timing", "auto", "auto, graph, direct",
        "auto: graph where the backend's policy says so (cuda), direct elsewhere.",

@@ -43,6 +43,7 @@ struct Knobs {
   std::string shape_mode = "file";
   std::string shapes_file;
   std::string ops_lib;  // comma list of op library paths, in load order ("" none)
+  std::string py_ops;   // comma list of Python suite files (docs/python.md; "" none)
   // timing
   TimerKind timer = TimerKind::automatic;
   int repeat = 1;

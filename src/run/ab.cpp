@@ -8,6 +8,7 @@
 #include "core/rundir.hpp"
 #include "run/batch.hpp"
 #include "run/process.hpp"
+#include "run/py_ops.hpp"
 
 namespace fs = std::filesystem;
 
@@ -81,7 +82,14 @@ std::vector<fs::path> AbOutcome::run_dirs(char side) const {
 
 AbOutcome run_ab_rounds(const AbOptions& opt, std::ostream& out, std::ostream& err) {
   if (opt.rounds < 1) throw AbUsageError("--rounds: must be at least 1");
-  const fs::path self = opt.self_exe.empty() ? fs::read_symlink("/proc/self/exe") : opt.self_exe;
+  const fs::path self = opt.self_exe.empty() ? caliber_executable() : opt.self_exe;
+  for (const AbSide* side : {&opt.a, &opt.b}) {
+    // A side's Python suites are checked (they import, the ops exist) before anything is written.
+    std::vector<std::string> args = opt.run_args;
+    args.insert(args.end(), side->args.begin(), side->args.end());
+    const core::Knobs k = run_knobs_of(args);
+    if (!k.py_ops.empty()) (void)check_py_suites(self, k, opt.ops);
+  }
   AbOutcome outcome;
   outcome.ab_dir = core::claim_run_dir(opt.out, opt.name);
   fs::create_directories(outcome.ab_dir / "logs");

@@ -26,6 +26,7 @@
 #include "core/rundir.hpp"
 #include "core/runlog.hpp"
 #include "run/cases.hpp"
+#include "run/py_ops.hpp"
 #include "run/scheduler.hpp"
 
 namespace fs = std::filesystem;
@@ -91,7 +92,7 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
 
 fs::path self_executable(const BatchOptions& opt) {
   if (!opt.self_exe.empty()) return opt.self_exe;
-  return fs::read_symlink("/proc/self/exe");
+  return caliber_executable();
 }
 
 }  // namespace
@@ -473,7 +474,15 @@ std::vector<std::string> batch_ops(const BatchContext& ctx) {
     else if (auto env_file = core::process_env("OP_FILE"); env_file && !env_file->empty())
       ops = read_op_file(*env_file);
   }
-  if (ops.empty()) ops = default_ops(ctx.self, ctx.backend->name());
+  if (ops.empty()) {
+    core::Knobs k = run_knobs_of(opt.run_args);
+    if (!k.py_ops.empty()) {  // the suites' ops, listed by a child in Python
+      k.backend = ctx.backend->name();
+      ops = check_py_suites(ctx.self, k, {});
+    } else {
+      ops = default_ops(ctx.self, ctx.backend->name());
+    }
+  }
   if (ops.empty()) throw BatchUsageError("no ops to run");
   return ops;
 }

@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 
+#include "run/py_ops.hpp"
+
 namespace caliber::run {
 
 namespace fs = std::filesystem;
@@ -226,6 +228,14 @@ Selection select_cases(const core::Knobs& k, const std::string& backend, bool ho
       wanted = {op_part};
     }
     if (br != std::string::npos) node_filter = k.node;
+  }
+  if (!k.py_ops.empty()) {
+    // Python suites (docs/python.md): registered by python/caliber before the CLI runs; their
+    // ops are the default list.
+    auto suite_ops = py_suite_ops(k.py_ops, all);
+    if (suite_ops.empty())
+      throw SelectionError("--py-ops: '" + k.py_ops + "' registers no op for backend " + backend);
+    if (wanted.empty()) wanted = std::move(suite_ops);
   }
   if (wanted.empty()) {
     for (auto& e : all) sel.ops.push_back(std::move(e));

@@ -25,6 +25,8 @@
 #include "run/case_runner.hpp"
 #include "run/cases.hpp"
 #include "run/peaks.hpp"
+#include "run/process.hpp"
+#include "run/py_ops.hpp"
 #include "run/warmup_runner.hpp"
 #include "timing/timer.hpp"
 #include "tune/cache.hpp"
@@ -95,6 +97,12 @@ void check_batch_ops(const core::Knobs& knobs, const std::vector<std::string>& o
   k.op_file.clear();
   k.node.clear();
   const backends::Backend* backend = resolve_backend_knob(k);
+  if (!k.py_ops.empty() && !py_suites_missing(k.py_ops).empty()) {
+    // The executable cannot load a Python suite: a `caliber list` child in Python checks it.
+    (void)check_py_suites(caliber_executable(), k, ops);
+    check_replay_source(k);
+    return;
+  }
   try {
     (void)select_cases(k, backend->name(), backend->capabilities().host);
   } catch (const SelectionError& e) {

@@ -125,7 +125,7 @@ ExitStatus decode(int wstatus, double duration) {
 }
 
 // Forks and execs `spec`; stdout goes to `stdout_fd` when >= 0 (overrides log_file for stdout).
-pid_t spawn_impl(const SpawnSpec& spec, int stdout_fd) {
+pid_t spawn_impl(const SpawnSpec& spec, int stdout_fd, bool merge_stderr = false) {
   if (spec.argv.empty()) throw std::invalid_argument("spawn: empty argv");
   std::vector<std::string> args = spec.argv;
   std::vector<std::string> envs = child_environment(spec.env);
@@ -177,6 +177,7 @@ pid_t spawn_impl(const SpawnSpec& spec, int stdout_fd) {
       ::dup2(log_fd, STDERR_FILENO);
     }
     if (stdout_fd >= 0) ::dup2(stdout_fd, STDOUT_FILENO);
+    if (stdout_fd >= 0 && merge_stderr) ::dup2(stdout_fd, STDERR_FILENO);
     if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
       const int e = errno;
       [[maybe_unused]] auto n = ::write(err_pipe[1], &e, sizeof e);
@@ -393,7 +394,23 @@ ExitStatus Child::terminate(double grace_s, ExitKind as) {
   return *st;
 }
 
-Captured run_capture(const std::vector<std::string>& argv, double timeout_s) {
+namespace {
+std::filesystem::path& executable_override() {
+  static std::filesystem::path exe;
+  return exe;
+}
+}  // namespace
+
+std::filesystem::path caliber_executable() {
+  if (!executable_override().empty()) return executable_override();
+  return std::filesystem::read_symlink("/proc/self/exe");
+}
+
+void set_caliber_executable(const std::filesystem::path& exe) {
+  executable_override() = exe;
+}
+
+Captured run_capture(const std::vector<std::string>& argv, double timeout_s, bool merge_stderr) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
   Child c;
@@ -401,7 +418,7 @@ Captured run_capture(const std::vector<std::string>& argv, double timeout_s) {
     SpawnSpec spec;
     spec.argv = argv;
     c.start_ = Clock::now();
-    c.pid_ = spawn_impl(spec, fds[1]);
+    c.pid_ = spawn_impl(spec, fds[1], merge_stderr);
     register_child(c.pid_);
   } catch (...) {
     ::close(fds[0]);

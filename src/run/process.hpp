@@ -84,7 +84,8 @@ class Child {
   ExitStatus terminate(double grace_s = 5.0, ExitKind as = ExitKind::stopped);
 
  private:
-  friend Captured run_capture(const std::vector<std::string>& argv, double timeout_s);
+  friend Captured run_capture(const std::vector<std::string>& argv, double timeout_s,
+                              bool merge_stderr);
   void release() noexcept;
   pid_t pid_ = -1;
   std::chrono::steady_clock::time_point start_{};
@@ -140,7 +141,15 @@ struct Captured {
   ExitStatus status;
   std::string out;
 };
-[[nodiscard]] Captured run_capture(const std::vector<std::string>& argv, double timeout_s = 60.0);
+// The caliber executable that child runs (batch ops, A/B rounds, warmup shards) start: this
+// process's own executable, unless set. The Python package's process (python3 -m caliber, whose
+// own executable is python) sets it to the caliber executable it found (docs/python.md).
+[[nodiscard]] std::filesystem::path caliber_executable();
+void set_caliber_executable(const std::filesystem::path& exe);
+
+// merge_stderr: the child's stderr goes into `out` too (its refusal message, for the caller).
+[[nodiscard]] Captured run_capture(const std::vector<std::string>& argv, double timeout_s = 60.0,
+                                   bool merge_stderr = false);
 
 // While one exists, SIGINT and SIGTERM set a flag instead of killing the parent; every Child is
 // registered, and a second signal kills the registered groups at once and exits (the user asked

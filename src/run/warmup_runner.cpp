@@ -128,6 +128,7 @@ std::vector<std::string> knobs_to_args(const core::Knobs& k) {
   add("shape_mode", k.shape_mode);
   add_nonempty("shapes_file", k.shapes_file);
   add_nonempty("ops_lib", k.ops_lib);
+  add_nonempty("py_ops", k.py_ops);
   add("timer", core::to_string(k.timer));
   add("repeat", std::to_string(k.repeat));
   add_nonempty("quantiles", joined(k.quantiles, exact));
@@ -314,7 +315,7 @@ class LocalWarmup {
   const fs::path dir_;
   std::ostream& out_;
   const int n_;
-  const fs::path self_ = fs::read_symlink("/proc/self/exe");
+  const fs::path self_ = caliber_executable();
   std::vector<ShardEnd> ends_;
   std::set<std::size_t> started_;
   ChildPool pool_;

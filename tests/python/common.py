@@ -20,9 +20,11 @@ def py_caliber(*args, cwd=None):
     return p.returncode, p.stdout, p.stderr
 
 
-def caliber(*args):
-    p = subprocess.run([CALIBER_BIN] + list(args), capture_output=True, text=True, env=ENV,
-                       timeout=600)
+def caliber(*args, env=None):
+    """The caliber executable: (exit code, stdout, stderr); `env` adds to (or, with "", empties)
+    the test environment."""
+    p = subprocess.run([CALIBER_BIN] + list(args), capture_output=True, text=True,
+                       env=dict(ENV, **(env or {})), timeout=600)
     return p.returncode, p.stdout, p.stderr
 
 

@@ -28,6 +28,28 @@ class BenchApi(unittest.TestCase):
         self.assertGreater(ms, 0)
         self.assertLess(ms, 100)
 
+    def test_bench_defaults_to_do_bench_cudagraphs_regime(self):
+        # warm L2 and K launches back to back (docs/python.md); caliber.measure keeps the CLI's
+        cb = sys.modules["caliber.bench"]
+        seen = []
+        real = cb.measure
+
+        def spy(fn, **kw):
+            seen.append(kw)
+            return real(fn, **kw)
+        cb.measure = spy
+        try:
+            caliber.bench(work, **FAST)
+            caliber.bench(work, l2="cold", per_launch=True, **FAST)
+        finally:
+            cb.measure = real
+        self.assertEqual((seen[0]["l2"], seen[0]["per_launch"]), ("warm", False))
+        self.assertEqual((seen[1]["l2"], seen[1]["per_launch"]), ("cold", True))
+        m = caliber.measure(work, **FAST)
+        self.assertNotEqual(m.l2_method, "warm")  # measure's default is cold
+        with self.assertRaisesRegex(ValueError, "settle_window_s"):
+            caliber.measure(work, settle_window_s=0, **FAST)
+
     def test_sleep_is_measured_in_ms(self):
         # 2 ms of sleep per call: the host timer must read about that, not the call's overhead
         # (the upper bound leaves room for a loaded CI host's late wake-ups).

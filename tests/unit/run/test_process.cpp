@@ -283,3 +283,24 @@ TEST(ChildPool, ASignalStopsTheLoopAndStopAllReapsEveryChild) {
   EXPECT_TRUE(caliber::run::live_children().empty());
   caliber::run::SignalGuard::reset();
 }
+
+// The executable child runs start: this process's own, unless the Python package's process
+// (whose own executable is python) named the caliber executable (docs/python.md).
+TEST(Process, CaliberExecutableIsOwnUnlessSet) {
+  EXPECT_EQ(caliber::run::caliber_executable(), fs::read_symlink("/proc/self/exe"));
+  caliber::run::set_caliber_executable("/opt/caliber/bin/caliber");
+  EXPECT_EQ(caliber::run::caliber_executable(), fs::path("/opt/caliber/bin/caliber"));
+  caliber::run::set_caliber_executable({});
+  EXPECT_EQ(caliber::run::caliber_executable(), fs::read_symlink("/proc/self/exe"));
+}
+
+// A refusal on stderr comes back with merge_stderr (batch and ab read a Python suite's message
+// this way), and stays out of `out` without it.
+TEST(Process, RunCaptureMergesStderrWhenAsked) {
+  const std::vector<std::string> argv = {"/bin/sh", "-c", "echo names; echo refused >&2; exit 2"};
+  const auto merged = caliber::run::run_capture(argv, 10, true);
+  EXPECT_EQ(merged.status.code, 2);
+  EXPECT_NE(merged.out.find("refused"), std::string::npos);
+  const auto plain = caliber::run::run_capture(argv, 10);
+  EXPECT_EQ(plain.out, "names\n");
+}

@@ -1,0 +1,228 @@
+#include "run/py_ops.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <ostream>
+
+#include "run/driver.hpp"
+#include "run/process.hpp"
+
+namespace fs = std::filesystem;
+
+namespace caliber::run {
+
+namespace {
+
+constexpr const char* kHandoffGuard = "CALIBER_PY_HANDOFF";
+
+fs::path this_executable() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : p;
+}
+
+// The --py-ops values among the arguments (--py-ops X and --py-ops=X, each occurrence).
+std::optional<std::string> py_ops_argument(int argc, char** argv) {
+  std::optional<std::string> joined;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    std::optional<std::string> v;
+    if (a == "--py-ops" && i + 1 < argc)
+      v = argv[++i];
+    else if (a.rfind("--py-ops=", 0) == 0)
+      v = a.substr(9);
+    else if (a == "--py-ops")
+      v = "";
+    if (v) joined = joined ? *joined + "," + *v : *v;
+  }
+  return joined;
+}
+
+bool executable_file(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+}
+
+std::optional<fs::path> on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return std::nullopt;
+  for (const auto& dir : core::split_fields(path, ':')) {
+    const fs::path p = fs::path(dir.empty() ? "." : dir) / name;
+    if (executable_file(p)) return p;
+  }
+  return std::nullopt;
+}
+
+// caliber's Python package beside the executable: installed (<prefix>/bin/caliber and
+// <prefix>/lib/caliber/python/caliber) or a build tree (<build>/caliber and
+// <build>/python/caliber).
+std::optional<fs::path> package_root(const fs::path& exe) {
+  const fs::path dir = exe.parent_path();
+  for (const fs::path& root :
+       {dir / "../lib/caliber/python", dir / "../lib64/caliber/python", dir / "python"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(root / "caliber" / "__init__.py", ec))
+      return fs::weakly_canonical(root, ec);
+  }
+  return std::nullopt;
+}
+
+std::string strip_prefix(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  const std::string p = "caliber: ";
+  // The child's last message line is the refusal (warnings may come before it).
+  const auto nl = s.rfind('\n');
+  if (nl != std::string::npos) s = s.substr(nl + 1);
+  if (s.rfind(p, 0) == 0) s = s.substr(p.size());
+  return s;
+}
+
+}  // namespace
+
+bool selects_cases_in_process(const std::string& command) {
+  return command == "run" || command == "list";
+}
+
+std::optional<int> hand_off_to_python(int argc, char** argv, std::ostream& err) {
+  if (argc < 3 || !selects_cases_in_process(argv[1])) return std::nullopt;
+  const auto suites = py_ops_argument(argc, argv);
+  if (!suites) return std::nullopt;
+  const core::KnobSpec& spec = *core::find_knob("py_ops");
+  try {
+    // The knob's own checks (each suite exists, is a .py file) before any interpreter starts.
+    (void)core::resolve_knobs({{"py_ops", *suites}},
+                              [](const std::string&) { return std::optional<std::string>(); });
+  } catch (const core::KnobError& e) {
+    err << "caliber: " << e.what() << "\n";
+    return 2;
+  }
+  if (std::getenv(kHandoffGuard) != nullptr) {
+    err << "caliber: "
+        << core::knob_message(spec, *suites,
+                              "reached the caliber executable again from Python "
+                              "(CALIBER_PYTHON names caliber itself?)")
+        << "\n";
+    return 2;
+  }
+  // The interpreter: CALIBER_PYTHON (a path, or a name on PATH), else python3.
+  const char* chosen = std::getenv("CALIBER_PYTHON");
+  const std::string want = chosen != nullptr && *chosen != '\0' ? chosen : "python3";
+  std::optional<fs::path> python;
+  if (want.find('/') != std::string::npos)
+    python = executable_file(want) ? std::optional<fs::path>(want) : std::nullopt;
+  else
+    python = on_path(want);
+  if (!python) {
+    err << "caliber: "
+        << core::knob_message(spec, *suites,
+                              "needs a Python interpreter, and " +
+                                  (chosen != nullptr && *chosen != '\0'
+                                       ? "CALIBER_PYTHON='" + want + "' is not an executable"
+                                       : std::string("no python3 is on PATH")) +
+                                  "; set CALIBER_PYTHON to a python3 with numpy/torch as the "
+                                  "suite needs")
+        << "\n";
+    return 2;
+  }
+  const fs::path exe = this_executable();
+  const auto root = package_root(exe);
+  std::string pythonpath = root ? root->string() : "";
+  if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old != '\0')
+    pythonpath += (pythonpath.empty() ? "" : ":") + std::string(old);
+  if (pythonpath.empty()) {
+    err << "caliber: "
+        << core::knob_message(spec, *suites,
+                              "needs caliber's Python package, which is not beside " +
+                                  exe.string() +
+                                  " (lib/caliber/python); build with CALIBER_PYTHON=ON or set "
+                                  "PYTHONPATH")
+        << "\n";
+    return 2;
+  }
+  ::setenv("PYTHONPATH", pythonpath.c_str(), 1);
+  ::setenv("CALIBER_EXE", exe.c_str(), 1);
+  ::setenv(kHandoffGuard, "1", 1);
+  std::vector<std::string> args = {python->string(), "-m", "caliber"};
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  std::vector<char*> cargs;
+  for (auto& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  std::cout.flush();
+  ::execv(python->c_str(), cargs.data());
+  err << "caliber: " << core::knob_message(spec, *suites, "could not start " + python->string())
+      << "\n";
+  return 2;
+}
+
+std::string py_suite_source(const std::string& path) {
+  return "python:" + fs::absolute(path).lexically_normal().string();
+}
+
+std::vector<std::string> py_suites_missing(const std::string& list) {
+  std::vector<std::string> missing;
+  for (const auto& field : core::split_fields(list, ',')) {
+    if (field.empty()) continue;
+    const std::string source = py_suite_source(field);
+    bool loaded = false;
+    for (std::size_t i = 0; i < registered_ops().size() && !loaded; ++i)
+      loaded = op_source(i) == source;
+    if (!loaded) missing.push_back(field);
+  }
+  return missing;
+}
+
+std::vector<std::string> py_suite_ops(const std::string& list, const std::vector<OpEntry>& corpus) {
+  const auto missing = py_suites_missing(list);
+  if (!missing.empty())
+    throw SelectionError("--py-ops: '" + missing.front() +
+                         "' is not loaded in this process; allowed: a suite run through "
+                         "`caliber run --py-ops` or `python3 -m caliber run --py-ops` "
+                         "(docs/python.md)");
+  std::vector<std::string> sources;
+  for (const auto& field : core::split_fields(list, ','))
+    if (!field.empty()) sources.push_back(py_suite_source(field));
+  std::vector<std::string> names;
+  for (const auto& e : corpus)
+    if (std::find(sources.begin(), sources.end(), e.source) != sources.end())
+      names.push_back(e.info.name);
+  return names;
+}
+
+std::vector<std::string> check_py_suites(const fs::path& self, const core::Knobs& k,
+                                         const std::vector<std::string>& ops) {
+  std::vector<std::string> argv = {self.string(),
+                                   "list",
+                                   "--names",
+                                   "--py-ops=" + k.py_ops,
+                                   "--backend=" + k.backend,
+                                   "--level=" + k.level,
+                                   "--shape-mode=" + k.shape_mode};
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
+    return s;
+  };
+  if (!k.ops_lib.empty()) argv.push_back("--ops-lib=" + k.ops_lib);
+  if (!k.shapes_file.empty()) argv.push_back("--shapes=" + k.shapes_file);
+  if (!k.dtypes.empty()) argv.push_back("--dtypes=" + join(k.dtypes));
+  argv.insert(argv.end(), ops.begin(), ops.end());
+  const auto r = run_capture(argv, 600, /*merge_stderr=*/true);
+  if (!r.status.ok()) {
+    const std::string why = strip_prefix(r.out);
+    throw UsageError(why.empty() ? "--py-ops: '" + k.py_ops + "': `caliber list` of the suite " +
+                                       r.status.describe()
+                                 : why);
+  }
+  // Names only: a line with a space is a warning the interpreter printed, not an op.
+  std::vector<std::string> names;
+  for (const auto& line : core::split_fields(r.out, '\n'))
+    if (!line.empty() && line.find_first_of(" \t:") == std::string::npos) names.push_back(line);
+  return names;
+}
+
+}  // namespace caliber::run
