@@ -134,6 +134,10 @@ struct BadKnob {
   const char* says;
 };
 
+void PrintTo(const BadKnob& b, std::ostream* os) {
+  *os << b.what;
+}
+
 class RunBenchmarkRefuses : public ::testing::TestWithParam<BadKnob> {};
 
 TEST_P(RunBenchmarkRefuses, NamingTheKnobAndWritingNothing) {
