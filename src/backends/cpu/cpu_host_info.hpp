@@ -20,8 +20,8 @@
 
 namespace caliber::backends::cpu {
 
-// Splits the allowed cores into N groups, each exposed as one device (issue 6: parallel warmup
-// shards on disjoint cores). Unset: one device, the whole host.
+// Splits the allowed cores into N groups, each exposed as one device (so that parallel warmup
+// shards run on disjoint cores, docs/cluster.md). Unset: one device, the whole host.
 inline constexpr const char* kDevicesEnv = "CALIBER_CPU_DEVICES";
 // The cpu backend's visibility variable: indices into the groups, with CUDA_VISIBLE_DEVICES'
 // rules (the first invalid or repeated entry ends the list).
