@@ -70,6 +70,13 @@ class Scan(unittest.TestCase):
         self.assertIn(": f 91 lines", out)
         self.assertEqual(out.count("lines"), 1, out)  # the lambda is not a function of its own
 
+    def test_names_leave_attributes_out_and_keep_a_macros_arguments(self):
+        code, out, _ = self.scan("__global__ void __launch_bounds__(256) k(float* x) {\n" +
+                                 body(85) + "}\nTEST_F(Suite, Name) {\n" + body(85) + "}\n")
+        self.assertEqual(code, 1)
+        self.assertIn(": k 87 lines", out)
+        self.assertIn(": TEST_F(Suite, Name) 87 lines", out)
+
     def test_data_is_not_a_function(self):
         src = ("const int table[] = {\n" + "".join(f"  {i},\n" for i in range(100)) + "};\n"
                "enum class E {\n" + "".join(f"  e{i},\n" for i in range(100)) + "};\n")
