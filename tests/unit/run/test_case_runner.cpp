@@ -96,18 +96,9 @@ TEST(OneRegimePerRow, WithoutAFallbackTheGraphTimerStays) {
 // A case runner on the cpu backend's device 0, no tuning, a loose stopping rule.
 class CpuCases : public ::testing::Test {
  protected:
-  CpuCases() : runner_(*backends::find_backend("cpu"), 0, 7, knobs(), "direct", settings()) {}
-  static core::Knobs knobs() {
-    core::Knobs k;
-    k.backend = "cpu";
-    k.tune = core::TuneMode::off;
-    k.min_samples = 3;
-    k.min_time_s = 0;
-    k.warmup_s = 0;
-    k.max_noise = 1;
-    k.timeout_s = 0.2;
-    return k;
-  }
+  CpuCases()
+      : runner_(*backends::find_backend("cpu"), 0, 7, test::fast_cpu_knobs(), "direct",
+                settings()) {}
   static tune::Settings settings() {
     tune::Settings s;
     s.mode = tune::Mode::off;

@@ -22,21 +22,13 @@ namespace fs = std::filesystem;
 using caliber::testing::TempDir;
 using nlohmann::json;
 
-// A fast, fixed run of `ops` on the cpu backend: shapes N=256 and N=512, f32, no tuning, no peaks.
+// A fast, fixed run of `ops` on the cpu backend: shapes N=256 and N=512, f32, seed 7, into t.
 core::Knobs fast_knobs(const TempDir& t, std::vector<std::string> ops) {
-  core::Knobs k;
-  k.backend = "cpu";
+  core::Knobs k = test::fast_cpu_knobs();
   k.ops = std::move(ops);
   k.shapes = {{256}, {512}};
   k.dtypes = {"f32"};
-  k.tune = core::TuneMode::off;
   k.tune_cache = (t.path() / "tune.db").string();
-  k.peaks = false;
-  k.min_samples = 3;
-  k.min_time_s = 0;
-  k.warmup_s = 0;
-  k.max_noise = 1;
-  k.timeout_s = 0.2;
   k.out = (t.path() / "runs").string();
   k.name = "unit";
   k.seed = 7;

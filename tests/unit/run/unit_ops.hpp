@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "caliber/op.hpp"
+#include "core/knobs.hpp"
 
 namespace caliber::run::test {
 
@@ -82,5 +83,20 @@ class UnitOp final : public Op {
     return std::make_unique<UnitWorkload>(static_cast<std::size_t>(c.numel()), B);
   }
 };
+
+// Knobs for a fast run on the cpu backend: no tuning, no peaks, a stopping rule loose enough that
+// a case takes milliseconds (these tests check rows and statuses, not latencies).
+inline core::Knobs fast_cpu_knobs() {
+  core::Knobs k;
+  k.backend = "cpu";
+  k.tune = core::TuneMode::off;
+  k.peaks = false;
+  k.min_samples = 3;
+  k.min_time_s = 0;
+  k.warmup_s = 0;
+  k.max_noise = 1;
+  k.timeout_s = 0.2;
+  return k;
+}
 
 }  // namespace caliber::run::test
