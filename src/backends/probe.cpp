@@ -71,6 +71,17 @@ std::optional<std::string> run_tool(const std::string& command) {
   return out;
 }
 
+std::vector<DeviceDesc> devices_from_tool(const std::string& command,
+                                          std::vector<DeviceDesc> (*parse)(const std::string&)) {
+  const auto out = run_tool(command);
+  if (!out) return {};
+  try {
+    return parse(*out);
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
 namespace {
 
 // Splits "81920MiB" into 81920 and "mib".

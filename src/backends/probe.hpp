@@ -23,6 +23,11 @@ namespace caliber::backends {
 // nullopt when it could not run or exited non-zero.
 [[nodiscard]] std::optional<std::string> run_tool(const std::string& command);
 
+// The devices a vendor tool lists: run_tool's output through `parse`; none when the tool is
+// missing or fails, or its output does not parse (a tool's format drifts between versions).
+[[nodiscard]] std::vector<DeviceDesc> devices_from_tool(
+    const std::string& command, std::vector<DeviceDesc> (*parse)(const std::string&));
+
 // "81920MiB", "80 GB", "1024 KiB", "65536" (with default_unit) -> bytes; 0 when unparsable.
 [[nodiscard]] std::uint64_t parse_bytes(const std::string& text, std::uint64_t default_unit = 1);
 // "1500MHz", "1.5 GHz", "1500" -> MHz; 0 when unparsable.

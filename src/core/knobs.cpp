@@ -73,6 +73,8 @@ std::string one_of(const std::string& name, const std::string& value,
   refuse(name, value, "is not allowed");
 }
 
+// Stays long: the knob table, one entry a knob (name, flag, env, default, help, parser) in --help's
+// order; data, with no phases to split.
 std::vector<KnobSpec> make_table() {
   std::vector<KnobSpec> t;
   auto add = [&](KnobSpec s) { t.push_back(std::move(s)); };

@@ -201,113 +201,131 @@ std::string shape_text(const core::Shape& s) {
 }
 }  // namespace
 
-Selection select_cases(const core::Knobs& k, const std::string& backend, bool host_backend) {
-  load_ops_libraries(k.ops_lib);
-  Selection sel;
-  std::vector<OpEntry> all = corpus(backend);
+namespace {
 
-  // Which ops: TEST_NODE, or OP/OP_FILE, or all.
-  std::vector<std::string> wanted = k.ops;
+// The ops a run names and the node filter: TEST_NODE (an op, an op glob, or either with a case
+// filter in brackets), else OP and OP_FILE; empty names = every op.
+struct Wanted {
+  std::vector<std::string> names;
   std::string node_filter;
+};
+
+// Python suites (docs/python.md) are registered by python/caliber before the CLI runs; their ops
+// are the default list when nothing else names ops.
+Wanted with_suite_ops(Wanted w, const core::Knobs& k, const std::vector<OpEntry>& all,
+                      const std::string& backend) {
+  if (k.py_ops.empty()) return w;
+  auto suite_ops = py_suite_ops(k.py_ops, all);
+  if (suite_ops.empty())
+    throw SelectionError("--py-ops: '" + k.py_ops + "' registers no op for backend " + backend);
+  if (w.names.empty()) w.names = std::move(suite_ops);
+  return w;
+}
+
+Wanted wanted_ops(const core::Knobs& k, const std::vector<OpEntry>& all,
+                  const std::string& backend) {
+  Wanted w{k.ops, ""};
   if (!k.op_file.empty()) {
     auto more = read_op_file(k.op_file);
-    wanted.insert(wanted.end(), more.begin(), more.end());
+    w.names.insert(w.names.end(), more.begin(), more.end());
   }
-  if (!k.node.empty()) {
-    auto br = k.node.find('[');
-    const std::string op_part = k.node.substr(0, br);
-    if (has_wildcard(op_part)) {
-      // An op glob (m*, *[f32-*]): every op of the corpus whose name matches.
-      wanted.clear();
-      for (const auto& e : all)
-        if (e.op && glob_match(op_part, e.info.name)) wanted.push_back(e.info.name);
-      if (wanted.empty())
-        throw SelectionError("--node (TEST_NODE): '" + k.node + "' matches no op for backend " +
-                             backend + "; ops: " + op_names(all));
-    } else {
-      wanted = {op_part};
-    }
-    if (br != std::string::npos) node_filter = k.node;
-  }
-  if (!k.py_ops.empty()) {
-    // Python suites (docs/python.md): registered by python/caliber before the CLI runs; their
-    // ops are the default list.
-    auto suite_ops = py_suite_ops(k.py_ops, all);
-    if (suite_ops.empty())
-      throw SelectionError("--py-ops: '" + k.py_ops + "' registers no op for backend " + backend);
-    if (wanted.empty()) wanted = std::move(suite_ops);
-  }
-  if (wanted.empty()) {
-    for (auto& e : all) sel.ops.push_back(std::move(e));
+  if (k.node.empty()) return with_suite_ops(std::move(w), k, all, backend);
+  auto br = k.node.find('[');
+  const std::string op_part = k.node.substr(0, br);
+  if (has_wildcard(op_part)) {
+    // An op glob (m*, *[f32-*]): every op of the corpus whose name matches.
+    w.names.clear();
+    for (const auto& e : all)
+      if (e.op && glob_match(op_part, e.info.name)) w.names.push_back(e.info.name);
+    if (w.names.empty())
+      throw SelectionError("--node (TEST_NODE): '" + k.node + "' matches no op for backend " +
+                           backend + "; ops: " + op_names(all));
   } else {
-    for (const auto& name : wanted) {
-      auto it = std::find_if(all.begin(), all.end(),
-                             [&](const OpEntry& e) { return e.op && e.info.name == name; });
-      if (it == all.end()) {
-        bool dup = std::any_of(sel.ops.begin(), sel.ops.end(),
-                               [&](const OpEntry& e) { return e.info.name == name; });
-        if (dup) continue;
-        throw SelectionError("unknown op '" + name + "' for backend " + backend +
-                             "; ops: " + op_names(corpus(backend)));
+    w.names = {op_part};
+  }
+  if (br != std::string::npos) w.node_filter = k.node;
+  return with_suite_ops(std::move(w), k, all, backend);
+}
+
+// The named ops out of the corpus, in the order named (a repeated name once); none named: all.
+std::vector<OpEntry> pick_ops(std::vector<OpEntry> all, const std::vector<std::string>& wanted,
+                              const std::string& backend) {
+  if (wanted.empty()) return all;
+  std::vector<OpEntry> ops;
+  for (const auto& name : wanted) {
+    auto it = std::find_if(all.begin(), all.end(),
+                           [&](const OpEntry& e) { return e.op && e.info.name == name; });
+    if (it == all.end()) {
+      bool dup = std::any_of(ops.begin(), ops.end(),
+                             [&](const OpEntry& e) { return e.info.name == name; });
+      if (dup) continue;
+      throw SelectionError("unknown op '" + name + "' for backend " + backend +
+                           "; ops: " + op_names(corpus(backend)));
+    }
+    ops.push_back(std::move(*it));
+  }
+  return ops;
+}
+
+// The op's dtypes that --dtypes keeps (all without it).
+std::vector<DType> kept_dtypes(const OpEntry& e, const core::Knobs& k) {
+  std::vector<DType> dtypes;
+  for (DType d : e.info.dtypes) {
+    if (k.dtypes.empty() ||
+        std::find(k.dtypes.begin(), k.dtypes.end(), std::string(to_string(d))) != k.dtypes.end())
+      dtypes.push_back(d);
+  }
+  return dtypes;
+}
+
+// One op's cases into sel: its shapes (--shape, else the op's own list, else its family's at the
+// level) x variants x kept dtypes, filtered by the node filter, one case per node id. Returns
+// whether the op kept any dtype.
+bool add_op_cases(Selection& sel, const OpEntry& e, const core::Knobs& k,
+                  const core::ShapeSet& shapes, const std::string& node_filter) {
+  const std::vector<DType> dtypes = kept_dtypes(e, k);
+  std::set<std::string> ids;
+  auto& used = sel.used_shapes[e.info.name];
+  std::set<core::Shape> used_set(used.begin(), used.end());  // linear scans made 40k shapes 11 s
+  const auto own = own_shapes().find(e.info.name);
+  const auto op_shapes = !k.shapes.empty() ? k.shapes
+                         : own != own_shapes().end()
+                             ? own->second
+                             : shapes.shapes_for(e.info.name, e.info.family, sel.level);
+  for (const auto& raw : op_shapes) {
+    auto shape = e.op->canonical_shape(raw);
+    if (!k.shapes.empty() && !e.info.dim_names.empty() && shape.size() != e.info.dim_names.size()) {
+      std::string dims;
+      for (const auto& d : e.info.dim_names) dims += (dims.empty() ? "" : "x") + d;
+      throw SelectionError("--shape: '" + shape_text(raw) + "' does not fit op " + e.info.name +
+                           " (its shape is " + dims + ")");
+    }
+    if (used_set.insert(raw).second) used.push_back(raw);
+    for (const auto& params : e.op->variants(sel.level == core::Level::comprehensive)) {
+      for (DType d : dtypes) {
+        Case c;
+        c.op = e.info.name;
+        c.dtype = d;
+        c.shape = shape;
+        c.dim_names = e.info.dim_names;
+        c.params = params;
+        if (!node_filter.empty() && !glob_match(node_filter, c.node_id())) continue;
+        if (!ids.insert(c.node_id()).second) continue;  // shapes that collapse to one case
+        sel.cases.push_back(std::move(c));
+        sel.case_op.push_back(e.op.get());
       }
-      sel.ops.push_back(std::move(*it));
     }
   }
-  if (sel.ops.empty()) throw SelectionError("no op is registered for backend " + backend);
+  return !dtypes.empty();
+}
 
-  sel.level = *core::parse_level(k.level);
-  sel.shapes_file =
-      k.shapes_file.empty() ? default_shapes_file(host_backend) : fs::path(k.shapes_file);
-  core::ShapeSet shapes = core::ShapeSet::load(sel.shapes_file);
-
-  bool any_dtype = false;
-  for (const auto& e : sel.ops) {
-    std::vector<DType> dtypes;
-    for (DType d : e.info.dtypes) {
-      if (k.dtypes.empty() ||
-          std::find(k.dtypes.begin(), k.dtypes.end(), std::string(to_string(d))) != k.dtypes.end())
-        dtypes.push_back(d);
-    }
-    if (!dtypes.empty()) any_dtype = true;
-    std::set<std::string> ids;
-    auto& used = sel.used_shapes[e.info.name];
-    std::set<core::Shape> used_set(used.begin(), used.end());  // linear scans made 40k shapes 11 s
-    const auto own = own_shapes().find(e.info.name);
-    const auto op_shapes = !k.shapes.empty() ? k.shapes
-                           : own != own_shapes().end()
-                               ? own->second
-                               : shapes.shapes_for(e.info.name, e.info.family, sel.level);
-    for (const auto& raw : op_shapes) {
-      auto shape = e.op->canonical_shape(raw);
-      if (!k.shapes.empty() && !e.info.dim_names.empty() &&
-          shape.size() != e.info.dim_names.size()) {
-        std::string dims;
-        for (const auto& d : e.info.dim_names) dims += (dims.empty() ? "" : "x") + d;
-        throw SelectionError("--shape: '" + shape_text(raw) + "' does not fit op " + e.info.name +
-                             " (its shape is " + dims + ")");
-      }
-      if (used_set.insert(raw).second) used.push_back(raw);
-      for (const auto& params : e.op->variants(sel.level == core::Level::comprehensive)) {
-        for (DType d : dtypes) {
-          Case c;
-          c.op = e.info.name;
-          c.dtype = d;
-          c.shape = shape;
-          c.dim_names = e.info.dim_names;
-          c.params = params;
-          if (!node_filter.empty() && !glob_match(node_filter, c.node_id())) continue;
-          if (!ids.insert(c.node_id()).second) continue;  // shapes that collapse to one case
-          sel.cases.push_back(std::move(c));
-          sel.case_op.push_back(e.op.get());
-        }
-      }
-    }
-  }
-  if (!wanted.empty() && node_filter.empty()) {
+// A selection that names something yet runs nothing is a mistake: say which knob selected what.
+void refuse_empty_parts(const Selection& sel, const core::Knobs& k, const Wanted& w,
+                        bool any_dtype) {
+  if (!w.names.empty() && w.node_filter.empty() && any_dtype) {
     for (const auto& e : sel.ops)
       if (std::none_of(sel.cases.begin(), sel.cases.end(),
-                       [&](const Case& c) { return c.op == e.info.name; }) &&
-          any_dtype)
+                       [&](const Case& c) { return c.op == e.info.name; }))
         throw SelectionError("op '" + e.info.name + "' has no shapes at level " + k.level + " in " +
                              sel.shapes_file.string() + " (neither its own list nor family '" +
                              e.info.family + "')");
@@ -317,9 +335,29 @@ Selection select_cases(const core::Knobs& k, const std::string& backend, bool ho
     for (const auto& d : k.dtypes) list += (list.empty() ? "" : ",") + d;
     throw SelectionError("--dtypes: '" + list + "' is not supported by any selected op");
   }
-  if (!node_filter.empty() && sel.cases.empty())
-    throw SelectionError("--node (TEST_NODE): '" + node_filter + "' matches no case at level " +
+  if (!w.node_filter.empty() && sel.cases.empty())
+    throw SelectionError("--node (TEST_NODE): '" + w.node_filter + "' matches no case at level " +
                          k.level + " (caliber list --cases shows the node ids)");
+}
+
+}  // namespace
+
+Selection select_cases(const core::Knobs& k, const std::string& backend, bool host_backend) {
+  load_ops_libraries(k.ops_lib);
+  Selection sel;
+  std::vector<OpEntry> all = corpus(backend);
+  const Wanted w = wanted_ops(k, all, backend);
+  sel.ops = pick_ops(std::move(all), w.names, backend);
+  if (sel.ops.empty()) throw SelectionError("no op is registered for backend " + backend);
+
+  sel.level = *core::parse_level(k.level);
+  sel.shapes_file =
+      k.shapes_file.empty() ? default_shapes_file(host_backend) : fs::path(k.shapes_file);
+  const core::ShapeSet shapes = core::ShapeSet::load(sel.shapes_file);
+  bool any_dtype = false;
+  for (const auto& e : sel.ops)
+    any_dtype = add_op_cases(sel, e, k, shapes, w.node_filter) || any_dtype;
+  refuse_empty_parts(sel, k, w, any_dtype);
   return sel;
 }
 

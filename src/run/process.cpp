@@ -124,6 +124,82 @@ ExitStatus decode(int wstatus, double duration) {
   return st;
 }
 
+// The log file's descriptor (appended to), or -1 when the spec has none.
+int open_log(const SpawnSpec& spec) {
+  if (spec.log_file.empty()) return -1;
+  const int fd = ::open(spec.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw std::system_error(errno, std::generic_category(),
+                            "cannot open log file " + spec.log_file.string());
+  return fd;
+}
+
+// What the child needs between fork and exec, prepared before the fork (no allocation after it).
+struct ChildSetup {
+  pid_t parent;
+  int log_fd;
+  int stdout_fd;
+  bool merge_stderr;  // stderr into stdout_fd as well
+  int err_fd;         // the write end of the pipe that carries exec's errno back
+  const char* cwd;
+  bool search_path;
+  char** argv;
+  char** envp;
+};
+
+// The child, from fork to exec: only async-signal-safe calls. Its own process group, death with
+// its parent, default signal handling, the log, then exec; on failure errno goes up the pipe.
+[[noreturn]] void exec_child(const ChildSetup& c) {
+  ::setpgid(0, 0);
+  // A child dies with its parent (a batch killed with SIGKILL must not leave its ops running):
+  // SIGTERM lets a `caliber run` child end its run log. The parent may have died between fork
+  // and prctl, when no signal would come: then the child's parent is no longer `parent`.
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != c.parent) ::_exit(128 + SIGTERM);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigemptyset(&dfl.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT}) ::sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (c.log_fd >= 0) {
+    ::dup2(c.log_fd, STDOUT_FILENO);
+    ::dup2(c.log_fd, STDERR_FILENO);
+  }
+  if (c.stdout_fd >= 0) ::dup2(c.stdout_fd, STDOUT_FILENO);
+  if (c.stdout_fd >= 0 && c.merge_stderr) ::dup2(c.stdout_fd, STDERR_FILENO);
+  if (c.cwd[0] != '\0' && ::chdir(c.cwd) != 0) {
+    const int e = errno;
+    [[maybe_unused]] auto n = ::write(c.err_fd, &e, sizeof e);
+    ::_exit(127);
+  }
+  if (c.search_path)
+    ::execvpe(c.argv[0], c.argv, c.envp);
+  else
+    ::execve(c.argv[0], c.argv, c.envp);
+  const int e = errno;
+  [[maybe_unused]] auto n = ::write(c.err_fd, &e, sizeof e);
+  ::_exit(127);
+}
+
+// The parent's side of the exec pipe: it closes unread when exec succeeds; an errno on it means
+// the child could not start (it is reaped, and the error thrown).
+void expect_exec(pid_t pid, int read_fd, const std::string& program) {
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(read_fd, &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  ::close(read_fd);
+  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+    int ws = 0;
+    while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+    }
+    throw std::system_error(child_errno, std::generic_category(), "cannot start '" + program + "'");
+  }
+}
+
 // Forks and execs `spec`; stdout goes to `stdout_fd` when >= 0 (overrides log_file for stdout).
 pid_t spawn_impl(const SpawnSpec& spec, int stdout_fd, bool merge_stderr = false) {
   if (spec.argv.empty()) throw std::invalid_argument("spawn: empty argv");
@@ -132,23 +208,22 @@ pid_t spawn_impl(const SpawnSpec& spec, int stdout_fd, bool merge_stderr = false
   std::vector<char*> argv = c_array(args);
   std::vector<char*> envp = c_array(envs);
   const std::string cwd = spec.cwd.string();
-  const bool search_path = spec.argv[0].find('/') == std::string::npos;
-
-  int log_fd = -1;
-  if (!spec.log_file.empty()) {
-    log_fd = ::open(spec.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd < 0)
-      throw std::system_error(errno, std::generic_category(),
-                              "cannot open log file " + spec.log_file.string());
-  }
+  const int log_fd = open_log(spec);
   int err_pipe[2];
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
     const int e = errno;
     if (log_fd >= 0) ::close(log_fd);
     throw std::system_error(e, std::generic_category(), "pipe");
   }
-
-  const pid_t parent = ::getpid();
+  const ChildSetup child{::getpid(),
+                         log_fd,
+                         stdout_fd,
+                         merge_stderr,
+                         err_pipe[1],
+                         cwd.c_str(),
+                         spec.argv[0].find('/') == std::string::npos,
+                         argv.data(),
+                         envp.data()};
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int e = errno;
@@ -157,57 +232,12 @@ pid_t spawn_impl(const SpawnSpec& spec, int stdout_fd, bool merge_stderr = false
     if (log_fd >= 0) ::close(log_fd);
     throw std::system_error(e, std::generic_category(), "fork");
   }
-  if (pid == 0) {
-    // Child: only async-signal-safe calls from here to exec.
-    ::setpgid(0, 0);
-    // A child dies with its parent (a batch killed with SIGKILL must not leave its ops running):
-    // SIGTERM lets a `caliber run` child end its run log. The parent may have died between fork
-    // and prctl, when no signal would come: then the child's parent is no longer `parent`.
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(128 + SIGTERM);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    ::sigemptyset(&dfl.sa_mask);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT}) ::sigaction(sig, &dfl, nullptr);
-    sigset_t none;
-    ::sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (log_fd >= 0) {
-      ::dup2(log_fd, STDOUT_FILENO);
-      ::dup2(log_fd, STDERR_FILENO);
-    }
-    if (stdout_fd >= 0) ::dup2(stdout_fd, STDOUT_FILENO);
-    if (stdout_fd >= 0 && merge_stderr) ::dup2(stdout_fd, STDERR_FILENO);
-    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
-      const int e = errno;
-      [[maybe_unused]] auto n = ::write(err_pipe[1], &e, sizeof e);
-      ::_exit(127);
-    }
-    if (search_path)
-      ::execvpe(argv[0], argv.data(), envp.data());
-    else
-      ::execve(argv[0], argv.data(), envp.data());
-    const int e = errno;
-    [[maybe_unused]] auto n = ::write(err_pipe[1], &e, sizeof e);
-    ::_exit(127);
-  }
+  if (pid == 0) exec_child(child);
   // Parent: also set the group here, so that a signal sent right after spawn reaches the group.
   ::setpgid(pid, pid);
   ::close(err_pipe[1]);
   if (log_fd >= 0) ::close(log_fd);
-  int child_errno = 0;
-  ssize_t n;
-  do {
-    n = ::read(err_pipe[0], &child_errno, sizeof child_errno);
-  } while (n < 0 && errno == EINTR);
-  ::close(err_pipe[0]);
-  if (n == static_cast<ssize_t>(sizeof child_errno)) {
-    int ws = 0;
-    while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
-    }
-    throw std::system_error(child_errno, std::generic_category(),
-                            "cannot start '" + spec.argv[0] + "'");
-  }
+  expect_exec(pid, err_pipe[0], spec.argv[0]);
   return pid;
 }
 

@@ -292,14 +292,131 @@ double flush_estimate_ms(backends::Device& dev, const TimingOptions& opt) {
   return dev.elapsed_ms(*start, *end) / 3;
 }
 
+// Launches in one replay: about graph_replay_ms of work, the flushes inside it included, at
+// least 1 and at most max_graph_launches. The 1e-9 keeps an exact ratio (1 ms / 0.01 ms) from
+// rounding up to one launch more.
+int graph_launch_count(double estimate_ms, double flush_ms, const TimingOptions& opt) {
+  const double per_launch_ms = estimate_ms + flush_ms;
+  const double want =
+      per_launch_ms > 0 ? std::ceil(opt.graph_replay_ms / per_launch_ms * (1 - 1e-9)) : 1.0;
+  return static_cast<int>(std::clamp(want, 1.0, double(std::max(1, opt.max_graph_launches))));
+}
+
+// One capture of K launches, or why there is none: a native error's code, or the launch's own
+// refusal to run under capture (CaptureRefused).
+struct Capture {
+  std::unique_ptr<backends::Graph> graph;
+  int code = 0;
+  bool refused = false;
+  std::string what;
+};
+
+// Per launch, each launch sits between two event nodes of its own (cold: behind a flush node of
+// its own); marks holds those events, two a launch.
+Capture capture_launches(backends::Device& dev, const std::function<void()>& launch,
+                         const TimingOptions& opt, int k, bool per_launch,
+                         const std::vector<std::unique_ptr<backends::Event>>& marks) {
+  Capture c;
+  detail::RngCaptureGuard guard(dev, opt.rng);
+  try {
+    dev.begin_capture();
+    for (int i = 0; i < k; ++i) {
+      if (per_launch) {
+        if (opt.l2 == L2Policy::cold) dev.flush_l2();
+        dev.record_in_graph(*marks[2 * i]);
+      }
+      launch();
+      if (per_launch) dev.record_in_graph(*marks[2 * i + 1]);
+    }
+    c.graph = dev.end_capture();
+  } catch (const NativeError& e) {
+    c.code = e.code();
+    c.what = e.what();
+    dev.abort_capture();
+  } catch (const CaptureRefused& e) {
+    c.refused = true;
+    c.what = e.what();
+    dev.abort_capture();
+  } catch (...) {
+    dev.abort_capture();
+    throw;
+  }
+  return c;
+}
+
+// A failed capture, by its class: a refused capture falls back to the direct timer for this case
+// (unless the device is no longer healthy); the others fail the measurement.
+Measurement after_failed_capture(backends::Device& dev, const backends::Backend& backend,
+                                 const std::function<void()>& launch, const TimingOptions& opt,
+                                 const Clock& now, Measurement m, Capture c) {
+  const Failure f = c.refused     ? Failure::refused_capture
+                    : c.code != 0 ? backend.classify(c.code)
+                                  : Failure::other;
+  if (c.what.empty()) c.what = "capture produced no graph";
+  switch (f) {
+    case Failure::refused_capture: {
+      (void)dev.take_last_error();
+      if (!dev.healthy()) {
+        fail_poisoned(m, opt, "capture refused: " + c.what);
+        return m;
+      }
+      Measurement d = direct_with_repeat(dev, backend, launch, opt, now, DirectMode::fallback);
+      if (d.ok) {
+        const std::string why = "capture refused (" + c.what + "): timed with the direct timer";
+        d.note = d.note.empty() ? why : why + "; " + d.note;
+      }
+      return d;
+    }
+    case Failure::fatal_on_device:
+      fail_fatal(m, c.what);
+      return m;
+    case Failure::capture_poisoned:
+      fail_poisoned(m, opt, c.what);
+      return m;
+    case Failure::ok:
+    case Failure::other:
+      break;
+  }
+  fail(m, Failure::other, "graph capture failed: " + c.what);
+  return m;
+}
+
+// Samples of the captured graph until the stopping rule ends them. One sample: one replay. Per
+// launch, the sum of its launches' own intervals (so the caller's division by K gives their mean);
+// else the replay's interval, flushed before it. The first replay uploads the graph: not a sample.
+detail::SampleRun replay_samples(backends::Device& dev, backends::Graph& graph,
+                                 const TimingOptions& opt, const Clock& now, int k,
+                                 double estimate_ms, bool per_launch,
+                                 const std::vector<std::unique_ptr<backends::Event>>& marks) {
+  auto start = dev.create_event();
+  auto end = dev.create_event();
+  const bool cold = opt.l2 == L2Policy::cold;
+  auto one = [&]() {
+    if (!per_launch && cold) dev.flush_l2();  // between replays, outside the events
+    dev.record(*start);
+    graph.launch();
+    dev.record(*end);
+    const double whole = dev.elapsed_ms(*start, *end);
+    if (!per_launch) return whole;
+    double sum = 0;
+    for (int i = 0; i < k; ++i) sum += dev.elapsed_ms(*marks[2 * i], *marks[2 * i + 1]);
+    return sum;
+  };
+  dev.record(*start);
+  graph.launch();
+  dev.record(*end);
+  (void)dev.elapsed_ms(*start, *end);
+  return detail::sample_until_stop(dev, one, k, estimate_ms * k, opt, now);
+}
+
+// The graph timer: warm up, size a replay, capture it, replay it until the stopping rule ends.
+// Each launch between event nodes of its own (and, cold, behind a flush node of its own), where
+// the backend has event nodes; else a replay timed whole, flushed once.
 Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& backend,
                                 const std::function<void()>& launch, const TimingOptions& opt,
                                 const Clock& now) {
   Measurement m;
   m.timer = "graph";
-  const bool cold = opt.l2 == L2Policy::cold;
-  // Each launch between event nodes of its own (and, cold, behind a flush node of its own), where
-  // the backend has event nodes; else a replay timed whole, flushed once.
   const bool per_launch = opt.graph_per_launch && dev.capabilities().graph_event_nodes;
   m.l2_method = l2_method_for(opt, per_launch);
   m.sample_method = per_launch ? "events-per-launch" : "events-per-replay";
@@ -313,13 +430,7 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
     return m;
   }
   m.estimate_ms = w.estimate_ms;
-  // One replay should last about graph_replay_ms, the flushes inside it included. The 1e-9 keeps
-  // an exact ratio (1 ms / 0.01 ms) from rounding up to one launch more.
-  const double per_launch_ms = w.estimate_ms + flush_ms;
-  const double want =
-      per_launch_ms > 0 ? std::ceil(opt.graph_replay_ms / per_launch_ms * (1 - 1e-9)) : 1.0;
-  const int k =
-      static_cast<int>(std::clamp(want, 1.0, double(std::max(1, opt.max_graph_launches))));
+  const int k = graph_launch_count(w.estimate_ms, flush_ms, opt);
   m.launches_per_sample = k;
 
   std::vector<std::unique_ptr<backends::Event>> marks;  // start, end of each launch
@@ -327,91 +438,13 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
     marks.reserve(2 * static_cast<std::size_t>(k));
     for (int i = 0; i < 2 * k; ++i) marks.push_back(dev.create_event());
   }
-  std::unique_ptr<backends::Graph> graph;
-  int code = 0;
-  bool refused = false;  // a launch's own error under capture (CaptureRefused)
-  std::string what;
-  {
-    detail::RngCaptureGuard guard(dev, opt.rng);
-    try {
-      dev.begin_capture();
-      for (int i = 0; i < k; ++i) {
-        if (per_launch) {
-          if (cold) dev.flush_l2();
-          dev.record_in_graph(*marks[2 * i]);
-        }
-        launch();
-        if (per_launch) dev.record_in_graph(*marks[2 * i + 1]);
-      }
-      graph = dev.end_capture();
-    } catch (const NativeError& e) {
-      code = e.code();
-      what = e.what();
-      dev.abort_capture();
-    } catch (const CaptureRefused& e) {
-      refused = true;
-      what = e.what();
-      dev.abort_capture();
-    } catch (...) {
-      dev.abort_capture();
-      throw;
-    }
+  Capture c = capture_launches(dev, launch, opt, k, per_launch, marks);
+  if (c.code != 0 || c.refused || !c.graph) {
+    return after_failed_capture(dev, backend, launch, opt, now, std::move(m), std::move(c));
   }
-  if (code != 0 || refused || !graph) {
-    const Failure f = refused     ? Failure::refused_capture
-                      : code != 0 ? backend.classify(code)
-                                  : Failure::other;
-    if (what.empty()) what = "capture produced no graph";
-    switch (f) {
-      case Failure::refused_capture: {
-        (void)dev.take_last_error();
-        if (!dev.healthy()) {
-          fail_poisoned(m, opt, "capture refused: " + what);
-          return m;
-        }
-        Measurement d = direct_with_repeat(dev, backend, launch, opt, now, DirectMode::fallback);
-        if (d.ok) {
-          const std::string why = "capture refused (" + what + "): timed with the direct timer";
-          d.note = d.note.empty() ? why : why + "; " + d.note;
-        }
-        return d;
-      }
-      case Failure::fatal_on_device:
-        fail_fatal(m, what);
-        return m;
-      case Failure::capture_poisoned:
-        fail_poisoned(m, opt, what);
-        return m;
-      case Failure::ok:
-      case Failure::other:
-        fail(m, Failure::other, "graph capture failed: " + what);
-        return m;
-    }
-  }
-
-  auto start = dev.create_event();
-  auto end = dev.create_event();
-  // One sample: one replay. Per launch, the sum of its launches' own intervals (so the caller's
-  // division by K gives their mean); else the replay's interval, flushed before it.
-  auto one = [&]() {
-    if (!per_launch && cold) dev.flush_l2();  // between replays, outside the events
-    dev.record(*start);
-    graph->launch();
-    dev.record(*end);
-    const double whole = dev.elapsed_ms(*start, *end);
-    if (!per_launch) return whole;
-    double sum = 0;
-    for (int i = 0; i < k; ++i) sum += dev.elapsed_ms(*marks[2 * i], *marks[2 * i + 1]);
-    return sum;
-  };
   detail::SampleRun r;
   try {
-    // The first replay uploads the graph: not a sample.
-    dev.record(*start);
-    graph->launch();
-    dev.record(*end);
-    (void)dev.elapsed_ms(*start, *end);
-    r = detail::sample_until_stop(dev, one, k, w.estimate_ms * k, opt, now);
+    r = replay_samples(dev, *c.graph, opt, now, k, w.estimate_ms, per_launch, marks);
   } catch (const NativeError& e) {
     fail_classified(m, backend, e, "graph replay failed");
     return m;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile files (issue 20): output paths that are not regular files, sizes that overflow 64 bits,
+# Hostile files (docs/limits.md): output paths that are not regular files, sizes that overflow 64 bits,
 # run.logs with bad bytes and non-JSON numbers, a huge op name, include fan-outs, many shapes and
 # many samples. Nothing is replaced that is not a regular file, nothing crashes, nothing is lost
 # silently, and nothing takes long.

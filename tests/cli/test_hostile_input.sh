@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile input (issue 20): empty values, op names that look like flags, --out that cannot hold a
+# Hostile input (docs/limits.md): empty values, op names that look like flags, --out that cannot hold a
 # run, batch inputs checked before the batch directory exists, broken --resume files, replay
 # sources that hold no tune cache. Each is refused with exit 2, a message naming the knob, and
 # nothing written.

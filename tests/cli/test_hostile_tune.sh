@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tune cache and batch process edge cases (issue 20): a valid cache we may not write is still read,
+# Tune cache and batch process edge cases (docs/limits.md): a valid cache we may not write is still read,
 # a valid SQLite file of another schema is set aside (never written into), and the children of a
 # batch killed outright die with it and leave no ops_status.csv row at running.
 set -u

@@ -34,8 +34,7 @@ class AscendBackend final : public ExternalBackend {
   std::vector<std::string> runtime_libraries() const override { return {"libascendcl.so"}; }
   std::string runtime_what() const override { return "CANN AscendCL runtime"; }
   std::vector<DeviceDesc> physical_devices() const override {
-    if (auto out = run_tool("npu-smi info")) return ascend::parse_npu_smi_info(*out);
-    return {};
+    return devices_from_tool("npu-smi info", ascend::parse_npu_smi_info);
   }
   Visibility caller_visibility(int physical_count) const override {
     const auto v = env_value("ASCEND_RT_VISIBLE_DEVICES");

@@ -61,6 +61,27 @@ bool usage_pair(const std::vector<std::string>& w, std::size_t pos, std::uint64_
   return read(w[pos], used) && read(w[pos + 2], total);
 }
 
+// A chip row's usage cell ("0  0 / 0  3339 / 65536"): Memory-Usage then HBM-Usage in MB; cards
+// without HBM report their DDR in Memory-Usage.
+void set_memory(DeviceDesc& d, const std::string& cell) {
+  // Wide values close up the spacing ("20480/ 65536"): separate the slashes first.
+  std::string usage_text;
+  for (char ch : cell) usage_text += ch == '/' ? std::string(" / ") : std::string(1, ch);
+  const auto usage = words(usage_text);
+  std::uint64_t mem_used = 0, mem_total = 0, hbm_used = 0, hbm_total = 0;
+  std::size_t pos = 1;
+  if (usage_pair(usage, pos, mem_used, mem_total)) pos += 3;
+  usage_pair(usage, pos, hbm_used, hbm_total);
+  const std::uint64_t mb = 1024ULL * 1024;
+  if (hbm_total > 0) {
+    d.mem_total = hbm_total * mb;
+    d.mem_used = hbm_used * mb;
+  } else {
+    d.mem_total = mem_total * mb;
+    d.mem_used = mem_used * mb;
+  }
+}
+
 }  // namespace
 
 std::vector<DeviceDesc> parse_npu_smi_info(const std::string& text) {
@@ -122,23 +143,7 @@ std::vector<DeviceDesc> parse_npu_smi_info(const std::string& text) {
       }
       d->extra["chip_id"] = first[0];
       d->extra["pci_bus_id"] = trim(c[1]);
-      // Wide values close up the spacing ("20480/ 65536"): separate the slashes first.
-      std::string usage_text;
-      for (char ch : c[2]) usage_text += ch == '/' ? std::string(" / ") : std::string(1, ch);
-      const auto usage = words(usage_text);
-      // Memory-Usage then HBM-Usage; cards without HBM report their DDR in Memory-Usage.
-      std::uint64_t mem_used = 0, mem_total = 0, hbm_used = 0, hbm_total = 0;
-      std::size_t pos = 1;
-      if (usage_pair(usage, pos, mem_used, mem_total)) pos += 3;
-      usage_pair(usage, pos, hbm_used, hbm_total);
-      const std::uint64_t mb = 1024ULL * 1024;
-      if (hbm_total > 0) {
-        d->mem_total = hbm_total * mb;
-        d->mem_used = hbm_used * mb;
-      } else {
-        d->mem_total = mem_total * mb;
-        d->mem_used = mem_used * mb;
-      }
+      set_memory(*d, c[2]);
       pending = nullptr;
     }
   }

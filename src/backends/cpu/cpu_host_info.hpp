@@ -20,8 +20,8 @@
 
 namespace caliber::backends::cpu {
 
-// Splits the allowed cores into N groups, each exposed as one device (issue 6: parallel warmup
-// shards on disjoint cores). Unset: one device, the whole host.
+// Splits the allowed cores into N groups, each exposed as one device (so that parallel warmup
+// shards run on disjoint cores, docs/cluster.md). Unset: one device, the whole host.
 inline constexpr const char* kDevicesEnv = "CALIBER_CPU_DEVICES";
 // The cpu backend's visibility variable: indices into the groups, with CUDA_VISIBLE_DEVICES'
 // rules (the first invalid or repeated entry ends the list).
@@ -57,47 +57,47 @@ template <class Int>
   return v;
 }
 
+// The values of the "key: value" lines of /proc files (cpuinfo, meminfo) whose key, trimmed, is
+// `key`, trimmed, in file order.
+[[nodiscard]] inline std::vector<std::string_view> colon_values(std::string_view text,
+                                                                std::string_view key) {
+  std::vector<std::string_view> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto eol = text.find('\n', pos);
+    if (eol == std::string_view::npos) eol = text.size();
+    const std::string_view line = text.substr(pos, eol - pos);
+    pos = eol + 1;
+    const auto colon = line.find(':');
+    if (colon != std::string_view::npos && trim(line.substr(0, colon)) == key)
+      out.push_back(trim(line.substr(colon + 1)));
+  }
+  return out;
+}
+
 // The first "model name" of /proc/cpuinfo; ARM kernels spell it differently, so those are tried
 // too.
 [[nodiscard]] inline std::string parse_model_name(std::string_view cpuinfo) {
-  for (const std::string_view key : {"model name", "Model", "Hardware", "cpu model", "Processor"}) {
-    std::size_t pos = 0;
-    while (pos < cpuinfo.size()) {
-      auto eol = cpuinfo.find('\n', pos);
-      if (eol == std::string_view::npos) eol = cpuinfo.size();
-      const std::string_view line = cpuinfo.substr(pos, eol - pos);
-      pos = eol + 1;
-      const auto colon = line.find(':');
-      if (colon == std::string_view::npos || trim(line.substr(0, colon)) != key) continue;
-      const auto value = trim(line.substr(colon + 1));
+  for (const std::string_view key : {"model name", "Model", "Hardware", "cpu model", "Processor"})
+    for (const std::string_view value : colon_values(cpuinfo, key))
       if (!value.empty()) return std::string(value);
-    }
-  }
   return "unknown host cpu";
 }
 
 // "MemAvailable:   1234 kB" -> bytes.
 [[nodiscard]] inline std::optional<std::uint64_t> parse_meminfo_bytes(std::string_view meminfo,
                                                                       std::string_view key) {
-  std::size_t pos = 0;
-  while (pos < meminfo.size()) {
-    auto eol = meminfo.find('\n', pos);
-    if (eol == std::string_view::npos) eol = meminfo.size();
-    const std::string_view line = meminfo.substr(pos, eol - pos);
-    pos = eol + 1;
-    const auto colon = line.find(':');
-    if (colon == std::string_view::npos || line.substr(0, colon) != key) continue;
-    std::string_view rest = trim(line.substr(colon + 1));
-    std::uint64_t scale = 1;
-    if (rest.ends_with("kB")) {
-      scale = 1024;
-      rest = trim(rest.substr(0, rest.size() - 2));
-    }
-    const auto v = parse_int<std::uint64_t>(rest);
-    if (!v) return std::nullopt;
-    return *v * scale;
+  const auto values = colon_values(meminfo, key);
+  if (values.empty()) return std::nullopt;
+  std::string_view rest = values.front();
+  std::uint64_t scale = 1;
+  if (rest.ends_with("kB")) {
+    scale = 1024;
+    rest = trim(rest.substr(0, rest.size() - 2));
   }
-  return std::nullopt;
+  const auto v = parse_int<std::uint64_t>(rest);
+  if (!v) return std::nullopt;
+  return *v * scale;
 }
 
 // "0-3,8,10-11" (the kernel's cpu list format) -> {0,1,2,3,8,10,11}, sorted and unique.

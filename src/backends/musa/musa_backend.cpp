@@ -44,14 +44,7 @@ class MusaBackend final : public ExternalBackend {
   }
   std::string runtime_what() const override { return "MUSA runtime"; }
   std::vector<DeviceDesc> physical_devices() const override {
-    if (auto out = run_tool("mthreads-gmi -q --json")) {
-      try {
-        return musa::parse_mthreads_gmi(*out);
-      } catch (const std::exception&) {
-        return {};
-      }
-    }
-    return {};
+    return devices_from_tool("mthreads-gmi -q --json", musa::parse_mthreads_gmi);
   }
   Visibility caller_visibility(int physical_count) const override {
     const auto v = env_value("MUSA_VISIBLE_DEVICES");

@@ -41,22 +41,10 @@ class RocmBackend final : public ExternalBackend {
   }
   std::string runtime_what() const override { return "HIP runtime"; }
   std::vector<DeviceDesc> physical_devices() const override {
-    std::vector<DeviceDesc> devices;
-    if (auto out = run_tool("amd-smi list --json")) {
-      try {
-        devices = rocm::parse_amd_smi_list(*out);
-      } catch (const std::exception&) {
-        devices.clear();
-      }
-    }
-    std::vector<DeviceDesc> names;
-    if (auto out = run_tool("rocm-smi --showproductname --json")) {
-      try {
-        names = rocm::parse_rocm_smi_productname(*out);
-      } catch (const std::exception&) {
-        names.clear();
-      }
-    }
+    std::vector<DeviceDesc> devices =
+        devices_from_tool("amd-smi list --json", rocm::parse_amd_smi_list);
+    const std::vector<DeviceDesc> names =
+        devices_from_tool("rocm-smi --showproductname --json", rocm::parse_rocm_smi_productname);
     if (devices.empty()) return names;
     rocm::merge_product_names(devices, names);
     return devices;

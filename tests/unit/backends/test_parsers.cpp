@@ -159,3 +159,23 @@ TEST(Units, BytesAndClocks) {
   EXPECT_EQ(parse_mhz("1500"), 1500);
   EXPECT_EQ(parse_mhz("N/A"), 0);
 }
+
+namespace {
+
+std::vector<caliber::backends::DeviceDesc> one_device_per_line(const std::string& text) {
+  std::vector<caliber::backends::DeviceDesc> out;
+  for (char c : text)
+    if (c == '\n') out.emplace_back();
+  if (text.find("garbage") != std::string::npos) throw std::runtime_error("does not parse");
+  return out;
+}
+
+}  // namespace
+
+TEST(DevicesFromTool, ParsedOutputOrNoneWhenTheToolFailsOrItsOutputDoesNotParse) {
+  using caliber::backends::devices_from_tool;
+  EXPECT_EQ(devices_from_tool("printf 'a\\nb\\n'", one_device_per_line).size(), 2u);
+  EXPECT_TRUE(devices_from_tool("printf 'garbage\\n'", one_device_per_line).empty());
+  EXPECT_TRUE(devices_from_tool("printf 'a\\n'; exit 3", one_device_per_line).empty());
+  EXPECT_TRUE(devices_from_tool("caliber-no-such-tool --json", one_device_per_line).empty());
+}

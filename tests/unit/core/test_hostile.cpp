@@ -1,4 +1,4 @@
-// Hostile input at the core's level (issue 20): overflow-checked sizes, the run.log line repair,
+// Hostile input at the core's level (docs/limits.md): overflow-checked sizes, the run.log line repair,
 // the fast bootstrap of large samples, output paths that are not regular files, --out checks.
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -13,29 +13,13 @@
 
 #include "core/runlog.hpp"
 #include "run/batch.hpp"
+#include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace caliber::run;
+using caliber::testing::TempDir;
 
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("caliber-batch-" + std::to_string(::getpid()) + "-" +
-             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // Stands in for `caliber run OP --out DIR --name OP ...`: claims DIR/OP-<stamp>[-N], writes an
 // identity and two case rows, then behaves as the op's name says. A file "<DIR>/<op>.fixed" makes

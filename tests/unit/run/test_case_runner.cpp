@@ -1,11 +1,15 @@
-// The case runner on the scripted fake device: one timing regime per row.
+// The case runner: on the scripted fake device, one timing regime per row; on the cpu backend,
+// with the tiny ops of unit_ops.hpp, the row and status of each kind of case.
 #include <gtest/gtest.h>
 
+#include "backends/registry.hpp"
 #include "caliber/op.hpp"
 #include "core/knobs.hpp"
+#include "core/runlog.hpp"
 #include "run/case_runner.hpp"
 #include "tune/tuner.hpp"
 #include "unit/timing/fake_device.hpp"
+#include "unit_ops.hpp"
 
 namespace caliber::run {
 namespace {
@@ -87,6 +91,78 @@ TEST(OneRegimePerRow, WithoutAFallbackTheGraphTimerStays) {
   EXPECT_FALSE(row["providers"][0].contains("graph_latency_ms"));
   EXPECT_EQ(row["providers"][0]["regime"], "sustained");
   EXPECT_EQ(row["providers"][0]["converged"], true);
+}
+
+// A case runner on the cpu backend's device 0, no tuning, a loose stopping rule.
+class CpuCases : public ::testing::Test {
+ protected:
+  CpuCases()
+      : runner_(*backends::find_backend("cpu"), 0, 7, test::fast_cpu_knobs(), "direct",
+                settings()) {}
+  static tune::Settings settings() {
+    tune::Settings s;
+    s.mode = tune::Mode::off;
+    return s;
+  }
+  template <test::Behaviour B>
+  nlohmann::json run(std::vector<std::int64_t> shape = {256}) {
+    const test::UnitOp<B> op;
+    const Case c{op.name(), DType::f32, std::move(shape), {"N"}, {}};
+    nlohmann::json row;
+    EXPECT_NO_THROW(row = runner_.run_case(op, c))
+        << c.node_id();  // never for the case's own fault
+    return row;
+  }
+  static std::string text(const nlohmann::json& row, const char* key) {
+    return row.contains(key) && row[key].is_string() ? row[key].get<std::string>() : "";
+  }
+  CaseRunner runner_;
+};
+
+TEST_F(CpuCases, AnOkCaseTimesEveryProviderAndPassesItsCheck) {
+  const nlohmann::json row = run<test::Behaviour::ok>();
+  ASSERT_EQ(text(row, core::field::status), core::status::ok) << row.dump();
+  EXPECT_EQ(text(row, core::field::node), "unit_ok[f32-N256]");
+  EXPECT_EQ(text(row, core::field::timer), "direct");
+  EXPECT_EQ(row[core::field::accuracy], true);
+  ASSERT_EQ(row[core::field::providers].size(), 2u);
+  EXPECT_EQ(row[core::field::providers][0][core::field::name], "loop");
+  EXPECT_EQ(row[core::field::providers][0][core::field::role], "baseline");
+  EXPECT_EQ(row[core::field::providers][1][core::field::name], "loop2");
+  EXPECT_GT(row[core::field::latency_ms].get<double>(), 0);
+  EXPECT_GT(row[core::field::latency_base_ms].get<double>(), 0);
+}
+
+TEST_F(CpuCases, ARaisingCandidateFailsItsCaseAloneWithItsMessage) {
+  const nlohmann::json bad = run<test::Behaviour::raise>();
+  EXPECT_EQ(text(bad, core::field::status), core::status::failed) << bad.dump();
+  EXPECT_NE(text(bad, core::field::error).find(test::kPlantedError), std::string::npos)
+      << bad.dump();
+  EXPECT_FALSE(bad.contains(core::field::latency_ms)) << bad.dump();
+  // The same runner, the next case: untouched by the failure before it.
+  const nlohmann::json next = run<test::Behaviour::ok>();
+  EXPECT_EQ(text(next, core::field::status), core::status::ok) << next.dump();
+}
+
+TEST_F(CpuCases, AFailedCheckFailsTheCase) {
+  const nlohmann::json row = run<test::Behaviour::wrong>();
+  EXPECT_EQ(text(row, core::field::status), core::status::failed) << row.dump();
+  EXPECT_EQ(row[core::field::accuracy], false) << row.dump();
+}
+
+TEST_F(CpuCases, SkipsSayWhy) {
+  const nlohmann::json guard = run<test::Behaviour::skip>();
+  EXPECT_EQ(text(guard, core::field::status), core::status::skipped) << guard.dump();
+  EXPECT_EQ(text(guard, core::field::reason), test::kSkipReason);
+  EXPECT_FALSE(guard.contains(core::field::latency_ms));
+  const nlohmann::json memory = run<test::Behaviour::huge>();
+  EXPECT_EQ(text(memory, core::field::status), core::status::skipped) << memory.dump();
+  EXPECT_EQ(text(memory, core::field::reason).rfind("needs ", 0), 0u) << memory.dump();
+  // Sizes past what a count can hold: skipped before the op's own guards see a wrapped count.
+  const std::int64_t big = std::int64_t{1} << 30;
+  const nlohmann::json huge = run<test::Behaviour::ok>({big, big, big});
+  EXPECT_EQ(text(huge, core::field::status), core::status::skipped) << huge.dump();
+  EXPECT_EQ(text(huge, core::field::reason).rfind("unit_ok: ", 0), 0u) << huge.dump();
 }
 
 }  // namespace

@@ -1,8 +1,14 @@
-// Case selection from the command line: glob node ids and --shape sweeps.
+// Case selection from the command line: glob node ids, --shape sweeps, and select_cases over the
+// tiny ops of unit_ops.hpp (the only cpu ops of this executable): which ops, dtypes, shapes and
+// node filters make which cases, and the errors that name the knob.
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 #include "run/case_runner.hpp"
 #include "run/cases.hpp"
+#include "temp_dir.hpp"
+#include "unit_ops.hpp"
 
 using caliber::run::glob_match;
 
@@ -43,3 +49,117 @@ TEST(RunTable, StopRuleMissFromAnyProvider) {
   EXPECT_EQ(stop_rule_miss({{"providers", {{{"name", "a"}, {"markers", {"STOP_NOT_CONVERGED"}}}}}}),
             "a: not converged");
 }
+
+namespace {
+
+using caliber::run::Selection;
+using caliber::run::SelectionError;
+
+caliber::core::Knobs knobs(std::vector<std::string> ops) {
+  caliber::core::Knobs k;
+  k.backend = "cpu";
+  k.ops = std::move(ops);
+  k.shapes = {{256}, {512}};
+  return k;
+}
+
+std::vector<std::string> nodes(const Selection& s) {
+  std::vector<std::string> out;
+  for (const auto& c : s.cases) out.push_back(c.node_id());
+  return out;
+}
+
+std::vector<std::string> op_names(const Selection& s) {
+  std::vector<std::string> out;
+  for (const auto& e : s.ops) out.push_back(e.info.name);
+  return out;
+}
+
+// The SelectionError's message, or "" when select_cases accepted the knobs.
+std::string refusal(const caliber::core::Knobs& k) {
+  try {
+    (void)caliber::run::select_cases(k, "cpu", true);
+  } catch (const SelectionError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SelectCases, NamedOpsInTheOrderNamedOnceEachShapeByDtype) {
+  const Selection s =
+      caliber::run::select_cases(knobs({"unit_wrong", "unit_ok", "unit_ok"}), "cpu", true);
+  EXPECT_EQ(op_names(s), (std::vector<std::string>{"unit_wrong", "unit_ok"}));
+  EXPECT_EQ(nodes(s), (std::vector<std::string>{"unit_wrong[f32-N256]", "unit_wrong[f64-N256]",
+                                                "unit_wrong[f32-N512]", "unit_wrong[f64-N512]",
+                                                "unit_ok[f32-N256]", "unit_ok[f64-N256]",
+                                                "unit_ok[f32-N512]", "unit_ok[f64-N512]"}));
+  ASSERT_EQ(s.case_op.size(), s.cases.size());
+  EXPECT_EQ(s.case_op[4]->info().name, "unit_ok");
+  EXPECT_EQ(s.used_shapes.at("unit_ok").size(), 2u);
+}
+
+TEST(SelectCases, NoOpNamedMeansEveryOpOfTheBackend) {
+  const Selection s = caliber::run::select_cases(knobs({}), "cpu", true);
+  EXPECT_EQ(op_names(s), (std::vector<std::string>{"unit_ok", "unit_raise", "unit_skip",
+                                                   "unit_wrong", "unit_huge"}));
+  EXPECT_EQ(s.cases.size(), 5u * 2 * 2);
+}
+
+TEST(SelectCases, DtypesAndRepeatedShapesNarrowTheCases) {
+  auto k = knobs({"unit_ok"});
+  k.dtypes = {"f64"};
+  k.shapes = {{256}, {256}};
+  EXPECT_EQ(nodes(caliber::run::select_cases(k, "cpu", true)),
+            (std::vector<std::string>{"unit_ok[f64-N256]"}));
+}
+
+TEST(SelectCases, NodeGlobsPickOpsAndCases) {
+  auto k = knobs({});
+  k.node = "unit_?k";
+  EXPECT_EQ(op_names(caliber::run::select_cases(k, "cpu", true)),
+            (std::vector<std::string>{"unit_ok"}));
+  k.node = "unit_*[f64-N5*]";
+  EXPECT_EQ(
+      nodes(caliber::run::select_cases(k, "cpu", true)),
+      (std::vector<std::string>{"unit_ok[f64-N512]", "unit_raise[f64-N512]", "unit_skip[f64-N512]",
+                                "unit_wrong[f64-N512]", "unit_huge[f64-N512]"}));
+}
+
+TEST(SelectCases, OpFileAddsItsOpsAndSkipsComments) {
+  caliber::testing::TempDir t;
+  const auto file = t.path() / "ops.txt";
+  std::ofstream(file) << "# the ops\nunit_skip\n\n  unit_ok  # trailing\n";
+  auto k = knobs({"unit_wrong"});
+  k.op_file = file.string();
+  EXPECT_EQ(op_names(caliber::run::select_cases(k, "cpu", true)),
+            (std::vector<std::string>{"unit_wrong", "unit_skip", "unit_ok"}));
+  k.op_file = (t.path() / "missing.txt").string();
+  EXPECT_NE(refusal(k).find("missing.txt"), std::string::npos) << refusal(k);
+}
+
+TEST(SelectCases, ErrorsNameTheKnobAndWhatIsAllowed) {
+  EXPECT_EQ(refusal(knobs({"nope"})).rfind("unknown op 'nope' for backend cpu; ops: unit_ok", 0),
+            0u)
+      << refusal(knobs({"nope"}));
+  auto k = knobs({"unit_ok"});
+  k.dtypes = {"bf16", "f16"};
+  EXPECT_EQ(refusal(k), "--dtypes: 'bf16,f16' is not supported by any selected op");
+  k = knobs({});
+  k.node = "unit_ok[f32-N7]";
+  EXPECT_EQ(refusal(k).rfind("--node (TEST_NODE): 'unit_ok[f32-N7]' matches no case", 0), 0u)
+      << refusal(k);
+  k.node = "zz*";
+  EXPECT_EQ(refusal(k).rfind("--node (TEST_NODE): 'zz*' matches no op for backend cpu", 0), 0u)
+      << refusal(k);
+  k = knobs({"unit_ok"});
+  k.shapes = {{2, 3}};
+  EXPECT_EQ(refusal(k), "--shape: '2x3' does not fit op unit_ok (its shape is N)");
+  // Without --shape the ops take the shape file's lists, where the unit ops have none.
+  k = knobs({"unit_ok"});
+  k.shapes.clear();
+  EXPECT_NE(refusal(k).find("op 'unit_ok' has no shapes at level core in "), std::string::npos)
+      << refusal(k);
+  EXPECT_EQ(refusal(knobs({})), "");
+}
+
+}  // namespace
