@@ -3,6 +3,9 @@
 // so that one `caliber ab --env CALIBER_TEST_PLANT=0 --env CALIBER_TEST_PLANT=1` measures every
 // planted change at once. With CALIBER_TEST_PLANT=1 the op's percentage applies; with it unset or
 // 0 every op does its plain work (p0 is the same code on both sides: the false-alarm rows).
+// Built with CALIBER_TEST_PLANT_BUILD=1 (caliber_test_power_planted) the percentages apply whatever
+// the environment says: two builds of the same ops for a paired A/B in one process, where an
+// environment switch cannot differ between the sides.
 // CALIBER_TEST_SCALE (default 1) multiplies the work of every op, for trying one change by hand.
 // The copy reads and writes n * scale floats. The GEMM adds K in multiples of 64 (K' = K +
 // 64 * round(K * pct / 6400)), which keeps cuBLAS on aligned shapes; the true ratio that planted
@@ -41,8 +44,12 @@ double work_scale(int pct) {
       throw std::invalid_argument(std::string("CALIBER_TEST_SCALE: '") + v +
                                   "' is not allowed (a number from 0.5 to 2)");
   }
+#ifndef CALIBER_TEST_PLANT_BUILD
+#define CALIBER_TEST_PLANT_BUILD 0
+#endif
   const char* p = std::getenv("CALIBER_TEST_PLANT");
-  if (p != nullptr && std::string(p) == "1") s *= 1.0 + pct / 100.0;
+  if (CALIBER_TEST_PLANT_BUILD == 1 || (p != nullptr && std::string(p) == "1"))
+    s *= 1.0 + pct / 100.0;
   return s;
 }
 
