@@ -215,8 +215,11 @@ class PowerOp final : public Op {
   }
   std::optional<std::string> skip_reason(const Case& c, const DeviceContext&) const override {
     if (gemm_ && c.shape.size() != 3) return std::string("abp_gemm: a shape is M x N x K");
+    // A GEMM's dimensions are bounded; a copy's one dimension is its element count (up to 2^30).
     for (const auto d : c.shape)
-      if (d <= 0 || d > 65536) return std::string("abp: each dimension from 1 to 65536");
+      if (d <= 0 || (gemm_ && d > 65536))
+        return std::string(gemm_ ? "abp_gemm: each dimension from 1 to 65536"
+                                 : "abp_copy: a positive element count");
     if (!gemm_ && c.numel() > (1LL << 30)) return std::string("abp_copy: at most 2^30 floats");
     return std::nullopt;
   }
