@@ -390,7 +390,9 @@ std::vector<json> run_cases(const core::Knobs& k, const Selection& sel, CaseRunn
 // Phase 6: the run.log footer, the warnings and the closing table.
 void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_result,
                 const std::vector<json>& rows, double wall_s, core::RunLogWriter& log,
-                const RunOutcome& outcome, std::ostream& out, std::ostream& err) {
+                const RunOutcome& outcome, std::ostream& out, std::ostream& err,
+                tune::Tuner* tuner = nullptr) {
+  tune::Tuner& tn = tuner != nullptr ? *tuner : runner.tuner();  // a paired run's side B: its own
   json footer = {{core::field::type, "footer"},
                  {"ok", outcome.ok},
                  {"failed", outcome.failed},
@@ -401,9 +403,9 @@ void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_res
                  {"end_time", core::iso8601_utc(std::chrono::system_clock::now())},
                  {"tune",
                   {{"mode", core::to_string(k.tune)},
-                   {"keys_tuned", runner.tuner().keys_tuned()},
-                   {"sweep_s", runner.tuner().sweep_seconds()},
-                   {"cache", runner.tuner().cache_file().string()}}},
+                   {"keys_tuned", tn.keys_tuned()},
+                   {"sweep_s", tn.sweep_seconds()},
+                   {"cache", tn.cache_file().string()}}},
                  {"parallel_warmup", warmup_result}};
   log.append(footer);
   for (const auto& w : runner.warnings()) err << "caliber: WARNING: " << w << "\n";
@@ -508,7 +510,7 @@ RunOutcome run_paired(const RunRequest& req, std::ostream& out, std::ostream& er
   out << "side A:\n";
   finish_run(k, runner, nullptr, rows_a, wall_s, *fa.log, oa, out, err);
   out << "side B:\n";
-  finish_run(kb, runner, nullptr, rows_b, wall_s, *fb.log, ob, out, err);
+  finish_run(kb, runner, nullptr, rows_b, wall_s, *fb.log, ob, out, err, &tuner_b);
   oa.ok += ob.ok;
   oa.failed += ob.failed;
   oa.skipped += ob.skipped;
