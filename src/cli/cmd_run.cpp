@@ -33,7 +33,18 @@ void add_run(CLI::App& root, int& exit_code) {
   sub->add_option("--merge-warmup", *merge_dir, "internal: Slurm warmup merge job directory")
       ->group("");
   sub->add_option("--merge-shards", *merge_shards, "internal: Slurm warmup shard count")->group("");
-  sub->callback([knobs, shard, shard_cache, merge_dir, merge_shards, &exit_code] {
+  // A paired A/B round (caliber ab --ops-lib-a A --ops-lib-b B): side B's library and run name.
+  auto paired_lib = std::make_shared<std::string>();
+  auto paired_name = std::make_shared<std::string>();
+  auto paired_blocks = std::make_shared<int>(8);
+  sub->add_option("--paired-lib", *paired_lib, "internal: paired A/B side B's op library")
+      ->group("");
+  sub->add_option("--paired-name", *paired_name, "internal: paired A/B side B's run name")
+      ->group("");
+  sub->add_option("--paired-blocks", *paired_blocks, "internal: paired A/B blocks a side")
+      ->group("");
+  sub->callback([knobs, shard, shard_cache, merge_dir, merge_shards, paired_lib, paired_name,
+                 paired_blocks, &exit_code] {
     run::watch_batch_parent();
     try {
       run::RunRequest req;
@@ -41,6 +52,9 @@ void add_run(CLI::App& root, int& exit_code) {
       req.knobs.quiet = knobs->quiet;
       req.tune_shard = *shard;
       req.shard_cache = *shard_cache;
+      req.paired_lib = *paired_lib;
+      req.paired_name = *paired_name;
+      req.paired_blocks = *paired_blocks;
       if (!merge_dir->empty())
         exit_code =
             run::run_warmup_merge(req.knobs, *merge_dir, *merge_shards, std::cout, std::cerr);

@@ -37,6 +37,13 @@ inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool
                              "2.2,blas=4.5,fallback=4.3,floor_us=0.15, ") +
                      report::kRunNoiseDerivation)
       ->group("Compare");
+  sub.add_option("--paired-noise", cmp.paired_noise,
+                 std::string("Paired A/B (one process per round, A and B block by block): the "
+                             "residual per round in\npercent added to the blocks' interval, "
+                             "PCT[,CLASS=PCT...][,floor_us=US] as --run-noise,\ndivided by "
+                             "sqrt(rounds). Default ") +
+                     cmp.paired_noise + ", " + report::kPairedNoiseDerivation)
+      ->group("Compare");
   sub.add_option("--fail-on-regression", cmp.fail_on_regression_pct,
                  "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100 (for CI)")
       ->group("Compare");

@@ -366,6 +366,84 @@ double normal_quantile(double p) {
   return 0.5 * (lo + hi);
 }
 
+namespace {
+// The continued fraction of the regularized incomplete beta function I_x(a, b) (modified Lentz).
+double beta_cf(double a, double b, double x) {
+  constexpr double tiny = 1e-300;
+  double c = 1, d = 1 - (a + b) * x / (a + 1);
+  d = 1 / (std::abs(d) < tiny ? tiny : d);
+  double h = d;
+  for (int m = 1; m <= 300; ++m) {
+    const double m2 = 2.0 * m;
+    double aa = m * (b - m) * x / ((a + m2 - 1) * (a + m2));
+    d = 1 + aa * d;
+    d = 1 / (std::abs(d) < tiny ? tiny : d);
+    c = 1 + aa / c;
+    c = std::abs(c) < tiny ? tiny : c;
+    h *= d * c;
+    aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1));
+    d = 1 + aa * d;
+    d = 1 / (std::abs(d) < tiny ? tiny : d);
+    c = 1 + aa / c;
+    c = std::abs(c) < tiny ? tiny : c;
+    const double del = d * c;
+    h *= del;
+    if (std::abs(del - 1) < 1e-15) break;
+  }
+  return h;
+}
+
+double incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) +
+                                a * std::log(x) + b * std::log1p(-x));
+  if (x < (a + 1) / (a + b + 2)) return front * beta_cf(a, b, x) / a;
+  return 1 - front * beta_cf(b, a, 1 - x) / b;
+}
+
+double student_t_cdf(double t, double dof) {
+  const double tail = 0.5 * incomplete_beta(dof / 2, 0.5, dof / (dof + t * t));
+  return t >= 0 ? 1 - tail : tail;
+}
+}  // namespace
+
+double student_t_quantile(double p, double dof) {
+  if (!(dof >= 1)) dof = 1;
+  double lo = -1e6, hi = 1e6;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    if (student_t_cdf(mid, dof) < p)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+PairedEstimate paired_log_ratio(const std::vector<std::vector<double>>& rounds, double confidence) {
+  PairedEstimate e;
+  std::vector<double> all, means;
+  for (const auto& r : rounds) {
+    if (r.empty()) continue;
+    all.insert(all.end(), r.begin(), r.end());
+    means.push_back(mean(r));
+  }
+  if (all.size() < 2) return e;
+  const double q = 0.5 + 0.5 * confidence;
+  e.blocks = static_cast<int>(all.size());
+  e.rounds = static_cast<int>(means.size());
+  e.log_ratio = mean(all);
+  const double n = static_cast<double>(all.size());
+  e.half_width = student_t_quantile(q, n - 1) * stdev(all) / std::sqrt(n);
+  if (means.size() >= 3) {
+    const double r = static_cast<double>(means.size());
+    e.half_width =
+        std::max(e.half_width, student_t_quantile(q, r - 1) * stdev(means) / std::sqrt(r));
+  }
+  return e;
+}
+
 Interval widen_for_run_noise(Interval ci, double ratio, double sd_a, double sd_b,
                              double confidence) {
   if (!(ratio > 0) || !(ci.lo > 0) || !(ci.hi > 0)) return ci;

@@ -66,6 +66,25 @@ inline constexpr std::size_t kDirectBootstrapMax = 4096;
 // The standard normal quantile at p in (0, 1) (bisection on erfc, accurate to ~1e-12).
 [[nodiscard]] double normal_quantile(double p);
 
+// The Student t quantile at p in (0, 1) with dof >= 1 degrees of freedom (bisection on the CDF,
+// which is computed from the regularized incomplete beta function; accurate to ~1e-9).
+[[nodiscard]] double student_t_quantile(double p, double dof);
+
+// A paired A/B (docs/ab.md): for each round (one process), the log ratios ln(b_k / a_k) of its
+// blocks, block k of B against block k of A, timed back to back. The estimate is the mean of all
+// blocks' log ratios; its half width at `confidence` is t_{n-1} * sd / sqrt(n) over the n blocks,
+// or, with three or more rounds, the larger of that and t_{R-1} * sd(round means) / sqrt(R) (a
+// move shared by a whole round shows only between rounds). Fewer than two blocks: half width 0
+// and blocks 0 (no estimate).
+struct PairedEstimate {
+  double log_ratio = 0;
+  double half_width = 0;
+  int blocks = 0;
+  int rounds = 0;
+};
+[[nodiscard]] PairedEstimate paired_log_ratio(const std::vector<std::vector<double>>& rounds,
+                                              double confidence = 0.95);
+
 // The CI of a ratio widened by run-to-run noise: each side with fewer than three runs adds its
 // relative standard deviation `sd_a` / `sd_b`; the extra half-width z*sqrt(sd_a^2 + sd_b^2) is
 // combined in quadrature with each half of `ci` on a log scale around `ratio`.

@@ -21,6 +21,8 @@ struct CompareCommand {
                                 // ran on different physical devices
   // Run-to-run noise per side, percent: the default, then CLASS=PCT (a family, fallback, tiny).
   std::string run_noise = "2.2,blas=4.5,fallback=4.3,floor_us=0.15";
+  // Paired A/B's residual per round, percent (docs/ab.md): PCT[,CLASS=PCT...][,floor_us=US].
+  std::string paired_noise = "0.88,floor_us=0.15";
   double fail_on_regression_pct = -1;  // < 0: not given
   bool allow_mismatch = false;
 

@@ -26,7 +26,9 @@ const char* to_string(Verdict v) noexcept {
   return "UNSURE";
 }
 
-void parse_run_noise(const std::string& spec, CompareOptions& opt) {
+namespace {
+void parse_noise_terms(const std::string& spec, const std::string& knob, double& def_out,
+                       std::map<std::string, double>& classes, double& floor_out) {
   const std::string allowed =
       "a comma list of PCT (the default), CLASS=PCT (a family or fallback) and floor_us=US "
       "(microseconds), each from 0 to below 100, e.g. 2.2,blas=4.5,fallback=4.3,floor_us=0.15";
@@ -50,7 +52,7 @@ void parse_run_noise(const std::string& spec, CompareOptions& opt) {
     }
     ok = ok && used == num.size() && std::isfinite(v) && v >= 0 && v < 100;
     if (!ok)
-      throw std::invalid_argument("--run-noise: '" + spec + "' is not allowed (" + allowed + ")");
+      throw std::invalid_argument(knob + ": '" + spec + "' is not allowed (" + allowed + ")");
     if (name.empty())
       def = v / 100.0;
     else if (name == "floor_us")
@@ -58,9 +60,20 @@ void parse_run_noise(const std::string& spec, CompareOptions& opt) {
     else
       fam[name] = v / 100.0;
   }
-  if (def) opt.run_noise = *def;
-  opt.run_noise_floor_us = floor_us.value_or(0.0);
-  opt.run_noise_class = std::move(fam);
+  if (def) def_out = *def;
+  floor_out = floor_us.value_or(0.0);
+  classes = std::move(fam);
+}
+}  // namespace
+
+void parse_run_noise(const std::string& spec, CompareOptions& opt) {
+  parse_noise_terms(spec, "--run-noise", opt.run_noise, opt.run_noise_class,
+                    opt.run_noise_floor_us);
+}
+
+void parse_paired_noise(const std::string& spec, CompareOptions& opt) {
+  parse_noise_terms(spec, "--paired-noise", opt.paired_noise, opt.paired_noise_class,
+                    opt.paired_noise_floor_us);
 }
 
 bool CompareResult::any_difference() const noexcept {
@@ -185,6 +198,76 @@ std::string resolution_text(const core::Resolution& res) {
   return t;
 }
 
+// Paired A/B rounds (docs/ab.md): A run and B run whose identities carry the same "paired" id,
+// sides A and B. Every run of both sides must be in such a pair; else none is used.
+struct PairedRound {
+  std::map<std::string, const nlohmann::json*> a, b;  // row_key -> row
+};
+std::vector<PairedRound> paired_rounds(const std::vector<RunData>& a,
+                                       const std::vector<RunData>& b) {
+  auto pid = [](const RunData& r, const char* side) -> std::string {
+    if (!r.identity.is_object()) return "";
+    const auto it = r.identity.find("paired");
+    if (it == r.identity.end() || !it->is_object()) return "";
+    if (it->value("side", std::string()) != side) return "";
+    return it->value("id", std::string());
+  };
+  std::vector<PairedRound> out;
+  if (a.size() != b.size()) return {};
+  std::vector<bool> used(b.size(), false);
+  for (const auto& ra : a) {
+    const std::string id = pid(ra, "A");
+    if (id.empty()) return {};
+    std::size_t j = 0;
+    while (j < b.size() && (used[j] || pid(b[j], "B") != id)) ++j;
+    if (j == b.size()) return {};
+    used[j] = true;
+    PairedRound pr;
+    for (const auto& row : ra.log.cases) pr.a.emplace(row_key(row), &row);
+    for (const auto& row : b[j].log.cases) pr.b.emplace(row_key(row), &row);
+    out.push_back(std::move(pr));
+  }
+  return out;
+}
+
+// A provider's block medians in a row; empty when it has none.
+std::vector<double> block_medians(const std::map<std::string, const nlohmann::json*>& rows,
+                                  const std::string& key, const std::string& role,
+                                  const std::string& name) {
+  const auto it = rows.find(key);
+  if (it == rows.end() || !it->second->contains("providers")) return {};
+  for (const auto& p : (*it->second)["providers"]) {
+    if (!p.is_object() || p.value("role", std::string()) != role ||
+        p.value("name", std::string()) != name)
+      continue;
+    const auto bm = p.find("block_medians_ms");
+    if (bm == p.end() || !bm->is_array()) return {};
+    std::vector<double> v;
+    for (const auto& x : *bm) {
+      if (!x.is_number() || !(x.get<double>() > 0)) return {};
+      v.push_back(x.get<double>());
+    }
+    return v;
+  }
+  return {};
+}
+
+// Per round, ln(b_k / a_k) of a provider's blocks; empty unless every round has them, alike.
+std::vector<std::vector<double>> paired_log_ratios(const std::vector<PairedRound>& rounds,
+                                                   const std::string& key, const std::string& role,
+                                                   const std::string& name) {
+  std::vector<std::vector<double>> out;
+  for (const auto& r : rounds) {
+    const auto ba = block_medians(r.a, key, role, name);
+    const auto bb = block_medians(r.b, key, role, name);
+    if (ba.size() < 2 || ba.size() != bb.size()) return {};
+    std::vector<double> d;
+    for (std::size_t k = 0; k < ba.size(); ++k) d.push_back(std::log(bb[k] / ba[k]));
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 }  // namespace
 
 void check_identities(const std::vector<RunData>& a, const std::vector<RunData>& b,
@@ -244,6 +327,8 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
   out.band_used = out.cross_device ? std::max(opt.noise_band, opt.device_band) : opt.noise_band;
   const Side sa = collect(a);
   const Side sb = collect(b);
+  const std::vector<PairedRound> rounds = paired_rounds(a, b);
+  out.paired_rounds = static_cast<int>(rounds.size());
   out.cases_a = static_cast<int>(sa.order.size());
   out.cases_b = static_cast<int>(sb.order.size());
   for (const auto& key : sb.order)
@@ -294,34 +379,53 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
       pr.fallback = fallback;
       if (static_cast<int>(pr.n_a) >= opt.min_samples &&
           static_cast<int>(pr.n_b) >= opt.min_samples) {
+        // Paired rounds (one process each, A and B alternately block by block): the blocks' log
+        // ratios give the interval, widened by the paired residual term.
+        const auto d = rounds.empty() ? std::vector<std::vector<double>>{}
+                                      : paired_log_ratios(rounds, key, x.role, x.name);
+        const core::PairedEstimate pe = core::paired_log_ratio(d, opt.confidence);
+        pr.paired = pe.blocks >= 2;
         // Several runs a side (ab rounds, repeated batches): resample runs, then samples, so
         // drift between runs is in the interval. One run a side: its samples are all there is.
-        pr.grouped = x.groups.size() >= 2 && y->groups.size() >= 2;
-        pr.ci = pr.grouped ? core::bootstrap_median_ratio_ci_grouped(
-                                 x.groups, y->groups, opt.confidence, opt.resamples, opt.seed)
-                           : core::bootstrap_median_ratio_ci(x.samples, y->samples, opt.confidence,
-                                                             opt.resamples, opt.seed);
-        // One run's samples cannot show the run-to-run noise: add it.
-        double rn = opt.run_noise;
+        pr.grouped = !pr.paired && x.groups.size() >= 2 && y->groups.size() >= 2;
+        if (pr.paired) {
+          pr.blocks = pe.blocks;
+          pr.ratio = std::exp(pe.log_ratio);
+          pr.ci = {std::exp(pe.log_ratio - pe.half_width), std::exp(pe.log_ratio + pe.half_width)};
+        } else {
+          pr.ci = pr.grouped ? core::bootstrap_median_ratio_ci_grouped(
+                                   x.groups, y->groups, opt.confidence, opt.resamples, opt.seed)
+                             : core::bootstrap_median_ratio_ci(
+                                   x.samples, y->samples, opt.confidence, opt.resamples, opt.seed);
+        }
+        // One run's samples cannot show the run-to-run noise: add it (paired: the residual).
+        double rn = pr.paired ? opt.paired_noise : opt.run_noise;
+        const auto& classes = pr.paired ? opt.paired_noise_class : opt.run_noise_class;
         auto take = [&](const std::string& cls) {
-          const auto it = opt.run_noise_class.find(cls);
-          if (it != opt.run_noise_class.end()) rn = std::max(rn, it->second);
+          const auto it = classes.find(cls);
+          if (it != classes.end()) rn = std::max(rn, it->second);
         };
         take(ca.family);
         if (fallback) take("fallback");
         // Plus the timer floor's own jitter, an absolute time: it dominates short kernels.
         const double t_us = std::min(pr.median_a, pr.median_b) * 1e3;
-        rn = std::hypot(rn, opt.run_noise_floor_us / t_us);
+        rn =
+            std::hypot(rn, (pr.paired ? opt.paired_noise_floor_us : opt.run_noise_floor_us) / t_us);
         // A side of R runs keeps rn / sqrt(R): the run-to-run spread of a mean of R runs. The
         // grouped bootstrap measures the spread it drew, but over three runs it cannot see one it
         // did not happen to draw (a 4.7 us copy read 4.3% apart, the same sign three times).
-        const double sd_a =
-            rn / std::sqrt(static_cast<double>(std::max<std::size_t>(1, x.groups.size())));
-        const double sd_b =
-            rn / std::sqrt(static_cast<double>(std::max<std::size_t>(1, y->groups.size())));
+        // Paired: the residual is per pair (both sides in one term), over sqrt(rounds).
+        double sd_a = 0, sd_b = 0;
+        if (pr.paired) {
+          sd_a = rn / std::sqrt(static_cast<double>(pe.rounds));
+        } else {
+          sd_a = rn / std::sqrt(static_cast<double>(std::max<std::size_t>(1, x.groups.size())));
+          sd_b = rn / std::sqrt(static_cast<double>(std::max<std::size_t>(1, y->groups.size())));
+        }
         const double lr = std::log(pr.ratio);
         pr.sample_hw = lr >= 0 ? lr - std::log(pr.ci.lo) : std::log(pr.ci.hi) - lr;
-        pr.runs = static_cast<int>(std::min(x.groups.size(), y->groups.size()));
+        pr.runs =
+            pr.paired ? pe.rounds : static_cast<int>(std::min(x.groups.size(), y->groups.size()));
         // Across two devices, no-change is the device band: chip-to-chip differences are in no CI.
         const double zone = out.cross_device ? out.band_used : 0.0;
         const Verdict samples_only =
@@ -456,6 +560,9 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
                    "median_a_ms", "median_b_ms", "ratio", "ci95_lo", "ci95_hi",  "verdict", "note"};
   for (const auto& p : r.pairs) {
     std::string note = p.fallback ? "fallback row" : "";
+    if (p.paired)
+      note +=
+          std::string(note.empty() ? "" : "; ") + "paired, " + std::to_string(p.blocks) + " blocks";
     if (p.verdict == Verdict::unsure &&
         (static_cast<int>(p.n_a) < opt.min_samples || static_cast<int>(p.n_b) < opt.min_samples))
       note += std::string(note.empty() ? "" : "; ") + "too few samples";
@@ -484,6 +591,22 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
         " us / the median (the timer floor's jitter); fallback: a direct-timer fallback row), "
         "divided by sqrt(runs) for a side of several runs; the defaults were " +
         kRunNoiseDerivation);
+    if (r.paired_rounds > 0) {
+      std::string pfams;
+      for (const auto& [f, v] : opt.paired_noise_class)
+        pfams += ", " + f + " " + fmt(v * 100, 3) + "%";
+      pairs.notes.push_back(
+          "paired A/B (" + std::to_string(r.paired_rounds) +
+          " round(s), A and B in one process, block by block): a pair marked \"paired\" takes its "
+          "ratio (the mean block log ratio) and CI from its blocks (t over the blocks' log ratios; "
+          "with 3+ rounds, also over the rounds' means), widened by the paired residual "
+          "(--paired-noise: " +
+          fmt(opt.paired_noise * 100, 3) + "%" + pfams + " in quadrature with " +
+          fmt(opt.paired_noise_floor_us, 3) +
+          " us / the median, divided by sqrt(rounds)) instead "
+          "of the run-to-run terms; the default was " +
+          kPairedNoiseDerivation);
+    }
     if (r.unsure_by_run_noise > 0)
       pairs.notes.push_back(
           std::to_string(r.unsure_by_run_noise) +

@@ -35,6 +35,18 @@ inline constexpr const char* kRunNoiseDerivation =
     "4.3% from the burst pairs of machines B and C (72 pairs, the only fallback rows recorded). "
     "Checked on a fresh H200 (docs/ab.md)";
 
+// How the default paired residual was derived (printed by --help and under a paired table).
+inline constexpr const char* kPairedNoiseDerivation =
+    "derived 2026-11-30 from same-code paired A/Bs on two H200s (GPU-a1f914b4 23:26-23:33 UTC, "
+    "GPU-63ad9b7a 23:35-23:36): calibration half 84 (row, round) pairs (the power ops' copies "
+    "64 KiB-1 GiB and bf16 GEMMs 2048^3/8192^3 twice, and the corpus add); the term is the "
+    "smallest that puts every pair inside the 95% interval (quantile 1.0): 0.88%, bound by the "
+    "corpus add f16 1 GiB (thrust), whose two workloads in one process ran 1.7% apart in every "
+    "block (the power ops alone need 0.13%); floor_us 0.15 carried over from --run-noise (the "
+    "calibration's short rows needed none). Verification half (the other same-code rounds, the "
+    "planted runs' p0 rows, the corpus softmax): 0 FASTER/SLOWER of 57 one-round and 19 "
+    "multi-round pairs (docs/ab.md)";
+
 struct CompareOptions {
   // The equivalence band (fraction): a CI wholly inside it is SAME. It decides nothing about
   // FASTER/SLOWER, which need the CI to exclude 1 and an effect of at least min_effect.
@@ -60,6 +72,14 @@ struct CompareOptions {
   // The timer floor's jitter between processes (microseconds), added to every class in
   // quadrature as floor_us / median: it is what makes short kernels move (about 0.2-0.3 us).
   double run_noise_floor_us = 0.15;
+  // Paired A/B (caliber ab of two libraries in one process, docs/ab.md): the interval comes from
+  // the blocks' log ratios, widened in quadrature by this residual per round (relative standard
+  // deviation of a paired ratio between rounds that the blocks of one round cannot show), in
+  // quadrature with paired_noise_floor_us / the median, divided by sqrt(rounds); per family as
+  // run_noise_class. How the defaults were derived: kPairedNoiseDerivation.
+  double paired_noise = 0.0088;
+  std::map<std::string, double> paired_noise_class;
+  double paired_noise_floor_us = 0.15;
   double confidence = 0.95;
   int resamples = 2000;
   std::uint64_t seed = 1;
@@ -72,6 +92,9 @@ struct CompareOptions {
 // "fallback"), fractions in the result, and the floor in microseconds (0 when not given).
 // Throws std::invalid_argument.
 void parse_run_noise(const std::string& spec, CompareOptions& opt);
+
+// --paired-noise, the same syntax as --run-noise, into the paired_noise fields.
+void parse_paired_noise(const std::string& spec, CompareOptions& opt);
 
 struct PairResult {
   std::string op, dtype, shape;
@@ -86,6 +109,8 @@ struct PairResult {
   double run_noise = 0;   // the run-to-run term added to the CI (log scale half-width), 0 if none
   double sample_hw = 0;   // the samples' own half width toward no change (log scale)
   int runs = 1;           // runs (or rounds) on the side with fewer
+  bool paired = false;    // the CI came from paired blocks (one process per round, docs/ab.md)
+  int blocks = 0;         // paired: block pairs over all rounds
   core::Resolution resolution;  // UNSURE: what would resolve it
 };
 
@@ -119,6 +144,7 @@ struct CompareResult {
   std::string cross_nodes;      // "nodeA vs nodeB" when the nodes differ (Slurm node, else host)
   double band_used = 0;         // the noise band the verdicts used
   int unsure_by_run_noise = 0;  // pairs UNSURE only because the run-to-run noise was added
+  int paired_rounds = 0;        // paired A/B: rounds whose runs were paired in one process
 
   [[nodiscard]] bool mismatch() const noexcept {
     return !mismatches.empty() || !identity_problems.empty();

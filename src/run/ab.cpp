@@ -73,6 +73,15 @@ void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std
     throw AbUsageError("A and B are identical (" + a.describe() + "): nothing would be compared");
 }
 
+bool choose_paired(AbOptions& opt, const std::vector<std::string>& envs,
+                   const std::vector<std::string>& args, const std::string& lib_a,
+                   const std::string& lib_b, bool isolate) {
+  if (isolate || lib_a.empty() || lib_b.empty() || !envs.empty() || !args.empty()) return false;
+  opt.paired_lib_a = fs::absolute(lib_a).lexically_normal().string();
+  opt.paired_lib_b = fs::absolute(lib_b).lexically_normal().string();
+  return true;
+}
+
 std::vector<fs::path> AbOutcome::run_dirs(char side) const {
   std::vector<fs::path> out;
   for (const auto& r : rounds)
@@ -94,57 +103,89 @@ AbOutcome run_ab_rounds(const AbOptions& opt, std::ostream& out, std::ostream& e
   outcome.ab_dir = core::claim_run_dir(opt.out, opt.name);
   fs::create_directories(outcome.ab_dir / "logs");
   nlohmann::json cfg = {{"rounds", opt.rounds},
+                        {"paired", !opt.paired_lib_b.empty()},
+                        {"blocks", opt.paired_lib_b.empty() ? 0 : opt.blocks},
                         {"ops", opt.ops},
                         {"run_args", opt.run_args},
                         {"a", {{"switch", opt.a.describe()}, {"args", opt.a.args}}},
                         {"b", {{"switch", opt.b.describe()}, {"args", opt.b.args}}}};
   core::write_file_atomic(outcome.ab_dir / "ab.json", cfg.dump(2) + "\n");
   out << "ab: " << outcome.ab_dir.string() << ": " << opt.rounds << " round(s) of A ("
-      << opt.a.describe() << ") and B (" << opt.b.describe() << "), interleaved" << std::endl;
+      << opt.a.describe() << ") and B (" << opt.b.describe() << "), "
+      << (opt.paired_lib_b.empty() ? "interleaved, a process per side"
+                                   : "paired in one process per round, " +
+                                         std::to_string(opt.blocks) + " blocks a side (ABBA)")
+      << std::endl;
 
   SignalGuard guard;
+  const bool paired = !opt.paired_lib_b.empty();
+  // One child: `caliber run` of one side (or, paired, of both) into the A/B directory.
+  auto spawn = [&](int round, char side, const std::vector<std::string>& extra,
+                   const std::map<std::string, std::optional<std::string>>& env) {
+    const std::string name = std::string(1, side) + "-" + std::to_string(round);
+    const std::string name_b = "B-" + std::to_string(round);
+    SpawnSpec spec;
+    spec.argv = {self.string(), "run"};
+    spec.argv.insert(spec.argv.end(), opt.ops.begin(), opt.ops.end());
+    for (const std::string& a :
+         std::vector<std::string>{"--out", outcome.ab_dir.string(), "--name", name})
+      spec.argv.push_back(a);
+    spec.argv.insert(spec.argv.end(), opt.run_args.begin(), opt.run_args.end());
+    spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
+    if (paired)
+      for (const std::string& a :
+           std::vector<std::string>{"--paired-lib", opt.paired_lib_b, "--paired-name", name_b,
+                                    "--paired-blocks", std::to_string(opt.blocks)})
+        spec.argv.push_back(a);
+    spec.env = env;
+    spec.log_file =
+        outcome.ab_dir / "logs" / ((paired ? "AB-" + std::to_string(round) : name) + ".log");
+    const auto before = run_dirs_of(outcome.ab_dir, name);
+    const auto before_b = run_dirs_of(outcome.ab_dir, name_b);
+    Child child = Child::spawn(spec);
+    auto st = child.wait(opt.timeout_per_run_s, 5.0, interrupt_flag());
+    if (!st) st = child.terminate(5.0, ExitKind::stopped);
+    const auto c = classify_exit(*st, opt.timeout_per_run_s);
+    AbRound r;
+    r.side = side;
+    r.round = round;
+    r.status = c.status;
+    r.exit_code = st->kind == ExitKind::exited ? st->code : -1;
+    r.duration_s = st->duration_s;
+    r.run_dir = find_child_run_dir(outcome.ab_dir, name, before);
+    std::vector<AbRound> made{r};
+    if (paired) {
+      r.side = 'B';
+      r.run_dir = find_child_run_dir(outcome.ab_dir, name_b, before_b);
+      made.push_back(r);
+    }
+    char dur[32];
+    std::snprintf(dur, sizeof dur, "%.1f", r.duration_s);
+    out << "ab: round " << round << "/" << opt.rounds << " "
+        << (paired ? "A+B paired" : std::string(1, side)) << ": " << r.status << " (" << dur
+        << " s)";
+    for (const auto& m : made)
+      out << " " << (m.run_dir ? m.run_dir->filename().string() : "no run directory");
+    out << std::endl;
+    const bool first = outcome.rounds.empty();
+    outcome.rounds.insert(outcome.rounds.end(), made.begin(), made.end());
+    if (r.exit_code == 2 && first) {
+      err << "caliber ab: the first run refused its flags (exit 2); see " << spec.log_file.string()
+          << std::endl;
+      outcome.exit_code = 2;
+      return false;
+    }
+    return true;
+  };
   for (int round = 1; round <= opt.rounds && !SignalGuard::interrupted(); ++round) {
+    if (paired) {
+      if (!spawn(round, 'A', {"--ops-lib=" + opt.paired_lib_a}, {})) return outcome;
+      continue;
+    }
     for (char side : {'A', 'B'}) {
       if (SignalGuard::interrupted()) break;
       const AbSide& sw = side == 'A' ? opt.a : opt.b;
-      const std::string name = std::string(1, side) + "-" + std::to_string(round);
-      AbRound r;
-      r.side = side;
-      r.round = round;
-      SpawnSpec spec;
-      spec.argv = {self.string(), "run"};
-      spec.argv.insert(spec.argv.end(), opt.ops.begin(), opt.ops.end());
-      for (const std::string& a :
-           std::vector<std::string>{"--out", outcome.ab_dir.string(), "--name", name})
-        spec.argv.push_back(a);
-      spec.argv.insert(spec.argv.end(), opt.run_args.begin(), opt.run_args.end());
-      spec.argv.insert(spec.argv.end(), sw.args.begin(), sw.args.end());
-      spec.env = sw.env;
-      spec.log_file = outcome.ab_dir / "logs" / (name + ".log");
-      const auto before = run_dirs_of(outcome.ab_dir, name);
-      Child child = Child::spawn(spec);
-      auto st = child.wait(opt.timeout_per_run_s, 5.0, interrupt_flag());
-      if (!st) st = child.terminate(5.0, ExitKind::stopped);
-      const auto c = classify_exit(*st, opt.timeout_per_run_s);
-      r.status = c.status;
-      r.exit_code = st->kind == ExitKind::exited ? st->code : -1;
-      r.duration_s = st->duration_s;
-      r.run_dir = find_child_run_dir(outcome.ab_dir, name, before);
-      char dur[32];
-      std::snprintf(dur, sizeof dur, "%.1f", r.duration_s);
-      out << "ab: round " << round << "/" << opt.rounds << " " << side << ": " << r.status << " ("
-          << dur << " s) ";
-      if (r.run_dir)
-        out << r.run_dir->filename().string() << std::endl;
-      else
-        out << "no run directory" << std::endl;
-      outcome.rounds.push_back(r);
-      if (r.exit_code == 2 && outcome.rounds.size() == 1) {
-        err << "caliber ab: the first run refused its flags (exit 2); see "
-            << spec.log_file.string() << std::endl;
-        outcome.exit_code = 2;
-        return outcome;
-      }
+      if (!spawn(round, side, sw.args, sw.env)) return outcome;
     }
   }
   if (const int sig = SignalGuard::received(); sig != 0) {

@@ -36,6 +36,11 @@ void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std
 
 struct AbOptions {
   AbSide a, b;
+  // Paired A/B (docs/ab.md): both libraries in one process per round, each case timed block by
+  // block, A and B alternately (`blocks` a side). Only for two libraries and no other switch:
+  // paired_lib_a / paired_lib_b are their absolute paths; empty: a process per side and round.
+  std::string paired_lib_a, paired_lib_b;
+  int blocks = 8;
   int rounds = 3;
   std::filesystem::path out = "runs";
   std::string name = "ab";  // the A/B directory: <out>/<name>-<timestamp>
@@ -44,6 +49,12 @@ struct AbOptions {
   std::filesystem::path self_exe;     // empty: /proc/self/exe
   double timeout_per_run_s = 0;       // <= 0: none
 };
+
+// Whether an A/B is paired in one process: two libraries, no environment or flag switch (those
+// cannot differ inside one process), and not --isolate. Sets opt.paired_lib_a/b when it is.
+bool choose_paired(AbOptions& opt, const std::vector<std::string>& envs,
+                   const std::vector<std::string>& args, const std::string& lib_a,
+                   const std::string& lib_b, bool isolate);
 
 struct AbRound {
   char side = 'A';

@@ -221,7 +221,7 @@ Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w,
     if (!m.ok) throw ConfigRejected(m.error.empty() ? "measurement failed" : m.error);
     return m.latency_ms;
   };
-  tune::Selection s = tuner_->select(key, pi.space, time_config);
+  tune::Selection s = active_tuner().select(key, pi.space, time_config);
   if (broken) throw DeviceBroken(broken->error, broken->failure);
   prow[field::config] = s.config.str();
   prow[field::tune] = {{tune_field::source, s.source},
@@ -234,12 +234,13 @@ Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w,
     prow[field::markers] = s.markers;
     prow[field::tune_markers] = s.markers;
   }
-  for (auto& wmsg : tuner_->take_warnings()) warnings_.push_back(wmsg);
+  for (auto& wmsg : active_tuner().take_warnings()) warnings_.push_back(wmsg);
   // Prepare the winner (a failure here is a config that failed at launch: evict and retune).
   try {
     w.prepare(p, s.config);
   } catch (const ConfigRejected& e) {
-    tune::Selection r = tuner_->on_launch_failure(key, pi.space, s.config, "tune", time_config);
+    tune::Selection r =
+        active_tuner().on_launch_failure(key, pi.space, s.config, "tune", time_config);
     prow[field::config] = r.config.str();
     prow[field::tune][tune_field::evicted] = s.config.str();
     prow[field::tune][tune_field::source] = r.source;
@@ -529,6 +530,255 @@ json CaseRunner::run_case(const Op& op, const Case& c) {
   row[field::providers] = work.prows;
   summarize_row(row, work.prows, work.any_fail, work.first_error);
   return row;
+}
+
+// ---- Paired A/B (docs/ab.md) ----
+
+namespace {
+
+// The blocks of one side folded into one measurement: every block's samples, the latency per the
+// return mode over all of them, the clocks and counters summed; the timer, methods and regime of
+// the first block (every block of a provider uses the same options).
+timing::Measurement merge_blocks(const std::vector<timing::Measurement>& ms,
+                                 const timing::TimingOptions& opt) {
+  timing::Measurement m = ms.front();
+  std::vector<double> all;
+  m.markers.clear();
+  m.throttled_discarded = m.power_capped = m.regime_discarded = m.total_samples = 0;
+  m.wall_s = m.settle_s = 0;
+  m.converged = true;
+  double clock_sum = 0;
+  int readings = 0;
+  for (const auto& b : ms) {
+    all.insert(all.end(), b.samples_ms.begin(), b.samples_ms.end());
+    for (const auto& mk : b.markers)
+      if (std::find(m.markers.begin(), m.markers.end(), mk) == m.markers.end())
+        m.markers.push_back(mk);
+    m.throttled_discarded += b.throttled_discarded;
+    m.power_capped += b.power_capped;
+    m.regime_discarded += b.regime_discarded;
+    m.total_samples += b.total_samples;
+    m.wall_s += b.wall_s;
+    m.settle_s += b.settle_s;
+    if (!b.converged && m.converged) {
+      m.converged = false;
+      m.stop_reason = b.stop_reason;
+    }
+    if (b.clock.known) {
+      m.clock.known = true;
+      clock_sum += b.clock.sm_mean_mhz * b.clock.readings;
+      readings += b.clock.readings;
+      m.clock.sm_min_mhz = std::min(m.clock.sm_min_mhz, b.clock.sm_min_mhz);
+      m.clock.sm_max_mhz = std::max(m.clock.sm_max_mhz, b.clock.sm_max_mhz);
+      for (const auto& r : b.clock.reasons)
+        if (std::find(m.clock.reasons.begin(), m.clock.reasons.end(), r) == m.clock.reasons.end())
+          m.clock.reasons.push_back(r);
+    }
+  }
+  if (readings > 0) {
+    m.clock.sm_mean_mhz = clock_sum / readings;
+    m.clock.readings = readings;
+  }
+  // Later blocks skip the settle (the other side's block just ran the same work): the first
+  // block's settle says whether the provider settled.
+  m.settled = ms.front().settled;
+  const core::ReturnMode mode =
+      opt.return_mode == core::ReturnMode::all ? core::ReturnMode::median : opt.return_mode;
+  m.latency_ms = core::reduce(all, mode);
+  m.noise = core::median_rel_std_error(all);
+  if (!opt.quantiles.empty()) m.quantile_ms = core::quantiles(all, opt.quantiles);
+  m.samples_ms = std::move(all);
+  m.call_medians_ms.clear();
+  if (m.converged) m.stop_reason = "converged";
+  return m;
+}
+
+}  // namespace
+
+bool CaseRunner::record_timing(CaseWork& work, json& row, std::size_t p, const Case& c,
+                               const timing::Measurement& m, double flops, double bytes) {
+  write_timing(work.prows[p], m, flops, bytes);
+  work.measured[p] = m;
+  add_markers(row, m.markers);
+  if (m.ok && m.latency_ms > 0) {
+    if (m.timer == "direct" && timer_ == "graph") row[field::timer] = "direct";
+    return true;
+  }
+  work.any_fail = true;
+  if (work.first_error.empty()) work.first_error = work.providers[p].name + ": " + m.error;
+  if (!timing::process_unusable(m)) return true;
+  fatal_ = c.node_id();
+  return false;
+}
+
+void CaseRunner::time_paired(const OpInfo& ia, const OpInfo& ib, const Case& c, CaseWork& wa,
+                             CaseWork& wb, json& ra, json& rb, int blocks) {
+  wa.measured.assign(wa.providers.size(), timing::Measurement{});
+  wb.measured.assign(wb.providers.size(), timing::Measurement{});
+  const double fa = wa.w->flops(), ba = wa.w->bytes(), fb = wb.w->flops(), bb = wb.w->bytes();
+  auto gated_out = [](const json& prow) {
+    return prow.contains(field::accuracy) && !prow[field::accuracy].get<bool>();
+  };
+  auto measure_one = [&](CaseWork& w, std::size_t p, const timing::TimingOptions& o) {
+    try {
+      return timing::measure(
+          *device_, backend_, [&] { w.w->launch(p); }, o);
+    } catch (const std::exception& e) {
+      timing::Measurement m;
+      m.ok = false;
+      m.error = e.what();
+      return m;
+    }
+  };
+  // The stop rule of one block: 1/blocks of the run's time and samples; the noise target such
+  // that `blocks` blocks together reach the run's. Only the provider's first block (A's) settles
+  // the clocks (sustained regime); later blocks run right after the other side's block of the
+  // same work, so they skip the settle, and after a side's first block also the warmup.
+  auto block_options = [&](const OpInfo& info, bool first_of_side, bool first_overall) {
+    timing::TimingOptions o = timing_options(info, false);
+    o.stop.min_samples = std::max(2, (o.stop.min_samples + blocks - 1) / blocks);
+    o.stop.min_time_s /= blocks;
+    o.stop.max_noise *= std::sqrt(static_cast<double>(blocks));
+    o.stop.timeout_s /= blocks;
+    if (!first_of_side) o.stop.warmup_s = std::min(o.stop.warmup_s, 0.001);
+    if (!first_overall) {
+      o.regime.settle_window_s = 0.001;
+      o.regime.settle_timeout_s = 0.0;
+    }
+    return o;
+  };
+  // Times provider pa of A and pb of B alternately; false when the process must stop timing.
+  auto paired = [&](std::size_t pa, std::size_t pb) {
+    std::vector<timing::Measurement> ma, mb;
+    for (int j = 0; j < blocks; ++j) {
+      for (int k = 0; k < 2; ++k) {
+        const bool side_a = (j % 2 == 0) == (k == 0);  // ABBA: A B, B A, A B, ...
+        auto& out = side_a ? ma : mb;
+        const OpInfo& info = side_a ? ia : ib;
+        timing::Measurement m =
+            measure_one(side_a ? wa : wb, side_a ? pa : pb,
+                        block_options(info, out.empty(), ma.empty() && mb.empty()));
+        if (!(m.ok && m.latency_ms > 0)) {
+          // The failing side's row carries the failure; the other keeps the blocks it has.
+          const bool go_on = record_timing(side_a ? wa : wb, side_a ? ra : rb, side_a ? pa : pb, c,
+                                           m, side_a ? fa : fb, side_a ? ba : bb);
+          auto& other = side_a ? mb : ma;
+          if (!other.empty() && go_on) {
+            CaseWork& ow = side_a ? wb : wa;
+            const std::size_t op = side_a ? pb : pa;
+            (void)record_timing(ow, side_a ? rb : ra, op, c,
+                                merge_blocks(other, block_options(side_a ? ib : ia, true, true)),
+                                side_a ? fb : fa, side_a ? bb : ba);
+          }
+          return go_on;
+        }
+        out.push_back(std::move(m));
+      }
+    }
+    for (int s = 0; s < 2; ++s) {
+      const bool side_a = s == 0;
+      const auto& ms = side_a ? ma : mb;
+      CaseWork& w = side_a ? wa : wb;
+      const std::size_t p = side_a ? pa : pb;
+      if (!record_timing(w, side_a ? ra : rb, p, c,
+                         merge_blocks(ms, block_options(side_a ? ia : ib, true, true)),
+                         side_a ? fa : fb, side_a ? ba : bb))
+        return false;
+      json medians = json::array();
+      for (const auto& m : ms) medians.push_back(core::median(m.samples_ms));
+      w.prows[p]["block_medians_ms"] = std::move(medians);
+      w.prows[p]["paired_blocks"] = blocks;
+    }
+    return true;
+  };
+  auto alone = [&](CaseWork& w, json& row, std::size_t p, const OpInfo& info, double f, double b) {
+    return record_timing(w, row, p, c, measure_one(w, p, timing_options(info, false)), f, b);
+  };
+  std::vector<bool> b_done(wb.providers.size(), false);
+  for (std::size_t pa = 0; pa < wa.providers.size() && fatal_.empty(); ++pa) {
+    std::size_t pb = 0;
+    while (pb < wb.providers.size() &&
+           (b_done[pb] || wb.providers[pb].name != wa.providers[pa].name ||
+            wb.providers[pb].role != wa.providers[pa].role))
+      ++pb;
+    const bool a_ok = !gated_out(wa.prows[pa]);
+    const bool b_ok = pb < wb.providers.size() && !gated_out(wb.prows[pb]);
+    if (pb < wb.providers.size()) b_done[pb] = true;
+    if (a_ok && b_ok) {
+      if (!paired(pa, pb)) break;
+    } else if (a_ok) {
+      if (!alone(wa, ra, pa, ia, fa, ba)) break;
+    } else if (b_ok) {
+      if (!alone(wb, rb, pb, ib, fb, bb)) break;
+    }
+  }
+  for (std::size_t pb = 0; pb < wb.providers.size() && fatal_.empty(); ++pb)
+    if (!b_done[pb] && !gated_out(wb.prows[pb]) && !alone(wb, rb, pb, ib, fb, bb)) break;
+  // A direct-timer fallback is not re-timed here (docs/ab.md): a paired row keeps each
+  // provider's own timer, which both sides share.
+}
+
+std::pair<json, json> CaseRunner::run_case_paired(const Op& a, const Op& b, const Case& c,
+                                                  int blocks, tune::Tuner& tuner_b) {
+  const OpInfo ia = a.info();
+  const OpInfo ib = b.info();
+  json ra = case_row_head(ia, c);
+  json rb = case_row_head(ib, c);
+  for (json* r : {&ra, &rb}) {
+    (*r)[field::timer] = timer_;
+    (*r)[field::repeat] = knobs_.repeat;
+  }
+  const bool in_a = admit(a, c, ra);
+  const bool in_b = admit(b, c, rb);
+  if (!in_a || !in_b) {
+    // A case runs on both sides or on neither: a lone side has nothing to be paired with.
+    json& ran = in_a ? ra : rb;
+    const json& why = in_a ? rb : ra;
+    ran[field::status] = core::status::skipped;
+    ran[field::reason] = "paired A/B: the other side skipped it (" +
+                         why.value(field::reason, std::string("skipped")) + ")";
+    return {ra, rb};
+  }
+  // Both sides' workloads are resident at once.
+  const double need =
+      static_cast<double>(a.bytes_needed(c)) + static_cast<double>(b.bytes_needed(c));
+  const double have = static_cast<double>(device_->free_bytes());
+  if (need > 0.9 * have) {
+    for (json* r : {&ra, &rb}) {
+      (*r)[field::status] = core::status::skipped;
+      (*r)[field::reason] = "paired A/B needs both sides' inputs resident: " + core::gib(need, 2) +
+                            ", device has " + core::gib(have, 2) +
+                            " free (caliber ab --isolate times each side in its own process)";
+    }
+    return {ra, rb};
+  }
+  CaseWork wa, wb;
+  const bool ok_a = prepare_and_check(a, ia, c, wa, ra);
+  side_tuner_ = &tuner_b;  // side B's configs from side B's cache
+  bool ok_b = false;
+  try {
+    ok_b = prepare_and_check(b, ib, c, wb, rb);
+  } catch (...) {
+    side_tuner_ = nullptr;
+    throw;
+  }
+  side_tuner_ = nullptr;
+  if (ok_a && ok_b) {
+    time_paired(ia, ib, c, wa, wb, ra, rb, blocks);
+  } else if (ok_a) {
+    time_providers(ia, c, wa, ra);
+  } else if (ok_b) {
+    time_providers(ib, c, wb, rb);
+  }
+  if (ok_a) {
+    ra[field::providers] = wa.prows;
+    summarize_row(ra, wa.prows, wa.any_fail, wa.first_error);
+  }
+  if (ok_b) {
+    rb[field::providers] = wb.prows;
+    summarize_row(rb, wb.prows, wb.any_fail, wb.first_error);
+  }
+  return {ra, rb};
 }
 
 }  // namespace caliber::run

@@ -37,6 +37,16 @@ class CaseRunner {
   [[nodiscard]] nlohmann::json profile_case(const Op& op, const Case& c, int launches);
   // Tune only (parallel-warmup shard): selects the configs of every tunable candidate of the case.
   void tune_case(const Op& op, const Case& c);
+  // Paired A/B (docs/ab.md): one case of two builds of an op, side A's `a` and side B's `b`, in
+  // this one process. Both workloads are set up and checked; then each provider both sides share
+  // (same role and name) is timed alternately, `blocks` short blocks a side in ABBA order (A B, B
+  // A, A B, ...), each block a measurement of 1/blocks of the run's stop rule, so both sides see
+  // the same clock and power state. Returns A's row and B's row, ordinary run.log rows whose paired
+  // providers also carry block_medians_ms (one per block, in time order). Side B's tuned configs
+  // come from `tuner_b` (its own cache). Never throws for a failure of the case itself.
+  [[nodiscard]] std::pair<nlohmann::json, nlohmann::json> run_case_paired(const Op& a, const Op& b,
+                                                                          const Case& c, int blocks,
+                                                                          tune::Tuner& tuner_b);
   [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
   [[nodiscard]] backends::Device& device() { return *device_; }
   [[nodiscard]] tune::Tuner& tuner() { return *tuner_; }
@@ -56,6 +66,12 @@ class CaseRunner {
   [[nodiscard]] bool prepare_and_check(const Op& op, const OpInfo& info, const Case& c,
                                        CaseWork& work, nlohmann::json& row);
   void time_providers(const OpInfo& info, const Case& c, CaseWork& work, nlohmann::json& row);
+  // Paired A/B: times the providers of both sides (run_case_paired).
+  void time_paired(const OpInfo& ia, const OpInfo& ib, const Case& c, CaseWork& wa, CaseWork& wb,
+                   nlohmann::json& ra, nlohmann::json& rb, int blocks);
+  // Writes one provider's measurement into its row; false when the process must time nothing more.
+  bool record_timing(CaseWork& work, nlohmann::json& row, std::size_t p, const Case& c,
+                     const timing::Measurement& m, double flops, double bytes);
   [[nodiscard]] timing::TimingOptions timing_options(const OpInfo& info, bool short_budget) const;
   [[nodiscard]] Config choose_config(const OpInfo& info, const Case& c, Workload& w, std::size_t p,
                                      const ProviderInfo& pi, nlohmann::json& prow);
@@ -65,6 +81,8 @@ class CaseRunner {
   std::string timer_;
   std::unique_ptr<backends::Device> device_;
   std::unique_ptr<tune::Tuner> tuner_;
+  tune::Tuner* side_tuner_ = nullptr;  // paired A/B: side B's tuner while B's case is prepared
+  [[nodiscard]] tune::Tuner& active_tuner() { return side_tuner_ ? *side_tuner_ : *tuner_; }
   std::vector<std::string> deny_;
   std::string fatal_;  // node id of the case after which the device context is unusable
   std::vector<std::string> warnings_;

@@ -20,6 +20,7 @@ namespace {
 struct LoadedLibrary {
   std::size_t first = 0;
   std::string path;
+  bool paired = false;  // side B of a paired A/B: kept out of corpus() (docs/ab.md)
 };
 std::vector<LoadedLibrary>& loaded_libraries() {
   static std::vector<LoadedLibrary> libs;
@@ -33,6 +34,16 @@ std::string op_source(std::size_t index) {
     if (index >= lib.first) source = lib.path;
   return source;
 }
+
+namespace {
+// Whether registered_ops()[index] came from the paired (side B) library.
+bool from_paired_library(std::size_t index) {
+  bool paired = false;
+  for (const auto& lib : loaded_libraries())
+    if (index >= lib.first) paired = lib.paired;
+  return paired;
+}
+}  // namespace
 
 void load_ops_library(const std::string& path) {
   auto& libs = loaded_libraries();
@@ -64,7 +75,10 @@ void check_unique_names(std::size_t first, const std::string& source, const std:
   // Names are unique per backend across the built-in corpus and every library: a second
   // registration would otherwise shadow or be shadowed silently.
   std::map<std::pair<std::string, std::string>, std::size_t> seen;  // (backend, name) -> index
+  // The paired library (side B) shares names with side A by design: each side is checked alone.
+  const bool paired_side = first < all.size() && from_paired_library(first);
   for (std::size_t i = 0; i < all.size(); ++i) {
+    if (from_paired_library(i) != paired_side) continue;
     std::string name;
     try {
       name = all[i].factory()->info().name;
@@ -100,6 +114,44 @@ void set_op_shapes(const std::string& op, std::vector<core::Shape> shapes) {
   own_shapes()[op] = std::move(shapes);
 }
 
+void load_paired_library(const std::string& path) {
+  auto& libs = loaded_libraries();
+  const std::string abs = fs::absolute(path).lexically_normal().string();
+  const std::string knob = "--ops-lib-b";
+  if (std::any_of(libs.begin(), libs.end(), [&](const LoadedLibrary& l) { return l.path == abs; }))
+    throw SelectionError(knob + ": '" + path +
+                         "' is already loaded as side A's library; allowed: another file (a copy "
+                         "of the same build is fine)");
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))
+    throw SelectionError(knob + ": '" + path + "' is not a regular file");
+  const std::size_t first = registered_ops().size();
+  void* h = ::dlopen(abs.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    const char* err = ::dlerror();
+    throw SelectionError(knob + ": '" + path + "' could not be loaded: " + (err ? err : "unknown"));
+  }
+  libs.push_back({first, abs, true});
+  if (registered_ops().size() == first)
+    throw SelectionError(knob + ": '" + path +
+                         "' registers no op (a library loaded under another path, or the same "
+                         "file as side A's: the dynamic loader opens one file once)");
+  check_unique_names(first, abs, knob);
+}
+
+std::map<std::string, OpEntry> paired_ops(const std::string& backend) {
+  std::map<std::string, OpEntry> out;
+  const auto& all = registered_ops();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (all[i].backend != backend || !from_paired_library(i)) continue;
+    auto op = all[i].factory();
+    OpInfo info = op->info();
+    const std::string name = info.name;
+    out.try_emplace(name, OpEntry{std::move(op), std::move(info), op_source(i)});
+  }
+  return out;
+}
+
 void load_ops_libraries(const std::string& list) {
   for (const auto& field : core::split_fields(list, ',')) {
     if (!field.empty()) load_ops_library(field);
@@ -112,7 +164,7 @@ std::vector<OpEntry> corpus(const std::string& backend) {
   const auto& all = registered_ops();
   for (std::size_t i = 0; i < all.size(); ++i) {
     const auto& r = all[i];
-    if (r.backend != backend) continue;
+    if (r.backend != backend || from_paired_library(i)) continue;
     auto op = r.factory();
     OpInfo info = op->info();
     // Libraries cannot collide (load_ops_library refuses them); should the built-in corpus ever

@@ -43,6 +43,13 @@ inline constexpr const char* kBuiltinSource = "built-in";
 // loaded, or when it registers an op whose name (for the same backend) the built-in corpus or an
 // earlier library already registered: the message names the op and both sources.
 void load_ops_library(const std::string& path);
+// Paired A/B in one process (caliber ab --ops-lib-a A --ops-lib-b B, docs/ab.md): loads side B's
+// library apart from everything else. Its ops may carry the names side A's library (or the corpus)
+// registered; corpus() never lists them, paired_ops() does. Names are unique within it. Throws
+// SelectionError (not a file, cannot be loaded, already loaded as side A's, registers no op).
+void load_paired_library(const std::string& path);
+// Side B's ops for `backend`, by name (empty when no paired library is loaded).
+[[nodiscard]] std::map<std::string, OpEntry> paired_ops(const std::string& backend);
 // Loads --ops-lib / CALIBER_OPS_LIB: a comma list of paths, in order.
 void load_ops_libraries(const std::string& list);
 // Names must be unique per backend: throws SelectionError (prefixed with `knob`) when an op

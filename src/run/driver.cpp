@@ -250,7 +250,7 @@ json make_identity(const core::Knobs& k, const Setup& s, std::uint64_t seed,
 // Phase 2: claim the run directory and record the caliber (run_identity.json, shapes.yaml, the
 // run.log header).
 RunFiles claim_run(const core::Knobs& k, const Setup& s, std::uint64_t seed,
-                   std::chrono::system_clock::time_point wall_start) {
+                   std::chrono::system_clock::time_point wall_start, const json& extra = json()) {
   std::string name = k.name;
   if (name.empty()) name = s.sel.ops.size() == 1 ? s.sel.ops.front().info.name : "run";
   try {
@@ -263,6 +263,8 @@ RunFiles claim_run(const core::Knobs& k, const Setup& s, std::uint64_t seed,
   f.identity = make_identity(k, s, seed, wall_start);
   // What an embedding adds (the Python package: python, torch and triton versions).
   for (const auto& [key, value] : core::identity_extra().items()) f.identity[key] = value;
+  if (extra.is_object())
+    for (const auto& [key, value] : extra.items()) f.identity[key] = value;
   core::write_identity(f.dir, f.identity);
   core::write_file_atomic(
       f.dir / "shapes.yaml",
@@ -396,7 +398,9 @@ std::vector<json> run_cases(const core::Knobs& k, const Selection& sel, CaseRunn
 // Phase 6: the run.log footer, the warnings and the closing table.
 void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_result,
                 const std::vector<json>& rows, double wall_s, core::RunLogWriter& log,
-                const RunOutcome& outcome, std::ostream& out, std::ostream& err) {
+                const RunOutcome& outcome, std::ostream& out, std::ostream& err,
+                tune::Tuner* tuner = nullptr) {
+  tune::Tuner& tn = tuner != nullptr ? *tuner : runner.tuner();  // a paired run's side B: its own
   json footer = {{core::field::type, "footer"},
                  {"ok", outcome.ok},
                  {"failed", outcome.failed},
@@ -407,9 +411,9 @@ void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_res
                  {"end_time", core::iso8601_utc(std::chrono::system_clock::now())},
                  {"tune",
                   {{"mode", core::to_string(k.tune)},
-                   {"keys_tuned", runner.tuner().keys_tuned()},
-                   {"sweep_s", runner.tuner().sweep_seconds()},
-                   {"cache", runner.tuner().cache_file().string()}}},
+                   {"keys_tuned", tn.keys_tuned()},
+                   {"sweep_s", tn.sweep_seconds()},
+                   {"cache", tn.cache_file().string()}}},
                  {"parallel_warmup", warmup_result}};
   log.append(footer);
   for (const auto& w : runner.warnings()) err << "caliber: WARNING: " << w << "\n";
@@ -419,6 +423,109 @@ void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_res
       << " in " << fmt(wall_s, 1) << " s; run directory " << outcome.run_dir.string() << "\n";
 }
 
+// A paired A/B (docs/ab.md): side A's ops (the knobs' --ops-lib) and side B's (req.paired_lib)
+// in this one process, each case timed block by block, A and B alternately; two run directories,
+// each an ordinary run whose identity carries "paired" (the pair's id, its side, the blocks).
+RunOutcome run_paired(const RunRequest& req, std::ostream& out, std::ostream& err) {
+  const core::Knobs& k = req.knobs;
+  const auto t_start = std::chrono::steady_clock::now();
+  const auto wall_start = std::chrono::system_clock::now();
+  if (k.profile > 0 || k.parallel_warmup > 0 || !req.tune_shard.empty())
+    throw UsageError(
+        "--ops-lib-b (paired A/B): not with --profile or --parallel-warmup; "
+        "allowed: caliber ab --isolate");
+  if (req.paired_blocks < 2 || req.paired_blocks > 1000)
+    throw UsageError("--blocks: '" + std::to_string(req.paired_blocks) +
+                     "' is not allowed (an integer from 2 to 1000)");
+  if (req.paired_name.empty() || req.paired_name == k.name)
+    throw UsageError("--paired-name: side B's run needs a name of its own");
+  try {
+    load_paired_library(req.paired_lib);
+  } catch (const SelectionError& e) {
+    throw UsageError(e.what());
+  }
+  const Setup s = resolve_setup(req);
+  const auto side_b = paired_ops(s.backend->name());
+  const std::uint64_t seed = k.seed != 0 ? k.seed : fresh_seed();
+  const std::string id = std::to_string(seed) + "@" + core::iso8601_utc(wall_start);
+  auto paired_key = [&](const char* side) {
+    return json{{"id", id}, {"side", side}, {"blocks", req.paired_blocks}};
+  };
+  std::vector<std::string> libs_b;  // side B's identity names side B's libraries
+  for (const auto& e : s.sel.ops) {
+    const auto it = side_b.find(e.info.name);
+    const std::string src = it != side_b.end() ? it->second.source : e.source;
+    if (src != kBuiltinSource && std::find(libs_b.begin(), libs_b.end(), src) == libs_b.end())
+      libs_b.push_back(src);
+  }
+  RunFiles fa = claim_run(k, s, seed, wall_start, json{{"paired", paired_key("A")}});
+  core::Knobs kb = k;
+  kb.name = req.paired_name;
+  RunFiles fb =
+      claim_run(kb, s, seed, wall_start, json{{"paired", paired_key("B")}, {"ops_libs", libs_b}});
+  fa.identity["paired"]["partner"] = fb.dir.filename().string();
+  fb.identity["paired"]["partner"] = fa.dir.filename().string();
+  core::write_identity(fa.dir, fa.identity);
+  core::write_identity(fb.dir, fb.identity);
+  print_banner(out, k, s, fa.dir, seed);
+  out << "  paired A/B: side B " << fb.dir.string() << " (" << req.paired_lib << "), "
+      << req.paired_blocks << " blocks a side, A B B A ...\n";
+  CaseRunner runner(*s.backend, s.dev_index, seed, k, s.timer, tune_settings(k, fa.dir));
+  tune::Tuner tuner_b(tune_settings(kb, fb.dir));
+  const Peaks peaks = run_peaks(k, *s.backend, runner, fa, out);
+  if (fa.identity.contains("peaks")) {
+    fb.identity["peaks"] = fa.identity["peaks"];
+    core::write_identity(fb.dir, fb.identity);
+  }
+  RunOutcome oa, ob;
+  oa.run_dir = fa.dir;
+  oa.paired_run_dir = fb.dir;
+  ob.run_dir = fb.dir;
+  std::vector<json> rows_a, rows_b;
+  const std::size_t n = s.sel.cases.size();
+  const auto cases_start = std::chrono::steady_clock::now();
+  auto tally = [](RunOutcome& o, const json& row) {
+    const std::string st = row.value(core::field::status, core::status::failed);
+    if (st == core::status::ok)
+      ++o.ok;
+    else if (st == core::status::skipped)
+      ++o.skipped;
+    else
+      ++o.failed;
+    return st;
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const Case& c = s.sel.cases[i];
+    const Op* op_a = s.sel.case_op[i];
+    const auto it = side_b.find(c.op);
+    const Op* op_b = it != side_b.end() ? it->second.op.get() : op_a;  // not in B: the same op
+    auto [ra, rb] = runner.run_case_paired(*op_a, *op_b, c, req.paired_blocks, tuner_b);
+    annotate_with_peaks(ra, peaks);
+    annotate_with_peaks(rb, peaks);
+    fa.log->append(ra);
+    fb.log->append(rb);
+    const std::string st_a = tally(oa, ra);
+    const std::string st_b = tally(ob, rb);
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - cases_start).count();
+    print_progress(out, k, c, ra, "A " + st_a, i, n, elapsed);
+    print_progress(out, k, c, rb, "B " + st_b, i, n, elapsed);
+    rows_a.push_back(std::move(ra));
+    rows_b.push_back(std::move(rb));
+  }
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  out << "side A:\n";
+  finish_run(k, runner, nullptr, rows_a, wall_s, *fa.log, oa, out, err);
+  out << "side B:\n";
+  finish_run(kb, runner, nullptr, rows_b, wall_s, *fb.log, ob, out, err, &tuner_b);
+  oa.ok += ob.ok;
+  oa.failed += ob.failed;
+  oa.skipped += ob.skipped;
+  oa.exit_code = oa.failed > 0 ? 1 : 0;
+  return oa;
+}
+
 }  // namespace
 
 RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream& err) {
@@ -426,6 +533,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   const auto t_start = std::chrono::steady_clock::now();
   const auto wall_start = std::chrono::system_clock::now();
 
+  if (!req.paired_lib.empty()) return run_paired(req, out, err);
   const Setup s = resolve_setup(req);
   // A parallel-warmup child tunes its shard and measures nothing; it claims no run directory.
   if (!req.tune_shard.empty()) {

@@ -22,11 +22,18 @@ struct RunRequest {
   // Parallel-warmup child: "i/N" tunes shard i of N into `shard_cache` and measures nothing.
   std::string tune_shard;
   std::filesystem::path shard_cache;
+  // Paired A/B in this one process (caliber ab --ops-lib-a A --ops-lib-b B, docs/ab.md): side B's
+  // op library, the name of side B's run directory (beside side A's, which the knobs name) and the
+  // blocks per side. Empty paired_lib: an ordinary run.
+  std::string paired_lib;
+  std::string paired_name;
+  int paired_blocks = 8;
 };
 
 struct RunOutcome {
   int exit_code = 0;  // 0 all ok, 1 a case failed (error or accuracy)
   std::filesystem::path run_dir;
+  std::filesystem::path paired_run_dir;  // side B's, in a paired A/B
   int ok = 0, failed = 0, skipped = 0;
 };
 

@@ -3,6 +3,9 @@
 # margins: two builds of the same code (one library copied to a second path) give no FASTER or
 # SLOWER; a build whose candidate does twice the work (caliber_test_scaled_slow), and the same op
 # with CALIBER_TEST_SCALE=2, are SLOWER; the unchanged baseline is never FASTER/SLOWER.
+# Two libraries go through the paired A/B (one process per round, A and B block by block): its
+# rows say "paired", its run directories carry the pairing and the block medians; the same code
+# is also run with --isolate (a process per side), and the environment switch always is.
 # Also: ab takes every run flag (--quiet, --name) and refuses a lone --ops-lib-a (exit 2).
 set -u
 CAL=$1
@@ -18,28 +21,42 @@ cp "$LIB" "$T/libsame_again.so"  # a second build of the same code
 # A shared 2-core host (ctest -j2, other jobs) moves timings by far more than an H200 does (the
 # same code once read 2x apart between two processes): two interleaved rounds a side, a cpu
 # run-to-run term of 20% per side (an interval of about +/-40%) and a 20% --min-effect.
+# The paired residual gets the same generous 20% (--paired-noise).
 RUN=(--backend cpu --devices 0 --shape 262144 --shape 1048576 --min-samples 20 --min-time 0
-     --warmup 0 --rounds 2 --quiet --run-noise 20 --min-effect 20 --format csv)
+     --warmup 0 --rounds 2 --quiet --run-noise 20 --paired-noise 20 --min-effect 20 --format csv)
 
 # verdicts FILE ROLE: the verdict column of the csv pairs of that role, one per line.
 verdicts() { awk -F, -v role="$2" '$4 == role { print $13 }' "$1"; }
 
 # Same code on both sides: never FASTER or SLOWER (three attempts: a load spike on the shared host
 # can move one side by more than the margin; a broken rule calls every attempt).
-same_ok=0
-for attempt in 1 2 3; do
-  rm -rf "$T/same"
-  "$CAL" ab --ops-lib-a "$LIB" --ops-lib-b "$T/libsame_again.so" --out "$T/same" --name same \
-    "${RUN[@]}" test_scaled > "$T/same.txt" 2>&1; rc=$?
-  cat "$T/same.txt"
-  [ "$rc" -eq 0 ] || fail "ab (same code) exit $rc"
-  ls -d "$T"/same/same-*/A-2-* > /dev/null 2>&1 || fail "--name did not name the A/B directory"
-  n=$(verdicts "$T/same.txt" candidate | wc -l)
-  [ "$n" -eq 2 ] || fail "expected 2 candidate pairs, got $n"
-  if ! grep -Eq ',(FASTER|SLOWER),' "$T/same.txt"; then same_ok=1; break; fi
-  echo "attempt $attempt: the same code came out FASTER/SLOWER; again"
+for mode in paired isolate; do
+  same_ok=0
+  extra=()
+  [ "$mode" = isolate ] && extra=(--isolate)
+  for attempt in 1 2 3; do
+    rm -rf "$T/same"
+    "$CAL" ab --ops-lib-a "$LIB" --ops-lib-b "$T/libsame_again.so" --out "$T/same" --name same \
+      "${extra[@]}" "${RUN[@]}" test_scaled > "$T/same.txt" 2>&1; rc=$?
+    cat "$T/same.txt"
+    [ "$rc" -eq 0 ] || fail "ab (same code, $mode) exit $rc"
+    ls -d "$T"/same/same-*/A-2-* > /dev/null 2>&1 || fail "--name did not name the A/B directory"
+    n=$(verdicts "$T/same.txt" candidate | wc -l)
+    [ "$n" -eq 2 ] || fail "expected 2 candidate pairs, got $n"
+    npaired=$(grep -c ',"paired, 16 blocks' "$T/same.txt")
+    if [ "$mode" = paired ]; then
+      [ "$npaired" -eq 4 ] || fail "paired: expected 4 pairs noted 'paired, 16 blocks', got $npaired"
+      grep -q '"paired"' "$T"/same/same-*/B-1-*/run_identity.json || fail "no paired key in B-1"
+      grep -q '"block_medians_ms"' "$T"/same/same-*/A-2-*/run.log || fail "no block medians in A-2"
+      [ ! -e "$T"/same/same-*/logs/A-1.log ] || fail "paired: a process per side was spawned"
+    else
+      [ "$npaired" -eq 0 ] || fail "--isolate: $npaired pairs were paired"
+    fi
+    if ! grep -Eq ',(FASTER|SLOWER),' "$T/same.txt"; then same_ok=1; break; fi
+    echo "attempt $attempt ($mode): the same code came out FASTER/SLOWER; again"
+  done
+  [ "$same_ok" -eq 1 ] || fail "the same code ($mode) came out FASTER/SLOWER in three attempts"
 done
-[ "$same_ok" -eq 1 ] || fail "the same code came out FASTER/SLOWER in three attempts"
 
 # A planted 2x the work, as a second build and as the environment switch: SLOWER.
 for how in build env; do
@@ -54,6 +71,9 @@ for how in build env; do
     "$CAL" ab "${sw[@]}" --out "$T/$how" "${RUN[@]}" test_scaled > "$T/$how.txt" 2>&1; rc=$?
     cat "$T/$how.txt"
     [ "$rc" -eq 0 ] || fail "ab ($how) exit $rc"
+    if [ "$how" = build ]; then
+      grep -q ',"paired, 16 blocks' "$T/$how.txt" || fail "two builds were not paired"
+    fi
     c=$(verdicts "$T/$how.txt" candidate | sort -u | tr '\n' ' ')
     b=$(verdicts "$T/$how.txt" baseline | sort -u | tr '\n' ' ')
     if [ "$c" = "SLOWER " ] && ! printf '%s' "$b" | grep -Eq 'FASTER|SLOWER'; then ok=1; break; fi

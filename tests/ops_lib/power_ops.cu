@@ -3,6 +3,9 @@
 // so that one `caliber ab --env CALIBER_TEST_PLANT=0 --env CALIBER_TEST_PLANT=1` measures every
 // planted change at once. With CALIBER_TEST_PLANT=1 the op's percentage applies; with it unset or
 // 0 every op does its plain work (p0 is the same code on both sides: the false-alarm rows).
+// Built with CALIBER_TEST_PLANT_BUILD=1 (caliber_test_power_planted) the percentages apply whatever
+// the environment says: two builds of the same ops for a paired A/B in one process, where an
+// environment switch cannot differ between the sides.
 // CALIBER_TEST_SCALE (default 1) multiplies the work of every op, for trying one change by hand.
 // The copy reads and writes n * scale floats. The GEMM adds K in multiples of 64 (K' = K +
 // 64 * round(K * pct / 6400)), which keeps cuBLAS on aligned shapes; the true ratio that planted
@@ -41,8 +44,12 @@ double work_scale(int pct) {
       throw std::invalid_argument(std::string("CALIBER_TEST_SCALE: '") + v +
                                   "' is not allowed (a number from 0.5 to 2)");
   }
+#ifndef CALIBER_TEST_PLANT_BUILD
+#define CALIBER_TEST_PLANT_BUILD 0
+#endif
   const char* p = std::getenv("CALIBER_TEST_PLANT");
-  if (p != nullptr && std::string(p) == "1") s *= 1.0 + pct / 100.0;
+  if (CALIBER_TEST_PLANT_BUILD == 1 || (p != nullptr && std::string(p) == "1"))
+    s *= 1.0 + pct / 100.0;
   return s;
 }
 
@@ -208,8 +215,11 @@ class PowerOp final : public Op {
   }
   std::optional<std::string> skip_reason(const Case& c, const DeviceContext&) const override {
     if (gemm_ && c.shape.size() != 3) return std::string("abp_gemm: a shape is M x N x K");
+    // A GEMM's dimensions are bounded; a copy's one dimension is its element count (up to 2^30).
     for (const auto d : c.shape)
-      if (d <= 0 || d > 65536) return std::string("abp: each dimension from 1 to 65536");
+      if (d <= 0 || (gemm_ && d > 65536))
+        return std::string(gemm_ ? "abp_gemm: each dimension from 1 to 65536"
+                                 : "abp_copy: a positive element count");
     if (!gemm_ && c.numel() > (1LL << 30)) return std::string("abp_copy: at most 2^30 floats");
     return std::nullopt;
   }

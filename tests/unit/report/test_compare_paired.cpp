@@ -1,0 +1,87 @@
+// Paired A/B (caliber ab of two libraries in one process, docs/ab.md): the t quantile, the
+// blocks' estimate and interval, and compare taking a paired pair's CI from its blocks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/stats.hpp"
+#include "report/compare.hpp"
+#include "unit/report/fixtures.hpp"
+
+namespace fs = std::filesystem;
+
+using namespace caliber::testing;
+using namespace caliber::report;
+
+TEST(PairedStats, StudentTQuantileMatchesTables) {
+  EXPECT_NEAR(caliber::core::student_t_quantile(0.975, 1), 12.7062, 1e-3);
+  EXPECT_NEAR(caliber::core::student_t_quantile(0.975, 2), 4.3027, 1e-3);
+  EXPECT_NEAR(caliber::core::student_t_quantile(0.975, 7), 2.3646, 1e-3);
+  EXPECT_NEAR(caliber::core::student_t_quantile(0.975, 30), 2.0423, 1e-3);
+  EXPECT_NEAR(caliber::core::student_t_quantile(0.025, 7), -2.3646, 1e-3);
+}
+
+TEST(PairedStats, EstimateIsTheMeanWithATInterval) {
+  // 8 blocks: mean 0.02, sd of {0.01, 0.03} x4 = 0.010690; hw = 2.3646 * sd / sqrt(8).
+  const std::vector<std::vector<double>> d = {{0.01, 0.03, 0.01, 0.03, 0.01, 0.03, 0.01, 0.03}};
+  const auto e = caliber::core::paired_log_ratio(d);
+  EXPECT_EQ(e.blocks, 8);
+  EXPECT_EQ(e.rounds, 1);
+  EXPECT_NEAR(e.log_ratio, 0.02, 1e-12);
+  EXPECT_NEAR(e.half_width, 2.3646 * 0.0106904 / std::sqrt(8.0), 1e-5);
+  // Three rounds that disagree as wholes: the rounds' spread sets the width.
+  const std::vector<std::vector<double>> r = {{0.0, 0.0}, {0.05, 0.05}, {0.1, 0.1}};
+  const auto er = caliber::core::paired_log_ratio(r);
+  EXPECT_EQ(er.rounds, 3);
+  EXPECT_NEAR(er.half_width, 4.3027 * 0.05 / std::sqrt(3.0), 1e-4);
+  EXPECT_EQ(caliber::core::paired_log_ratio({{0.1}}).blocks, 0);
+}
+
+namespace {
+json paired_row(double cand_ms, const std::vector<double>& blocks, std::uint32_t seed) {
+  RowSpec s;
+  s.op = "add";
+  s.shape = "1024";
+  s.cand = samples(cand_ms, 0.002, 40, seed);
+  s.base = samples(2.0, 0.002, 40, seed + 1000);
+  json row = make_row(s);
+  for (auto& p : row["providers"]) p["block_medians_ms"] = blocks;
+  return row;
+}
+json paired_identity(const std::string& side, const std::string& id) {
+  json ident = identity();
+  ident["paired"] = {{"id", id}, {"side", side}, {"blocks", 4}};
+  return ident;
+}
+}  // namespace
+
+// Block medians 3% apart in every block: SLOWER from one paired round (the blocks' interval and
+// the 0.88% residual), where the same samples without the pairing carry the run-to-run term
+// (about +/-6%) and stay UNSURE.
+TEST(ComparePaired, BlocksGiveTheIntervalAndTheRunNoiseIsNotAdded) {
+  TempDir t;
+  const std::vector<double> a = {1.0, 1.01, 0.99, 1.0}, b = {1.03, 1.04, 1.02, 1.03};
+  const fs::path da = write_run(t.path(), "A-1-20261130-101010", {paired_row(1.0, a, 1)},
+                                paired_identity("A", "x"));
+  const fs::path db = write_run(t.path(), "B-1-20261130-101010", {paired_row(1.03, b, 2)},
+                                paired_identity("B", "x"));
+  const auto r = compare_dirs({da}, {db});
+  EXPECT_EQ(r.paired_rounds, 1);
+  const PairResult* p = nullptr;
+  for (const auto& x : r.pairs)
+    if (x.role == "candidate") p = &x;
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(p->paired);
+  EXPECT_EQ(p->blocks, 4);
+  EXPECT_NEAR(p->ratio, 1.03, 1e-3);
+  EXPECT_EQ(p->verdict, Verdict::slower);
+  // Different pairing ids: not paired, the run-to-run term applies.
+  const fs::path dc = write_run(t.path(), "B-2-20261130-101010", {paired_row(1.03, b, 2)},
+                                paired_identity("B", "y"));
+  const auto u = compare_dirs({da}, {dc});
+  EXPECT_EQ(u.paired_rounds, 0);
+  for (const auto& x : u.pairs) {
+    EXPECT_FALSE(x.paired);
+    if (x.role == "candidate") EXPECT_EQ(x.verdict, Verdict::unsure);
+  }
+}
