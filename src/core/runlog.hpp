@@ -3,11 +3,14 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/runlog_rows.hpp"
 
 namespace caliber::core {
 
@@ -137,18 +140,26 @@ class RunLogWriter {
   RunLogWriter& operator=(const RunLogWriter&) = delete;
   // Appends one line and flushes it to the OS before returning.
   void append(const nlohmann::json& row);
+  // The typed rows, through their one conversion (core/runlog_rows.hpp).
+  void append_header(const RunLogHeader& header) { append(to_json(header)); }
+  void append_case(const CaseRow& row) { append(to_json(row)); }
+  void append_footer(const RunLogFooter& footer) { append(to_json(footer)); }
 
  private:
   std::FILE* f_ = nullptr;
 };
 
+// A run.log as read: typed rows (core/runlog_rows.hpp).
 struct RunLog {
-  nlohmann::json header;              // null when absent
-  int schema = 0;                     // the header's "schema" (0: absent, or no header)
-  std::vector<nlohmann::json> cases;  // rows of type "case"
-  nlohmann::json footer;              // null when absent (a run that did not finish)
-  bool truncated = false;             // the last line was cut and ignored
-  int bad_lines = 0;                  // unparsable lines other than a truncated last one
+  std::optional<RunLogHeader> header;  // absent when the file has none
+  int schema = 0;                      // the header's "schema" (0: absent, or no header)
+  std::vector<CaseRow> cases;          // rows of type "case"
+  std::optional<RunLogFooter> footer;  // absent when the run did not finish
+  bool truncated = false;              // the last line was cut and ignored
+  // Unparsable lines other than a truncated last one, and rows that are not of their type
+  // (a RowError: a key of the wrong type, a case row without "op"); the first such error.
+  int bad_lines = 0;
+  std::string first_bad_line_error;
   // Lines kept after a repair: invalid UTF-8 bytes replaced by '?', non-JSON numbers (NaN,
   // Infinity, 1e999999) read as null. One bad value must not lose a row, let alone the file.
   int repaired_lines = 0;

@@ -73,7 +73,7 @@ namespace {
 
 struct SideCase {
   std::string op, dtype, shape, family;
-  std::vector<const nlohmann::json*> rows;
+  std::vector<const core::CaseRow*> rows;
 };
 
 struct Side {
@@ -89,10 +89,10 @@ Side collect(const std::vector<RunData>& runs) {
       auto [it, inserted] = s.cases.try_emplace(key);
       if (inserted) {
         s.order.push_back(key);
-        it->second.op = row_string(row, core::field::op);
-        it->second.dtype = row_string(row, core::field::dtype);
-        it->second.shape = row_string(row, core::field::shape);
-        it->second.family = row_string(row, "family");
+        it->second.op = row.op;
+        it->second.dtype = row.dtype.value_or("");
+        it->second.shape = row.shape.value_or("");
+        it->second.family = row.family.value_or("");
       }
       it->second.rows.push_back(&row);
     }
@@ -159,7 +159,7 @@ std::vector<Pooled> pool(const SideCase& c) {
 
 bool case_has_fallback(const SideCase& c) {
   return std::any_of(c.rows.begin(), c.rows.end(),
-                     [](const nlohmann::json* r) { return row_has_marker(*r, kFallbackMarker); });
+                     [](const core::CaseRow* r) { return row_has_marker(*r, kFallbackMarker); });
 }
 
 std::string fmt(double v, int prec = 4) {

@@ -14,11 +14,11 @@ struct Accumulator {
   std::vector<double> speedups;
 };
 
-void add_row(Accumulator& a, const nlohmann::json& row) {
+void add_row(Accumulator& a, const core::CaseRow& row) {
   ++a.g.rows;
   const std::string status = row_status(row);
-  if (status == "failed") ++a.g.failed;
-  if (status == "skipped") ++a.g.skipped;
+  if (status == core::status::failed) ++a.g.failed;
+  if (status == core::status::skipped) ++a.g.skipped;
   if (row_has_marker(row, kFallbackMarker)) ++a.g.fallback;
   if (row_has_marker(row, kPoisonedMarker)) ++a.g.poisoned;
   if (row_has_marker(row, kPowerCappedMarker)) ++a.g.power_capped;
@@ -64,10 +64,10 @@ Summary summarize_rows(const std::vector<std::pair<std::string, std::vector<RunD
       if (run.log.truncated) ++out.truncated_logs;
       out.bad_lines += run.log.bad_lines;
       out.repaired_lines += run.log.repaired_lines;
-      if (run.log.footer.is_null()) ++out.unfinished_runs;
+      if (!run.log.footer) ++out.unfinished_runs;
       for (const auto& row : run.log.cases) {
-        const std::string op = row_string(row, core::field::op);
-        const std::string dtype = row_string(row, core::field::dtype);
+        const std::string& op = row.op;
+        const std::string dtype = row.dtype.value_or("");
         auto& acc = groups[{op, dtype}];
         if (acc.g.rows == 0) {
           acc.g.source = source;

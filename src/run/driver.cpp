@@ -260,10 +260,7 @@ RunFiles claim_run(const core::Knobs& k, const Setup& s, std::uint64_t seed,
       f.dir / "shapes.yaml",
       core::ShapeSet::archive_yaml(s.sel.level, s.sel.shapes_file.string(), s.sel.used_shapes));
   f.log = std::make_unique<core::RunLogWriter>(f.dir / core::run_log_file);
-  json header = f.identity;
-  header[core::field::type] = "header";
-  header["cases"] = s.sel.cases.size();
-  f.log->append(header);
+  f.log->append_header(core::RunLogHeader{f.identity, s.sel.cases.size()});
   return f;
 }
 
@@ -330,21 +327,19 @@ Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend, CaseRunn
 }
 
 // One progress line: "[i/n] node status  base .. ms  cand .. ms  x..  <error|reason>  eta ~..".
-void print_progress(std::ostream& out, const core::Knobs& k, const Case& c, const json& row,
-                    const std::string& status, std::size_t i, std::size_t n, double elapsed) {
+void print_progress(std::ostream& out, const core::Knobs& k, const Case& c,
+                    const core::CaseRow& row, const std::string& status, std::size_t i,
+                    std::size_t n, double elapsed) {
   out << "[" << std::setw(std::to_string(n).size()) << (i + 1) << "/" << n << "] " << std::left
       << std::setw(44) << c.node_id() << std::right << " " << status;
-  if (row.contains(core::field::latency_base_ms))
-    out << "  base " << fmt_ms(row[core::field::latency_base_ms].get<double>()) << " ms";
-  if (row.contains(core::field::latency_ms))
-    out << "  cand " << fmt_ms(row[core::field::latency_ms].get<double>()) << " ms";
-  if (row.contains(core::field::speedup) && row[core::field::speedup].is_number())
-    out << "  x" << fmt(row[core::field::speedup].get<double>(), 2);
+  if (row.latency_base_ms) out << "  base " << fmt_ms(*row.latency_base_ms) << " ms";
+  if (row.latency_ms) out << "  cand " << fmt_ms(*row.latency_ms) << " ms";
+  if (row.speedup && *row.speedup) out << "  x" << fmt(**row.speedup, 2);
   if (k.profile > 0 && status == core::status::ok)
     out << "  profiled: " << k.profile << " launch(es) per provider in ranges " << c.node_id()
         << "/<provider>";
-  if (row.contains(core::field::error)) out << "  " << row[core::field::error].get<std::string>();
-  if (row.contains(core::field::reason)) out << "  " << row[core::field::reason].get<std::string>();
+  if (row.error) out << "  " << *row.error;
+  if (row.reason) out << "  " << *row.reason;
   if (const std::string miss = stop_rule_miss(row); !miss.empty())
     out << "  " << kMarkerStopNotConverged << " (" << miss << ")";
   // On a long run, when the rest should end: the mean time per case so far, times the cases
@@ -358,19 +353,19 @@ void print_progress(std::ostream& out, const core::Knobs& k, const Case& c, cons
 
 // Phase 5: the cases, one by one; each row appended to run.log and flushed before the next
 // starts, and counted into `outcome`.
-std::vector<json> run_cases(const core::Knobs& k, const Selection& sel, CaseRunner& runner,
-                            const Peaks& peaks, core::RunLogWriter& log, RunOutcome& outcome,
-                            std::ostream& out) {
-  std::vector<json> rows;
+std::vector<core::CaseRow> run_cases(const core::Knobs& k, const Selection& sel, CaseRunner& runner,
+                                     const Peaks& peaks, core::RunLogWriter& log,
+                                     RunOutcome& outcome, std::ostream& out) {
+  std::vector<core::CaseRow> rows;
   const std::size_t n = sel.cases.size();
   const auto cases_start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < n; ++i) {
     const Case& c = sel.cases[i];
-    json row = k.profile > 0 ? runner.profile_case(*sel.case_op[i], c, k.profile)
-                             : runner.run_case(*sel.case_op[i], c);
+    core::CaseRow row = k.profile > 0 ? runner.profile_case(*sel.case_op[i], c, k.profile)
+                                      : runner.run_case(*sel.case_op[i], c);
     annotate_with_peaks(row, peaks);
-    log.append(row);
-    const std::string status = row.value(core::field::status, core::status::failed);
+    log.append_case(row);
+    const std::string status = row.status.value_or(core::status::failed);
     if (status == core::status::ok)
       ++outcome.ok;
     else if (status == core::status::skipped)
@@ -387,23 +382,21 @@ std::vector<json> run_cases(const core::Knobs& k, const Selection& sel, CaseRunn
 
 // Phase 6: the run.log footer, the warnings and the closing table.
 void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_result,
-                const std::vector<json>& rows, double wall_s, core::RunLogWriter& log,
+                const std::vector<core::CaseRow>& rows, double wall_s, core::RunLogWriter& log,
                 const RunOutcome& outcome, std::ostream& out, std::ostream& err) {
-  json footer = {{core::field::type, "footer"},
-                 {"ok", outcome.ok},
-                 {"failed", outcome.failed},
-                 {"skipped", outcome.skipped},
-                 {"cases", rows.size()},
-                 {"wall_s", wall_s},
-                 {"warnings", runner.warnings()},
-                 {"end_time", core::iso8601_utc(std::chrono::system_clock::now())},
-                 {"tune",
-                  {{"mode", core::to_string(k.tune)},
-                   {"keys_tuned", runner.tuner().keys_tuned()},
-                   {"sweep_s", runner.tuner().sweep_seconds()},
-                   {"cache", runner.tuner().cache_file().string()}}},
-                 {"parallel_warmup", warmup_result}};
-  log.append(footer);
+  core::RunLogFooter footer;
+  footer.ok = outcome.ok;
+  footer.failed = outcome.failed;
+  footer.skipped = outcome.skipped;
+  footer.cases = rows.size();
+  footer.wall_s = wall_s;
+  footer.warnings = runner.warnings();
+  footer.end_time = core::iso8601_utc(std::chrono::system_clock::now());
+  footer.tune =
+      core::FooterTune{core::to_string(k.tune), runner.tuner().keys_tuned(),
+                       runner.tuner().sweep_seconds(), runner.tuner().cache_file().string()};
+  footer.parallel_warmup = warmup_result;
+  log.append_footer(footer);
   for (const auto& w : runner.warnings()) err << "caliber: WARNING: " << w << "\n";
 
   print_run_table(out, rows, k.columns, k.quantiles);
@@ -435,7 +428,8 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   const Peaks peaks = run_peaks(k, *s.backend, runner, files, out);
   RunOutcome outcome;
   outcome.run_dir = files.dir;
-  const std::vector<json> rows = run_cases(k, s.sel, runner, peaks, *files.log, outcome, out);
+  const std::vector<core::CaseRow> rows =
+      run_cases(k, s.sel, runner, peaks, *files.log, outcome, out);
 
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();

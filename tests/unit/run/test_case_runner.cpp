@@ -63,7 +63,7 @@ nlohmann::json run_twin(bool refuses) {
   settings.mode = tune::Mode::off;
   CaseRunner runner(backend, 0, 1, knobs, "graph", settings);
   Case c{"twin", DType::f32, {1024}, {}, {}};
-  return runner.run_case(TwinOp(refuses), c);
+  return core::to_json(runner.run_case(TwinOp(refuses), c));
 }
 
 TEST(OneRegimePerRow, AFallbackMakesEveryProviderOfTheCaseDirect) {
