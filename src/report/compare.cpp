@@ -214,14 +214,13 @@ void check_identities(const std::vector<RunData>& a, const std::vector<RunData>&
     out.mismatches = core::diff_identity(a[0].identity, b[0].identity);
 }
 
-CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<RunData>& b,
-                             const CompareOptions& opt) {
-  CompareResult out;
-  out.runs_a = static_cast<int>(a.size());
-  out.runs_b = static_cast<int>(b.size());
-  check_identities(a, b, out);
-  // Different devices: the GPUs' uuids differ, or the runs ran on different nodes (the Slurm
-  // node, else the host: a cluster's nodes hold different chips even where a uuid is missing).
+namespace {
+
+// Whether the sides ran on different devices: the GPUs' uuids differ, or the runs ran on
+// different nodes (the Slurm node, else the host: a cluster's nodes hold different chips even
+// where a uuid is missing).
+void detect_cross_device(const std::vector<RunData>& a, const std::vector<RunData>& b,
+                         CompareResult& out) {
   auto where = [](const std::vector<RunData>& side) {
     std::vector<std::pair<std::string, std::string>> u;  // uuid, node
     for (const auto& r : side) {
@@ -241,6 +240,159 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
         if (out.cross_nodes.empty()) out.cross_nodes = na + " vs " + nb;
       }
     }
+}
+
+// The interval and verdict of one pair with enough samples a side: the bootstrap CI of the
+// median ratio, widened by the run-to-run terms (docs/ab.md), then the verdict rule.
+void estimate_pair(PairResult& pr, const Pooled& x, const Pooled& y, const std::string& family,
+                   bool fallback, const CompareOptions& opt, CompareResult& out) {
+  // Several runs a side (ab rounds, repeated batches): resample runs, then samples, so
+  // drift between runs is in the interval. One run a side: its samples are all there is.
+  pr.grouped = x.groups.size() >= 2 && y.groups.size() >= 2;
+  pr.ci = pr.grouped ? core::bootstrap_median_ratio_ci_grouped(x.groups, y.groups, opt.confidence,
+                                                               opt.resamples, opt.seed)
+                     : core::bootstrap_median_ratio_ci(x.samples, y.samples, opt.confidence,
+                                                       opt.resamples, opt.seed);
+  // One run's samples cannot show the run-to-run noise: add it.
+  double rn = opt.run_noise;
+  auto take = [&](const std::string& cls) {
+    const auto it = opt.run_noise_class.find(cls);
+    if (it != opt.run_noise_class.end()) rn = std::max(rn, it->second);
+  };
+  take(family);
+  if (fallback) take("fallback");
+  // Plus the timer floor's own jitter, an absolute time: it dominates short kernels.
+  const double t_us = std::min(pr.median_a, pr.median_b) * 1e3;
+  rn = std::hypot(rn, opt.run_noise_floor_us / t_us);
+  // A side of R runs keeps rn / sqrt(R): the run-to-run spread of a mean of R runs. The
+  // grouped bootstrap measures the spread it drew, but over three runs it cannot see one it
+  // did not happen to draw (a 4.7 us copy read 4.3% apart, the same sign three times).
+  const double sd_a =
+      rn / std::sqrt(static_cast<double>(std::max<std::size_t>(1, x.groups.size())));
+  const double sd_b =
+      rn / std::sqrt(static_cast<double>(std::max<std::size_t>(1, y.groups.size())));
+  const double lr = std::log(pr.ratio);
+  pr.sample_hw = lr >= 0 ? lr - std::log(pr.ci.lo) : std::log(pr.ci.hi) - lr;
+  pr.runs = static_cast<int>(std::min(x.groups.size(), y.groups.size()));
+  // Across two devices, no-change is the device band: chip-to-chip differences are in no CI.
+  const double zone = out.cross_device ? out.band_used : 0.0;
+  const Verdict samples_only =
+      core::ab_verdict(pr.ci, pr.ratio, opt.min_effect, out.band_used, zone);
+  double noise_hw = 0;
+  if (sd_a > 0 || sd_b > 0) {
+    pr.ci = core::widen_for_run_noise(pr.ci, pr.ratio, sd_a, sd_b, opt.confidence);
+    pr.run_noise = std::hypot(sd_a, sd_b);
+    noise_hw = core::normal_quantile(0.5 + 0.5 * opt.confidence) * pr.run_noise;
+  }
+  pr.verdict = core::ab_verdict(pr.ci, pr.ratio, opt.min_effect, out.band_used, zone);
+  if (pr.verdict == Verdict::unsure) {
+    if (samples_only != Verdict::unsure) ++out.unsure_by_run_noise;
+    pr.resolution = core::resolve_unsure(pr.ratio, pr.sample_hw, noise_hw, pr.runs, opt.min_effect,
+                                         out.band_used);
+  }
+}
+
+// The per-op ranges of the primary role's pairs, in first-seen op order.
+struct OpRanges {
+  std::map<std::string, OpRange> ranges;
+  std::vector<std::string> order;
+};
+
+// A primary pair into its op's range, and into the regressions when --fail-on-regression
+// applies.
+void add_to_op_range(OpRanges& ops, const PairResult& pr, bool fallback, const CompareOptions& opt,
+                     CompareResult& out) {
+  auto [it, inserted] = ops.ranges.try_emplace(pr.op);
+  OpRange& r = it->second;
+  if (inserted) {
+    ops.order.push_back(pr.op);
+    r.op = pr.op;
+    r.min = r.max = pr.ratio;
+  }
+  ++r.pairs;
+  r.min = std::min(r.min, pr.ratio);
+  r.max = std::max(r.max, pr.ratio);
+  r.fallback = r.fallback || fallback;
+  switch (pr.verdict) {
+    case Verdict::faster:
+      ++r.faster;
+      break;
+    case Verdict::slower:
+      ++r.slower;
+      break;
+    case Verdict::same:
+      ++r.same;
+      break;
+    case Verdict::unsure:
+      ++r.unsure;
+      break;
+  }
+  if (opt.fail_on_regression_pct && pr.verdict == Verdict::slower &&
+      pr.ratio > 1.0 + *opt.fail_on_regression_pct / 100.0)
+    out.regressions.push_back(pr.op + " " + pr.dtype + " " + pr.shape + " (" + pr.provider +
+                              "): ratio " + fmt(pr.ratio) + ", SLOWER by more than " +
+                              fmt(*opt.fail_on_regression_pct) + "%");
+}
+
+// One case present on both sides: excluded (failed, skipped, no latency), or one pair per
+// provider both sides timed.
+void compare_case(const SideCase& ca, const SideCase& cb, const CompareOptions& opt,
+                  CompareResult& out, OpRanges& ops) {
+  const auto why_a = exclusion(ca);
+  const auto why_b = exclusion(cb);
+  if (why_a || why_b) {
+    ++out.excluded;
+    if (why_a) count(out.excluded_a, *why_a);
+    if (why_b) count(out.excluded_b, *why_b);
+    return;
+  }
+  ++out.paired;
+  const bool fallback = case_has_fallback(ca) || case_has_fallback(cb);
+  const auto pa = pool(ca);
+  const auto pb = pool(cb);
+  std::vector<ProviderSamples> roles_seen;
+  for (const auto& p : pa) roles_seen.push_back({p.name, p.role, 1, {}, false});
+  const std::string primary = primary_role(roles_seen);
+  for (const auto& x : pa) {
+    const auto y = std::find_if(pb.begin(), pb.end(), [&](const Pooled& p) {
+      return p.role == x.role && p.name == x.name;
+    });
+    if (y == pb.end() || x.samples.empty() || y->samples.empty()) continue;
+    PairResult pr;
+    pr.op = ca.op;
+    pr.dtype = ca.dtype;
+    pr.shape = ca.shape;
+    pr.role = x.role;
+    pr.provider = x.name;
+    pr.primary = x.role == primary;
+    pr.n_a = x.samples.size();
+    pr.n_b = y->samples.size();
+    pr.median_a = core::median(x.samples);
+    pr.median_b = core::median(y->samples);
+    pr.ratio = pr.median_b / pr.median_a;
+    pr.fallback = fallback;
+    if (static_cast<int>(pr.n_a) >= opt.min_samples &&
+        static_cast<int>(pr.n_b) >= opt.min_samples) {
+      estimate_pair(pr, x, *y, ca.family, fallback, opt, out);
+    } else {
+      // One number per side says nothing about noise: no verdict can be honest.
+      pr.ci = {pr.ratio, pr.ratio};
+      pr.verdict = Verdict::unsure;
+    }
+    if (pr.primary) add_to_op_range(ops, pr, fallback, opt, out);
+    out.pairs.push_back(std::move(pr));
+  }
+}
+
+}  // namespace
+
+CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<RunData>& b,
+                             const CompareOptions& opt) {
+  CompareResult out;
+  out.runs_a = static_cast<int>(a.size());
+  out.runs_b = static_cast<int>(b.size());
+  check_identities(a, b, out);
+  detect_cross_device(a, b, out);
   out.band_used = out.cross_device ? std::max(opt.noise_band, opt.device_band) : opt.noise_band;
   const Side sa = collect(a);
   const Side sb = collect(b);
@@ -248,137 +400,16 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
   out.cases_b = static_cast<int>(sb.order.size());
   for (const auto& key : sb.order)
     if (!sa.cases.count(key)) ++out.only_b;
-
-  std::map<std::string, OpRange> ranges;
-  std::vector<std::string> op_order;
+  OpRanges ops;
   for (const auto& key : sa.order) {
     const auto itb = sb.cases.find(key);
     if (itb == sb.cases.end()) {
       ++out.only_a;
       continue;
     }
-    const SideCase& ca = sa.cases.at(key);
-    const SideCase& cb = itb->second;
-    const auto why_a = exclusion(ca);
-    const auto why_b = exclusion(cb);
-    if (why_a || why_b) {
-      ++out.excluded;
-      if (why_a) count(out.excluded_a, *why_a);
-      if (why_b) count(out.excluded_b, *why_b);
-      continue;
-    }
-    ++out.paired;
-    const bool fallback = case_has_fallback(ca) || case_has_fallback(cb);
-    const auto pa = pool(ca);
-    const auto pb = pool(cb);
-    std::vector<ProviderSamples> roles_seen;
-    for (const auto& p : pa) roles_seen.push_back({p.name, p.role, 1, {}, false});
-    const std::string primary = primary_role(roles_seen);
-    for (const auto& x : pa) {
-      const auto y = std::find_if(pb.begin(), pb.end(), [&](const Pooled& p) {
-        return p.role == x.role && p.name == x.name;
-      });
-      if (y == pb.end() || x.samples.empty() || y->samples.empty()) continue;
-      PairResult pr;
-      pr.op = ca.op;
-      pr.dtype = ca.dtype;
-      pr.shape = ca.shape;
-      pr.role = x.role;
-      pr.provider = x.name;
-      pr.primary = x.role == primary;
-      pr.n_a = x.samples.size();
-      pr.n_b = y->samples.size();
-      pr.median_a = core::median(x.samples);
-      pr.median_b = core::median(y->samples);
-      pr.ratio = pr.median_b / pr.median_a;
-      pr.fallback = fallback;
-      if (static_cast<int>(pr.n_a) >= opt.min_samples &&
-          static_cast<int>(pr.n_b) >= opt.min_samples) {
-        // Several runs a side (ab rounds, repeated batches): resample runs, then samples, so
-        // drift between runs is in the interval. One run a side: its samples are all there is.
-        pr.grouped = x.groups.size() >= 2 && y->groups.size() >= 2;
-        pr.ci = pr.grouped ? core::bootstrap_median_ratio_ci_grouped(
-                                 x.groups, y->groups, opt.confidence, opt.resamples, opt.seed)
-                           : core::bootstrap_median_ratio_ci(x.samples, y->samples, opt.confidence,
-                                                             opt.resamples, opt.seed);
-        // One run's samples cannot show the run-to-run noise: add it.
-        double rn = opt.run_noise;
-        auto take = [&](const std::string& cls) {
-          const auto it = opt.run_noise_class.find(cls);
-          if (it != opt.run_noise_class.end()) rn = std::max(rn, it->second);
-        };
-        take(ca.family);
-        if (fallback) take("fallback");
-        // Plus the timer floor's own jitter, an absolute time: it dominates short kernels.
-        const double t_us = std::min(pr.median_a, pr.median_b) * 1e3;
-        rn = std::hypot(rn, opt.run_noise_floor_us / t_us);
-        // A side of R runs keeps rn / sqrt(R): the run-to-run spread of a mean of R runs. The
-        // grouped bootstrap measures the spread it drew, but over three runs it cannot see one it
-        // did not happen to draw (a 4.7 us copy read 4.3% apart, the same sign three times).
-        const double sd_a =
-            rn / std::sqrt(static_cast<double>(std::max<std::size_t>(1, x.groups.size())));
-        const double sd_b =
-            rn / std::sqrt(static_cast<double>(std::max<std::size_t>(1, y->groups.size())));
-        const double lr = std::log(pr.ratio);
-        pr.sample_hw = lr >= 0 ? lr - std::log(pr.ci.lo) : std::log(pr.ci.hi) - lr;
-        pr.runs = static_cast<int>(std::min(x.groups.size(), y->groups.size()));
-        // Across two devices, no-change is the device band: chip-to-chip differences are in no CI.
-        const double zone = out.cross_device ? out.band_used : 0.0;
-        const Verdict samples_only =
-            core::ab_verdict(pr.ci, pr.ratio, opt.min_effect, out.band_used, zone);
-        double noise_hw = 0;
-        if (sd_a > 0 || sd_b > 0) {
-          pr.ci = core::widen_for_run_noise(pr.ci, pr.ratio, sd_a, sd_b, opt.confidence);
-          pr.run_noise = std::hypot(sd_a, sd_b);
-          noise_hw = core::normal_quantile(0.5 + 0.5 * opt.confidence) * pr.run_noise;
-        }
-        pr.verdict = core::ab_verdict(pr.ci, pr.ratio, opt.min_effect, out.band_used, zone);
-        if (pr.verdict == Verdict::unsure) {
-          if (samples_only != Verdict::unsure) ++out.unsure_by_run_noise;
-          pr.resolution = core::resolve_unsure(pr.ratio, pr.sample_hw, noise_hw, pr.runs,
-                                               opt.min_effect, out.band_used);
-        }
-      } else {
-        // One number per side says nothing about noise: no verdict can be honest.
-        pr.ci = {pr.ratio, pr.ratio};
-        pr.verdict = Verdict::unsure;
-      }
-      if (pr.primary) {
-        auto [it, inserted] = ranges.try_emplace(pr.op);
-        OpRange& r = it->second;
-        if (inserted) {
-          op_order.push_back(pr.op);
-          r.op = pr.op;
-          r.min = r.max = pr.ratio;
-        }
-        ++r.pairs;
-        r.min = std::min(r.min, pr.ratio);
-        r.max = std::max(r.max, pr.ratio);
-        r.fallback = r.fallback || fallback;
-        switch (pr.verdict) {
-          case Verdict::faster:
-            ++r.faster;
-            break;
-          case Verdict::slower:
-            ++r.slower;
-            break;
-          case Verdict::same:
-            ++r.same;
-            break;
-          case Verdict::unsure:
-            ++r.unsure;
-            break;
-        }
-        if (opt.fail_on_regression_pct && pr.verdict == Verdict::slower &&
-            pr.ratio > 1.0 + *opt.fail_on_regression_pct / 100.0)
-          out.regressions.push_back(pr.op + " " + pr.dtype + " " + pr.shape + " (" + pr.provider +
-                                    "): ratio " + fmt(pr.ratio) + ", SLOWER by more than " +
-                                    fmt(*opt.fail_on_regression_pct) + "%");
-      }
-      out.pairs.push_back(std::move(pr));
-    }
+    compare_case(sa.cases.at(key), itb->second, opt, out, ops);
   }
-  for (const auto& op : op_order) out.ops.push_back(ranges.at(op));
+  for (const auto& op : ops.order) out.ops.push_back(ops.ranges.at(op));
   return out;
 }
 
@@ -439,16 +470,10 @@ std::vector<std::string> mismatch_lines(const CompareResult& r) {
   return out;
 }
 
-Report compare_report(const CompareResult& r, const CompareOptions& opt) {
-  Report rep;
-  rep.banners = mismatch_lines(r);
-  if (r.mismatch())
-    rep.banners.push_back(opt.allow_mismatch
-                              ? "The two sides differ in caliber (--allow-mismatch): the ratios "
-                                "below mix a change of caliber with the change under test"
-                              : "The two sides differ in caliber: not comparable (--allow-mismatch "
-                                "to compare anyway)");
+namespace {
 
+// The per-pair table, with the verdict rule and the run-to-run terms in its notes.
+Table pairs_table(const CompareResult& r, const CompareOptions& opt) {
   Table pairs;
   pairs.id = "pairs";
   pairs.title = "Pairs: ratio = median(B) / median(A) latency (> 1: B slower)";
@@ -498,8 +523,11 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
         "): the band is widened to +/-" + fmt(opt.device_band * 100, 3) +
         "% (--device-band), since chip-to-chip differences are not in a CI built from "
         "one run's samples");
-  rep.tables.push_back(std::move(pairs));
+  return pairs;
+}
 
+// The per-op ranges of ratios.
+Table ops_table(const CompareResult& r) {
   Table ops;
   ops.id = "ops";
   ops.title = "Per op: range of ratios (" +
@@ -515,8 +543,11 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
     ops.notes.push_back(
         "(fallback rows): a row of that op carries BENCHMARK_DIRECT_NO_CUDAGRAPH on "
         "either side; it was timed under another regime");
-  rep.tables.push_back(std::move(ops));
+  return ops;
+}
 
+// How the cases paired: per side, paired, only on one side, excluded and why.
+Table pairing_table(const CompareResult& r) {
   Table pairing;
   pairing.id = "pairing";
   pairing.title = "Pairing by (op, dtype, shape)";
@@ -540,8 +571,24 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
       "paired " + std::to_string(r.paired) + " case(s); unpaired: " + std::to_string(r.only_a) +
       " only in A, " + std::to_string(r.only_b) + " only in B; excluded " +
       std::to_string(r.excluded) + " (not ok with a positive latency on both sides)");
-  rep.tables.push_back(std::move(pairing));
+  return pairing;
+}
 
+}  // namespace
+
+Report compare_report(const CompareResult& r, const CompareOptions& opt) {
+  Report rep;
+  rep.banners = mismatch_lines(r);
+  if (r.mismatch())
+    rep.banners.push_back(opt.allow_mismatch
+                              ? "The two sides differ in caliber (--allow-mismatch): the ratios "
+                                "below mix a change of caliber with the change under test"
+                              : "The two sides differ in caliber: not comparable (--allow-mismatch "
+                                "to compare anyway)");
+
+  rep.tables.push_back(pairs_table(r, opt));
+  rep.tables.push_back(ops_table(r));
+  rep.tables.push_back(pairing_table(r));
   for (const auto& reg : r.regressions) rep.warnings.push_back("REGRESSION: " + reg);
   if (r.paired == 0) rep.warnings.push_back("no case could be paired: nothing was compared");
   return rep;
