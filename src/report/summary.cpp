@@ -63,6 +63,7 @@ Summary summarize_rows(const std::vector<std::pair<std::string, std::vector<RunD
     for (const auto& run : runs) {
       if (run.log.truncated) ++out.truncated_logs;
       out.bad_lines += run.log.bad_lines;
+      if (out.first_row_error.empty()) out.first_row_error = run.log.first_bad_line_error;
       out.repaired_lines += run.log.repaired_lines;
       if (!run.log.footer) ++out.unfinished_runs;
       for (const auto& row : run.log.cases) {
@@ -132,7 +133,11 @@ Report summary_report(const Summary& s) {
                       "precise than asked");
   if (s.bad_lines > 0)
     t.notes.push_back(std::to_string(s.bad_lines) +
-                      " run.log line(s) could not be read (not JSON objects): they are not rows");
+                      " run.log line(s) could not be read (not JSON objects" +
+                      (s.first_row_error.empty()
+                           ? std::string()
+                           : ", or not rows of their type; the first: " + s.first_row_error) +
+                      "): they are not rows");
   if (s.repaired_lines > 0)
     t.notes.push_back(std::to_string(s.repaired_lines) +
                       " run.log line(s) were read after a repair: invalid UTF-8 bytes read as '?', "
