@@ -197,99 +197,190 @@ void put_extra(json& j, const json& extra) {
     if (!j.contains(k)) j[k] = v;
 }
 
-}  // namespace
+// --- the field lists: each struct's keys, spelled once and used by both conversions. A field
+// that is std::string is required, std::optional<T> is optional, Nullable<T> may be null.
 
-json to_json(const FooterTune& t) {
-  json j = json::object();
-  put(j, "mode", t.mode);
-  put(j, "keys_tuned", t.keys_tuned);
-  put(j, "sweep_s", t.sweep_s);
-  put(j, "cache", t.cache);
-  put_extra(j, t.extra);
+template <class V, class Row>
+void tune_fields(V& v, Row& t) {
+  v(tune_field::source, t.source);
+  v(tune_field::tried, t.tried);
+  v(tune_field::rejected, t.rejected);
+  v(tune_field::sweep_s, t.sweep_s);
+  v(tune_field::key, t.key);
+  v(field::note, t.note);
+  v(tune_field::evicted, t.evicted);
+}
+
+template <class V, class Row>
+void footer_tune_fields(V& v, Row& t) {
+  v("mode", t.mode);
+  v("keys_tuned", t.keys_tuned);
+  v("sweep_s", t.sweep_s);
+  v("cache", t.cache);
+}
+
+template <class V, class Row>
+void provider_fields(V& v, Row& p) {
+  namespace k = field;
+  v(k::name, p.name);
+  v(k::role, p.role);
+  v(k::label, p.label);
+  v(k::config, p.config);
+  v(k::tune, p.tune);
+  v(k::tune_markers, p.tune_markers);
+  v(k::accuracy, p.accuracy);
+  v(k::accuracy_detail, p.accuracy_detail);
+  v(k::rel_err, p.rel_err);
+  v(k::max_abs_err, p.max_abs_err);
+  v(k::timer, p.timer);
+  v(k::markers, p.markers);
+  v(k::noise, p.noise);
+  v(k::stop_reason, p.stop_reason);
+  v(k::converged, p.converged);
+  v(k::throttled_discarded, p.throttled_discarded);
+  v(k::power_capped_samples, p.power_capped_samples);
+  v(k::repeat, p.repeat);
+  v(k::launches_per_sample, p.launches_per_sample);
+  v(k::l2_method, p.l2_method);
+  v(k::sample_method, p.sample_method);
+  v(k::timer_resolution_us, p.timer_resolution_us);
+  v(k::regime, p.regime);
+  v(k::regime_discarded, p.regime_discarded);
+  v(k::settle_s, p.settle_s);
+  v(k::settled, p.settled);
+  v(k::clock_known, p.clock_known);
+  v(k::sm_clock_mean_mhz, p.sm_clock_mean_mhz);
+  v(k::sm_clock_min_mhz, p.sm_clock_min_mhz);
+  v(k::sm_clock_max_mhz, p.sm_clock_max_mhz);
+  v(k::power_w, p.power_w);
+  v(k::power_limit_w, p.power_limit_w);
+  v(k::clock_reasons, p.clock_reasons);
+  v(k::wall_s, p.wall_s);
+  v(k::note, p.note);
+  v(k::latency_ms, p.latency_ms);
+  v(k::samples_ms, p.samples_ms);
+  v(k::quantiles_ms, p.quantiles_ms);
+  v(k::tflops, p.tflops);
+  v(k::gbps, p.gbps);
+  v(k::pct_peak_bw, p.pct_peak_bw);
+  v(k::pct_peak_flops, p.pct_peak_flops);
+  v(k::error, p.error);
+  v(k::failure, p.failure);
+  v(k::graph_latency_ms, p.graph_latency_ms);
+  v(k::graph_launches_per_sample, p.graph_launches_per_sample);
+  v(k::range, p.range);
+  v(k::launches, p.launches);
+}
+
+// The case row's fields after "type".
+template <class V, class Row>
+void case_fields(V& v, Row& r) {
+  namespace k = field;
+  v(k::op, r.op);
+  v(k::dtype, r.dtype);
+  v(k::shape, r.shape);
+  v(k::dims, r.dims);
+  v(k::node, r.node);
+  v(k::params, r.params);
+  v(k::family, r.family);
+  v(k::profile, r.profile);
+  v(k::status, r.status);
+  v(k::timer, r.timer);
+  v(k::markers, r.markers);
+  v(k::repeat, r.repeat);
+  v(k::latency_ms, r.latency_ms);
+  v(k::latency_base_ms, r.latency_base_ms);
+  v(k::speedup, r.speedup);
+  v(k::tflops, r.tflops);
+  v(k::gbps, r.gbps);
+  v(k::noise, r.noise);
+  v(k::pct_peak_bw, r.pct_peak_bw);
+  v(k::pct_peak_flops, r.pct_peak_flops);
+  v(k::accuracy, r.accuracy);
+  v(k::error, r.error);
+  v(k::reason, r.reason);
+  v(k::providers, r.providers);
+}
+
+// The footer's fields after "type" ("parallel_warmup", null when there was none, apart).
+template <class V, class Row>
+void footer_fields(V& v, Row& f) {
+  v("ok", f.ok);
+  v("failed", f.failed);
+  v("skipped", f.skipped);
+  v("cases", f.cases);
+  v(field::wall_s, f.wall_s);
+  v("end_time", f.end_time);
+  v("warnings", f.warnings);
+  v(field::tune, f.tune);
+}
+
+// Writes every field of a field list into a JSON object.
+struct Writer {
+  json& j;
+  void operator()(const char* key, const std::string& v) { j[key] = v; }
+  template <class T>
+  void operator()(const char* key, const std::optional<T>& v) {
+    put(j, key, v);
+  }
+  template <class T>
+  void operator()(const char* key, const Nullable<T>& v) {
+    put_nullable(j, key, v);
+  }
+};
+
+// Takes every field of a field list out of a JSON object.
+struct Reader {
+  Fields& f;
+  void operator()(const char* key, std::string& v) { f.required(key, v); }
+  template <class T>
+  void operator()(const char* key, std::optional<T>& v) {
+    f.optional(key, v);
+  }
+  template <class T>
+  void operator()(const char* key, Nullable<T>& v) {
+    f.nullable(key, v);
+  }
+};
+
+// A struct's object: its field list, then its extra.
+template <class Row, class List>
+json write_object(const Row& row, List list, json j = json::object()) {
+  Writer w{j};
+  list(w, row);
+  put_extra(j, row.extra);
   return j;
 }
 
-namespace {
+template <class Row, class List>
+Row read_object(Fields& f, List list) {
+  Row row;
+  Reader r{f};
+  list(r, row);
+  row.extra = f.rest();
+  return row;
+}
+
+// Generic lambdas, so one field list serves the const row (writing) and the row (reading).
+constexpr auto kTuneFields = [](auto& v, auto& row) { tune_fields(v, row); };
+constexpr auto kFooterTuneFields = [](auto& v, auto& row) { footer_tune_fields(v, row); };
+constexpr auto kProviderFields = [](auto& v, auto& row) { provider_fields(v, row); };
+constexpr auto kCaseFields = [](auto& v, auto& row) { case_fields(v, row); };
+constexpr auto kFooterFields = [](auto& v, auto& row) { footer_fields(v, row); };
 
 TuneChoice tune_from(const json& j, const std::string& what) {
   Fields f(j, what);
-  TuneChoice t;
-  f.optional(tune_field::source, t.source);
-  f.optional(tune_field::tried, t.tried);
-  f.optional(tune_field::rejected, t.rejected);
-  f.optional(tune_field::sweep_s, t.sweep_s);
-  f.optional(tune_field::key, t.key);
-  f.optional(field::note, t.note);
-  f.optional(tune_field::evicted, t.evicted);
-  t.extra = f.rest();
-  return t;
+  return read_object<TuneChoice>(f, kTuneFields);
 }
 
 FooterTune footer_tune_from(const json& j, const std::string& what) {
   Fields f(j, what);
-  FooterTune t;
-  f.optional("mode", t.mode);
-  f.optional("keys_tuned", t.keys_tuned);
-  f.optional("sweep_s", t.sweep_s);
-  f.optional("cache", t.cache);
-  t.extra = f.rest();
-  return t;
+  return read_object<FooterTune>(f, kFooterTuneFields);
 }
 
 ProviderRow provider_from(const json& j, const std::string& what) {
   Fields f(j, what);
-  ProviderRow p;
-  namespace k = field;
-  f.required(k::name, p.name);
-  f.optional(k::role, p.role);
-  f.optional(k::label, p.label);
-  f.optional(k::config, p.config);
-  f.optional(k::tune, p.tune);
-  f.optional(k::tune_markers, p.tune_markers);
-  f.optional(k::accuracy, p.accuracy);
-  f.optional(k::accuracy_detail, p.accuracy_detail);
-  f.optional(k::rel_err, p.rel_err);
-  f.optional(k::max_abs_err, p.max_abs_err);
-  f.optional(k::timer, p.timer);
-  f.optional(k::markers, p.markers);
-  f.optional(k::noise, p.noise);
-  f.optional(k::stop_reason, p.stop_reason);
-  f.optional(k::converged, p.converged);
-  f.optional(k::throttled_discarded, p.throttled_discarded);
-  f.optional(k::power_capped_samples, p.power_capped_samples);
-  f.optional(k::repeat, p.repeat);
-  f.optional(k::launches_per_sample, p.launches_per_sample);
-  f.optional(k::l2_method, p.l2_method);
-  f.optional(k::sample_method, p.sample_method);
-  f.optional(k::timer_resolution_us, p.timer_resolution_us);
-  f.optional(k::regime, p.regime);
-  f.optional(k::regime_discarded, p.regime_discarded);
-  f.optional(k::settle_s, p.settle_s);
-  f.optional(k::settled, p.settled);
-  f.optional(k::clock_known, p.clock_known);
-  f.optional(k::sm_clock_mean_mhz, p.sm_clock_mean_mhz);
-  f.optional(k::sm_clock_min_mhz, p.sm_clock_min_mhz);
-  f.optional(k::sm_clock_max_mhz, p.sm_clock_max_mhz);
-  f.optional(k::power_w, p.power_w);
-  f.optional(k::power_limit_w, p.power_limit_w);
-  f.optional(k::clock_reasons, p.clock_reasons);
-  f.optional(k::wall_s, p.wall_s);
-  f.optional(k::note, p.note);
-  f.optional(k::latency_ms, p.latency_ms);
-  f.optional(k::samples_ms, p.samples_ms);
-  f.optional(k::quantiles_ms, p.quantiles_ms);
-  f.optional(k::tflops, p.tflops);
-  f.optional(k::gbps, p.gbps);
-  f.optional(k::pct_peak_bw, p.pct_peak_bw);
-  f.optional(k::pct_peak_flops, p.pct_peak_flops);
-  f.optional(k::error, p.error);
-  f.optional(k::failure, p.failure);
-  f.nullable(k::graph_latency_ms, p.graph_latency_ms);
-  f.optional(k::graph_launches_per_sample, p.graph_launches_per_sample);
-  f.optional(k::range, p.range);
-  f.optional(k::launches, p.launches);
-  p.extra = f.rest();
-  return p;
+  return read_object<ProviderRow>(f, kProviderFields);
 }
 
 // How a row is named in an error: its node, else its op.
@@ -308,140 +399,29 @@ std::string case_name(const json& j) {
 
 }  // namespace
 
+json to_json(const FooterTune& t) {
+  return write_object(t, kFooterTuneFields);
+}
+
 json to_json(const TuneChoice& t) {
-  json j = json::object();
-  put(j, tune_field::source, t.source);
-  put(j, tune_field::tried, t.tried);
-  put(j, tune_field::rejected, t.rejected);
-  put(j, tune_field::sweep_s, t.sweep_s);
-  put(j, tune_field::key, t.key);
-  put(j, field::note, t.note);
-  put(j, tune_field::evicted, t.evicted);
-  put_extra(j, t.extra);
-  return j;
+  return write_object(t, kTuneFields);
 }
 
 json to_json(const ProviderRow& p) {
-  json j = json::object();
-  namespace k = field;
-  j[k::name] = p.name;
-  put(j, k::role, p.role);
-  put(j, k::label, p.label);
-  put(j, k::config, p.config);
-  put(j, k::tune, p.tune);
-  put(j, k::tune_markers, p.tune_markers);
-  put(j, k::accuracy, p.accuracy);
-  put(j, k::accuracy_detail, p.accuracy_detail);
-  put(j, k::rel_err, p.rel_err);
-  put(j, k::max_abs_err, p.max_abs_err);
-  put(j, k::timer, p.timer);
-  put(j, k::markers, p.markers);
-  put(j, k::noise, p.noise);
-  put(j, k::stop_reason, p.stop_reason);
-  put(j, k::converged, p.converged);
-  put(j, k::throttled_discarded, p.throttled_discarded);
-  put(j, k::power_capped_samples, p.power_capped_samples);
-  put(j, k::repeat, p.repeat);
-  put(j, k::launches_per_sample, p.launches_per_sample);
-  put(j, k::l2_method, p.l2_method);
-  put(j, k::sample_method, p.sample_method);
-  put(j, k::timer_resolution_us, p.timer_resolution_us);
-  put(j, k::regime, p.regime);
-  put(j, k::regime_discarded, p.regime_discarded);
-  put(j, k::settle_s, p.settle_s);
-  put(j, k::settled, p.settled);
-  put(j, k::clock_known, p.clock_known);
-  put(j, k::sm_clock_mean_mhz, p.sm_clock_mean_mhz);
-  put(j, k::sm_clock_min_mhz, p.sm_clock_min_mhz);
-  put(j, k::sm_clock_max_mhz, p.sm_clock_max_mhz);
-  put(j, k::power_w, p.power_w);
-  put(j, k::power_limit_w, p.power_limit_w);
-  put(j, k::clock_reasons, p.clock_reasons);
-  put(j, k::wall_s, p.wall_s);
-  put(j, k::note, p.note);
-  put(j, k::latency_ms, p.latency_ms);
-  put(j, k::samples_ms, p.samples_ms);
-  put(j, k::quantiles_ms, p.quantiles_ms);
-  put(j, k::tflops, p.tflops);
-  put(j, k::gbps, p.gbps);
-  put(j, k::pct_peak_bw, p.pct_peak_bw);
-  put(j, k::pct_peak_flops, p.pct_peak_flops);
-  put(j, k::error, p.error);
-  put(j, k::failure, p.failure);
-  put_nullable(j, k::graph_latency_ms, p.graph_latency_ms);
-  put(j, k::graph_launches_per_sample, p.graph_launches_per_sample);
-  put(j, k::range, p.range);
-  put(j, k::launches, p.launches);
-  put_extra(j, p.extra);
-  return j;
+  return write_object(p, kProviderFields);
 }
 
 json to_json(const CaseRow& r) {
-  json j = json::object();
-  namespace k = field;
-  j[k::type] = row_type::case_row;
-  j[k::op] = r.op;
-  put(j, k::dtype, r.dtype);
-  put(j, k::shape, r.shape);
-  put(j, k::dims, r.dims);
-  put(j, k::node, r.node);
-  put(j, k::params, r.params);
-  put(j, k::family, r.family);
-  put(j, k::profile, r.profile);
-  put(j, k::status, r.status);
-  put(j, k::timer, r.timer);
-  put(j, k::markers, r.markers);
-  put(j, k::repeat, r.repeat);
-  put(j, k::latency_ms, r.latency_ms);
-  put(j, k::latency_base_ms, r.latency_base_ms);
-  put_nullable(j, k::speedup, r.speedup);
-  put(j, k::tflops, r.tflops);
-  put(j, k::gbps, r.gbps);
-  put(j, k::noise, r.noise);
-  put(j, k::pct_peak_bw, r.pct_peak_bw);
-  put(j, k::pct_peak_flops, r.pct_peak_flops);
-  put_nullable(j, k::accuracy, r.accuracy);
-  put(j, k::error, r.error);
-  put(j, k::reason, r.reason);
-  put(j, k::providers, r.providers);
-  put_extra(j, r.extra);
-  return j;
+  return write_object(r, kCaseFields, json{{field::type, row_type::case_row}});
 }
 
 CaseRow case_row_from_json(const json& j) {
   Fields f(j, case_name(j));
-  CaseRow r;
-  namespace k = field;
   std::string type;
-  f.required(k::type, type);
+  f.required(field::type, type);
   if (type != row_type::case_row)
     throw RowError(f.what() + ": type '" + type + "' is not '" + row_type::case_row + "'");
-  f.required(k::op, r.op);
-  f.optional(k::dtype, r.dtype);
-  f.optional(k::shape, r.shape);
-  f.optional(k::dims, r.dims);
-  f.optional(k::node, r.node);
-  f.optional(k::params, r.params);
-  f.optional(k::family, r.family);
-  f.optional(k::profile, r.profile);
-  f.optional(k::status, r.status);
-  f.optional(k::timer, r.timer);
-  f.optional(k::markers, r.markers);
-  f.optional(k::repeat, r.repeat);
-  f.optional(k::latency_ms, r.latency_ms);
-  f.optional(k::latency_base_ms, r.latency_base_ms);
-  f.nullable(k::speedup, r.speedup);
-  f.optional(k::tflops, r.tflops);
-  f.optional(k::gbps, r.gbps);
-  f.optional(k::noise, r.noise);
-  f.optional(k::pct_peak_bw, r.pct_peak_bw);
-  f.optional(k::pct_peak_flops, r.pct_peak_flops);
-  f.nullable(k::accuracy, r.accuracy);
-  f.optional(k::error, r.error);
-  f.optional(k::reason, r.reason);
-  f.optional(k::providers, r.providers);
-  r.extra = f.rest();
-  return r;
+  return read_object<CaseRow>(f, kCaseFields);
 }
 
 ProviderRow provider_row_from_json(const json& j) {
@@ -469,37 +449,20 @@ RunLogHeader header_from_json(const json& j) {
 }
 
 json to_json(const RunLogFooter& ft) {
-  json j = json::object();
-  j[field::type] = row_type::footer;
-  put(j, "ok", ft.ok);
-  put(j, "failed", ft.failed);
-  put(j, "skipped", ft.skipped);
-  put(j, "cases", ft.cases);
-  put(j, field::wall_s, ft.wall_s);
-  put(j, "end_time", ft.end_time);
-  put(j, "warnings", ft.warnings);
-  put(j, field::tune, ft.tune);
+  json j = write_object(ft, kFooterFields, json{{field::type, row_type::footer}});
   if (ft.parallel_warmup) j["parallel_warmup"] = *ft.parallel_warmup;
-  put_extra(j, ft.extra);
   return j;
 }
 
 RunLogFooter footer_from_json(const json& j) {
   Fields f(j, "the run.log footer");
-  RunLogFooter ft;
   f.drop(field::type);
-  f.optional("ok", ft.ok);
-  f.optional("failed", ft.failed);
-  f.optional("skipped", ft.skipped);
-  f.optional("cases", ft.cases);
-  f.optional(field::wall_s, ft.wall_s);
-  f.optional("end_time", ft.end_time);
-  f.optional("warnings", ft.warnings);
-  f.optional(field::tune, ft.tune);
   // Null is its value when there was no parallel warmup.
-  if (j.contains("parallel_warmup")) ft.parallel_warmup = j["parallel_warmup"];
+  std::optional<json> warmup;
+  if (j.is_object() && j.contains("parallel_warmup")) warmup = j["parallel_warmup"];
   f.drop("parallel_warmup");
-  ft.extra = f.rest();
+  RunLogFooter ft = read_object<RunLogFooter>(f, kFooterFields);
+  ft.parallel_warmup = std::move(warmup);
   return ft;
 }
 
