@@ -34,8 +34,9 @@ class SchemaError : public std::runtime_error {
 // naming `what` (the file) when it is newer than schema_version or not a non-negative integer.
 int check_schema(const nlohmann::json& obj, const std::string& what);
 
-// Field names of the run.log rows (docs/run-log.md), spelled once: every writer and reader uses
-// these. Case-row fields first, then those of a provider object inside "providers".
+// Field names of the run.log rows (docs/run-log.md), spelled once. The field lists of the typed
+// rows (core/runlog_rows.cpp) use them; writers and readers use the structs, not the keys.
+// Case-row fields first, then those of a provider object inside "providers".
 namespace field {
 inline constexpr const char* type = "type";  // header | case | footer (row_type below)
 inline constexpr const char* op = "op";
