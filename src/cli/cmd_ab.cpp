@@ -11,6 +11,7 @@
 namespace caliber::cli {
 namespace {
 
+// Stays long: the subcommand's help text and option list (data), then a callback of ten steps.
 void add_ab(CLI::App& root, int& exit_code) {
   auto* sub = root.add_subcommand(
       "ab",

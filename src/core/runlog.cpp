@@ -201,17 +201,21 @@ RunLog read_run_log(const std::filesystem::path& file) {
       continue;
     }
     const auto& t = type->get_ref<const std::string&>();
-    if (t == "case") {
-      log.cases.push_back(std::move(row));
-    } else if (t == "header") {
-      if (log.header.is_null()) {
-        log.schema = check_schema(row, file.string());
-        log.header = std::move(row);
+    try {
+      if (t == row_type::case_row) {
+        log.cases.push_back(case_row_from_json(row));
+      } else if (t == row_type::header) {
+        if (!log.header) {
+          log.schema = check_schema(row, file.string());
+          log.header = header_from_json(row);
+        }
+      } else if (t == row_type::footer) {
+        log.footer = footer_from_json(row);
+      } else {
+        ++log.bad_lines;
       }
-    } else if (t == "footer") {
-      log.footer = std::move(row);
-    } else {
-      ++log.bad_lines;
+    } catch (const RowError& e) {
+      if (log.bad_lines++ == 0) log.first_bad_line_error = e.what();
     }
   }
   return log;

@@ -3,11 +3,14 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/runlog_rows.hpp"
 
 namespace caliber::core {
 
@@ -31,8 +34,9 @@ class SchemaError : public std::runtime_error {
 // naming `what` (the file) when it is newer than schema_version or not a non-negative integer.
 int check_schema(const nlohmann::json& obj, const std::string& what);
 
-// Field names of the run.log rows (docs/run-log.md), spelled once: every writer and reader uses
-// these. Case-row fields first, then those of a provider object inside "providers".
+// Field names of the run.log rows (docs/run-log.md), spelled once. The field lists of the typed
+// rows (core/runlog_rows.cpp) use them; writers and readers use the structs, not the keys.
+// Case-row fields first, then those of a provider object inside "providers".
 namespace field {
 inline constexpr const char* type = "type";  // header | case | footer (row_type below)
 inline constexpr const char* op = "op";
@@ -97,6 +101,9 @@ inline constexpr const char* graph_latency_ms = "graph_latency_ms";
 inline constexpr const char* graph_launches_per_sample = "graph_launches_per_sample";
 inline constexpr const char* range = "range";        // a --profile provider's range name
 inline constexpr const char* launches = "launches";  // and its launches
+// A paired A/B's provider (docs/ab.md): its blocks' medians in time order, and how many blocks.
+inline constexpr const char* block_medians_ms = "block_medians_ms";
+inline constexpr const char* paired_blocks = "paired_blocks";
 }  // namespace field
 
 // The fields of a provider's "tune" object.
@@ -137,18 +144,26 @@ class RunLogWriter {
   RunLogWriter& operator=(const RunLogWriter&) = delete;
   // Appends one line and flushes it to the OS before returning.
   void append(const nlohmann::json& row);
+  // The typed rows, through their one conversion (core/runlog_rows.hpp).
+  void append_header(const RunLogHeader& header) { append(to_json(header)); }
+  void append_case(const CaseRow& row) { append(to_json(row)); }
+  void append_footer(const RunLogFooter& footer) { append(to_json(footer)); }
 
  private:
   std::FILE* f_ = nullptr;
 };
 
+// A run.log as read: typed rows (core/runlog_rows.hpp).
 struct RunLog {
-  nlohmann::json header;              // null when absent
-  int schema = 0;                     // the header's "schema" (0: absent, or no header)
-  std::vector<nlohmann::json> cases;  // rows of type "case"
-  nlohmann::json footer;              // null when absent (a run that did not finish)
-  bool truncated = false;             // the last line was cut and ignored
-  int bad_lines = 0;                  // unparsable lines other than a truncated last one
+  std::optional<RunLogHeader> header;  // absent when the file has none
+  int schema = 0;                      // the header's "schema" (0: absent, or no header)
+  std::vector<CaseRow> cases;          // rows of type "case"
+  std::optional<RunLogFooter> footer;  // absent when the run did not finish
+  bool truncated = false;              // the last line was cut and ignored
+  // Unparsable lines other than a truncated last one, and rows that are not of their type
+  // (a RowError: a key of the wrong type, a case row without "op"); the first such error.
+  int bad_lines = 0;
+  std::string first_bad_line_error;
   // Lines kept after a repair: invalid UTF-8 bytes replaced by '?', non-JSON numbers (NaN,
   // Infinity, 1e999999) read as null. One bad value must not lose a row, let alone the file.
   int repaired_lines = 0;

@@ -86,7 +86,7 @@ namespace {
 
 struct SideCase {
   std::string op, dtype, shape, family;
-  std::vector<const nlohmann::json*> rows;
+  std::vector<const core::CaseRow*> rows;
 };
 
 struct Side {
@@ -102,10 +102,10 @@ Side collect(const std::vector<RunData>& runs) {
       auto [it, inserted] = s.cases.try_emplace(key);
       if (inserted) {
         s.order.push_back(key);
-        it->second.op = row_string(row, core::field::op);
-        it->second.dtype = row_string(row, core::field::dtype);
-        it->second.shape = row_string(row, core::field::shape);
-        it->second.family = row_string(row, "family");
+        it->second.op = row.op;
+        it->second.dtype = row.dtype.value_or("");
+        it->second.shape = row.shape.value_or("");
+        it->second.family = row.family.value_or("");
       }
       it->second.rows.push_back(&row);
     }
@@ -172,7 +172,7 @@ std::vector<Pooled> pool(const SideCase& c) {
 
 bool case_has_fallback(const SideCase& c) {
   return std::any_of(c.rows.begin(), c.rows.end(),
-                     [](const nlohmann::json* r) { return row_has_marker(*r, kFallbackMarker); });
+                     [](const core::CaseRow* r) { return row_has_marker(*r, kFallbackMarker); });
 }
 
 std::string fmt(double v, int prec = 4) {
@@ -201,7 +201,7 @@ std::string resolution_text(const core::Resolution& res) {
 // Paired A/B rounds (docs/ab.md): A run and B run whose identities carry the same "paired" id,
 // sides A and B. Every run of both sides must be in such a pair; else none is used.
 struct PairedRound {
-  std::map<std::string, const nlohmann::json*> a, b;  // row_key -> row
+  std::map<std::string, const core::CaseRow*> a, b;  // row_key -> row
 };
 std::vector<PairedRound> paired_rounds(const std::vector<RunData>& a,
                                        const std::vector<RunData>& b) {
@@ -231,23 +231,17 @@ std::vector<PairedRound> paired_rounds(const std::vector<RunData>& a,
 }
 
 // A provider's block medians in a row; empty when it has none.
-std::vector<double> block_medians(const std::map<std::string, const nlohmann::json*>& rows,
+std::vector<double> block_medians(const std::map<std::string, const core::CaseRow*>& rows,
                                   const std::string& key, const std::string& role,
                                   const std::string& name) {
   const auto it = rows.find(key);
-  if (it == rows.end() || !it->second->contains("providers")) return {};
-  for (const auto& p : (*it->second)["providers"]) {
-    if (!p.is_object() || p.value("role", std::string()) != role ||
-        p.value("name", std::string()) != name)
-      continue;
-    const auto bm = p.find("block_medians_ms");
-    if (bm == p.end() || !bm->is_array()) return {};
-    std::vector<double> v;
-    for (const auto& x : *bm) {
-      if (!x.is_number() || !(x.get<double>() > 0)) return {};
-      v.push_back(x.get<double>());
-    }
-    return v;
+  if (it == rows.end() || !it->second->providers) return {};
+  for (const auto& p : *it->second->providers) {
+    if (p.role.value_or("") != role || p.name != name) continue;
+    if (!p.block_medians_ms) return {};
+    for (double x : *p.block_medians_ms)
+      if (!(x > 0)) return {};
+    return *p.block_medians_ms;
   }
   return {};
 }
@@ -297,14 +291,13 @@ void check_identities(const std::vector<RunData>& a, const std::vector<RunData>&
     out.mismatches = core::diff_identity(a[0].identity, b[0].identity);
 }
 
-CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<RunData>& b,
-                             const CompareOptions& opt) {
-  CompareResult out;
-  out.runs_a = static_cast<int>(a.size());
-  out.runs_b = static_cast<int>(b.size());
-  check_identities(a, b, out);
-  // Different devices: the GPUs' uuids differ, or the runs ran on different nodes (the Slurm
-  // node, else the host: a cluster's nodes hold different chips even where a uuid is missing).
+namespace {
+
+// Whether the sides ran on different devices: the GPUs' uuids differ, or the runs ran on
+// different nodes (the Slurm node, else the host: a cluster's nodes hold different chips even
+// where a uuid is missing).
+void detect_cross_device(const std::vector<RunData>& a, const std::vector<RunData>& b,
+                         CompareResult& out) {
   auto where = [](const std::vector<RunData>& side) {
     std::vector<std::pair<std::string, std::string>> u;  // uuid, node
     for (const auto& r : side) {
@@ -324,6 +317,189 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
         if (out.cross_nodes.empty()) out.cross_nodes = na + " vs " + nb;
       }
     }
+}
+
+// The interval and verdict of one pair with enough samples a side: the bootstrap CI of the
+// median ratio, widened by the run-to-run terms (docs/ab.md), then the verdict rule.
+// The run-to-run term of a pair before division by its runs: the class term (--run-noise, or
+// --paired-noise for a paired pair) in quadrature with the timer floor's jitter over the median.
+double noise_term(const PairResult& pr, const std::string& family, bool fallback,
+                  const CompareOptions& opt) {
+  double rn = pr.paired ? opt.paired_noise : opt.run_noise;
+  const auto& classes = pr.paired ? opt.paired_noise_class : opt.run_noise_class;
+  auto take = [&](const std::string& cls) {
+    const auto it = classes.find(cls);
+    if (it != classes.end()) rn = std::max(rn, it->second);
+  };
+  take(family);
+  if (fallback) take("fallback");
+  // The timer floor's own jitter is an absolute time: it dominates short kernels.
+  const double t_us = std::min(pr.median_a, pr.median_b) * 1e3;
+  return std::hypot(rn, (pr.paired ? opt.paired_noise_floor_us : opt.run_noise_floor_us) / t_us);
+}
+
+// The interval and verdict of one pair with enough samples a side (docs/ab.md). Paired rounds
+// (`paired_d`: per round, the blocks' log ratios): the t interval of the blocks, widened by the
+// paired residual. Otherwise the bootstrap CI of the median ratio, widened by the run-to-run
+// terms. Then the verdict rule.
+void estimate_pair(PairResult& pr, const Pooled& x, const Pooled& y, const std::string& family,
+                   bool fallback, const std::vector<std::vector<double>>& paired_d,
+                   const CompareOptions& opt, CompareResult& out) {
+  const core::PairedEstimate pe = core::paired_log_ratio(paired_d, opt.confidence);
+  pr.paired = pe.blocks >= 2;
+  // Several runs a side (ab rounds, repeated batches): resample runs, then samples, so
+  // drift between runs is in the interval. One run a side: its samples are all there is.
+  pr.grouped = !pr.paired && x.groups.size() >= 2 && y.groups.size() >= 2;
+  if (pr.paired) {
+    pr.blocks = pe.blocks;
+    pr.ratio = std::exp(pe.log_ratio);
+    pr.ci = {std::exp(pe.log_ratio - pe.half_width), std::exp(pe.log_ratio + pe.half_width)};
+  } else {
+    pr.ci = pr.grouped ? core::bootstrap_median_ratio_ci_grouped(x.groups, y.groups, opt.confidence,
+                                                                 opt.resamples, opt.seed)
+                       : core::bootstrap_median_ratio_ci(x.samples, y.samples, opt.confidence,
+                                                         opt.resamples, opt.seed);
+  }
+  // One run's samples cannot show the run-to-run noise: add it (paired: the residual).
+  const double rn = noise_term(pr, family, fallback, opt);
+  // A side of R runs keeps rn / sqrt(R): the run-to-run spread of a mean of R runs. The
+  // grouped bootstrap measures the spread it drew, but over three runs it cannot see one it
+  // did not happen to draw (a 4.7 us copy read 4.3% apart, the same sign three times).
+  // Paired: the residual is per pair (both sides in one term), over sqrt(rounds).
+  double sd_a = 0, sd_b = 0;
+  if (pr.paired) {
+    sd_a = rn / std::sqrt(static_cast<double>(pe.rounds));
+  } else {
+    sd_a = rn / std::sqrt(static_cast<double>(std::max<std::size_t>(1, x.groups.size())));
+    sd_b = rn / std::sqrt(static_cast<double>(std::max<std::size_t>(1, y.groups.size())));
+  }
+  const double lr = std::log(pr.ratio);
+  pr.sample_hw = lr >= 0 ? lr - std::log(pr.ci.lo) : std::log(pr.ci.hi) - lr;
+  pr.runs = pr.paired ? pe.rounds : static_cast<int>(std::min(x.groups.size(), y.groups.size()));
+  // Across two devices, no-change is the device band: chip-to-chip differences are in no CI.
+  const double zone = out.cross_device ? out.band_used : 0.0;
+  const Verdict samples_only =
+      core::ab_verdict(pr.ci, pr.ratio, opt.min_effect, out.band_used, zone);
+  double noise_hw = 0;
+  if (sd_a > 0 || sd_b > 0) {
+    pr.ci = core::widen_for_run_noise(pr.ci, pr.ratio, sd_a, sd_b, opt.confidence);
+    pr.run_noise = std::hypot(sd_a, sd_b);
+    noise_hw = core::normal_quantile(0.5 + 0.5 * opt.confidence) * pr.run_noise;
+  }
+  pr.verdict = core::ab_verdict(pr.ci, pr.ratio, opt.min_effect, out.band_used, zone);
+  if (pr.verdict == Verdict::unsure) {
+    if (samples_only != Verdict::unsure) ++out.unsure_by_run_noise;
+    pr.resolution = core::resolve_unsure(pr.ratio, pr.sample_hw, noise_hw, pr.runs, opt.min_effect,
+                                         out.band_used);
+  }
+}
+
+// The per-op ranges of the primary role's pairs, in first-seen op order.
+struct OpRanges {
+  std::map<std::string, OpRange> ranges;
+  std::vector<std::string> order;
+};
+
+// A primary pair into its op's range, and into the regressions when --fail-on-regression
+// applies.
+void add_to_op_range(OpRanges& ops, const PairResult& pr, bool fallback, const CompareOptions& opt,
+                     CompareResult& out) {
+  auto [it, inserted] = ops.ranges.try_emplace(pr.op);
+  OpRange& r = it->second;
+  if (inserted) {
+    ops.order.push_back(pr.op);
+    r.op = pr.op;
+    r.min = r.max = pr.ratio;
+  }
+  ++r.pairs;
+  r.min = std::min(r.min, pr.ratio);
+  r.max = std::max(r.max, pr.ratio);
+  r.fallback = r.fallback || fallback;
+  switch (pr.verdict) {
+    case Verdict::faster:
+      ++r.faster;
+      break;
+    case Verdict::slower:
+      ++r.slower;
+      break;
+    case Verdict::same:
+      ++r.same;
+      break;
+    case Verdict::unsure:
+      ++r.unsure;
+      break;
+  }
+  if (opt.fail_on_regression_pct && pr.verdict == Verdict::slower &&
+      pr.ratio > 1.0 + *opt.fail_on_regression_pct / 100.0)
+    out.regressions.push_back(pr.op + " " + pr.dtype + " " + pr.shape + " (" + pr.provider +
+                              "): ratio " + fmt(pr.ratio) + ", SLOWER by more than " +
+                              fmt(*opt.fail_on_regression_pct) + "%");
+}
+
+// One case present on both sides: excluded (failed, skipped, no latency), or one pair per
+// provider both sides timed.
+void compare_case(const std::string& key, const SideCase& ca, const SideCase& cb,
+                  const std::vector<PairedRound>& rounds, const CompareOptions& opt,
+                  CompareResult& out, OpRanges& ops) {
+  const auto why_a = exclusion(ca);
+  const auto why_b = exclusion(cb);
+  if (why_a || why_b) {
+    ++out.excluded;
+    if (why_a) count(out.excluded_a, *why_a);
+    if (why_b) count(out.excluded_b, *why_b);
+    return;
+  }
+  ++out.paired;
+  const bool fallback = case_has_fallback(ca) || case_has_fallback(cb);
+  const auto pa = pool(ca);
+  const auto pb = pool(cb);
+  std::vector<ProviderSamples> roles_seen;
+  for (const auto& p : pa) roles_seen.push_back({p.name, p.role, 1, {}, false});
+  const std::string primary = primary_role(roles_seen);
+  for (const auto& x : pa) {
+    const auto y = std::find_if(pb.begin(), pb.end(), [&](const Pooled& p) {
+      return p.role == x.role && p.name == x.name;
+    });
+    if (y == pb.end() || x.samples.empty() || y->samples.empty()) continue;
+    PairResult pr;
+    pr.op = ca.op;
+    pr.dtype = ca.dtype;
+    pr.shape = ca.shape;
+    pr.role = x.role;
+    pr.provider = x.name;
+    pr.primary = x.role == primary;
+    pr.n_a = x.samples.size();
+    pr.n_b = y->samples.size();
+    pr.median_a = core::median(x.samples);
+    pr.median_b = core::median(y->samples);
+    pr.ratio = pr.median_b / pr.median_a;
+    pr.fallback = fallback;
+    if (static_cast<int>(pr.n_a) >= opt.min_samples &&
+        static_cast<int>(pr.n_b) >= opt.min_samples) {
+      // Paired rounds (one process each, A and B alternately block by block): the blocks' log
+      // ratios give the interval.
+      const auto d = rounds.empty() ? std::vector<std::vector<double>>{}
+                                    : paired_log_ratios(rounds, key, x.role, x.name);
+      estimate_pair(pr, x, *y, ca.family, fallback, d, opt, out);
+    } else {
+      // One number per side says nothing about noise: no verdict can be honest.
+      pr.ci = {pr.ratio, pr.ratio};
+      pr.verdict = Verdict::unsure;
+    }
+    if (pr.primary) add_to_op_range(ops, pr, fallback, opt, out);
+    out.pairs.push_back(std::move(pr));
+  }
+}
+
+}  // namespace
+
+CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<RunData>& b,
+                             const CompareOptions& opt) {
+  CompareResult out;
+  out.runs_a = static_cast<int>(a.size());
+  out.runs_b = static_cast<int>(b.size());
+  check_identities(a, b, out);
+  detect_cross_device(a, b, out);
   out.band_used = out.cross_device ? std::max(opt.noise_band, opt.device_band) : opt.noise_band;
   const Side sa = collect(a);
   const Side sb = collect(b);
@@ -333,156 +509,16 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
   out.cases_b = static_cast<int>(sb.order.size());
   for (const auto& key : sb.order)
     if (!sa.cases.count(key)) ++out.only_b;
-
-  std::map<std::string, OpRange> ranges;
-  std::vector<std::string> op_order;
+  OpRanges ops;
   for (const auto& key : sa.order) {
     const auto itb = sb.cases.find(key);
     if (itb == sb.cases.end()) {
       ++out.only_a;
       continue;
     }
-    const SideCase& ca = sa.cases.at(key);
-    const SideCase& cb = itb->second;
-    const auto why_a = exclusion(ca);
-    const auto why_b = exclusion(cb);
-    if (why_a || why_b) {
-      ++out.excluded;
-      if (why_a) count(out.excluded_a, *why_a);
-      if (why_b) count(out.excluded_b, *why_b);
-      continue;
-    }
-    ++out.paired;
-    const bool fallback = case_has_fallback(ca) || case_has_fallback(cb);
-    const auto pa = pool(ca);
-    const auto pb = pool(cb);
-    std::vector<ProviderSamples> roles_seen;
-    for (const auto& p : pa) roles_seen.push_back({p.name, p.role, 1, {}, false});
-    const std::string primary = primary_role(roles_seen);
-    for (const auto& x : pa) {
-      const auto y = std::find_if(pb.begin(), pb.end(), [&](const Pooled& p) {
-        return p.role == x.role && p.name == x.name;
-      });
-      if (y == pb.end() || x.samples.empty() || y->samples.empty()) continue;
-      PairResult pr;
-      pr.op = ca.op;
-      pr.dtype = ca.dtype;
-      pr.shape = ca.shape;
-      pr.role = x.role;
-      pr.provider = x.name;
-      pr.primary = x.role == primary;
-      pr.n_a = x.samples.size();
-      pr.n_b = y->samples.size();
-      pr.median_a = core::median(x.samples);
-      pr.median_b = core::median(y->samples);
-      pr.ratio = pr.median_b / pr.median_a;
-      pr.fallback = fallback;
-      if (static_cast<int>(pr.n_a) >= opt.min_samples &&
-          static_cast<int>(pr.n_b) >= opt.min_samples) {
-        // Paired rounds (one process each, A and B alternately block by block): the blocks' log
-        // ratios give the interval, widened by the paired residual term.
-        const auto d = rounds.empty() ? std::vector<std::vector<double>>{}
-                                      : paired_log_ratios(rounds, key, x.role, x.name);
-        const core::PairedEstimate pe = core::paired_log_ratio(d, opt.confidence);
-        pr.paired = pe.blocks >= 2;
-        // Several runs a side (ab rounds, repeated batches): resample runs, then samples, so
-        // drift between runs is in the interval. One run a side: its samples are all there is.
-        pr.grouped = !pr.paired && x.groups.size() >= 2 && y->groups.size() >= 2;
-        if (pr.paired) {
-          pr.blocks = pe.blocks;
-          pr.ratio = std::exp(pe.log_ratio);
-          pr.ci = {std::exp(pe.log_ratio - pe.half_width), std::exp(pe.log_ratio + pe.half_width)};
-        } else {
-          pr.ci = pr.grouped ? core::bootstrap_median_ratio_ci_grouped(
-                                   x.groups, y->groups, opt.confidence, opt.resamples, opt.seed)
-                             : core::bootstrap_median_ratio_ci(
-                                   x.samples, y->samples, opt.confidence, opt.resamples, opt.seed);
-        }
-        // One run's samples cannot show the run-to-run noise: add it (paired: the residual).
-        double rn = pr.paired ? opt.paired_noise : opt.run_noise;
-        const auto& classes = pr.paired ? opt.paired_noise_class : opt.run_noise_class;
-        auto take = [&](const std::string& cls) {
-          const auto it = classes.find(cls);
-          if (it != classes.end()) rn = std::max(rn, it->second);
-        };
-        take(ca.family);
-        if (fallback) take("fallback");
-        // Plus the timer floor's own jitter, an absolute time: it dominates short kernels.
-        const double t_us = std::min(pr.median_a, pr.median_b) * 1e3;
-        rn =
-            std::hypot(rn, (pr.paired ? opt.paired_noise_floor_us : opt.run_noise_floor_us) / t_us);
-        // A side of R runs keeps rn / sqrt(R): the run-to-run spread of a mean of R runs. The
-        // grouped bootstrap measures the spread it drew, but over three runs it cannot see one it
-        // did not happen to draw (a 4.7 us copy read 4.3% apart, the same sign three times).
-        // Paired: the residual is per pair (both sides in one term), over sqrt(rounds).
-        double sd_a = 0, sd_b = 0;
-        if (pr.paired) {
-          sd_a = rn / std::sqrt(static_cast<double>(pe.rounds));
-        } else {
-          sd_a = rn / std::sqrt(static_cast<double>(std::max<std::size_t>(1, x.groups.size())));
-          sd_b = rn / std::sqrt(static_cast<double>(std::max<std::size_t>(1, y->groups.size())));
-        }
-        const double lr = std::log(pr.ratio);
-        pr.sample_hw = lr >= 0 ? lr - std::log(pr.ci.lo) : std::log(pr.ci.hi) - lr;
-        pr.runs =
-            pr.paired ? pe.rounds : static_cast<int>(std::min(x.groups.size(), y->groups.size()));
-        // Across two devices, no-change is the device band: chip-to-chip differences are in no CI.
-        const double zone = out.cross_device ? out.band_used : 0.0;
-        const Verdict samples_only =
-            core::ab_verdict(pr.ci, pr.ratio, opt.min_effect, out.band_used, zone);
-        double noise_hw = 0;
-        if (sd_a > 0 || sd_b > 0) {
-          pr.ci = core::widen_for_run_noise(pr.ci, pr.ratio, sd_a, sd_b, opt.confidence);
-          pr.run_noise = std::hypot(sd_a, sd_b);
-          noise_hw = core::normal_quantile(0.5 + 0.5 * opt.confidence) * pr.run_noise;
-        }
-        pr.verdict = core::ab_verdict(pr.ci, pr.ratio, opt.min_effect, out.band_used, zone);
-        if (pr.verdict == Verdict::unsure) {
-          if (samples_only != Verdict::unsure) ++out.unsure_by_run_noise;
-          pr.resolution = core::resolve_unsure(pr.ratio, pr.sample_hw, noise_hw, pr.runs,
-                                               opt.min_effect, out.band_used);
-        }
-      } else {
-        // One number per side says nothing about noise: no verdict can be honest.
-        pr.ci = {pr.ratio, pr.ratio};
-        pr.verdict = Verdict::unsure;
-      }
-      if (pr.primary) {
-        auto [it, inserted] = ranges.try_emplace(pr.op);
-        OpRange& r = it->second;
-        if (inserted) {
-          op_order.push_back(pr.op);
-          r.op = pr.op;
-          r.min = r.max = pr.ratio;
-        }
-        ++r.pairs;
-        r.min = std::min(r.min, pr.ratio);
-        r.max = std::max(r.max, pr.ratio);
-        r.fallback = r.fallback || fallback;
-        switch (pr.verdict) {
-          case Verdict::faster:
-            ++r.faster;
-            break;
-          case Verdict::slower:
-            ++r.slower;
-            break;
-          case Verdict::same:
-            ++r.same;
-            break;
-          case Verdict::unsure:
-            ++r.unsure;
-            break;
-        }
-        if (opt.fail_on_regression_pct && pr.verdict == Verdict::slower &&
-            pr.ratio > 1.0 + *opt.fail_on_regression_pct / 100.0)
-          out.regressions.push_back(pr.op + " " + pr.dtype + " " + pr.shape + " (" + pr.provider +
-                                    "): ratio " + fmt(pr.ratio) + ", SLOWER by more than " +
-                                    fmt(*opt.fail_on_regression_pct) + "%");
-      }
-      out.pairs.push_back(std::move(pr));
-    }
+    compare_case(key, sa.cases.at(key), itb->second, rounds, opt, out, ops);
   }
-  for (const auto& op : op_order) out.ops.push_back(ranges.at(op));
+  for (const auto& op : ops.order) out.ops.push_back(ops.ranges.at(op));
   return out;
 }
 
@@ -543,16 +579,10 @@ std::vector<std::string> mismatch_lines(const CompareResult& r) {
   return out;
 }
 
-Report compare_report(const CompareResult& r, const CompareOptions& opt) {
-  Report rep;
-  rep.banners = mismatch_lines(r);
-  if (r.mismatch())
-    rep.banners.push_back(opt.allow_mismatch
-                              ? "The two sides differ in caliber (--allow-mismatch): the ratios "
-                                "below mix a change of caliber with the change under test"
-                              : "The two sides differ in caliber: not comparable (--allow-mismatch "
-                                "to compare anyway)");
+namespace {
 
+// The per-pair table, with the verdict rule and the run-to-run terms in its notes.
+Table pairs_table(const CompareResult& r, const CompareOptions& opt) {
   Table pairs;
   pairs.id = "pairs";
   pairs.title = "Pairs: ratio = median(B) / median(A) latency (> 1: B slower)";
@@ -621,8 +651,11 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
         "): the band is widened to +/-" + fmt(opt.device_band * 100, 3) +
         "% (--device-band), since chip-to-chip differences are not in a CI built from "
         "one run's samples");
-  rep.tables.push_back(std::move(pairs));
+  return pairs;
+}
 
+// The per-op ranges of ratios.
+Table ops_table(const CompareResult& r) {
   Table ops;
   ops.id = "ops";
   ops.title = "Per op: range of ratios (" +
@@ -638,8 +671,11 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
     ops.notes.push_back(
         "(fallback rows): a row of that op carries BENCHMARK_DIRECT_NO_CUDAGRAPH on "
         "either side; it was timed under another regime");
-  rep.tables.push_back(std::move(ops));
+  return ops;
+}
 
+// How the cases paired: per side, paired, only on one side, excluded and why.
+Table pairing_table(const CompareResult& r) {
   Table pairing;
   pairing.id = "pairing";
   pairing.title = "Pairing by (op, dtype, shape)";
@@ -663,8 +699,24 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
       "paired " + std::to_string(r.paired) + " case(s); unpaired: " + std::to_string(r.only_a) +
       " only in A, " + std::to_string(r.only_b) + " only in B; excluded " +
       std::to_string(r.excluded) + " (not ok with a positive latency on both sides)");
-  rep.tables.push_back(std::move(pairing));
+  return pairing;
+}
 
+}  // namespace
+
+Report compare_report(const CompareResult& r, const CompareOptions& opt) {
+  Report rep;
+  rep.banners = mismatch_lines(r);
+  if (r.mismatch())
+    rep.banners.push_back(opt.allow_mismatch
+                              ? "The two sides differ in caliber (--allow-mismatch): the ratios "
+                                "below mix a change of caliber with the change under test"
+                              : "The two sides differ in caliber: not comparable (--allow-mismatch "
+                                "to compare anyway)");
+
+  rep.tables.push_back(pairs_table(r, opt));
+  rep.tables.push_back(ops_table(r));
+  rep.tables.push_back(pairing_table(r));
   for (const auto& reg : r.regressions) rep.warnings.push_back("REGRESSION: " + reg);
   if (r.paired == 0) rep.warnings.push_back("no case could be paired: nothing was compared");
   return rep;

@@ -40,21 +40,10 @@ const json& at(const json& j, const char* key) {
   return it == j.end() ? kNull : *it;
 }
 
-json number_or_null(const json& v) {
-  if (v.is_number() && std::isfinite(v.get<double>())) return v;
-  return nullptr;
-}
-
 json text_or_null(const json& v) {
   if (v.is_string()) return v;
   if (v.is_null()) return nullptr;
   return v.dump();
-}
-
-long long integer_or_zero(const json& v) {
-  if (v.is_number_integer()) return v.get<long long>();
-  if (v.is_number() && std::isfinite(v.get<double>())) return std::llround(v.get<double>());
-  return 0;
 }
 
 // 0.5 -> "p50_ms", 0.999 -> "p99.9_ms".
@@ -73,14 +62,6 @@ std::vector<double> run_quantiles(const RunData& r) {
   return qs;
 }
 
-std::vector<std::string> string_list(const json& v) {
-  std::vector<std::string> out;
-  if (v.is_array())
-    for (const auto& x : v)
-      if (x.is_string()) out.push_back(x.get<std::string>());
-  return out;
-}
-
 void add_unique(std::vector<std::string>& out, const std::vector<std::string>& more) {
   for (const auto& m : more)
     if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
@@ -94,17 +75,32 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
 
 // The markers of one provider's row: its own, and those of the case that no provider carries
 // (compat_lifted, a tuning marker set before the providers existed).
-std::string provider_markers(const json& row, const json* prov) {
+std::string provider_markers(const core::CaseRow& row, const core::ProviderRow* prov) {
   std::vector<std::string> out;
-  if (prov != nullptr) add_unique(out, string_list(at(*prov, "markers")));
+  if (prov != nullptr && prov->markers) add_unique(out, *prov->markers);
   std::vector<std::string> on_providers;
-  const json& provs = at(row, "providers");
-  if (provs.is_array())
-    for (const auto& p : provs) add_unique(on_providers, string_list(at(p, "markers")));
-  for (const auto& m : string_list(at(row, "markers")))
-    if (std::find(on_providers.begin(), on_providers.end(), m) == on_providers.end())
-      add_unique(out, {m});
+  if (row.providers)
+    for (const auto& p : *row.providers)
+      if (p.markers) add_unique(on_providers, *p.markers);
+  if (row.markers)
+    for (const auto& m : *row.markers)
+      if (std::find(on_providers.begin(), on_providers.end(), m) == on_providers.end())
+        add_unique(out, {m});
   return join(out, " ");
+}
+
+// A typed field as an export cell: null when absent (or not finite).
+json number_or_null(const std::optional<double>& v) {
+  return v && std::isfinite(*v) ? json(*v) : json(nullptr);
+}
+json number_or_null(const std::optional<int>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+json text_or_null(const std::optional<std::string>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+json bool_or_null(const std::optional<bool>& v) {
+  return v ? json(*v) : json(nullptr);
 }
 
 struct Peaks {
@@ -120,11 +116,11 @@ Peaks run_peaks(const RunData& r) {
 }
 
 // The recorded percent of peak, or the rate over the run's peak when the row predates it.
-json pct_of_peak(const json& prov, const char* pct_key, const char* rate_key, double peak) {
-  const json& recorded = at(prov, pct_key);
-  if (recorded.is_number()) return number_or_null(recorded);
-  const auto rate = positive_number(at(prov, rate_key));
-  if (rate && peak > 0) return 100.0 * *rate / peak;
+json pct_of_peak(const std::optional<double>& recorded, const std::optional<double>& rate,
+                 double peak) {
+  if (recorded) return number_or_null(recorded);
+  const auto r = positive_number(rate);
+  if (r && peak > 0) return 100.0 * *r / peak;
   return nullptr;
 }
 
@@ -145,20 +141,17 @@ std::string csv_cell(const json& v) {
 
 }  // namespace
 
-ExportTable export_table(const std::vector<RunData>& runs) {
-  ExportTable t;
-  std::set<double> qset;
-  for (const auto& r : runs)
-    for (double q : run_quantiles(r)) qset.insert(q);
-  const std::vector<double> qs(qset.begin(), qset.end());
+namespace {
 
+// The columns of csv and json (docs/run-log.md, Exports), with one per quantile any run asked for.
+std::vector<ExportColumn> export_columns(const std::vector<double>& qs) {
   using K = ColumnKind;
-  t.columns = {{"run", K::text},        {"backend", K::text},     {"device", K::text},
-               {"git_commit", K::text}, {"op", K::text},          {"dtype", K::text},
-               {"shape", K::text},      {"node", K::text},        {"params", K::json},
-               {"family", K::text},     {"provider", K::text},    {"role", K::text},
-               {"status", K::text},     {"latency_ms", K::number}};
-  for (double q : qs) t.columns.push_back({quantile_column(q), K::number});
+  std::vector<ExportColumn> cols = {
+      {"run", K::text},    {"backend", K::text},     {"device", K::text},   {"git_commit", K::text},
+      {"op", K::text},     {"dtype", K::text},       {"shape", K::text},    {"node", K::text},
+      {"params", K::json}, {"family", K::text},      {"provider", K::text}, {"role", K::text},
+      {"status", K::text}, {"latency_ms", K::number}};
+  for (double q : qs) cols.push_back({quantile_column(q), K::number});
   const std::vector<ExportColumn> rest = {{"min_ms", K::number},
                                           {"max_ms", K::number},
                                           {"samples", K::integer},
@@ -184,105 +177,147 @@ ExportTable export_table(const std::vector<RunData>& runs) {
                                           {"throttled_discarded", K::integer},
                                           {"power_capped_samples", K::integer},
                                           {"error", K::text}};
-  t.columns.insert(t.columns.end(), rest.begin(), rest.end());
+  cols.insert(cols.end(), rest.begin(), rest.end());
+  return cols;
+}
+
+// What every row of one run shares: its name, identity cells, quantiles and peaks.
+struct RunCells {
+  std::string name;
+  json backend, device, git_commit;
+  std::vector<double> quantiles;  // the run's own
+  Peaks peaks;
+};
+
+RunCells run_cells(const RunData& run) {
+  const json& id = run.identity;
+  return {run.dir.filename().string(),
+          text_or_null(at(id, "backend")),
+          text_or_null(at(at(id, "device"), "name")),
+          text_or_null(at(id, "git_commit")),
+          run_quantiles(run),
+          run_peaks(run)};
+}
+
+// The quantile cells of one provider: one per column quantile, empty where its run did not ask.
+void quantile_cells(std::vector<json>& cells, const RunCells& rc, const core::ProviderRow* p,
+                    const std::vector<double>& qs) {
+  for (double q : qs) {
+    json v = nullptr;
+    const auto it = std::find(rc.quantiles.begin(), rc.quantiles.end(), q);
+    if (it != rc.quantiles.end() && p != nullptr && p->quantiles_ms) {
+      const auto i = static_cast<std::size_t>(it - rc.quantiles.begin());
+      if (i < p->quantiles_ms->size())
+        v = number_or_null(std::optional<double>((*p->quantiles_ms)[i]));
+    }
+    cells.push_back(v);
+  }
+}
+
+// The min, max and count of a provider's stored samples.
+void sample_cells(std::vector<json>& cells, const core::ProviderRow* p) {
+  std::vector<double> samples;
+  if (p != nullptr && p->samples_ms)
+    for (double s : *p->samples_ms)
+      if (std::isfinite(s)) samples.push_back(s);
+  if (samples.empty()) {
+    cells.push_back(nullptr);
+    cells.push_back(nullptr);
+  } else {
+    cells.push_back(*std::min_element(samples.begin(), samples.end()));
+    cells.push_back(*std::max_element(samples.begin(), samples.end()));
+  }
+  cells.push_back(static_cast<long long>(samples.size()));
+}
+
+// One export row: provider `p` of case row `row` (p null: a case without providers).
+std::vector<json> provider_cells(const RunCells& rc, const core::CaseRow& row,
+                                 const core::ProviderRow* p, bool first_cand, bool first,
+                                 const std::vector<double>& qs) {
+  static const core::ProviderRow kNone;
+  const core::ProviderRow& prov = p != nullptr ? *p : kNone;
+  std::vector<json> cells = {rc.name, rc.backend, rc.device, rc.git_commit};
+  cells.push_back(row.op);
+  cells.push_back(text_or_null(row.dtype));
+  cells.push_back(text_or_null(row.shape));
+  cells.push_back(text_or_null(row.node));
+  cells.push_back(row.params ? json(*row.params) : kNull);
+  cells.push_back(text_or_null(row.family));
+  cells.push_back(p != nullptr ? json(prov.name) : kNull);
+  cells.push_back(text_or_null(prov.role));
+  cells.push_back(row_status(row));
+  cells.push_back(number_or_null(prov.latency_ms));
+  quantile_cells(cells, rc, p, qs);
+  sample_cells(cells, p);
+  cells.push_back(number_or_null(prov.noise));
+  cells.push_back(number_or_null(prov.gbps));
+  cells.push_back(number_or_null(prov.tflops));
+  cells.push_back(pct_of_peak(prov.pct_peak_bw, prov.gbps, rc.peaks.copy_gbps));
+  cells.push_back(pct_of_peak(prov.pct_peak_flops, prov.tflops, rc.peaks.gemm_tflops));
+  cells.push_back(first_cand && row.speedup && *row.speedup ? number_or_null(*row.speedup)
+                                                            : json(nullptr));
+  cells.push_back(text_or_null(prov.timer ? prov.timer : row.timer));
+  cells.push_back(static_cast<long long>(prov.repeat.value_or(row.repeat.value_or(0))));
+  cells.push_back(static_cast<long long>(prov.launches_per_sample.value_or(0)));
+  cells.push_back(text_or_null(prov.regime));
+  cells.push_back(text_or_null(prov.l2_method));
+  cells.push_back(number_or_null(prov.sm_clock_mean_mhz));
+  cells.push_back(number_or_null(prov.sm_clock_min_mhz));
+  cells.push_back(number_or_null(prov.power_w));
+  const auto reasons = prov.clock_reasons.value_or(std::vector<std::string>{});
+  cells.push_back(reasons.empty() ? json(nullptr) : json(join(reasons, ";")));
+  cells.push_back(provider_markers(row, p));
+  cells.push_back(text_or_null(prov.stop_reason));
+  cells.push_back(bool_or_null(prov.converged));
+  cells.push_back(bool_or_null(prov.accuracy));
+  cells.push_back(static_cast<long long>(prov.throttled_discarded.value_or(0)));
+  cells.push_back(static_cast<long long>(prov.power_capped_samples.value_or(0)));
+  json err = text_or_null(prov.error);
+  if (err.is_null() && first) {
+    err = text_or_null(row.error);
+    if (err.is_null()) err = text_or_null(row.reason);
+  }
+  cells.push_back(err);
+  return cells;
+}
+
+// One export row per provider of a case row (one with an empty provider when it has none).
+void add_case_rows(ExportTable& t, const RunCells& rc, const core::CaseRow& row,
+                   const std::vector<double>& qs) {
+  std::vector<const core::ProviderRow*> provs;
+  if (row.providers)
+    for (const auto& p : *row.providers) provs.push_back(&p);
+  if (provs.empty()) provs.push_back(nullptr);
+  // The row's speedup belongs to its first candidate (baseline over that candidate).
+  const core::ProviderRow* first_cand = nullptr;
+  for (const auto* p : provs)
+    if (p != nullptr && p->role == core::role::candidate) {
+      first_cand = p;
+      break;
+    }
+  for (const auto* p : provs)
+    t.rows.push_back(
+        provider_cells(rc, row, p, p != nullptr && p == first_cand, p == provs.front(), qs));
+}
+
+}  // namespace
+
+ExportTable export_table(const std::vector<RunData>& runs) {
+  ExportTable t;
+  std::set<double> qset;
+  for (const auto& r : runs)
+    for (double q : run_quantiles(r)) qset.insert(q);
+  const std::vector<double> qs(qset.begin(), qset.end());
+  t.columns = export_columns(qs);
 
   int unfinished = 0, truncated = 0, no_peaks = 0, bad_lines = 0;
   for (const auto& run : runs) {
-    if (run.log.footer.is_null()) ++unfinished;
+    if (!run.log.footer) ++unfinished;
     if (run.log.truncated) ++truncated;
     bad_lines += run.log.bad_lines;
-    const Peaks peaks = run_peaks(run);
-    if (peaks.copy_gbps <= 0 && peaks.gemm_tflops <= 0 && !run.log.cases.empty()) ++no_peaks;
-    const auto rq = run_quantiles(run);
-    const json& id = run.identity;
-    const json device = text_or_null(at(at(id, "device"), "name"));
-
-    for (const auto& row : run.log.cases) {
-      std::vector<const json*> provs;
-      const json& plist = at(row, "providers");
-      if (plist.is_array())
-        for (const auto& p : plist)
-          if (p.is_object()) provs.push_back(&p);
-      if (provs.empty()) provs.push_back(nullptr);
-      // The row's speedup belongs to its first candidate (baseline over that candidate).
-      const json* first_cand = nullptr;
-      for (const json* p : provs)
-        if (p != nullptr && at(*p, "role") == "candidate") {
-          first_cand = p;
-          break;
-        }
-
-      for (const json* p : provs) {
-        const json& prov = p != nullptr ? *p : kNull;
-        std::vector<json> cells;
-        cells.push_back(run.dir.filename().string());
-        cells.push_back(text_or_null(at(id, "backend")));
-        cells.push_back(device);
-        cells.push_back(text_or_null(at(id, "git_commit")));
-        for (const char* k : {"op", "dtype", "shape", "node"})
-          cells.push_back(text_or_null(at(row, k)));
-        cells.push_back(at(row, "params").is_object() ? at(row, "params") : kNull);
-        cells.push_back(text_or_null(at(row, "family")));
-        cells.push_back(text_or_null(at(prov, "name")));
-        cells.push_back(text_or_null(at(prov, "role")));
-        cells.push_back(row_status(row));
-        cells.push_back(number_or_null(at(prov, "latency_ms")));
-        const json& qv = at(prov, "quantiles_ms");
-        for (double q : qs) {
-          json v = nullptr;
-          const auto it = std::find(rq.begin(), rq.end(), q);
-          if (it != rq.end() && qv.is_array()) {
-            const auto i = static_cast<std::size_t>(it - rq.begin());
-            if (i < qv.size()) v = number_or_null(qv[i]);
-          }
-          cells.push_back(v);
-        }
-        std::vector<double> samples;
-        for (const auto& s :
-             at(prov, "samples_ms").is_array() ? at(prov, "samples_ms") : json::array())
-          if (s.is_number() && std::isfinite(s.get<double>())) samples.push_back(s.get<double>());
-        if (samples.empty()) {
-          cells.push_back(nullptr);
-          cells.push_back(nullptr);
-        } else {
-          cells.push_back(*std::min_element(samples.begin(), samples.end()));
-          cells.push_back(*std::max_element(samples.begin(), samples.end()));
-        }
-        cells.push_back(static_cast<long long>(samples.size()));
-        cells.push_back(number_or_null(at(prov, "noise")));
-        cells.push_back(number_or_null(at(prov, "gbps")));
-        cells.push_back(number_or_null(at(prov, "tflops")));
-        cells.push_back(pct_of_peak(prov, "pct_peak_bw", "gbps", peaks.copy_gbps));
-        cells.push_back(pct_of_peak(prov, "pct_peak_flops", "tflops", peaks.gemm_tflops));
-        cells.push_back(p != nullptr && p == first_cand ? number_or_null(at(row, "speedup"))
-                                                        : json(nullptr));
-        cells.push_back(
-            text_or_null(at(prov, "timer").is_null() ? at(row, "timer") : at(prov, "timer")));
-        cells.push_back(
-            integer_or_zero(at(prov, "repeat").is_null() ? at(row, "repeat") : at(prov, "repeat")));
-        cells.push_back(integer_or_zero(at(prov, "launches_per_sample")));
-        cells.push_back(text_or_null(at(prov, "regime")));
-        cells.push_back(text_or_null(at(prov, "l2_method")));
-        cells.push_back(number_or_null(at(prov, "sm_clock_mean_mhz")));
-        cells.push_back(number_or_null(at(prov, "sm_clock_min_mhz")));
-        cells.push_back(number_or_null(at(prov, "power_w")));
-        const auto reasons = string_list(at(prov, "clock_reasons"));
-        cells.push_back(reasons.empty() ? json(nullptr) : json(join(reasons, ";")));
-        cells.push_back(provider_markers(row, p));
-        cells.push_back(text_or_null(at(prov, "stop_reason")));
-        cells.push_back(at(prov, "converged").is_boolean() ? at(prov, "converged") : kNull);
-        cells.push_back(at(prov, "accuracy").is_boolean() ? at(prov, "accuracy") : kNull);
-        cells.push_back(integer_or_zero(at(prov, "throttled_discarded")));
-        cells.push_back(integer_or_zero(at(prov, "power_capped_samples")));
-        json err = text_or_null(at(prov, "error"));
-        if (err.is_null() && (p == nullptr || p == provs.front())) {
-          err = text_or_null(at(row, "error"));
-          if (err.is_null()) err = text_or_null(at(row, "reason"));
-        }
-        cells.push_back(err);
-        t.rows.push_back(std::move(cells));
-      }
-    }
+    const RunCells rc = run_cells(run);
+    if (rc.peaks.copy_gbps <= 0 && rc.peaks.gemm_tflops <= 0 && !run.log.cases.empty()) ++no_peaks;
+    for (const auto& row : run.log.cases) add_case_rows(t, rc, row, qs);
   }
   if (unfinished > 0)
     t.notes.push_back(std::to_string(unfinished) +
@@ -324,7 +359,10 @@ json render_export_json(const ExportTable& t) {
   return out;
 }
 
-json render_export_gbench(const std::vector<RunData>& runs) {
+namespace {
+
+// Google Benchmark's "context": the first run's date and host, and caliber's runs.
+json gbench_context(const std::vector<RunData>& runs) {
   json context = json::object();
   if (!runs.empty()) {
     const json& id = runs.front().identity;
@@ -353,107 +391,120 @@ json render_export_gbench(const std::vector<RunData>& runs) {
                             {"caliber_version", text_or_null(at(id, "caliber_version"))}});
   }
   context["caliber_runs"] = caliber_runs;
+  return context;
+}
 
-  json benchmarks = json::array();
-  std::map<std::string, int> family;  // benchmark name -> family_index
-  for (const auto& run : runs)
-    for (const auto& row : run.log.cases) {
-      const json& plist = at(row, "providers");
-      std::string node = row_string(row, "node");
-      if (node.empty())
-        node = row_string(row, "op") + "[" + row_string(row, "dtype") + "-" +
-               row_string(row, "shape") + "]";
-      auto base_entry = [&](const std::string& name) {
-        auto [it, inserted] = family.try_emplace(name, static_cast<int>(family.size()));
-        return json{{"name", name},
-                    {"family_index", it->second},
-                    {"per_family_instance_index", 0},
-                    {"run_name", name},
-                    {"threads", 1}};
-      };
-      if (!plist.is_array() || plist.empty()) {
-        // Nothing was timed: one errored entry, which compare.py leaves out.
-        json e = base_entry(node);
-        e["run_type"] = "iteration";
-        e["repetitions"] = 1;
-        e["repetition_index"] = 0;
-        e["iterations"] = 0;
-        e["error_occurred"] = true;
-        std::string msg = row_string(row, "error");
-        if (msg.empty()) msg = row_string(row, "reason");
-        e["error_message"] = row_status(row) + (msg.empty() ? "" : ": " + msg);
-        benchmarks.push_back(std::move(e));
-        continue;
-      }
-      for (const auto& prov : plist) {
-        if (!prov.is_object()) continue;
-        const std::string name = node + "/" + row_string(prov, "name");
-        std::vector<double> samples;
-        const json& sv = at(prov, "samples_ms");
-        if (sv.is_array())
-          for (const auto& s : sv)
-            if (auto v = positive_number(s)) samples.push_back(*v);
-        const auto latency = positive_number(at(prov, "latency_ms"));
-        if (samples.empty() && latency) samples.push_back(*latency);
-        if (samples.empty()) {
-          json e = base_entry(name);
-          e["run_type"] = "iteration";
-          e["repetitions"] = 1;
-          e["repetition_index"] = 0;
-          e["iterations"] = 0;
-          e["error_occurred"] = true;
-          std::string msg = row_string(prov, "error");
-          if (msg.empty()) msg = row_string(row, "error");
-          e["error_message"] = msg.empty() ? row_status(row) : msg;
-          benchmarks.push_back(std::move(e));
-          continue;
-        }
-        const long long per_sample =
-            std::max(1LL, integer_or_zero(at(prov, "launches_per_sample")));
-        const auto n = static_cast<long long>(samples.size());
-        for (long long i = 0; i < n; ++i) {
-          json e = base_entry(name);
-          e["run_type"] = "iteration";
-          e["repetitions"] = n;
-          e["repetition_index"] = i;
-          e["iterations"] = per_sample;
-          e["real_time"] = samples[static_cast<std::size_t>(i)] * kNsPerMs;
-          e["cpu_time"] = samples[static_cast<std::size_t>(i)] * kNsPerMs;
-          e["time_unit"] = "ns";
-          benchmarks.push_back(std::move(e));
-        }
-        double mean = 0;
-        for (double s : samples) mean += s;
-        mean /= static_cast<double>(n);
-        double var = 0;
-        for (double s : samples) var += (s - mean) * (s - mean);
-        const double stddev = n > 1 ? std::sqrt(var / static_cast<double>(n - 1)) : 0.0;
-        const double median = latency ? *latency : core::median(samples);
-        auto aggregate = [&](const char* agg, double value) {
-          json e = base_entry(name + "_" + agg);
-          e["run_name"] = name;
-          e["run_type"] = "aggregate";
-          e["repetitions"] = n;
-          e["threads"] = 1;
-          e["aggregate_name"] = agg;
-          e["aggregate_unit"] = "time";
-          e["iterations"] = n;
-          e["real_time"] = value * kNsPerMs;
-          e["cpu_time"] = value * kNsPerMs;
-          e["time_unit"] = "ns";
-          return e;
-        };
-        json med = aggregate("median", median);
-        // Rates as Google Benchmark's counters (per second), at the median.
-        if (auto g = positive_number(at(prov, "gbps"))) med["bytes_per_second"] = *g * 1e9;
-        if (auto f = positive_number(at(prov, "tflops"))) med["flops_per_second"] = *f * 1e12;
-        med["label"] = row_string(prov, "role");
-        benchmarks.push_back(std::move(med));
-        benchmarks.push_back(aggregate("mean", mean));
-        benchmarks.push_back(aggregate("stddev", stddev));
-      }
+// The benchmark entries, with a family index per benchmark name.
+class GbenchEntries {
+ public:
+  json entries = json::array();
+
+  json base_entry(const std::string& name) {
+    auto [it, inserted] = family_.try_emplace(name, static_cast<int>(family_.size()));
+    return json{{"name", name},
+                {"family_index", it->second},
+                {"per_family_instance_index", 0},
+                {"run_name", name},
+                {"threads", 1}};
+  }
+  // An entry for something not timed, which compare.py leaves out.
+  void add_error(const std::string& name, const std::string& message) {
+    json e = base_entry(name);
+    e["run_type"] = "iteration";
+    e["repetitions"] = 1;
+    e["repetition_index"] = 0;
+    e["iterations"] = 0;
+    e["error_occurred"] = true;
+    e["error_message"] = message;
+    entries.push_back(std::move(e));
+  }
+  // One iteration entry per sample, then the median (with rates), mean and stddev aggregates.
+  void add_samples(const std::string& name, const std::vector<double>& samples, double median,
+                   long long per_sample, const core::ProviderRow& prov) {
+    const auto n = static_cast<long long>(samples.size());
+    for (long long i = 0; i < n; ++i) {
+      json e = base_entry(name);
+      e["run_type"] = "iteration";
+      e["repetitions"] = n;
+      e["repetition_index"] = i;
+      e["iterations"] = per_sample;
+      e["real_time"] = samples[static_cast<std::size_t>(i)] * kNsPerMs;
+      e["cpu_time"] = samples[static_cast<std::size_t>(i)] * kNsPerMs;
+      e["time_unit"] = "ns";
+      entries.push_back(std::move(e));
     }
-  return {{"context", context}, {"benchmarks", benchmarks}};
+    double mean = 0;
+    for (double s : samples) mean += s;
+    mean /= static_cast<double>(n);
+    double var = 0;
+    for (double s : samples) var += (s - mean) * (s - mean);
+    const double stddev = n > 1 ? std::sqrt(var / static_cast<double>(n - 1)) : 0.0;
+    json med = aggregate(name, "median", median, n);
+    // Rates as Google Benchmark's counters (per second), at the median.
+    if (auto g = positive_number(prov.gbps)) med["bytes_per_second"] = *g * 1e9;
+    if (auto f = positive_number(prov.tflops)) med["flops_per_second"] = *f * 1e12;
+    med["label"] = prov.role.value_or("");
+    entries.push_back(std::move(med));
+    entries.push_back(aggregate(name, "mean", mean, n));
+    entries.push_back(aggregate(name, "stddev", stddev, n));
+  }
+
+ private:
+  json aggregate(const std::string& name, const char* agg, double value, long long n) {
+    json e = base_entry(name + "_" + agg);
+    e["run_name"] = name;
+    e["run_type"] = "aggregate";
+    e["repetitions"] = n;
+    e["threads"] = 1;
+    e["aggregate_name"] = agg;
+    e["aggregate_unit"] = "time";
+    e["iterations"] = n;
+    e["real_time"] = value * kNsPerMs;
+    e["cpu_time"] = value * kNsPerMs;
+    e["time_unit"] = "ns";
+    return e;
+  }
+  std::map<std::string, int> family_;  // benchmark name -> family_index
+};
+
+// The entries of one case row: one benchmark per provider, or one errored entry.
+void gbench_case(GbenchEntries& out, const core::CaseRow& row) {
+  std::string node = row.node.value_or("");
+  if (node.empty())
+    node = row.op + "[" + row.dtype.value_or("") + "-" + row.shape.value_or("") + "]";
+  if (!row.providers || row.providers->empty()) {
+    std::string msg = row.error.value_or("");
+    if (msg.empty()) msg = row.reason.value_or("");
+    out.add_error(node, row_status(row) + (msg.empty() ? "" : ": " + msg));
+    return;
+  }
+  for (const auto& prov : *row.providers) {
+    const std::string name = node + "/" + prov.name;
+    std::vector<double> samples;
+    if (prov.samples_ms)
+      for (double s : *prov.samples_ms)
+        if (auto v = positive_number(std::optional<double>(s))) samples.push_back(*v);
+    const auto latency = positive_number(prov.latency_ms);
+    if (samples.empty() && latency) samples.push_back(*latency);
+    if (samples.empty()) {
+      std::string msg = prov.error.value_or("");
+      if (msg.empty()) msg = row.error.value_or("");
+      out.add_error(name, msg.empty() ? row_status(row) : msg);
+      continue;
+    }
+    const long long per_sample =
+        std::max(1LL, static_cast<long long>(prov.launches_per_sample.value_or(0)));
+    out.add_samples(name, samples, latency ? *latency : core::median(samples), per_sample, prov);
+  }
+}
+
+}  // namespace
+
+json render_export_gbench(const std::vector<RunData>& runs) {
+  GbenchEntries benchmarks;
+  for (const auto& run : runs)
+    for (const auto& row : run.log.cases) gbench_case(benchmarks, row);
+  return {{"context", gbench_context(runs)}, {"benchmarks", benchmarks.entries}};
 }
 
 ExportResult export_dirs(const std::vector<std::filesystem::path>& dirs, ExportFormat format) {

@@ -49,10 +49,10 @@ std::optional<double> number_at(const json& j, const char* key) {
   return std::nullopt;
 }
 
-const json* provider_with_role(const json& row, const char* role) {
-  if (!row.contains("providers") || !row["providers"].is_array()) return nullptr;
-  for (const auto& p : row["providers"])
-    if (p.value("role", "") == role) return &p;
+const core::ProviderRow* provider_with_role(const core::CaseRow& row, const char* role) {
+  if (!row.providers) return nullptr;
+  for (const auto& p : *row.providers)
+    if (p.role == role) return &p;
   return nullptr;
 }
 
@@ -91,21 +91,18 @@ Table cases_table(const std::vector<RunData>& runs) {
                "speedup", "TFLOP/s", "GB/s",  "% peak bw", "status",  "markers / error"};
   for (const auto& run : runs)
     for (const auto& row : run.log.cases) {
-      const json* b = provider_with_role(row, "baseline");
-      const json* c = provider_with_role(row, "candidate");
+      const core::ProviderRow* b = provider_with_role(row, core::role::baseline);
+      const core::ProviderRow* c = provider_with_role(row, core::role::candidate);
       std::string extra;
       for (const auto& m : row_markers(row)) extra += (extra.empty() ? "" : " ") + m;
-      if (row.contains("error")) extra += (extra.empty() ? "" : "; ") + row_string(row, "error");
-      if (row.contains("reason")) extra += (extra.empty() ? "" : "; ") + row_string(row, "reason");
+      if (row.error) extra += (extra.empty() ? "" : "; ") + *row.error;
+      if (row.reason) extra += (extra.empty() ? "" : "; ") + *row.reason;
       t.rows.push_back(
-          {text_cell(row_string(row, "op")), text_cell(row_string(row, "dtype")),
-           text_cell(row_string(row, "shape")), text_cell(b ? b->value("name", "") : "-"),
-           number_cell(number_at(row, "latency_base_ms")),
-           text_cell(c ? c->value("name", "") : "-"),
-           number_cell(c ? number_at(row, "latency_ms") : std::nullopt),
-           number_cell(row_speedup(row), 3), number_cell(number_at(row, "tflops")),
-           number_cell(number_at(row, "gbps")), number_cell(number_at(row, "pct_peak_bw"), 3),
-           text_cell(row_status(row)), text_cell(extra)});
+          {text_cell(row.op), text_cell(row.dtype.value_or("")), text_cell(row.shape.value_or("")),
+           text_cell(b ? b->name : "-"), number_cell(row.latency_base_ms),
+           text_cell(c ? c->name : "-"), number_cell(c ? row.latency_ms : std::nullopt),
+           number_cell(row_speedup(row), 3), number_cell(row.tflops), number_cell(row.gbps),
+           number_cell(row.pct_peak_bw, 3), text_cell(row_status(row)), text_cell(extra)});
     }
   return t;
 }
@@ -159,8 +156,8 @@ std::string render_html(const Report& r, const std::string& title,
 namespace {
 
 // "f32 1024" within one op's chart; the run's name too when the page shows several runs.
-std::string case_label(const RunData& run, const json& row, bool several_runs) {
-  std::string s = row_string(row, "dtype") + " " + row_string(row, "shape");
+std::string case_label(const RunData& run, const core::CaseRow& row, bool several_runs) {
+  std::string s = row.dtype.value_or("") + " " + row.shape.value_or("");
   if (several_runs) s = run.dir.filename().string() + ": " + s;
   return s;
 }
@@ -183,137 +180,153 @@ BoxStats box_stats(std::vector<double> v) {
   return {v.front(), q(0.25), q(0.5), q(0.75), v.back()};
 }
 
+// The charts of a run report, filled row by row.
+struct RunCharts {
+  std::vector<std::string> ops;  // in first-seen order
+  std::map<std::string, Chart> speedup, latency;
+  Chart peak;
+  RunCharts() {
+    peak.id = "chart-peak";
+    peak.title = "Percent of the measured peak";
+    peak.x_label = "% of peak";
+    peak.reference = 100;
+    peak.x_min = 0;
+    peak.x_max = 100;
+    peak.series = {{"memory: GB/s over the copy peak", "#9467bd"},
+                   {"compute: TFLOP/s over the mm peak", "#8c564b"}};
+  }
+};
+
+// A row's speedup dot, with the bootstrap interval of median(baseline) / median(candidate).
+void add_speedup_mark(Chart& c, const core::CaseRow& row, const std::string& label,
+                      const ProviderSamples& cand, const ProviderSamples& base) {
+  const auto sp = row_speedup(row);
+  if (!sp) return;
+  Mark m;
+  m.value = *sp;
+  std::string ci_text = "";
+  if (cand.raw_samples && base.raw_samples && cand.samples_ms.size() >= 2 &&
+      base.samples_ms.size() >= 2) {
+    const auto ci = core::bootstrap_median_ratio_ci(cand.samples_ms, base.samples_ms);
+    m.lo = ci.lo;
+    m.hi = ci.hi;
+    ci_text = ", 95% CI " + fmt_num(ci.lo) + " to " + fmt_num(ci.hi);
+    m.color = ci.lo > 1 ? kFasterColor : ci.hi < 1 ? kSlowerColor : kSameColor;
+  } else {
+    m.color = kSameColor;
+    ci_text = " (too few samples for an interval)";
+  }
+  m.title = row.op + " " + label + ": speedup " + fmt_num(*sp) + ci_text + " (" + base.name +
+            " / " + cand.name + ")";
+  c.rows.push_back({label, {m}});
+}
+
+// A provider's latency distribution from its stored samples, as a box.
+void add_latency_box(ChartRow& r, const ProviderSamples* p, int series) {
+  if (p == nullptr || !p->raw_samples) return;
+  const BoxStats b = box_stats(p->samples_ms);
+  Mark m;
+  m.kind = Mark::Kind::box;
+  m.series = series;
+  m.value = b.median;
+  m.q1 = b.q1;
+  m.q3 = b.q3;
+  m.lo = b.min;
+  m.hi = b.max;
+  m.samples = p->samples_ms;
+  m.title = p->name + " (" + p->role + "), " + std::to_string(p->samples_ms.size()) +
+            " samples: median " + fmt_num(b.median) + " ms, quartiles " + fmt_num(b.q1) + " to " +
+            fmt_num(b.q3) + ", range " + fmt_num(b.min) + " to " + fmt_num(b.max) + " ms";
+  r.marks.push_back(std::move(m));
+}
+
+// Percent of peak, of the row's main provider (recorded by the run driver).
+void add_peak_bars(Chart& peak, const core::CaseRow& row, const std::string& label) {
+  ChartRow r{row.op + " " + label, {}};
+  auto add = [&](const std::optional<double>& pct, int series, const char* what) {
+    if (!pct) return;
+    Mark m;
+    m.kind = Mark::Kind::bar;
+    m.series = series;
+    m.value = *pct;
+    m.title = row.op + " " + label + ": " + fmt_num(m.value, 3) + "% of the " + what + " peak";
+    r.marks.push_back(std::move(m));
+  };
+  add(row.pct_peak_bw, 0, "copy bandwidth");
+  add(row.pct_peak_flops, 1, "mm TFLOP/s");
+  if (!r.marks.empty()) peak.rows.push_back(std::move(r));
+}
+
+// One case row into the charts.
+void chart_row(RunCharts& charts, const RunData& run, const core::CaseRow& row, bool several) {
+  const std::string& op = row.op;
+  if (std::find(charts.ops.begin(), charts.ops.end(), op) == charts.ops.end())
+    charts.ops.push_back(op);
+  const auto provs = row_providers(row);
+  const ProviderSamples* cand = nullptr;
+  const ProviderSamples* base = nullptr;
+  for (const auto& p : provs) {
+    if (p.role == core::role::candidate && cand == nullptr) cand = &p;
+    if (p.role == core::role::baseline && base == nullptr) base = &p;
+  }
+  const std::string label = case_label(run, row, several);
+  if (cand != nullptr && base != nullptr)
+    add_speedup_mark(charts.speedup[op], row, label, *cand, *base);
+  ChartRow r{label, {}};
+  add_latency_box(r, cand, 0);
+  add_latency_box(r, base, 1);
+  if (!r.marks.empty()) charts.latency[op].rows.push_back(std::move(r));
+  add_peak_bars(charts.peak, row, label);
+}
+
+// The figures of one op: its speedup chart and its latency chart, when they have rows.
+void op_figures(RunCharts& charts, const std::string& op, std::vector<Figure>& out) {
+  if (auto it = charts.speedup.find(op); it != charts.speedup.end() && !it->second.rows.empty()) {
+    Chart& c = it->second;
+    c.id = "chart-speedup-" + op;
+    c.title = "Speedup per shape: " + op;
+    c.x_label = "speedup = baseline latency / candidate latency (> 1: the candidate is faster)";
+    c.log_x = true;
+    c.reference = 1;
+    c.legend_extra = {{kFasterColor, "interval above 1"},
+                      {kSlowerColor, "interval below 1"},
+                      {kSameColor, "interval spans 1"}};
+    const std::string svg = render_svg(c);
+    if (!svg.empty())
+      out.push_back({c.title,
+                     "Each dot is a case's speedup; the bar is the bootstrap 95% interval of "
+                     "median(baseline samples) / median(candidate samples) within this run. "
+                     "Run-to-run noise is not in it (caliber compare adds it).",
+                     svg});
+  }
+  if (auto it = charts.latency.find(op); it != charts.latency.end() && !it->second.rows.empty()) {
+    Chart& c = it->second;
+    c.id = "chart-latency-" + op;
+    c.title = "Latency distribution: " + op;
+    c.x_label = "latency per launch, ms";
+    c.log_x = true;
+    c.series = {{"candidate", kCandidateColor}, {"baseline", kBaselineColor}};
+    const std::string svg = render_svg(c);
+    if (!svg.empty())
+      out.push_back({c.title,
+                     "Every stored sample as a dot; the box spans the quartiles, the black "
+                     "line is the median, the thin line the range.",
+                     svg});
+  }
+}
+
 }  // namespace
 
 std::vector<Figure> run_figures(const std::vector<RunData>& runs) {
   std::vector<Figure> out;
-  const bool several = runs.size() > 1;
-  // op -> rows of each chart, in first-seen order.
-  std::vector<std::string> ops;
-  std::map<std::string, Chart> speedup, latency;
-  Chart peak;
-  peak.id = "chart-peak";
-  peak.title = "Percent of the measured peak";
-  peak.x_label = "% of peak";
-  peak.reference = 100;
-  peak.x_min = 0;
-  peak.x_max = 100;
-  peak.series = {{"memory: GB/s over the copy peak", "#9467bd"},
-                 {"compute: TFLOP/s over the mm peak", "#8c564b"}};
+  RunCharts charts;
   for (const auto& run : runs)
-    for (const auto& row : run.log.cases) {
-      const std::string op = row_string(row, "op");
-      if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
-      const auto provs = row_providers(row);
-      const ProviderSamples* cand = nullptr;
-      const ProviderSamples* base = nullptr;
-      for (const auto& p : provs) {
-        if (p.role == "candidate" && cand == nullptr) cand = &p;
-        if (p.role == "baseline" && base == nullptr) base = &p;
-      }
-      const std::string label = case_label(run, row, several);
-      // Speedup with the bootstrap interval of median(baseline) / median(candidate).
-      if (auto sp = row_speedup(row); sp && cand && base) {
-        Chart& c = speedup[op];
-        Mark m;
-        m.value = *sp;
-        std::string ci_text = "";
-        if (cand->raw_samples && base->raw_samples && cand->samples_ms.size() >= 2 &&
-            base->samples_ms.size() >= 2) {
-          const auto ci = core::bootstrap_median_ratio_ci(cand->samples_ms, base->samples_ms);
-          m.lo = ci.lo;
-          m.hi = ci.hi;
-          ci_text = ", 95% CI " + fmt_num(ci.lo) + " to " + fmt_num(ci.hi);
-          m.color = ci.lo > 1 ? kFasterColor : ci.hi < 1 ? kSlowerColor : kSameColor;
-        } else {
-          m.color = kSameColor;
-          ci_text = " (too few samples for an interval)";
-        }
-        m.title = op + " " + label + ": speedup " + fmt_num(*sp) + ci_text + " (" + base->name +
-                  " / " + cand->name + ")";
-        c.rows.push_back({label, {m}});
-      }
-      // Latency distributions from the stored samples.
-      {
-        ChartRow r{label, {}};
-        auto add = [&](const ProviderSamples* p, int series) {
-          if (p == nullptr || !p->raw_samples) return;
-          const BoxStats b = box_stats(p->samples_ms);
-          Mark m;
-          m.kind = Mark::Kind::box;
-          m.series = series;
-          m.value = b.median;
-          m.q1 = b.q1;
-          m.q3 = b.q3;
-          m.lo = b.min;
-          m.hi = b.max;
-          m.samples = p->samples_ms;
-          m.title = p->name + " (" + p->role + "), " + std::to_string(p->samples_ms.size()) +
-                    " samples: median " + fmt_num(b.median) + " ms, quartiles " + fmt_num(b.q1) +
-                    " to " + fmt_num(b.q3) + ", range " + fmt_num(b.min) + " to " + fmt_num(b.max) +
-                    " ms";
-          r.marks.push_back(std::move(m));
-        };
-        add(cand, 0);
-        add(base, 1);
-        if (!r.marks.empty()) latency[op].rows.push_back(std::move(r));
-      }
-      // Percent of peak, of the row's main provider (recorded by the run driver).
-      {
-        ChartRow r{op + " " + label, {}};
-        auto add = [&](const char* key, int series, const char* what) {
-          const auto it = row.find(key);
-          if (it == row.end() || !it->is_number()) return;
-          Mark m;
-          m.kind = Mark::Kind::bar;
-          m.series = series;
-          m.value = it->get<double>();
-          m.title = op + " " + label + ": " + fmt_num(m.value, 3) + "% of the " + what + " peak";
-          r.marks.push_back(std::move(m));
-        };
-        add("pct_peak_bw", 0, "copy bandwidth");
-        add("pct_peak_flops", 1, "mm TFLOP/s");
-        if (!r.marks.empty()) peak.rows.push_back(std::move(r));
-      }
-    }
-  for (const auto& op : ops) {
-    if (auto it = speedup.find(op); it != speedup.end() && !it->second.rows.empty()) {
-      Chart& c = it->second;
-      c.id = "chart-speedup-" + op;
-      c.title = "Speedup per shape: " + op;
-      c.x_label = "speedup = baseline latency / candidate latency (> 1: the candidate is faster)";
-      c.log_x = true;
-      c.reference = 1;
-      c.legend_extra = {{kFasterColor, "interval above 1"},
-                        {kSlowerColor, "interval below 1"},
-                        {kSameColor, "interval spans 1"}};
-      const std::string svg = render_svg(c);
-      if (!svg.empty())
-        out.push_back({c.title,
-                       "Each dot is a case's speedup; the bar is the bootstrap 95% interval of "
-                       "median(baseline samples) / median(candidate samples) within this run. "
-                       "Run-to-run noise is not in it (caliber compare adds it).",
-                       svg});
-    }
-    if (auto it = latency.find(op); it != latency.end() && !it->second.rows.empty()) {
-      Chart& c = it->second;
-      c.id = "chart-latency-" + op;
-      c.title = "Latency distribution: " + op;
-      c.x_label = "latency per launch, ms";
-      c.log_x = true;
-      c.series = {{"candidate", kCandidateColor}, {"baseline", kBaselineColor}};
-      const std::string svg = render_svg(c);
-      if (!svg.empty())
-        out.push_back({c.title,
-                       "Every stored sample as a dot; the box spans the quartiles, the black "
-                       "line is the median, the thin line the range.",
-                       svg});
-    }
-  }
-  if (!peak.rows.empty()) {
-    const std::string svg = render_svg(peak);
+    for (const auto& row : run.log.cases) chart_row(charts, run, row, runs.size() > 1);
+  for (const auto& op : charts.ops) op_figures(charts, op, out);
+  if (!charts.peak.rows.empty()) {
+    const std::string svg = render_svg(charts.peak);
     if (!svg.empty())
-      out.push_back({peak.title,
+      out.push_back({charts.peak.title,
                      "The main provider's GB/s over the run's measured copy bandwidth and its "
                      "TFLOP/s over the run's mm baseline on a large case (run_identity.json, "
                      "peaks): measured ceilings, not datasheet ones.",

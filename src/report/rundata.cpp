@@ -89,49 +89,19 @@ std::vector<RunData> load_runs(const std::vector<fs::path>& dirs) {
   return out;
 }
 
-std::string row_string(const nlohmann::json& row, const char* key) {
-  if (!row.is_object()) return "";
-  const auto it = row.find(key);
-  if (it == row.end() || it->is_null()) return "";
-  if (it->is_string()) return it->get<std::string>();
-  return it->dump();
+std::string row_status(const core::CaseRow& row) {
+  return core::status_of(row);
 }
 
-std::string row_status(const nlohmann::json& row) {
-  std::string s = row_string(row, core::field::status);
-  return s.empty() ? core::status::ok : s;
+std::string row_key(const core::CaseRow& row) {
+  return row.op + "\x1f" + row.dtype.value_or("") + "\x1f" + row.shape.value_or("");
 }
 
-std::string row_key(const nlohmann::json& row) {
-  return row_string(row, core::field::op) + "\x1f" + row_string(row, core::field::dtype) + "\x1f" +
-         row_string(row, core::field::shape);
+std::vector<std::string> row_markers(const core::CaseRow& row) {
+  return core::all_markers(row);
 }
 
-namespace {
-// Appends the markers of `obj` that `out` does not hold yet: the run driver copies each
-// provider's markers onto the row too, and a marker is one fact however many carry it.
-void collect_markers(const nlohmann::json& obj, std::vector<std::string>& out) {
-  if (!obj.is_object()) return;
-  const auto it = obj.find(core::field::markers);
-  if (it == obj.end() || !it->is_array()) return;
-  for (const auto& m : *it)
-    if (m.is_string() && std::find(out.begin(), out.end(), m.get<std::string>()) == out.end())
-      out.push_back(m.get<std::string>());
-}
-}  // namespace
-
-std::vector<std::string> row_markers(const nlohmann::json& row) {
-  std::vector<std::string> out;
-  collect_markers(row, out);
-  if (row.is_object()) {
-    const auto p = row.find(core::field::providers);
-    if (p != row.end() && p->is_array())
-      for (const auto& prov : *p) collect_markers(prov, out);
-  }
-  return out;
-}
-
-bool row_has_marker(const nlohmann::json& row, const std::string& marker) {
+bool row_has_marker(const core::CaseRow& row, const std::string& marker) {
   for (const auto& m : row_markers(row))
     if (m.rfind(marker, 0) == 0) return true;
   return false;
@@ -139,47 +109,41 @@ bool row_has_marker(const nlohmann::json& row, const std::string& marker) {
 
 std::optional<double> positive_number(const nlohmann::json& v) {
   if (!v.is_number()) return std::nullopt;
-  const double d = v.get<double>();
-  if (!std::isfinite(d) || d <= 0) return std::nullopt;
-  return d;
+  return positive_number(std::optional<double>(v.get<double>()));
 }
 
-std::optional<double> row_speedup(const nlohmann::json& row) {
-  if (!row.is_object() || row_status(row) != core::status::ok) return std::nullopt;
-  const auto acc = row.find(core::field::accuracy);
-  if (acc != row.end() && acc->is_boolean() && !acc->get<bool>()) return std::nullopt;
-  const auto s = row.find(core::field::speedup);
-  if (s == row.end()) return std::nullopt;
-  return positive_number(*s);
+std::optional<double> positive_number(const std::optional<double>& v) {
+  if (!v || !std::isfinite(*v) || *v <= 0) return std::nullopt;
+  return v;
 }
 
-std::vector<ProviderSamples> row_providers(const nlohmann::json& row) {
+std::optional<double> row_speedup(const core::CaseRow& row) {
+  if (row_status(row) != core::status::ok) return std::nullopt;
+  if (row.accuracy && *row.accuracy && !**row.accuracy) return std::nullopt;
+  if (!row.speedup || !*row.speedup) return std::nullopt;
+  return positive_number(*row.speedup);
+}
+
+std::vector<ProviderSamples> row_providers(const core::CaseRow& row) {
   std::vector<ProviderSamples> out;
-  if (!row.is_object()) return out;
-  const auto p = row.find(core::field::providers);
-  if (p != row.end() && p->is_array() && !p->empty()) {
-    for (const auto& prov : *p) {
-      if (!prov.is_object()) continue;
+  if (row.providers && !row.providers->empty()) {
+    for (const auto& prov : *row.providers) {
       ProviderSamples s;
-      s.name = row_string(prov, core::field::name);
-      s.role = row_string(prov, core::field::role);
+      s.name = prov.name;
+      s.role = prov.role.value_or("");
       if (s.role.empty()) s.role = core::role::candidate;
-      const auto lat = prov.find(core::field::latency_ms);
-      if (lat != prov.end()) s.latency_ms = positive_number(*lat).value_or(0);
-      const auto samples = prov.find(core::field::samples_ms);
-      if (samples != prov.end() && samples->is_array())
-        for (const auto& x : *samples)
-          if (auto v = positive_number(x)) s.samples_ms.push_back(*v);
+      s.latency_ms = positive_number(prov.latency_ms).value_or(0);
+      if (prov.samples_ms)
+        for (const double x : *prov.samples_ms)
+          if (auto v = positive_number(std::optional<double>(x))) s.samples_ms.push_back(*v);
       s.raw_samples = !s.samples_ms.empty();
       if (s.samples_ms.empty() && s.latency_ms > 0) s.samples_ms.push_back(s.latency_ms);
       out.push_back(std::move(s));
     }
     return out;
   }
-  auto add = [&](const char* key, const char* role) {
-    const auto it = row.find(key);
-    if (it == row.end()) return;
-    const auto v = positive_number(*it);
+  auto add = [&](const std::optional<double>& latency, const char* role) {
+    const auto v = positive_number(latency);
     if (!v) return;
     ProviderSamples s;
     s.name = role;
@@ -188,8 +152,8 @@ std::vector<ProviderSamples> row_providers(const nlohmann::json& row) {
     s.samples_ms = {*v};
     out.push_back(std::move(s));
   };
-  add(core::field::latency_ms, core::role::candidate);
-  add(core::field::latency_base_ms, core::role::baseline);
+  add(row.latency_ms, core::role::candidate);
+  add(row.latency_base_ms, core::role::baseline);
   return out;
 }
 

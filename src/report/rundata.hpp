@@ -43,18 +43,18 @@ struct RunDirName {
 };
 [[nodiscard]] std::optional<RunDirName> parse_run_dir_name(const std::string& dirname);
 
-// --- case rows
-[[nodiscard]] std::string row_string(const nlohmann::json& row, const char* key);
-[[nodiscard]] std::string row_status(const nlohmann::json& row);  // "ok" when absent
+// --- case rows (core::CaseRow, core/runlog_rows.hpp)
+[[nodiscard]] std::string row_status(const core::CaseRow& row);  // "ok" when absent
 // The pairing key: op, dtype and the size detail.
-[[nodiscard]] std::string row_key(const nlohmann::json& row);
+[[nodiscard]] std::string row_key(const core::CaseRow& row);
 // Every marker on the row and on its providers, each once, in first-seen order.
-[[nodiscard]] std::vector<std::string> row_markers(const nlohmann::json& row);
+[[nodiscard]] std::vector<std::string> row_markers(const core::CaseRow& row);
 // A marker equal to `marker` or starting with it ("BENCHMARK_DIRECT_NO_CUDAGRAPH repeat=3").
-[[nodiscard]] bool row_has_marker(const nlohmann::json& row, const std::string& marker);
+[[nodiscard]] bool row_has_marker(const core::CaseRow& row, const std::string& marker);
 // The row's speedup when it has a meaningful one: status ok, accuracy not false, finite and > 0.
-[[nodiscard]] std::optional<double> row_speedup(const nlohmann::json& row);
+[[nodiscard]] std::optional<double> row_speedup(const core::CaseRow& row);
 [[nodiscard]] std::optional<double> positive_number(const nlohmann::json& v);
+[[nodiscard]] std::optional<double> positive_number(const std::optional<double>& v);
 
 struct ProviderSamples {
   std::string name;
@@ -65,6 +65,6 @@ struct ProviderSamples {
 };
 // The providers of a row; rows without a "providers" list give their latency_ms (candidate) and
 // latency_base_ms (baseline).
-[[nodiscard]] std::vector<ProviderSamples> row_providers(const nlohmann::json& row);
+[[nodiscard]] std::vector<ProviderSamples> row_providers(const core::CaseRow& row);
 
 }  // namespace caliber::report

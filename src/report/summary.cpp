@@ -14,11 +14,11 @@ struct Accumulator {
   std::vector<double> speedups;
 };
 
-void add_row(Accumulator& a, const nlohmann::json& row) {
+void add_row(Accumulator& a, const core::CaseRow& row) {
   ++a.g.rows;
   const std::string status = row_status(row);
-  if (status == "failed") ++a.g.failed;
-  if (status == "skipped") ++a.g.skipped;
+  if (status == core::status::failed) ++a.g.failed;
+  if (status == core::status::skipped) ++a.g.skipped;
   if (row_has_marker(row, kFallbackMarker)) ++a.g.fallback;
   if (row_has_marker(row, kPoisonedMarker)) ++a.g.poisoned;
   if (row_has_marker(row, kPowerCappedMarker)) ++a.g.power_capped;
@@ -63,11 +63,12 @@ Summary summarize_rows(const std::vector<std::pair<std::string, std::vector<RunD
     for (const auto& run : runs) {
       if (run.log.truncated) ++out.truncated_logs;
       out.bad_lines += run.log.bad_lines;
+      if (out.first_row_error.empty()) out.first_row_error = run.log.first_bad_line_error;
       out.repaired_lines += run.log.repaired_lines;
-      if (run.log.footer.is_null()) ++out.unfinished_runs;
+      if (!run.log.footer) ++out.unfinished_runs;
       for (const auto& row : run.log.cases) {
-        const std::string op = row_string(row, core::field::op);
-        const std::string dtype = row_string(row, core::field::dtype);
+        const std::string& op = row.op;
+        const std::string dtype = row.dtype.value_or("");
         auto& acc = groups[{op, dtype}];
         if (acc.g.rows == 0) {
           acc.g.source = source;
@@ -132,7 +133,11 @@ Report summary_report(const Summary& s) {
                       "precise than asked");
   if (s.bad_lines > 0)
     t.notes.push_back(std::to_string(s.bad_lines) +
-                      " run.log line(s) could not be read (not JSON objects): they are not rows");
+                      " run.log line(s) could not be read (not JSON objects" +
+                      (s.first_row_error.empty()
+                           ? std::string()
+                           : ", or not rows of their type; the first: " + s.first_row_error) +
+                      "): they are not rows");
   if (s.repaired_lines > 0)
     t.notes.push_back(std::to_string(s.repaired_lines) +
                       " run.log line(s) were read after a repair: invalid UTF-8 bytes read as '?', "

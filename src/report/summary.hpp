@@ -39,10 +39,11 @@ struct SummaryGroup {
 struct Summary {
   std::vector<SummaryGroup> groups;   // per input, op, dtype
   std::vector<SummaryGroup> overall;  // one per input
-  int bad_lines = 0;        // run.log lines that could not be read (not rows, not counted)
-  int repaired_lines = 0;   // lines read after a repair (invalid UTF-8, NaN, Infinity)
-  int truncated_logs = 0;   // run.logs whose last line was cut (an interrupted run)
-  int unfinished_runs = 0;  // run.logs without a footer
+  int bad_lines = 0;            // run.log lines that could not be read (not rows, not counted)
+  std::string first_row_error;  // the first of them that was JSON but not a row of its type
+  int repaired_lines = 0;       // lines read after a repair (invalid UTF-8, NaN, Infinity)
+  int truncated_logs = 0;       // run.logs whose last line was cut (an interrupted run)
+  int unfinished_runs = 0;      // run.logs without a footer
 };
 
 // Summarizes rows already loaded (one input = a list of runs).

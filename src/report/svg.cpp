@@ -88,11 +88,12 @@ double jitter(std::size_t i) {
   return 2 * g - 1;
 }
 
-}  // namespace
-
-std::string render_svg(const Chart& c) {
+// The x domain of a chart: every mark, its interval, box and samples, the reference line, the
+// chart's fixed ends, padded. False when no mark can be drawn.
+bool x_domain(const Chart& c, double& lo, double& hi) {
   bool any = false;
-  double lo = INFINITY, hi = -INFINITY;
+  lo = INFINITY;
+  hi = -INFINITY;
   for (const auto& r : c.rows)
     for (const auto& m : r.marks) {
       extend(lo, hi, m.value, c.log_x);
@@ -102,7 +103,7 @@ std::string render_svg(const Chart& c) {
       for (double s : m.samples) extend(lo, hi, s, c.log_x);
       if (m.kind == Mark::Kind::bar && !c.log_x) extend(lo, hi, 0, false);
     }
-  if (!any) return "";
+  if (!any) return false;
   if (c.reference) extend(lo, hi, *c.reference, c.log_x);
   if (c.x_min) lo = *c.x_min;
   if (c.x_max) hi = std::max(hi, *c.x_max);
@@ -120,25 +121,35 @@ std::string render_svg(const Chart& c) {
     if (!c.x_min && lo != 0) lo -= pad;
     hi += pad;
   }
+  return true;
+}
 
+// Where things go: the label column's width, one lane per series in every row, the scale.
+struct Layout {
+  double lo = 0, hi = 1;
+  double left = 80;
+  std::size_t lanes = 1;
+  double row_h = 0, plot_h = 0, height = 0;
+  Scale x;
+};
+
+Layout layout(const Chart& c, double lo, double hi) {
+  Layout l;
+  l.lo = lo;
+  l.hi = hi;
   std::size_t longest = 0;
   for (const auto& r : c.rows) longest = std::max(longest, r.label.size());
-  const double left = std::clamp(7.0 * static_cast<double>(longest) + 14, 80.0, 330.0);
-  const std::size_t lanes = std::max<std::size_t>(1, c.series.size());
-  const double row_h = kLane * static_cast<double>(lanes) + kRowPad;
-  const double plot_h = row_h * static_cast<double>(c.rows.size());
-  const double height = kTop + plot_h + kBottom;
-  Scale x{c.log_x, lo, hi, left, kWidth - kRight};
+  l.left = std::clamp(7.0 * static_cast<double>(longest) + 14, 80.0, 330.0);
+  l.lanes = std::max<std::size_t>(1, c.series.size());
+  l.row_h = kLane * static_cast<double>(l.lanes) + kRowPad;
+  l.plot_h = l.row_h * static_cast<double>(c.rows.size());
+  l.height = kTop + l.plot_h + kBottom;
+  l.x = Scale{c.log_x, lo, hi, l.left, kWidth - kRight};
+  return l;
+}
 
-  std::ostringstream o;
-  o << "<svg class=\"chart\" id=\"" << html_escape(c.id)
-    << "\" xmlns=\"http://www.w3.org/2000/svg\""
-    << " width=\"" << num(kWidth) << "\" height=\"" << num(height) << "\" viewBox=\"0 0 "
-    << num(kWidth) << " " << num(height) << "\" role=\"img\" font-family=\"sans-serif\" "
-    << "font-size=\"11\"><title>" << html_escape(c.title) << "</title>\n";
-
-  // Legend.
-  double lx = left;
+void write_legend(std::ostream& o, const Chart& c, const Layout& l) {
+  double lx = l.left;
   auto legend = [&](const std::string& color, const std::string& text) {
     o << "<rect x=\"" << num(lx) << "\" y=\"8\" width=\"10\" height=\"10\" fill=\"" << color
       << "\"/><text x=\"" << num(lx + 14) << "\" y=\"17\">" << html_escape(text) << "</text>";
@@ -147,99 +158,137 @@ std::string render_svg(const Chart& c) {
   for (const auto& s : c.series) legend(s.color, s.name);
   for (const auto& [color, text] : c.legend_extra) legend(color, text);
   o << "\n";
+}
 
-  // Rows: a light band on every other one, the label, and the grid lines.
-  const std::vector<double> ticks = c.log_x ? log_ticks(lo, hi) : linear_ticks(lo, hi, 6);
+// Rows: the grid lines, a light band on every other row, the labels, and the reference line.
+void write_rows(std::ostream& o, const Chart& c, const Layout& l,
+                const std::vector<double>& ticks) {
+  const Scale& x = l.x;
   for (double t : ticks)
     o << "<line x1=\"" << num(x(t)) << "\" y1=\"" << num(kTop) << "\" x2=\"" << num(x(t))
-      << "\" y2=\"" << num(kTop + plot_h) << "\" stroke=\"#e4e4e4\"/>";
+      << "\" y2=\"" << num(kTop + l.plot_h) << "\" stroke=\"#e4e4e4\"/>";
   o << "\n";
   for (std::size_t i = 0; i < c.rows.size(); ++i) {
-    const double y = kTop + row_h * static_cast<double>(i);
+    const double y = kTop + l.row_h * static_cast<double>(i);
     if (i % 2 == 1)
       o << "<rect x=\"0\" y=\"" << num(y) << "\" width=\"" << num(kWidth) << "\" height=\""
-        << num(row_h) << "\" fill=\"#f6f6f6\" fill-opacity=\"0.7\"/>";
-    o << "<text x=\"" << num(left - 6) << "\" y=\"" << num(y + row_h / 2 + 4)
+        << num(l.row_h) << "\" fill=\"#f6f6f6\" fill-opacity=\"0.7\"/>";
+    o << "<text x=\"" << num(l.left - 6) << "\" y=\"" << num(y + l.row_h / 2 + 4)
       << "\" text-anchor=\"end\">" << html_escape(c.rows[i].label) << "</text>\n";
   }
-  if (c.reference && *c.reference >= lo && *c.reference <= hi)
+  if (c.reference && *c.reference >= l.lo && *c.reference <= l.hi)
     o << "<line x1=\"" << num(x(*c.reference)) << "\" y1=\"" << num(kTop) << "\" x2=\""
-      << num(x(*c.reference)) << "\" y2=\"" << num(kTop + plot_h)
+      << num(x(*c.reference)) << "\" y2=\"" << num(kTop + l.plot_h)
       << "\" stroke=\"#444\" stroke-dasharray=\"4 3\"/>\n";
+}
 
-  // Marks.
+void write_bar(std::ostream& o, const Chart& c, const Layout& l, const Mark& m, double cy,
+               const std::string& color, const std::string& title) {
+  const double base = c.log_x ? l.lo : std::max(l.lo, 0.0);
+  const double a = l.x(base), b = l.x(m.value);
+  o << "<rect class=\"mark\" x=\"" << num(std::min(a, b)) << "\" y=\"" << num(cy - kLane / 2 + 1)
+    << "\" width=\"" << num(std::max(1.0, std::fabs(b - a))) << "\" height=\"" << num(kLane - 2)
+    << "\" fill=\"" << color << "\">" << title << "</rect>\n";
+}
+
+void write_point(std::ostream& o, const Layout& l, const Mark& m, double cy,
+                 const std::string& color, const std::string& title) {
+  o << "<g class=\"mark\">" << title;
+  if (m.lo && m.hi) {
+    const double a = l.x(*m.lo), b = l.x(*m.hi);
+    o << "<line x1=\"" << num(a) << "\" y1=\"" << num(cy) << "\" x2=\"" << num(b) << "\" y2=\""
+      << num(cy) << "\" stroke=\"" << color << "\" stroke-width=\"2\"/>"
+      << "<line x1=\"" << num(a) << "\" y1=\"" << num(cy - 4) << "\" x2=\"" << num(a) << "\" y2=\""
+      << num(cy + 4) << "\" stroke=\"" << color << "\"/>"
+      << "<line x1=\"" << num(b) << "\" y1=\"" << num(cy - 4) << "\" x2=\"" << num(b) << "\" y2=\""
+      << num(cy + 4) << "\" stroke=\"" << color << "\"/>";
+  }
+  o << "<circle cx=\"" << num(l.x(m.value)) << "\" cy=\"" << num(cy) << "\" r=\"4\" fill=\""
+    << color << "\"/></g>\n";
+}
+
+void write_box(std::ostream& o, const Layout& l, const Mark& m, double cy, const std::string& color,
+               const std::string& title) {
+  const Scale& x = l.x;
+  o << "<g class=\"mark\">" << title;
+  const std::size_t n = m.samples.size();
+  const std::size_t stride = n > kMaxDots ? (n + kMaxDots - 1) / kMaxDots : 1;
+  for (std::size_t s = 0; s < n; s += stride)
+    o << "<circle cx=\"" << num(x(m.samples[s])) << "\" cy=\""
+      << num(cy + jitter(s) * (kLane / 2 - 2)) << "\" r=\"1.4\" fill=\"" << color
+      << "\" fill-opacity=\"0.35\"/>";
+  if (m.lo && m.hi)
+    o << "<line x1=\"" << num(x(*m.lo)) << "\" y1=\"" << num(cy) << "\" x2=\"" << num(x(*m.hi))
+      << "\" y2=\"" << num(cy) << "\" stroke=\"" << color << "\"/>";
+  if (m.q1 && m.q3)
+    o << "<rect x=\"" << num(x(*m.q1)) << "\" y=\"" << num(cy - kLane / 2 + 1) << "\" width=\""
+      << num(std::max(1.0, x(*m.q3) - x(*m.q1))) << "\" height=\"" << num(kLane - 2)
+      << "\" fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.5\"/>";
+  o << "<line x1=\"" << num(x(m.value)) << "\" y1=\"" << num(cy - kLane / 2) << "\" x2=\""
+    << num(x(m.value)) << "\" y2=\"" << num(cy + kLane / 2)
+    << "\" stroke=\"#000\" stroke-width=\"2\"/></g>\n";
+}
+
+// Every mark, in its row and its series' lane.
+void write_marks(std::ostream& o, const Chart& c, const Layout& l) {
   for (std::size_t i = 0; i < c.rows.size(); ++i) {
-    const double y0 = kTop + row_h * static_cast<double>(i) + kRowPad / 2;
+    const double y0 = kTop + l.row_h * static_cast<double>(i) + kRowPad / 2;
     for (const auto& m : c.rows[i].marks) {
       if (!std::isfinite(m.value) || (c.log_x && m.value <= 0)) continue;
       const std::size_t lane =
-          std::min<std::size_t>(static_cast<std::size_t>(std::max(0, m.series)), lanes - 1);
+          std::min<std::size_t>(static_cast<std::size_t>(std::max(0, m.series)), l.lanes - 1);
       const double cy = y0 + kLane * (static_cast<double>(lane) + 0.5);
       std::string color = m.color;
       if (color.empty())
         color = lane < c.series.size() ? c.series[lane].color : std::string(kCandidateColor);
       const std::string title = "<title>" + html_escape(m.title) + "</title>";
       switch (m.kind) {
-        case Mark::Kind::bar: {
-          const double base = c.log_x ? lo : std::max(lo, 0.0);
-          const double a = x(base), b = x(m.value);
-          o << "<rect class=\"mark\" x=\"" << num(std::min(a, b)) << "\" y=\""
-            << num(cy - kLane / 2 + 1) << "\" width=\"" << num(std::max(1.0, std::fabs(b - a)))
-            << "\" height=\"" << num(kLane - 2) << "\" fill=\"" << color << "\">" << title
-            << "</rect>\n";
+        case Mark::Kind::bar:
+          write_bar(o, c, l, m, cy, color, title);
           break;
-        }
-        case Mark::Kind::point: {
-          o << "<g class=\"mark\">" << title;
-          if (m.lo && m.hi) {
-            const double a = x(*m.lo), b = x(*m.hi);
-            o << "<line x1=\"" << num(a) << "\" y1=\"" << num(cy) << "\" x2=\"" << num(b)
-              << "\" y2=\"" << num(cy) << "\" stroke=\"" << color << "\" stroke-width=\"2\"/>"
-              << "<line x1=\"" << num(a) << "\" y1=\"" << num(cy - 4) << "\" x2=\"" << num(a)
-              << "\" y2=\"" << num(cy + 4) << "\" stroke=\"" << color << "\"/>"
-              << "<line x1=\"" << num(b) << "\" y1=\"" << num(cy - 4) << "\" x2=\"" << num(b)
-              << "\" y2=\"" << num(cy + 4) << "\" stroke=\"" << color << "\"/>";
-          }
-          o << "<circle cx=\"" << num(x(m.value)) << "\" cy=\"" << num(cy) << "\" r=\"4\" fill=\""
-            << color << "\"/></g>\n";
+        case Mark::Kind::point:
+          write_point(o, l, m, cy, color, title);
           break;
-        }
-        case Mark::Kind::box: {
-          o << "<g class=\"mark\">" << title;
-          const std::size_t n = m.samples.size();
-          const std::size_t stride = n > kMaxDots ? (n + kMaxDots - 1) / kMaxDots : 1;
-          for (std::size_t s = 0; s < n; s += stride)
-            o << "<circle cx=\"" << num(x(m.samples[s])) << "\" cy=\""
-              << num(cy + jitter(s) * (kLane / 2 - 2)) << "\" r=\"1.4\" fill=\"" << color
-              << "\" fill-opacity=\"0.35\"/>";
-          if (m.lo && m.hi)
-            o << "<line x1=\"" << num(x(*m.lo)) << "\" y1=\"" << num(cy) << "\" x2=\""
-              << num(x(*m.hi)) << "\" y2=\"" << num(cy) << "\" stroke=\"" << color << "\"/>";
-          if (m.q1 && m.q3)
-            o << "<rect x=\"" << num(x(*m.q1)) << "\" y=\"" << num(cy - kLane / 2 + 1)
-              << "\" width=\"" << num(std::max(1.0, x(*m.q3) - x(*m.q1))) << "\" height=\""
-              << num(kLane - 2) << "\" fill=\"none\" stroke=\"" << color
-              << "\" stroke-width=\"1.5\"/>";
-          o << "<line x1=\"" << num(x(m.value)) << "\" y1=\"" << num(cy - kLane / 2) << "\" x2=\""
-            << num(x(m.value)) << "\" y2=\"" << num(cy + kLane / 2)
-            << "\" stroke=\"#000\" stroke-width=\"2\"/></g>\n";
+        case Mark::Kind::box:
+          write_box(o, l, m, cy, color, title);
           break;
-        }
       }
     }
   }
+}
 
-  // Axis.
-  const double ay = kTop + plot_h;
-  o << "<line x1=\"" << num(left) << "\" y1=\"" << num(ay) << "\" x2=\"" << num(kWidth - kRight)
+void write_axis(std::ostream& o, const Chart& c, const Layout& l,
+                const std::vector<double>& ticks) {
+  const Scale& x = l.x;
+  const double ay = kTop + l.plot_h;
+  o << "<line x1=\"" << num(l.left) << "\" y1=\"" << num(ay) << "\" x2=\"" << num(kWidth - kRight)
     << "\" y2=\"" << num(ay) << "\" stroke=\"#000\"/>";
   for (double t : ticks)
     o << "<line x1=\"" << num(x(t)) << "\" y1=\"" << num(ay) << "\" x2=\"" << num(x(t))
       << "\" y2=\"" << num(ay + 4) << "\" stroke=\"#000\"/><text x=\"" << num(x(t)) << "\" y=\""
       << num(ay + 15) << "\" text-anchor=\"middle\">" << tick_text(t) << "</text>";
-  o << "<text x=\"" << num((left + kWidth - kRight) / 2) << "\" y=\"" << num(ay + 34)
+  o << "<text x=\"" << num((l.left + kWidth - kRight) / 2) << "\" y=\"" << num(ay + 34)
     << "\" text-anchor=\"middle\">" << html_escape(c.x_label + (c.log_x ? " (log scale)" : ""))
     << "</text>\n</svg>\n";
+}
+
+}  // namespace
+
+std::string render_svg(const Chart& c) {
+  double lo = 0, hi = 0;
+  if (!x_domain(c, lo, hi)) return "";
+  const Layout l = layout(c, lo, hi);
+  std::ostringstream o;
+  o << "<svg class=\"chart\" id=\"" << html_escape(c.id)
+    << "\" xmlns=\"http://www.w3.org/2000/svg\""
+    << " width=\"" << num(kWidth) << "\" height=\"" << num(l.height) << "\" viewBox=\"0 0 "
+    << num(kWidth) << " " << num(l.height) << "\" role=\"img\" font-family=\"sans-serif\" "
+    << "font-size=\"11\"><title>" << html_escape(c.title) << "</title>\n";
+  write_legend(o, c, l);
+  const std::vector<double> ticks = c.log_x ? log_ticks(lo, hi) : linear_ticks(lo, hi, 6);
+  write_rows(o, c, l, ticks);
+  write_marks(o, c, l);
+  write_axis(o, c, l, ticks);
   return o.str();
 }
 

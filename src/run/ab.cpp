@@ -89,6 +89,8 @@ std::vector<fs::path> AbOutcome::run_dirs(char side) const {
   return out;
 }
 
+// Stays long: one loop over rounds and sides with its signal and timeout handling inline;
+// splitting it is listed for the next session.
 AbOutcome run_ab_rounds(const AbOptions& opt, std::ostream& out, std::ostream& err) {
   if (opt.rounds < 1) throw AbUsageError("--rounds: must be at least 1");
   const fs::path self = opt.self_exe.empty() ? caliber_executable() : opt.self_exe;

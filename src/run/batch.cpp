@@ -273,21 +273,18 @@ std::vector<std::string> read_op_file(const fs::path& file) {
 void read_child_results(OpStatusRow& row, const std::optional<fs::path>& run_dir) {
   if (!run_dir) return;
   try {
-    const auto log = core::read_run_log(*run_dir / "run.log");
+    const auto log = core::read_run_log(*run_dir / core::run_log_file);
     row.rows = static_cast<int>(log.cases.size());
     int skipped = 0;
     std::string first_error, first_skip;
     for (const auto& c : log.cases) {
-      const std::string st = c.value(core::field::status, std::string("ok"));
-      if (st == "skipped") {
+      const std::string st = core::status_of(c);
+      if (st == core::status::skipped) {
         ++skipped;
-        if (first_skip.empty()) first_skip = c.value(core::field::reason, std::string());
+        if (first_skip.empty()) first_skip = c.reason.value_or("");
       }
-      if (st == "failed" && first_error.empty()) {
-        const auto e = c.find(core::field::error);
-        first_error = c.value(core::field::node, std::string()) + ": " +
-                      (e != c.end() && e->is_string() ? e->get<std::string>() : "failed");
-      }
+      if (st == core::status::failed && first_error.empty())
+        first_error = c.node.value_or("") + ": " + c.error.value_or("failed");
     }
     if (row.status == "ok" && (row.rows == 0 || skipped == row.rows)) {
       row.status = "skipped";

@@ -15,9 +15,8 @@
 
 namespace caliber::run {
 
-using nlohmann::json;
-namespace field = core::field;
-namespace tune_field = core::tune_field;
+using core::CaseRow;
+using core::ProviderRow;
 
 namespace {
 
@@ -25,12 +24,9 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-void add_markers(json& row, const std::vector<std::string>& ms) {
-  if (!row.contains(field::markers)) row[field::markers] = json::array();
-  for (const auto& m : ms)
-    if (std::find(row[field::markers].begin(), row[field::markers].end(), m) ==
-        row[field::markers].end())
-      row[field::markers].push_back(m);
+void add_markers(CaseRow& row, const std::vector<std::string>& ms) {
+  if (!row.markers) row.markers.emplace();
+  core::add_markers(*row.markers, ms);
 }
 
 // Raised out of a sweep when a measurement left the device context unusable.
@@ -45,109 +41,128 @@ const char* role_name(Role r) {
 }
 
 // A provider's timing fields on its run.log object (docs/run-log.md lists them).
-void write_timing(json& prow, const timing::Measurement& m, double flops, double bytes) {
-  prow[field::timer] = m.timer;
+void write_timing(ProviderRow& prow, const timing::Measurement& m, double flops, double bytes) {
+  prow.timer = m.timer;
   // Markers the tuner set on this provider (compile_tune_no_evict) stay; a re-timing replaces the
   // timing ones.
-  std::vector<std::string> markers;
-  if (prow.contains(field::tune_markers))
-    markers = prow[field::tune_markers].get<std::vector<std::string>>();
+  std::vector<std::string> markers = prow.tune_markers.value_or(std::vector<std::string>{});
   markers.insert(markers.end(), m.markers.begin(), m.markers.end());
-  prow[field::markers] = markers;
-  prow[field::noise] = m.noise;
-  prow[field::stop_reason] = m.stop_reason;
-  prow[field::converged] = m.converged;
-  prow[field::throttled_discarded] = m.throttled_discarded;
-  if (m.power_capped > 0) prow[field::power_capped_samples] = m.power_capped;
-  prow[field::repeat] = m.repeat;
-  prow[field::launches_per_sample] = m.launches_per_sample;
-  prow[field::l2_method] = m.l2_method;
-  prow[field::sample_method] = m.sample_method;
-  prow[field::timer_resolution_us] = m.timer_resolution_us;
-  prow[field::regime] = m.regime;
-  if (m.regime_discarded > 0) prow[field::regime_discarded] = m.regime_discarded;
-  if (m.settle_s > 0) prow[field::settle_s] = m.settle_s;
-  if (!m.settled) prow[field::settled] = false;
-  prow[field::clock_known] = m.clock.known;
+  prow.markers = markers;
+  prow.noise = m.noise;
+  prow.stop_reason = m.stop_reason;
+  prow.converged = m.converged;
+  prow.throttled_discarded = m.throttled_discarded;
+  if (m.power_capped > 0) prow.power_capped_samples = m.power_capped;
+  prow.repeat = m.repeat;
+  prow.launches_per_sample = m.launches_per_sample;
+  prow.l2_method = m.l2_method;
+  prow.sample_method = m.sample_method;
+  prow.timer_resolution_us = m.timer_resolution_us;
+  prow.regime = m.regime;
+  if (m.regime_discarded > 0) prow.regime_discarded = m.regime_discarded;
+  if (m.settle_s > 0) prow.settle_s = m.settle_s;
+  if (!m.settled) prow.settled = false;
+  prow.clock_known = m.clock.known;
   if (m.clock.known) {
-    prow[field::sm_clock_mean_mhz] = m.clock.sm_mean_mhz;
-    prow[field::sm_clock_min_mhz] = m.clock.sm_min_mhz;
-    prow[field::sm_clock_max_mhz] = m.clock.sm_max_mhz;
-    if (m.clock.power_mean_w > 0) prow[field::power_w] = m.clock.power_mean_w;
-    if (m.clock.power_limit_w > 0) prow[field::power_limit_w] = m.clock.power_limit_w;
-    prow[field::clock_reasons] = m.clock.reasons;
+    prow.sm_clock_mean_mhz = m.clock.sm_mean_mhz;
+    prow.sm_clock_min_mhz = m.clock.sm_min_mhz;
+    prow.sm_clock_max_mhz = m.clock.sm_max_mhz;
+    if (m.clock.power_mean_w > 0) prow.power_w = m.clock.power_mean_w;
+    if (m.clock.power_limit_w > 0) prow.power_limit_w = m.clock.power_limit_w;
+    prow.clock_reasons = m.clock.reasons;
   }
-  prow[field::wall_s] = m.wall_s;
-  if (!m.note.empty()) prow[field::note] = m.note;
+  prow.wall_s = m.wall_s;
+  if (!m.note.empty()) prow.note = m.note;
   if (m.ok && m.latency_ms > 0) {
-    prow[field::latency_ms] = m.latency_ms;
-    prow[field::samples_ms] = m.samples_ms;
-    prow.erase(field::error);
-    prow.erase(field::failure);
-    if (!m.quantile_ms.empty()) prow[field::quantiles_ms] = m.quantile_ms;
+    prow.latency_ms = m.latency_ms;
+    prow.samples_ms = m.samples_ms;
+    prow.error.reset();
+    prow.failure.reset();
+    if (!m.quantile_ms.empty()) prow.quantiles_ms = m.quantile_ms;
     const double s = m.latency_ms * 1e-3;
-    if (flops > 0) prow[field::tflops] = flops / s / 1e12;
-    if (bytes > 0) prow[field::gbps] = bytes / s / 1e9;
+    if (flops > 0) prow.tflops = flops / s / 1e12;
+    if (bytes > 0) prow.gbps = bytes / s / 1e9;
   } else {
-    prow.erase(field::latency_ms);
-    prow.erase(field::samples_ms);
-    prow[field::error] = m.error;
-    prow[field::failure] = backends::to_string(m.failure);
+    prow.latency_ms.reset();
+    prow.samples_ms.reset();
+    prow.error = m.error;
+    prow.failure = backends::to_string(m.failure);
   }
 }
 
 // The fields every case row starts with: the case's identity (docs/run-log.md).
-json case_row_head(const OpInfo& info, const Case& c) {
-  json row = {{field::type, core::row_type::case_row},
-              {field::op, c.op},
-              {field::dtype, std::string(to_string(c.dtype))},
-              {field::shape, c.size_detail()},
-              {field::dims, c.shape},
-              {field::node, c.node_id()},
-              {field::family, info.family},
-              {field::markers, json::array()}};
-  if (!c.params.empty()) row[field::params] = c.params;
+CaseRow case_row_head(const OpInfo& info, const Case& c) {
+  CaseRow row;
+  row.op = c.op;
+  row.dtype = std::string(to_string(c.dtype));
+  row.shape = c.size_detail();
+  row.dims = c.shape;
+  row.node = c.node_id();
+  row.family = info.family;
+  row.markers.emplace();
+  if (!c.params.empty()) row.params = c.params;
   return row;
+}
+
+// A provider's row before it is prepared: its name, role and label.
+ProviderRow provider_head(const ProviderInfo& pi) {
+  ProviderRow prow;
+  prow.name = pi.name;
+  prow.role = role_name(pi.role);
+  if (!pi.label.empty()) prow.label = pi.label;
+  return prow;
+}
+
+// The row-level latency fields: those of the first candidate (the first baseline when there is
+// none), and the first baseline's latency.
+void copy_main_latency(CaseRow& row, const ProviderRow* base, const ProviderRow* cand) {
+  const ProviderRow* main = cand != nullptr ? cand : base;
+  if (base != nullptr && base->latency_ms) row.latency_base_ms = base->latency_ms;
+  if (main != nullptr && main->latency_ms) {
+    row.latency_ms = main->latency_ms;
+    if (main->tflops) row.tflops = main->tflops;
+    if (main->gbps) row.gbps = main->gbps;
+    if (main->noise) row.noise = main->noise;
+  }
 }
 
 // The last phase of a case: the row-level fields from the first baseline and the first candidate,
 // the speedup, and the status.
-void summarize_row(json& row, const json& prows, bool any_fail, const std::string& first_error) {
-  const json* base = nullptr;
-  const json* cand = nullptr;
+void summarize_row(CaseRow& row, const std::vector<ProviderRow>& prows, bool any_fail,
+                   const std::string& first_error) {
+  const ProviderRow* base = nullptr;
+  const ProviderRow* cand = nullptr;
   for (const auto& prow : prows) {
-    if (prow[field::role] == core::role::baseline && base == nullptr) base = &prow;
-    if (prow[field::role] == core::role::candidate && cand == nullptr) cand = &prow;
+    if (prow.role == core::role::baseline && base == nullptr) base = &prow;
+    if (prow.role == core::role::candidate && cand == nullptr) cand = &prow;
   }
-  const json* main = cand != nullptr ? cand : base;
-  if (base != nullptr && base->contains(field::latency_ms))
-    row[field::latency_base_ms] = (*base)[field::latency_ms];
-  if (main != nullptr && main->contains(field::latency_ms)) {
-    row[field::latency_ms] = (*main)[field::latency_ms];
-    if (main->contains(field::tflops)) row[field::tflops] = (*main)[field::tflops];
-    if (main->contains(field::gbps)) row[field::gbps] = (*main)[field::gbps];
-    if (main->contains(field::noise)) row[field::noise] = (*main)[field::noise];
-  }
-  row[field::accuracy] =
-      cand != nullptr && cand->contains(field::accuracy) ? (*cand)[field::accuracy] : json(nullptr);
-  const bool accurate =
-      cand == nullptr || !cand->contains(field::accuracy) || (*cand)[field::accuracy].get<bool>();
-  if (cand != nullptr && base != nullptr && accurate && cand->contains(field::latency_ms) &&
-      base->contains(field::latency_ms))
-    row[field::speedup] =
-        (*base)[field::latency_ms].get<double>() / (*cand)[field::latency_ms].get<double>();
+  copy_main_latency(row, base, cand);
+  row.accuracy.emplace(cand != nullptr ? cand->accuracy : std::nullopt);
+  const bool accurate = cand == nullptr || !cand->accuracy || *cand->accuracy;
+  if (cand != nullptr && base != nullptr && accurate && cand->latency_ms && base->latency_ms)
+    row.speedup.emplace(*base->latency_ms / *cand->latency_ms);
   else
-    row[field::speedup] = nullptr;
+    row.speedup.emplace(std::nullopt);
   if (!accurate) {
-    row[field::status] = core::status::failed;
-    row[field::error] =
-        "accuracy check failed: " + (*cand)[field::accuracy_detail].get<std::string>();
+    row.status = core::status::failed;
+    row.error = "accuracy check failed: " + cand->accuracy_detail.value_or("");
   } else if (any_fail) {
-    row[field::status] = core::status::failed;
-    row[field::error] = first_error;
+    row.status = core::status::failed;
+    row.error = first_error;
   } else {
-    row[field::status] = core::status::ok;
+    row.status = core::status::ok;
   }
+}
+
+// A row that ends with a status and why: failed with `error`, skipped with `reason`.
+void end_failed(CaseRow& row, std::vector<ProviderRow> prows, const std::string& error) {
+  row.providers = std::move(prows);
+  row.status = core::status::failed;
+  row.error = error;
+}
+void end_skipped(CaseRow& row, const std::string& reason) {
+  row.status = core::status::skipped;
+  row.reason = reason;
 }
 
 }  // namespace
@@ -197,7 +212,7 @@ timing::TimingOptions CaseRunner::timing_options(const OpInfo& info, bool short_
 }
 
 Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w, std::size_t p,
-                                 const ProviderInfo& pi, json& prow) {
+                                 const ProviderInfo& pi, ProviderRow& prow) {
   if (!pi.space.tunable()) return pi.space.default_config;
   tune::CacheKey key{info.name,
                      pi.name,
@@ -223,16 +238,17 @@ Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w,
   };
   tune::Selection s = active_tuner().select(key, pi.space, time_config);
   if (broken) throw DeviceBroken(broken->error, broken->failure);
-  prow[field::config] = s.config.str();
-  prow[field::tune] = {{tune_field::source, s.source},
-                       {tune_field::tried, s.tried},
-                       {tune_field::rejected, s.rejected},
-                       {tune_field::sweep_s, s.sweep_s},
-                       {tune_field::key, key.key}};
-  if (!s.note.empty()) prow[field::tune][field::note] = s.note;
+  prow.config = s.config.str();
+  core::TuneChoice& tune = prow.tune.emplace();
+  tune.source = s.source;
+  tune.tried = s.tried;
+  tune.rejected = s.rejected;
+  tune.sweep_s = s.sweep_s;
+  tune.key = key.key;
+  if (!s.note.empty()) tune.note = s.note;
   if (!s.markers.empty()) {
-    prow[field::markers] = s.markers;
-    prow[field::tune_markers] = s.markers;
+    prow.markers = s.markers;
+    prow.tune_markers = s.markers;
   }
   for (auto& wmsg : active_tuner().take_warnings()) warnings_.push_back(wmsg);
   // Prepare the winner (a failure here is a config that failed at launch: evict and retune).
@@ -241,13 +257,13 @@ Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w,
   } catch (const ConfigRejected& e) {
     tune::Selection r =
         active_tuner().on_launch_failure(key, pi.space, s.config, "tune", time_config);
-    prow[field::config] = r.config.str();
-    prow[field::tune][tune_field::evicted] = s.config.str();
-    prow[field::tune][tune_field::source] = r.source;
-    if (!r.note.empty()) prow[field::tune][field::note] = r.note;
+    prow.config = r.config.str();
+    tune.evicted = s.config.str();
+    tune.source = r.source;
+    if (!r.note.empty()) tune.note = r.note;
     if (!r.markers.empty()) {
-      prow[field::markers] = r.markers;
-      prow[field::tune_markers] = r.markers;
+      prow.markers = r.markers;
+      prow.tune_markers = r.markers;
       warnings_.push_back(r.note);
     }
     w.prepare(p, r.config);
@@ -256,76 +272,85 @@ Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w,
   return s.config;
 }
 
-json CaseRunner::profile_case(const Op& op, const Case& c, int launches) {
+// A profile run's preparation: every provider prepared as a run would (the same configs).
+void CaseRunner::profile_prepare(const OpInfo& info, const Case& c, Workload& w,
+                                 const std::vector<ProviderInfo>& providers,
+                                 std::vector<ProviderRow>& prows) {
+  for (std::size_t p = 0; p < providers.size(); ++p) {
+    const auto& pi = providers[p];
+    ProviderRow prow;
+    prow.name = pi.name;
+    prow.role = role_name(pi.role);
+    if (pi.role == Role::candidate && pi.space.tunable()) {
+      (void)choose_config(info, c, w, p, pi, prow);
+    } else {
+      w.prepare(p, pi.space.default_config);
+      if (!pi.space.default_config.empty()) prow.config = pi.space.default_config.str();
+    }
+    prows.push_back(std::move(prow));
+  }
+}
+
+// A profile run's launches: each provider `launches` times inside a range named
+// <node>/<provider>, then a synchronize.
+void CaseRunner::profile_launch(const Case& c, Workload& w,
+                                const std::vector<ProviderInfo>& providers, int launches,
+                                std::vector<ProviderRow>& prows) {
+  device_->synchronize();
+  for (std::size_t p = 0; p < providers.size(); ++p) {
+    const std::string range = c.node_id() + "/" + providers[p].name;
+    device_->range_push(range);
+    try {
+      for (int i = 0; i < launches; ++i) w.launch(p);
+      device_->synchronize();
+    } catch (...) {
+      device_->range_pop();
+      throw;
+    }
+    device_->range_pop();
+    prows[p].range = range;
+    prows[p].launches = launches;
+  }
+}
+
+CaseRow CaseRunner::profile_case(const Op& op, const Case& c, int launches) {
   const OpInfo info = op.info();
-  json row = case_row_head(info, c);
-  row[field::profile] = true;
+  CaseRow row = case_row_head(info, c);
+  row.profile = true;
   if (!fatal_.empty()) {
-    row[field::status] = core::status::skipped;
-    row[field::reason] = "not run: the device context is unusable after " + fatal_;
+    end_skipped(row, "not run: the device context is unusable after " + fatal_);
     return row;
   }
   if (auto reason = op.skip_reason(c, *device_)) {
-    row[field::status] = core::status::skipped;
-    row[field::reason] = *reason;
+    end_skipped(row, *reason);
     return row;
   }
-  json prows = json::array();
+  std::vector<ProviderRow> prows;
   try {
     auto w = op.setup(*device_, c);
     const auto providers = w->providers();
-    for (std::size_t p = 0; p < providers.size(); ++p) {
-      const auto& pi = providers[p];
-      json prow = {{field::name, pi.name}, {field::role, role_name(pi.role)}};
-      if (pi.role == Role::candidate && pi.space.tunable()) {
-        (void)choose_config(info, c, *w, p, pi, prow);
-      } else {
-        w->prepare(p, pi.space.default_config);
-        if (!pi.space.default_config.empty()) prow[field::config] = pi.space.default_config.str();
-      }
-      prows.push_back(std::move(prow));
-    }
-    device_->synchronize();
-    for (std::size_t p = 0; p < providers.size(); ++p) {
-      const std::string range = c.node_id() + "/" + providers[p].name;
-      device_->range_push(range);
-      try {
-        for (int i = 0; i < launches; ++i) w->launch(p);
-        device_->synchronize();
-      } catch (...) {
-        device_->range_pop();
-        throw;
-      }
-      device_->range_pop();
-      prows[p][field::range] = range;
-      prows[p][field::launches] = launches;
-    }
+    profile_prepare(info, c, *w, providers, prows);
+    profile_launch(c, *w, providers, launches, prows);
   } catch (const NativeError& e) {
     auto f = backend_.classify(e.code());
     if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned)
       fatal_ = c.node_id();
-    row[field::providers] = prows;
-    row[field::status] = core::status::failed;
-    row[field::error] = std::string(e.what()) + " [" + backends::to_string(f) + "]";
+    end_failed(row, std::move(prows), std::string(e.what()) + " [" + backends::to_string(f) + "]");
     return row;
   } catch (const CaseSkipped& e) {
-    row[field::status] = core::status::skipped;
-    row[field::reason] = e.what();
+    end_skipped(row, e.what());
     return row;
   } catch (const DeviceBroken& e) {
     fatal_ = c.node_id();
-    row[field::providers] = prows;
-    row[field::status] = core::status::failed;
-    row[field::error] = std::string(e.what()) + " [" + backends::to_string(e.failure) + "]";
+    end_failed(row, std::move(prows),
+               std::string(e.what()) + " [" + backends::to_string(e.failure) + "]");
     return row;
   } catch (const std::exception& e) {
-    row[field::providers] = prows;
-    row[field::status] = core::status::failed;
-    row[field::error] = e.what();
+    end_failed(row, std::move(prows), e.what());
     return row;
   }
-  row[field::providers] = prows;
-  row[field::status] = core::status::ok;
+  row.providers = std::move(prows);
+  row.status = core::status::ok;
   return row;
 }
 
@@ -339,7 +364,7 @@ void CaseRunner::tune_case(const Op& op, const Case& c) {
     auto providers = w->providers();
     for (std::size_t p = 0; p < providers.size(); ++p) {
       if (providers[p].role != Role::candidate || !providers[p].space.tunable()) continue;
-      json scratch;
+      ProviderRow scratch;
       (void)choose_config(info, c, *w, p, providers[p], scratch);
     }
   } catch (const NativeError& e) {
@@ -356,7 +381,7 @@ void CaseRunner::tune_case(const Op& op, const Case& c) {
 struct CaseRunner::CaseWork {
   std::unique_ptr<Workload> w;
   std::vector<ProviderInfo> providers;
-  json prows = json::array();  // the provider objects, one per provider
+  std::vector<ProviderRow> prows;  // the provider objects, one per provider
   std::vector<timing::Measurement> measured;
   bool any_fail = false;
   std::string first_error;  // "<provider>: <error>" of the first provider that failed
@@ -365,10 +390,9 @@ struct CaseRunner::CaseWork {
 // Phase 1: whether the case runs at all. Skips it after a fatal device error, for a shape whose
 // sizes do not fit, on a skip guard no compat rule lifts, and when it needs more memory than the
 // device has free.
-bool CaseRunner::admit(const Op& op, const Case& c, json& row) {
+bool CaseRunner::admit(const Op& op, const Case& c, CaseRow& row) {
   auto skip = [&](const std::string& reason) {
-    row[field::status] = core::status::skipped;
-    row[field::reason] = reason;
+    end_skipped(row, reason);
     return false;
   };
   if (!fatal_.empty()) return skip("not run: the device context is unusable after " + fatal_);
@@ -395,65 +419,73 @@ bool CaseRunner::admit(const Op& op, const Case& c, json& row) {
   return true;
 }
 
-// Phase 2: set up the workload, prepare every provider (handles, plans, workspaces, tuned configs)
-// outside any timing, then the correctness gate: every candidate against the reference, before
-// anything is timed.
+// Phase 2a: every provider prepared (handles, plans, workspaces, tuned configs) outside any
+// timing, its row started.
+void CaseRunner::prepare_providers(const OpInfo& info, const Case& c, CaseWork& work,
+                                   CaseRow& row) {
+  Workload& w = *work.w;
+  for (std::size_t p = 0; p < work.providers.size(); ++p) {
+    const auto& pi = work.providers[p];
+    ProviderRow prow = provider_head(pi);
+    if (pi.role == Role::candidate && pi.space.tunable()) {
+      try {
+        (void)choose_config(info, c, w, p, pi, prow);
+      } catch (const ConfigRejected&) {
+        // A replayed config that can neither run nor be evicted: the failed row must carry
+        // compile_tune_no_evict, not only an error that reads like a broken kernel.
+        if (prow.markers) add_markers(row, *prow.markers);
+        work.prows.push_back(std::move(prow));
+        throw;
+      }
+    } else {
+      w.prepare(p, pi.space.default_config);
+      if (!pi.space.default_config.empty()) prow.config = pi.space.default_config.str();
+    }
+    work.prows.push_back(std::move(prow));
+  }
+}
+
+// Phase 2b: the correctness gate, every candidate against the reference, before anything is
+// timed.
+void CaseRunner::check_candidates(CaseWork& work) {
+  for (std::size_t p = 0; p < work.providers.size(); ++p) {
+    if (work.providers[p].role != Role::candidate) continue;
+    Accuracy a = work.w->check(p);
+    ProviderRow& prow = work.prows[p];
+    prow.accuracy = a.passed;
+    prow.accuracy_detail = a.detail;
+    prow.rel_err = a.rel_err;
+    prow.max_abs_err = a.max_abs_err;
+    // The check may have re-prepared nothing, but it did launch: keep the tuned config prepared.
+  }
+}
+
+// Phase 2: set up the workload, prepare every provider, then the correctness gate. A failure
+// ends the row (failed, or skipped when the op says so).
 bool CaseRunner::prepare_and_check(const Op& op, const OpInfo& info, const Case& c, CaseWork& work,
-                                   json& row) {
-  auto fail = [&](const std::string& msg) {
-    row[field::providers] = work.prows;
-    row[field::status] = core::status::failed;
-    row[field::error] = msg;
-    return false;
-  };
+                                   CaseRow& row) {
   try {
     work.w = op.setup(*device_, c);
     work.providers = work.w->providers();
-    Workload& w = *work.w;
-    for (std::size_t p = 0; p < work.providers.size(); ++p) {
-      const auto& pi = work.providers[p];
-      json prow = {{field::name, pi.name}, {field::role, role_name(pi.role)}};
-      if (!pi.label.empty()) prow[field::label] = pi.label;
-      if (pi.role == Role::candidate && pi.space.tunable()) {
-        try {
-          (void)choose_config(info, c, w, p, pi, prow);
-        } catch (const ConfigRejected&) {
-          // A replayed config that can neither run nor be evicted: the failed row must carry
-          // compile_tune_no_evict, not only an error that reads like a broken kernel.
-          if (prow.contains(field::markers))
-            add_markers(row, prow[field::markers].get<std::vector<std::string>>());
-          work.prows.push_back(std::move(prow));
-          throw;
-        }
-      } else {
-        w.prepare(p, pi.space.default_config);
-        if (!pi.space.default_config.empty()) prow[field::config] = pi.space.default_config.str();
-      }
-      work.prows.push_back(std::move(prow));
-    }
-    for (std::size_t p = 0; p < work.providers.size(); ++p) {
-      if (work.providers[p].role != Role::candidate) continue;
-      Accuracy a = w.check(p);
-      work.prows[p][field::accuracy] = a.passed;
-      work.prows[p][field::accuracy_detail] = a.detail;
-      work.prows[p][field::rel_err] = a.rel_err;
-      work.prows[p][field::max_abs_err] = a.max_abs_err;
-      // The check may have re-prepared nothing, but it did launch: keep the tuned config prepared.
-    }
+    prepare_providers(info, c, work, row);
+    check_candidates(work);
   } catch (const DeviceBroken& e) {
     fatal_ = c.node_id();
-    return fail(std::string(e.what()) + " [" + backends::to_string(e.failure) + "]");
+    end_failed(row, work.prows,
+               std::string(e.what()) + " [" + backends::to_string(e.failure) + "]");
+    return false;
   } catch (const CaseSkipped& e) {
-    row[field::status] = core::status::skipped;
-    row[field::reason] = e.what();
+    end_skipped(row, e.what());
     return false;
   } catch (const NativeError& e) {
     auto f = backend_.classify(e.code());
     if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned)
       fatal_ = c.node_id();
-    return fail(std::string(e.what()) + " [" + backends::to_string(f) + "]");
+    end_failed(row, work.prows, std::string(e.what()) + " [" + backends::to_string(f) + "]");
+    return false;
   } catch (const std::exception& e) {
-    return fail(e.what());
+    end_failed(row, work.prows, e.what());
+    return false;
   }
   return true;
 }
@@ -461,7 +493,7 @@ bool CaseRunner::prepare_and_check(const Op& op, const OpInfo& info, const Case&
 // Phase 3: time every provider (a candidate that failed its gate is not timed); then, for one
 // regime per row, re-time by the direct timer what the graph timer timed when another provider
 // fell back to the direct timer.
-void CaseRunner::time_providers(const OpInfo& info, const Case& c, CaseWork& work, json& row) {
+void CaseRunner::time_providers(const OpInfo& info, const Case& c, CaseWork& work, CaseRow& row) {
   const double flops = work.w->flops();
   const double bytes = work.w->bytes();
   work.measured.assign(work.providers.size(), timing::Measurement{});
@@ -486,13 +518,13 @@ void CaseRunner::time_providers(const OpInfo& info, const Case& c, CaseWork& wor
     return true;
   };
   for (std::size_t p = 0; p < work.providers.size(); ++p) {
-    json& prow = work.prows[p];
-    if (prow.contains(field::accuracy) && !prow[field::accuracy].get<bool>()) continue;
+    const ProviderRow& prow = work.prows[p];
+    if (prow.accuracy && !*prow.accuracy) continue;
     const timing::Measurement m = time_provider(p, timing_options(info, false));
     work.measured[p] = m;
     add_markers(row, m.markers);
     if (m.ok && m.latency_ms > 0) {
-      if (m.timer == "direct" && timer_ == "graph") row[field::timer] = "direct";
+      if (m.timer == "direct" && timer_ == "graph") row.timer = "direct";
     } else if (failed(p, m)) {
       break;  // time nothing more in this process
     }
@@ -500,17 +532,17 @@ void CaseRunner::time_providers(const OpInfo& info, const Case& c, CaseWork& wor
   // One regime per row (docs/timing.md): when a provider's capture was refused and it fell back to
   // the direct timer, the providers timed by the graph timer are timed again by the direct timer,
   // so that the speedup compares like with like. Their graph figures stay as extra fields.
-  if (!fatal_.empty() || row[field::timer] != "direct" || timer_ != "graph") return;
+  if (!fatal_.empty() || row.timer != "direct" || timer_ != "graph") return;
   timing::TimingOptions direct = timing_options(info, false);
   direct.timer = timing::TimerKind::direct;
   for (std::size_t p = 0; p < work.providers.size(); ++p) {
     if (!work.measured[p].ok || work.measured[p].timer != "graph") continue;
-    json& prow = work.prows[p];
-    const json graph_latency = prow.value(field::latency_ms, json(nullptr));
+    ProviderRow& prow = work.prows[p];
+    const std::optional<double> graph_latency = prow.latency_ms;
     const timing::Measurement m = time_provider(p, direct);
-    prow[field::graph_latency_ms] = graph_latency;
-    prow[field::graph_launches_per_sample] = work.measured[p].launches_per_sample;
-    prow[field::note] =
+    prow.graph_latency_ms.emplace(graph_latency);
+    prow.graph_launches_per_sample = work.measured[p].launches_per_sample;
+    prow.note =
         "timed by the direct timer too, since another provider of this case could "
         "not be captured (one regime per row); its graph figure is graph_latency_ms";
     add_markers(row, m.markers);
@@ -518,16 +550,16 @@ void CaseRunner::time_providers(const OpInfo& info, const Case& c, CaseWork& wor
   }
 }
 
-json CaseRunner::run_case(const Op& op, const Case& c) {
+CaseRow CaseRunner::run_case(const Op& op, const Case& c) {
   const OpInfo info = op.info();
-  json row = case_row_head(info, c);
-  row[field::timer] = timer_;
-  row[field::repeat] = knobs_.repeat;
+  CaseRow row = case_row_head(info, c);
+  row.timer = timer_;
+  row.repeat = knobs_.repeat;
   if (!admit(op, c, row)) return row;
   CaseWork work;
   if (!prepare_and_check(op, info, c, work, row)) return row;
   time_providers(info, c, work, row);
-  row[field::providers] = work.prows;
+  row.providers = work.prows;
   summarize_row(row, work.prows, work.any_fail, work.first_error);
   return row;
 }
@@ -595,13 +627,13 @@ timing::Measurement merge_blocks(const std::vector<timing::Measurement>& ms,
 
 }  // namespace
 
-bool CaseRunner::record_timing(CaseWork& work, json& row, std::size_t p, const Case& c,
+bool CaseRunner::record_timing(CaseWork& work, CaseRow& row, std::size_t p, const Case& c,
                                const timing::Measurement& m, double flops, double bytes) {
   write_timing(work.prows[p], m, flops, bytes);
   work.measured[p] = m;
   add_markers(row, m.markers);
   if (m.ok && m.latency_ms > 0) {
-    if (m.timer == "direct" && timer_ == "graph") row[field::timer] = "direct";
+    if (m.timer == "direct" && timer_ == "graph") row.timer = "direct";
     return true;
   }
   work.any_fail = true;
@@ -611,14 +643,14 @@ bool CaseRunner::record_timing(CaseWork& work, json& row, std::size_t p, const C
   return false;
 }
 
+// Stays long: the ABBA schedule's lambdas share the two sides' state; splitting it is listed for
+// the next session.
 void CaseRunner::time_paired(const OpInfo& ia, const OpInfo& ib, const Case& c, CaseWork& wa,
-                             CaseWork& wb, json& ra, json& rb, int blocks) {
+                             CaseWork& wb, CaseRow& ra, CaseRow& rb, int blocks) {
   wa.measured.assign(wa.providers.size(), timing::Measurement{});
   wb.measured.assign(wb.providers.size(), timing::Measurement{});
   const double fa = wa.w->flops(), ba = wa.w->bytes(), fb = wb.w->flops(), bb = wb.w->bytes();
-  auto gated_out = [](const json& prow) {
-    return prow.contains(field::accuracy) && !prow[field::accuracy].get<bool>();
-  };
+  auto gated_out = [](const ProviderRow& prow) { return prow.accuracy && !*prow.accuracy; };
   auto measure_one = [&](CaseWork& w, std::size_t p, const timing::TimingOptions& o) {
     try {
       return timing::measure(
@@ -684,14 +716,15 @@ void CaseRunner::time_paired(const OpInfo& ia, const OpInfo& ib, const Case& c, 
                          merge_blocks(ms, block_options(side_a ? ia : ib, true, true)),
                          side_a ? fa : fb, side_a ? ba : bb))
         return false;
-      json medians = json::array();
+      std::vector<double> medians;
       for (const auto& m : ms) medians.push_back(core::median(m.samples_ms));
-      w.prows[p]["block_medians_ms"] = std::move(medians);
-      w.prows[p]["paired_blocks"] = blocks;
+      w.prows[p].block_medians_ms = std::move(medians);
+      w.prows[p].paired_blocks = blocks;
     }
     return true;
   };
-  auto alone = [&](CaseWork& w, json& row, std::size_t p, const OpInfo& info, double f, double b) {
+  auto alone = [&](CaseWork& w, CaseRow& row, std::size_t p, const OpInfo& info, double f,
+                   double b) {
     return record_timing(w, row, p, c, measure_one(w, p, timing_options(info, false)), f, b);
   };
   std::vector<bool> b_done(wb.providers.size(), false);
@@ -718,25 +751,24 @@ void CaseRunner::time_paired(const OpInfo& ia, const OpInfo& ib, const Case& c, 
   // provider's own timer, which both sides share.
 }
 
-std::pair<json, json> CaseRunner::run_case_paired(const Op& a, const Op& b, const Case& c,
-                                                  int blocks, tune::Tuner& tuner_b) {
+std::pair<CaseRow, CaseRow> CaseRunner::run_case_paired(const Op& a, const Op& b, const Case& c,
+                                                        int blocks, tune::Tuner& tuner_b) {
   const OpInfo ia = a.info();
   const OpInfo ib = b.info();
-  json ra = case_row_head(ia, c);
-  json rb = case_row_head(ib, c);
-  for (json* r : {&ra, &rb}) {
-    (*r)[field::timer] = timer_;
-    (*r)[field::repeat] = knobs_.repeat;
+  CaseRow ra = case_row_head(ia, c);
+  CaseRow rb = case_row_head(ib, c);
+  for (CaseRow* r : {&ra, &rb}) {
+    r->timer = timer_;
+    r->repeat = knobs_.repeat;
   }
   const bool in_a = admit(a, c, ra);
   const bool in_b = admit(b, c, rb);
   if (!in_a || !in_b) {
     // A case runs on both sides or on neither: a lone side has nothing to be paired with.
-    json& ran = in_a ? ra : rb;
-    const json& why = in_a ? rb : ra;
-    ran[field::status] = core::status::skipped;
-    ran[field::reason] = "paired A/B: the other side skipped it (" +
-                         why.value(field::reason, std::string("skipped")) + ")";
+    CaseRow& ran = in_a ? ra : rb;
+    const CaseRow& why = in_a ? rb : ra;
+    end_skipped(ran, "paired A/B: the other side skipped it (" +
+                         why.reason.value_or(std::string("skipped")) + ")");
     return {ra, rb};
   }
   // Both sides' workloads are resident at once.
@@ -744,11 +776,10 @@ std::pair<json, json> CaseRunner::run_case_paired(const Op& a, const Op& b, cons
       static_cast<double>(a.bytes_needed(c)) + static_cast<double>(b.bytes_needed(c));
   const double have = static_cast<double>(device_->free_bytes());
   if (need > 0.9 * have) {
-    for (json* r : {&ra, &rb}) {
-      (*r)[field::status] = core::status::skipped;
-      (*r)[field::reason] = "paired A/B needs both sides' inputs resident: " + core::gib(need, 2) +
-                            ", device has " + core::gib(have, 2) +
-                            " free (caliber ab --isolate times each side in its own process)";
+    for (CaseRow* r : {&ra, &rb}) {
+      end_skipped(*r, "paired A/B needs both sides' inputs resident: " + core::gib(need, 2) +
+                          ", device has " + core::gib(have, 2) +
+                          " free (caliber ab --isolate times each side in its own process)");
     }
     return {ra, rb};
   }
@@ -771,11 +802,11 @@ std::pair<json, json> CaseRunner::run_case_paired(const Op& a, const Op& b, cons
     time_providers(ib, c, wb, rb);
   }
   if (ok_a) {
-    ra[field::providers] = wa.prows;
+    ra.providers = wa.prows;
     summarize_row(ra, wa.prows, wa.any_fail, wa.first_error);
   }
   if (ok_b) {
-    rb[field::providers] = wb.prows;
+    rb.providers = wb.prows;
     summarize_row(rb, wb.prows, wb.any_fail, wb.first_error);
   }
   return {ra, rb};

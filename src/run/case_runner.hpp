@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "core/runlog_rows.hpp"
 
 #include "backends/backend.hpp"
 #include "caliber/caliber.hpp"
@@ -29,12 +29,12 @@ class CaseRunner {
   CaseRunner& operator=(const CaseRunner&) = delete;
 
   // The run.log row of one case. Never throws for a failure of the case itself.
-  [[nodiscard]] nlohmann::json run_case(const Op& op, const Case& c);
+  [[nodiscard]] core::CaseRow run_case(const Op& op, const Case& c);
   // --profile: the case's providers prepared as for a run (the same configs), then each launched
   // `launches` times inside a device range "<node>/<provider>" and synchronized, with no timing
   // and no correctness check. The row has status, the providers (name, role, config, range,
   // launches) and no latency. Never throws for a failure of the case itself.
-  [[nodiscard]] nlohmann::json profile_case(const Op& op, const Case& c, int launches);
+  [[nodiscard]] core::CaseRow profile_case(const Op& op, const Case& c, int launches);
   // Tune only (parallel-warmup shard): selects the configs of every tunable candidate of the case.
   void tune_case(const Op& op, const Case& c);
   // Paired A/B (docs/ab.md): one case of two builds of an op, side A's `a` and side B's `b`, in
@@ -44,9 +44,9 @@ class CaseRunner {
   // the same clock and power state. Returns A's row and B's row, ordinary run.log rows whose paired
   // providers also carry block_medians_ms (one per block, in time order). Side B's tuned configs
   // come from `tuner_b` (its own cache). Never throws for a failure of the case itself.
-  [[nodiscard]] std::pair<nlohmann::json, nlohmann::json> run_case_paired(const Op& a, const Op& b,
-                                                                          const Case& c, int blocks,
-                                                                          tune::Tuner& tuner_b);
+  [[nodiscard]] std::pair<core::CaseRow, core::CaseRow> run_case_paired(const Op& a, const Op& b,
+                                                                        const Case& c, int blocks,
+                                                                        tune::Tuner& tuner_b);
   [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
   [[nodiscard]] backends::Device& device() { return *device_; }
   [[nodiscard]] tune::Tuner& tuner() { return *tuner_; }
@@ -62,19 +62,26 @@ class CaseRunner {
                     // phases
   // run_case's phases, in order (docs/architecture.md). Each returns false when the row is
   // finished (skipped or failed) and the case goes no further.
-  [[nodiscard]] bool admit(const Op& op, const Case& c, nlohmann::json& row);
+  [[nodiscard]] bool admit(const Op& op, const Case& c, core::CaseRow& row);
   [[nodiscard]] bool prepare_and_check(const Op& op, const OpInfo& info, const Case& c,
-                                       CaseWork& work, nlohmann::json& row);
-  void time_providers(const OpInfo& info, const Case& c, CaseWork& work, nlohmann::json& row);
+                                       CaseWork& work, core::CaseRow& row);
+  void prepare_providers(const OpInfo& info, const Case& c, CaseWork& work, core::CaseRow& row);
+  void check_candidates(CaseWork& work);
+  void time_providers(const OpInfo& info, const Case& c, CaseWork& work, core::CaseRow& row);
+  void profile_prepare(const OpInfo& info, const Case& c, Workload& w,
+                       const std::vector<ProviderInfo>& providers,
+                       std::vector<core::ProviderRow>& prows);
+  void profile_launch(const Case& c, Workload& w, const std::vector<ProviderInfo>& providers,
+                      int launches, std::vector<core::ProviderRow>& prows);
   // Paired A/B: times the providers of both sides (run_case_paired).
   void time_paired(const OpInfo& ia, const OpInfo& ib, const Case& c, CaseWork& wa, CaseWork& wb,
-                   nlohmann::json& ra, nlohmann::json& rb, int blocks);
+                   core::CaseRow& ra, core::CaseRow& rb, int blocks);
   // Writes one provider's measurement into its row; false when the process must time nothing more.
-  bool record_timing(CaseWork& work, nlohmann::json& row, std::size_t p, const Case& c,
+  bool record_timing(CaseWork& work, core::CaseRow& row, std::size_t p, const Case& c,
                      const timing::Measurement& m, double flops, double bytes);
   [[nodiscard]] timing::TimingOptions timing_options(const OpInfo& info, bool short_budget) const;
   [[nodiscard]] Config choose_config(const OpInfo& info, const Case& c, Workload& w, std::size_t p,
-                                     const ProviderInfo& pi, nlohmann::json& prow);
+                                     const ProviderInfo& pi, core::ProviderRow& prow);
 
   const backends::Backend& backend_;
   core::Knobs knobs_;

@@ -270,10 +270,7 @@ RunFiles claim_run(const core::Knobs& k, const Setup& s, std::uint64_t seed,
       f.dir / "shapes.yaml",
       core::ShapeSet::archive_yaml(s.sel.level, s.sel.shapes_file.string(), s.sel.used_shapes));
   f.log = std::make_unique<core::RunLogWriter>(f.dir / core::run_log_file);
-  json header = f.identity;
-  header[core::field::type] = "header";
-  header["cases"] = s.sel.cases.size();
-  f.log->append(header);
+  f.log->append_header(core::RunLogHeader{f.identity, s.sel.cases.size()});
   return f;
 }
 
@@ -340,21 +337,19 @@ Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend, CaseRunn
 }
 
 // One progress line: "[i/n] node status  base .. ms  cand .. ms  x..  <error|reason>  eta ~..".
-void print_progress(std::ostream& out, const core::Knobs& k, const Case& c, const json& row,
-                    const std::string& status, std::size_t i, std::size_t n, double elapsed) {
+void print_progress(std::ostream& out, const core::Knobs& k, const Case& c,
+                    const core::CaseRow& row, const std::string& status, std::size_t i,
+                    std::size_t n, double elapsed) {
   out << "[" << std::setw(std::to_string(n).size()) << (i + 1) << "/" << n << "] " << std::left
       << std::setw(44) << c.node_id() << std::right << " " << status;
-  if (row.contains(core::field::latency_base_ms))
-    out << "  base " << fmt_ms(row[core::field::latency_base_ms].get<double>()) << " ms";
-  if (row.contains(core::field::latency_ms))
-    out << "  cand " << fmt_ms(row[core::field::latency_ms].get<double>()) << " ms";
-  if (row.contains(core::field::speedup) && row[core::field::speedup].is_number())
-    out << "  x" << fmt(row[core::field::speedup].get<double>(), 2);
+  if (row.latency_base_ms) out << "  base " << fmt_ms(*row.latency_base_ms) << " ms";
+  if (row.latency_ms) out << "  cand " << fmt_ms(*row.latency_ms) << " ms";
+  if (row.speedup && *row.speedup) out << "  x" << fmt(**row.speedup, 2);
   if (k.profile > 0 && status == core::status::ok)
     out << "  profiled: " << k.profile << " launch(es) per provider in ranges " << c.node_id()
         << "/<provider>";
-  if (row.contains(core::field::error)) out << "  " << row[core::field::error].get<std::string>();
-  if (row.contains(core::field::reason)) out << "  " << row[core::field::reason].get<std::string>();
+  if (row.error) out << "  " << *row.error;
+  if (row.reason) out << "  " << *row.reason;
   if (const std::string miss = stop_rule_miss(row); !miss.empty())
     out << "  " << kMarkerStopNotConverged << " (" << miss << ")";
   // On a long run, when the rest should end: the mean time per case so far, times the cases
@@ -368,19 +363,19 @@ void print_progress(std::ostream& out, const core::Knobs& k, const Case& c, cons
 
 // Phase 5: the cases, one by one; each row appended to run.log and flushed before the next
 // starts, and counted into `outcome`.
-std::vector<json> run_cases(const core::Knobs& k, const Selection& sel, CaseRunner& runner,
-                            const Peaks& peaks, core::RunLogWriter& log, RunOutcome& outcome,
-                            std::ostream& out) {
-  std::vector<json> rows;
+std::vector<core::CaseRow> run_cases(const core::Knobs& k, const Selection& sel, CaseRunner& runner,
+                                     const Peaks& peaks, core::RunLogWriter& log,
+                                     RunOutcome& outcome, std::ostream& out) {
+  std::vector<core::CaseRow> rows;
   const std::size_t n = sel.cases.size();
   const auto cases_start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < n; ++i) {
     const Case& c = sel.cases[i];
-    json row = k.profile > 0 ? runner.profile_case(*sel.case_op[i], c, k.profile)
-                             : runner.run_case(*sel.case_op[i], c);
+    core::CaseRow row = k.profile > 0 ? runner.profile_case(*sel.case_op[i], c, k.profile)
+                                      : runner.run_case(*sel.case_op[i], c);
     annotate_with_peaks(row, peaks);
-    log.append(row);
-    const std::string status = row.value(core::field::status, core::status::failed);
+    log.append_case(row);
+    const std::string status = row.status.value_or(core::status::failed);
     if (status == core::status::ok)
       ++outcome.ok;
     else if (status == core::status::skipped)
@@ -397,30 +392,75 @@ std::vector<json> run_cases(const core::Knobs& k, const Selection& sel, CaseRunn
 
 // Phase 6: the run.log footer, the warnings and the closing table.
 void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_result,
-                const std::vector<json>& rows, double wall_s, core::RunLogWriter& log,
+                const std::vector<core::CaseRow>& rows, double wall_s, core::RunLogWriter& log,
                 const RunOutcome& outcome, std::ostream& out, std::ostream& err,
                 tune::Tuner* tuner = nullptr) {
   tune::Tuner& tn = tuner != nullptr ? *tuner : runner.tuner();  // a paired run's side B: its own
-  json footer = {{core::field::type, "footer"},
-                 {"ok", outcome.ok},
-                 {"failed", outcome.failed},
-                 {"skipped", outcome.skipped},
-                 {"cases", rows.size()},
-                 {"wall_s", wall_s},
-                 {"warnings", runner.warnings()},
-                 {"end_time", core::iso8601_utc(std::chrono::system_clock::now())},
-                 {"tune",
-                  {{"mode", core::to_string(k.tune)},
-                   {"keys_tuned", tn.keys_tuned()},
-                   {"sweep_s", tn.sweep_seconds()},
-                   {"cache", tn.cache_file().string()}}},
-                 {"parallel_warmup", warmup_result}};
-  log.append(footer);
+  core::RunLogFooter footer;
+  footer.ok = outcome.ok;
+  footer.failed = outcome.failed;
+  footer.skipped = outcome.skipped;
+  footer.cases = rows.size();
+  footer.wall_s = wall_s;
+  footer.warnings = runner.warnings();
+  footer.end_time = core::iso8601_utc(std::chrono::system_clock::now());
+  footer.tune = core::FooterTune{core::to_string(k.tune), tn.keys_tuned(), tn.sweep_seconds(),
+                                 tn.cache_file().string()};
+  footer.parallel_warmup = warmup_result;
+  log.append_footer(footer);
   for (const auto& w : runner.warnings()) err << "caliber: WARNING: " << w << "\n";
 
   print_run_table(out, rows, k.columns, k.quantiles);
   out << "ok " << outcome.ok << ", failed " << outcome.failed << ", skipped " << outcome.skipped
       << " in " << fmt(wall_s, 1) << " s; run directory " << outcome.run_dir.string() << "\n";
+}
+
+// A paired run's rows, side A's and side B's, in case order.
+struct PairedRows {
+  std::vector<core::CaseRow> a, b;
+};
+
+// Counts a finished row into `o`; returns its status.
+std::string tally(RunOutcome& o, const core::CaseRow& row) {
+  const std::string st = row.status.value_or(core::status::failed);
+  if (st == core::status::ok)
+    ++o.ok;
+  else if (st == core::status::skipped)
+    ++o.skipped;
+  else
+    ++o.failed;
+  return st;
+}
+
+// The paired run's cases: each timed on both sides (an op side B lacks runs as the same op on
+// both), both rows appended to their run.log before the next case starts.
+PairedRows run_paired_cases(const core::Knobs& k, const Setup& s,
+                            const std::map<std::string, OpEntry>& side_b, CaseRunner& runner,
+                            tune::Tuner& tuner_b, const Peaks& peaks, RunFiles& fa, RunFiles& fb,
+                            RunOutcome& oa, RunOutcome& ob, std::ostream& out, int blocks) {
+  PairedRows rows;
+  const std::size_t n = s.sel.cases.size();
+  const auto cases_start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Case& c = s.sel.cases[i];
+    const Op* op_a = s.sel.case_op[i];
+    const auto it = side_b.find(c.op);
+    const Op* op_b = it != side_b.end() ? it->second.op.get() : op_a;
+    auto [ra, rb] = runner.run_case_paired(*op_a, *op_b, c, blocks, tuner_b);
+    annotate_with_peaks(ra, peaks);
+    annotate_with_peaks(rb, peaks);
+    fa.log->append_case(ra);
+    fb.log->append_case(rb);
+    const std::string st_a = tally(oa, ra);
+    const std::string st_b = tally(ob, rb);
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - cases_start).count();
+    print_progress(out, k, c, ra, "A " + st_a, i, n, elapsed);
+    print_progress(out, k, c, rb, "B " + st_b, i, n, elapsed);
+    rows.a.push_back(std::move(ra));
+    rows.b.push_back(std::move(rb));
+  }
+  return rows;
 }
 
 // A paired A/B (docs/ab.md): side A's ops (the knobs' --ops-lib) and side B's (req.paired_lib)
@@ -481,44 +521,14 @@ RunOutcome run_paired(const RunRequest& req, std::ostream& out, std::ostream& er
   oa.run_dir = fa.dir;
   oa.paired_run_dir = fb.dir;
   ob.run_dir = fb.dir;
-  std::vector<json> rows_a, rows_b;
-  const std::size_t n = s.sel.cases.size();
-  const auto cases_start = std::chrono::steady_clock::now();
-  auto tally = [](RunOutcome& o, const json& row) {
-    const std::string st = row.value(core::field::status, core::status::failed);
-    if (st == core::status::ok)
-      ++o.ok;
-    else if (st == core::status::skipped)
-      ++o.skipped;
-    else
-      ++o.failed;
-    return st;
-  };
-  for (std::size_t i = 0; i < n; ++i) {
-    const Case& c = s.sel.cases[i];
-    const Op* op_a = s.sel.case_op[i];
-    const auto it = side_b.find(c.op);
-    const Op* op_b = it != side_b.end() ? it->second.op.get() : op_a;  // not in B: the same op
-    auto [ra, rb] = runner.run_case_paired(*op_a, *op_b, c, req.paired_blocks, tuner_b);
-    annotate_with_peaks(ra, peaks);
-    annotate_with_peaks(rb, peaks);
-    fa.log->append(ra);
-    fb.log->append(rb);
-    const std::string st_a = tally(oa, ra);
-    const std::string st_b = tally(ob, rb);
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - cases_start).count();
-    print_progress(out, k, c, ra, "A " + st_a, i, n, elapsed);
-    print_progress(out, k, c, rb, "B " + st_b, i, n, elapsed);
-    rows_a.push_back(std::move(ra));
-    rows_b.push_back(std::move(rb));
-  }
+  PairedRows rows = run_paired_cases(k, s, side_b, runner, tuner_b, peaks, fa, fb, oa, ob, out,
+                                     req.paired_blocks);
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   out << "side A:\n";
-  finish_run(k, runner, nullptr, rows_a, wall_s, *fa.log, oa, out, err);
+  finish_run(k, runner, nullptr, rows.a, wall_s, *fa.log, oa, out, err);
   out << "side B:\n";
-  finish_run(kb, runner, nullptr, rows_b, wall_s, *fb.log, ob, out, err, &tuner_b);
+  finish_run(kb, runner, nullptr, rows.b, wall_s, *fb.log, ob, out, err, &tuner_b);
   oa.ok += ob.ok;
   oa.failed += ob.failed;
   oa.skipped += ob.skipped;
@@ -551,7 +561,8 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   const Peaks peaks = run_peaks(k, *s.backend, runner, files, out);
   RunOutcome outcome;
   outcome.run_dir = files.dir;
-  const std::vector<json> rows = run_cases(k, s.sel, runner, peaks, *files.log, outcome, out);
+  const std::vector<core::CaseRow> rows =
+      run_cases(k, s.sel, runner, peaks, *files.log, outcome, out);
 
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();

@@ -138,16 +138,19 @@ Peaks measure_peaks(backends::Device& dev, const backends::Backend& backend,
   return p;
 }
 
-void annotate_with_peaks(json& row, const Peaks& peaks) {
-  auto annotate = [&](json& j) {
-    if (peaks.copy_gbps > 0 && j.contains("gbps") && j["gbps"].is_number())
-      j["pct_peak_bw"] = 100.0 * j["gbps"].get<double>() / peaks.copy_gbps;
-    if (peaks.gemm_tflops > 0 && j.contains("tflops") && j["tflops"].is_number())
-      j["pct_peak_flops"] = 100.0 * j["tflops"].get<double>() / peaks.gemm_tflops;
-  };
-  annotate(row);
-  if (row.contains("providers"))
-    for (auto& p : row["providers"]) annotate(p);
+namespace {
+// A rate's percent of the peak it is bounded by, when both are known.
+template <class Row>
+void annotate_rates(Row& r, const Peaks& peaks) {
+  if (peaks.copy_gbps > 0 && r.gbps) r.pct_peak_bw = 100.0 * *r.gbps / peaks.copy_gbps;
+  if (peaks.gemm_tflops > 0 && r.tflops) r.pct_peak_flops = 100.0 * *r.tflops / peaks.gemm_tflops;
+}
+}  // namespace
+
+void annotate_with_peaks(core::CaseRow& row, const Peaks& peaks) {
+  annotate_rates(row, peaks);
+  if (row.providers)
+    for (auto& p : *row.providers) annotate_rates(p, peaks);
 }
 
 }  // namespace caliber::run

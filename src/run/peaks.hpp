@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/runlog_rows.hpp"
+
 #include "backends/backend.hpp"
 #include "timing/timer.hpp"
 
@@ -23,7 +25,7 @@ struct Peaks {
   // measurement failed.
   double timer_floor_us = 0;
   std::string timer_floor_method;  // the l2_method / sample_method it was read with
-  std::string note;  // what could not be measured, and why
+  std::string note;                // what could not be measured, and why
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
@@ -34,6 +36,6 @@ struct Peaks {
 
 // Adds "pct_peak_bw" / "pct_peak_flops" to a case row and its providers where the row has GB/s or
 // TFLOPS and the peak is known.
-void annotate_with_peaks(nlohmann::json& row, const Peaks& peaks);
+void annotate_with_peaks(core::CaseRow& row, const Peaks& peaks);
 
 }  // namespace caliber::run

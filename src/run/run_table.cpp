@@ -1,6 +1,8 @@
 #include "run/run_table.hpp"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -11,131 +13,137 @@
 
 namespace caliber::run {
 
-using nlohmann::json;
-namespace field = core::field;
-
 std::string eta_text(double elapsed_s, std::size_t done, std::size_t total) {
   if (done == 0 || done >= total || !(elapsed_s >= kEtaAfterS)) return "";
   return "eta ~" +
          duration_text(elapsed_s / static_cast<double>(done) * static_cast<double>(total - done));
 }
 
-std::string stop_rule_miss(const json& row) {
-  const auto provs = row.find(field::providers);
-  if (provs == row.end() || !provs->is_array()) return "";
-  for (const auto& p : *provs) {
-    if (!p.is_object()) continue;
-    const std::string name = p.value(field::name, std::string("?"));
-    const std::string reason = p.value(field::stop_reason, std::string());
-    const auto conv = p.find(field::converged);
-    const bool not_converged = conv != p.end() && conv->is_boolean() && !conv->get<bool>();
-    bool marked = false;
-    if (p.contains(field::markers) && p[field::markers].is_array())
-      for (const auto& m : p[field::markers])
-        if (m == kMarkerStopNotConverged) marked = true;
+std::string stop_rule_miss(const core::CaseRow& row) {
+  if (!row.providers) return "";
+  for (const auto& p : *row.providers) {
+    const std::string reason = p.stop_reason.value_or("");
+    const bool not_converged = p.converged && !*p.converged;
+    const bool marked = p.markers && std::find(p.markers->begin(), p.markers->end(),
+                                               kMarkerStopNotConverged) != p.markers->end();
     if ((!reason.empty() && reason != "converged") || not_converged || marked)
-      return name + ": " + (reason.empty() || reason == "converged" ? "not converged" : reason);
+      return (p.name.empty() ? "?" : p.name) + ": " +
+             (reason.empty() || reason == "converged" ? "not converged" : reason);
   }
   return "";
 }
 
-void print_run_table(std::ostream& out, const std::vector<json>& rows,
-                     const std::vector<std::string>& columns,
-                     const std::vector<double>& quantiles) {
-  const auto& cols = columns.empty() ? core::default_run_table_columns() : columns;
-  auto fixed = [](const json& v, int prec) -> std::string {
-    return v.is_number() ? core::fixed(v.get<double>(), prec) : "-";
-  };
-  auto main_provider = [](const json& r) -> const json* {
-    if (!r.contains(field::providers) || !r[field::providers].is_array()) return nullptr;
-    const json* base = nullptr;
-    for (const auto& p : r[field::providers]) {
-      if (p.value(field::role, "") == core::role::candidate) return &p;
-      if (base == nullptr) base = &p;
-    }
-    return base;
-  };
-  struct Column {
-    std::string title;
-    bool left = false;
-    std::vector<std::string> cells;
-  };
-  std::vector<Column> table;
-  for (const auto& c : cols) {
-    if (c == "quantiles") {
-      for (std::size_t qi = 0; qi < quantiles.size(); ++qi) {
-        std::ostringstream t;
-        t << "p" << quantiles[qi] * 100 << " ms";
-        Column col{t.str(), false, {}};
-        for (const auto& r : rows) {
-          const json* m = main_provider(r);
-          const json q =
-              m != nullptr ? m->value(field::quantiles_ms, json::array()) : json::array();
-          col.cells.push_back(qi < q.size() ? fixed(q[qi], 4) : "-");
-        }
-        table.push_back(std::move(col));
-      }
-      continue;
-    }
-    Column col;
-    col.title = c;
-    col.left = c == "op" || c == "dtype" || c == "shape" || c == "node" || c == "stop" ||
-               c == "timer" || c == "markers" || c == "status";
-    if (c == "base_ms") col.title = "base ms";
-    if (c == "cand_ms") col.title = "cand ms";
-    if (c == "tflops") col.title = "TFLOPS";
-    if (c == "gbps") col.title = "GB/s";
-    if (c == "pct_peak_bw") col.title = "% bw";
-    if (c == "pct_peak_flops") col.title = "% flops";
-    if (c == "noise") col.title = "noise %";
+namespace {
+
+// One column of the closing table: its title, alignment and one cell per row.
+struct Column {
+  std::string title;
+  bool left = false;
+  std::vector<std::string> cells;
+};
+
+std::string fixed_or_dash(const std::optional<double>& v, int prec) {
+  return v ? core::fixed(*v, prec) : "-";
+}
+std::string fixed_or_dash(const core::Nullable<double>& v, int prec) {
+  return v && *v ? core::fixed(**v, prec) : "-";
+}
+
+// The provider whose figures the row shows: the first candidate, else the first provider.
+const core::ProviderRow* main_provider(const core::CaseRow& r) {
+  if (!r.providers) return nullptr;
+  const core::ProviderRow* first = nullptr;
+  for (const auto& p : *r.providers) {
+    if (p.role == core::role::candidate) return &p;
+    if (first == nullptr) first = &p;
+  }
+  return first;
+}
+
+// The quantiles column: one column per q of --quantiles, of the main provider.
+void add_quantile_columns(std::vector<Column>& table, const std::vector<core::CaseRow>& rows,
+                          const std::vector<double>& quantiles) {
+  for (std::size_t qi = 0; qi < quantiles.size(); ++qi) {
+    std::ostringstream t;
+    t << "p" << quantiles[qi] * 100 << " ms";
+    Column col{t.str(), false, {}};
     for (const auto& r : rows) {
-      const json* m = main_provider(r);
-      std::string v;
-      if (c == "op" || c == "dtype" || c == "node" || c == "timer") {
-        v = r.value(c, std::string());
-      } else if (c == "shape") {
-        v = r.value(field::shape, std::string());
-        if (v.size() > 29) v = v.substr(0, 28) + "~";
-      } else if (c == "base_ms") {
-        v = fixed(r.value(field::latency_base_ms, json()), 4);
-      } else if (c == "cand_ms") {
-        v = fixed(r.value(field::latency_ms, json()), 4);
-      } else if (c == "speedup") {
-        v = fixed(r.value(field::speedup, json()), 2);
-      } else if (c == "tflops") {
-        v = fixed(r.value(field::tflops, json()), 2);
-      } else if (c == "gbps") {
-        v = fixed(r.value(field::gbps, json()), 1);
-      } else if (c == "pct_peak_bw" || c == "pct_peak_flops") {
-        v = fixed(r.value(c, json()), 1);
-      } else if (c == "noise") {
-        const json n = r.value(field::noise, json());
-        v = n.is_number() ? fixed(n.get<double>() * 100, 2) : "-";
-      } else if (c == "samples") {
-        v = m != nullptr && m->contains(field::samples_ms) && (*m)[field::samples_ms].is_array()
-                ? std::to_string((*m)[field::samples_ms].size())
-                : "-";
-      } else if (c == "stop") {
-        v = stop_rule_miss(r);
-        if (v.empty()) v = m != nullptr ? m->value(field::stop_reason, std::string("-")) : "-";
-      } else if (c == "markers") {
-        if (r.contains(field::markers) && r[field::markers].is_array())
-          for (const auto& mk : r[field::markers])
-            if (mk.is_string()) v += (v.empty() ? "" : " ") + mk.get<std::string>();
-      } else if (c == "status") {
-        v = r.value(field::status, "?");
-        if (r.contains(field::markers))
-          for (const auto& mk : r[field::markers])
-            if (mk == core::markers::direct_no_graph || mk == core::markers::capture_poisoned)
-              v += " " + mk.get<std::string>();
-        // A missed stopping rule is visible in the row, not only in run.log.
-        if (!stop_rule_miss(r).empty() && v.find(kMarkerStopNotConverged) == std::string::npos)
-          v += std::string(" ") + kMarkerStopNotConverged;
-      }
-      col.cells.push_back(v);
+      const core::ProviderRow* m = main_provider(r);
+      const bool has = m != nullptr && m->quantiles_ms && qi < m->quantiles_ms->size();
+      col.cells.push_back(has ? core::fixed((*m->quantiles_ms)[qi], 4) : "-");
     }
     table.push_back(std::move(col));
   }
+}
+
+// A column's title and alignment (core::run_table_columns() lists the names).
+Column column_head(const std::string& c) {
+  static const std::map<std::string, std::string> titles = {
+      {"base_ms", "base ms"}, {"cand_ms", "cand ms"},  {"tflops", "TFLOPS"},
+      {"gbps", "GB/s"},       {"pct_peak_bw", "% bw"}, {"pct_peak_flops", "% flops"},
+      {"noise", "noise %"}};
+  static const std::vector<std::string> left = {"op",   "dtype", "shape",   "node",
+                                                "stop", "timer", "markers", "status"};
+  Column col;
+  const auto it = titles.find(c);
+  col.title = it != titles.end() ? it->second : c;
+  col.left = std::find(left.begin(), left.end(), c) != left.end();
+  return col;
+}
+
+std::string joined_markers(const core::CaseRow& r) {
+  std::string v;
+  if (r.markers)
+    for (const auto& mk : *r.markers) v += (v.empty() ? "" : " ") + mk;
+  return v;
+}
+
+// The status cell: the status, the fallback and poisoned markers, and a missed stopping rule
+// (visible in the row, not only in run.log).
+std::string status_cell(const core::CaseRow& r) {
+  std::string v = r.status.value_or("?");
+  if (r.markers)
+    for (const auto& mk : *r.markers)
+      if (mk == core::markers::direct_no_graph || mk == core::markers::capture_poisoned)
+        v += " " + mk;
+  if (!stop_rule_miss(r).empty() && v.find(kMarkerStopNotConverged) == std::string::npos)
+    v += std::string(" ") + kMarkerStopNotConverged;
+  return v;
+}
+
+// One cell: column `c` of row `r`.
+std::string cell(const std::string& c, const core::CaseRow& r) {
+  const core::ProviderRow* m = main_provider(r);
+  if (c == "op") return r.op;
+  if (c == "dtype") return r.dtype.value_or("");
+  if (c == "node") return r.node.value_or("");
+  if (c == "timer") return r.timer.value_or("");
+  if (c == "shape") {
+    std::string v = r.shape.value_or("");
+    return v.size() > 29 ? v.substr(0, 28) + "~" : v;
+  }
+  if (c == "base_ms") return fixed_or_dash(r.latency_base_ms, 4);
+  if (c == "cand_ms") return fixed_or_dash(r.latency_ms, 4);
+  if (c == "speedup") return fixed_or_dash(r.speedup, 2);
+  if (c == "tflops") return fixed_or_dash(r.tflops, 2);
+  if (c == "gbps") return fixed_or_dash(r.gbps, 1);
+  if (c == "pct_peak_bw") return fixed_or_dash(r.pct_peak_bw, 1);
+  if (c == "pct_peak_flops") return fixed_or_dash(r.pct_peak_flops, 1);
+  if (c == "noise") return r.noise ? core::fixed(*r.noise * 100, 2) : "-";
+  if (c == "samples")
+    return m != nullptr && m->samples_ms ? std::to_string(m->samples_ms->size()) : "-";
+  if (c == "stop") {
+    const std::string v = stop_rule_miss(r);
+    if (!v.empty()) return v;
+    return m != nullptr ? m->stop_reason.value_or("-") : "-";
+  }
+  if (c == "markers") return joined_markers(r);
+  if (c == "status") return status_cell(r);
+  return "";
+}
+
+// The columns laid out by core::TextTable, after a blank line.
+void render(std::ostream& out, const std::vector<Column>& table, std::size_t n_rows) {
   std::vector<bool> right;
   std::vector<std::string> titles;
   for (const auto& col : table) {
@@ -144,12 +152,31 @@ void print_run_table(std::ostream& out, const std::vector<json>& rows,
   }
   core::TextTable text(right);
   text.add_row(titles);
-  for (std::size_t r = 0; r < rows.size(); ++r) {
+  for (std::size_t r = 0; r < n_rows; ++r) {
     std::vector<std::string> cells;
     for (const auto& col : table) cells.push_back(col.cells[r]);
     text.add_row(std::move(cells));
   }
   out << "\n" << text.str();
+}
+
+}  // namespace
+
+void print_run_table(std::ostream& out, const std::vector<core::CaseRow>& rows,
+                     const std::vector<std::string>& columns,
+                     const std::vector<double>& quantiles) {
+  const auto& cols = columns.empty() ? core::default_run_table_columns() : columns;
+  std::vector<Column> table;
+  for (const auto& c : cols) {
+    if (c == "quantiles") {
+      add_quantile_columns(table, rows, quantiles);
+      continue;
+    }
+    Column col = column_head(c);
+    for (const auto& r : rows) col.cells.push_back(cell(c, r));
+    table.push_back(std::move(col));
+  }
+  render(out, table, rows.size());
 }
 
 }  // namespace caliber::run

@@ -8,22 +8,21 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/format.hpp"
 #include "core/markers.hpp"
+#include "core/runlog_rows.hpp"
 
 namespace caliber::run {
 
 // The table printed at the end of a run: one line per case row, with the given columns
 // (core::run_table_columns(); empty: the default set). `quantiles` are the q of --quantiles,
 // for the quantiles column.
-void print_run_table(std::ostream& out, const std::vector<nlohmann::json>& rows,
+void print_run_table(std::ostream& out, const std::vector<core::CaseRow>& rows,
                      const std::vector<std::string>& columns = {},
                      const std::vector<double>& quantiles = {});
 // Why a case row's stopping rule was missed: the first provider whose stop_reason is not
 // "converged" (or that says converged false, or carries STOP_NOT_CONVERGED); "" when none.
-[[nodiscard]] std::string stop_rule_miss(const nlohmann::json& row);
+[[nodiscard]] std::string stop_rule_miss(const core::CaseRow& row);
 // Spelled once, in core/markers.hpp.
 inline constexpr const char* kMarkerStopNotConverged = core::markers::stop_missed;
 // On a long run, when the rest should end: "eta ~4m10s" from the mean time per case so far times

@@ -29,19 +29,19 @@ TEST(RunLog, WriteThenRead) {
     // Flushed before returning: visible to a reader while the writer is still open.
     const auto mid = read_run_log(file);
     EXPECT_EQ(mid.cases.size(), 1u);
-    EXPECT_TRUE(mid.footer.is_null());
+    EXPECT_FALSE(mid.footer.has_value());
     w.append({{"type", "case"}, {"op", "mm"}});
     w.append({{"type", "footer"}, {"cases", 2}});
   }
   const std::string text = slurp(file);
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 4);  // one row per line
   const auto log = read_run_log(file);
-  EXPECT_EQ(log.header["backend"], "cpu");
+  EXPECT_EQ(log.header->identity["backend"], "cpu");
   ASSERT_EQ(log.cases.size(), 2u);
-  EXPECT_EQ(log.cases[0]["op"], "add");
-  EXPECT_EQ(log.cases[0]["note"], "two\nlines");
-  EXPECT_EQ(log.cases[1]["op"], "mm");
-  EXPECT_EQ(log.footer["cases"], 2);
+  EXPECT_EQ(log.cases[0].op, "add");
+  EXPECT_EQ(log.cases[0].extra["note"], "two\nlines");
+  EXPECT_EQ(log.cases[1].op, "mm");
+  EXPECT_EQ(log.footer->cases, 2u);
   EXPECT_FALSE(log.truncated);
   EXPECT_EQ(log.bad_lines, 0);
 }
@@ -53,7 +53,7 @@ TEST(RunLog, WriterAppendsToExisting) {
   { RunLogWriter(file).append({{"type", "case"}, {"op", "b"}}); }
   const auto log = read_run_log(file);
   ASSERT_EQ(log.cases.size(), 2u);
-  EXPECT_EQ(log.cases[1]["op"], "b");
+  EXPECT_EQ(log.cases[1].op, "b");
 }
 
 TEST(RunLog, TruncatedLastLineTolerated) {
@@ -71,15 +71,15 @@ TEST(RunLog, TruncatedLastLineTolerated) {
   EXPECT_TRUE(log.truncated);
   EXPECT_EQ(log.bad_lines, 0);
   ASSERT_EQ(log.cases.size(), 1u);
-  EXPECT_EQ(log.cases[0]["op"], "add");
-  EXPECT_TRUE(log.footer.is_null());
+  EXPECT_EQ(log.cases[0].op, "add");
+  EXPECT_FALSE(log.footer.has_value());
 
   // A writer resuming after the cut starts on a fresh line, so its row survives.
   { RunLogWriter(file).append({{"type", "footer"}}); }
   const auto again = read_run_log(file);
   EXPECT_FALSE(again.truncated);
   EXPECT_EQ(again.bad_lines, 1);  // the fragment is now an inner damaged line
-  EXPECT_FALSE(again.footer.is_null());
+  EXPECT_TRUE(again.footer.has_value());
 }
 
 TEST(RunLog, BadInnerLinesCounted) {
@@ -103,8 +103,8 @@ TEST(RunLog, BadInnerLinesCounted) {
   EXPECT_FALSE(log.truncated);
   EXPECT_EQ(log.bad_lines, 4);
   ASSERT_EQ(log.cases.size(), 2u);
-  EXPECT_EQ(log.cases[1]["op"], "sum");
-  EXPECT_TRUE(log.header.is_null());
+  EXPECT_EQ(log.cases[1].op, "sum");
+  EXPECT_FALSE(log.header.has_value());
 }
 
 TEST(RunLog, UnreadableThrows) {

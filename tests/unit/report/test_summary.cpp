@@ -222,3 +222,23 @@ TEST(Summary, OneRowModelFourReporters) {
   const std::string text = caliber::report::render_text(rep);
   EXPECT_NE(text.find("geomean"), std::string::npos);
 }
+
+TEST(Summary, ARowWithAFieldOfTheWrongTypeIsNotReadAndTheNoteSaysWhy) {
+  TempDir t;
+  json bad = speedup_row("add", "f32", "2", 2.0);
+  bad["latency_ms"] = "fast";
+  const auto run =
+      write_run(t.path(), "add-20261129-101010", {speedup_row("add", "f32", "1", 1.0), bad});
+  const auto s = summarize({run});
+  const auto* g = find_group(s, "add", "f32");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->rows, 1);  // the bad row is not half read
+  EXPECT_EQ(s.bad_lines, 1);
+  const auto rep = summary_report(s);
+  std::string notes;
+  for (const auto& tb : rep.tables)
+    for (const auto& n : tb.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("1 run.log line(s) could not be read"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("field 'latency_ms' is string, expected a number"), std::string::npos)
+      << notes;
+}

@@ -67,7 +67,7 @@ nlohmann::json run_twin(bool refuses) {
   settings.mode = tune::Mode::off;
   CaseRunner runner(backend, 0, 1, knobs, "graph", settings);
   Case c{"twin", DType::f32, {1024}, {}, {}};
-  return runner.run_case(TwinOp(refuses), c);
+  return core::to_json(runner.run_case(TwinOp(refuses), c));
 }
 
 TEST(OneRegimePerRow, AFallbackMakesEveryProviderOfTheCaseDirect) {
@@ -109,7 +109,7 @@ class CpuCases : public ::testing::Test {
     const test::UnitOp<B> op;
     const Case c{op.name(), DType::f32, std::move(shape), {"N"}, {}};
     nlohmann::json row;
-    EXPECT_NO_THROW(row = runner_.run_case(op, c))
+    EXPECT_NO_THROW(row = core::to_json(runner_.run_case(op, c)))
         << c.node_id();  // never for the case's own fault
     return row;
   }

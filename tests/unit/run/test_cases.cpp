@@ -37,8 +37,13 @@ TEST(RunTable, EtaOnLongRunsOnly) {
 }
 
 TEST(RunTable, StopRuleMissFromAnyProvider) {
-  using caliber::run::stop_rule_miss;
   using nlohmann::json;
+  // A case row from its run.log JSON (the fields under test), through the one conversion.
+  auto stop_rule_miss = [](json row) {
+    row["type"] = "case";
+    row["op"] = "add";
+    return caliber::run::stop_rule_miss(caliber::core::case_row_from_json(row));
+  };
   EXPECT_EQ(stop_rule_miss({{"providers", {{{"name", "a"}, {"stop_reason", "converged"}}}}}), "");
   EXPECT_EQ(stop_rule_miss({{"providers",
                              {{{"name", "a"}, {"stop_reason", "converged"}},

@@ -11,10 +11,14 @@ TEST(Peaks, AnnotatesRowAndProvidersAsPercentOfPeak) {
   Peaks p;
   p.copy_gbps = 200;
   p.gemm_tflops = 10;
-  json row = {{"gbps", 50.0},
-              {"tflops", 2.5},
-              {"providers", json::array({{{"gbps", 100.0}}, {{"name", "x"}}})}};
-  caliber::run::annotate_with_peaks(row, p);
+  caliber::core::CaseRow typed = caliber::core::case_row_from_json(
+      {{"type", "case"},
+       {"op", "add"},
+       {"gbps", 50.0},
+       {"tflops", 2.5},
+       {"providers", json::array({{{"name", "w"}, {"gbps", 100.0}}, {{"name", "x"}}})}});
+  caliber::run::annotate_with_peaks(typed, p);
+  const json row = caliber::core::to_json(typed);
   EXPECT_DOUBLE_EQ(row["pct_peak_bw"].get<double>(), 25.0);
   EXPECT_DOUBLE_EQ(row["pct_peak_flops"].get<double>(), 25.0);
   EXPECT_DOUBLE_EQ(row["providers"][0]["pct_peak_bw"].get<double>(), 50.0);
@@ -23,8 +27,10 @@ TEST(Peaks, AnnotatesRowAndProvidersAsPercentOfPeak) {
 
 TEST(Peaks, UnknownPeakAddsNothing) {
   Peaks p;  // nothing measured
-  json row = {{"gbps", 50.0}};
-  caliber::run::annotate_with_peaks(row, p);
+  caliber::core::CaseRow typed;
+  typed.gbps = 50.0;
+  caliber::run::annotate_with_peaks(typed, p);
+  const json row = caliber::core::to_json(typed);
   EXPECT_FALSE(row.contains("pct_peak_bw"));
 }
 
