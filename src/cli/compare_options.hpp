@@ -31,7 +31,7 @@ inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool
   sub.add_option("--run-noise", cmp.run_noise,
                  std::string("Run-to-run noise per side in percent, added to the CI (divided by "
                              "sqrt(runs) for a\nside of several runs): "
-                             "PCT[,CLASS=PCT...][,floor_us=US], CLASS a family or "
+                             "PCT[,CLASS=PCT...][,floor_us=US], CLASS a family, a provider or "
                              "fallback (a direct-timer\nfallback row); a pair takes the largest "
                              "that applies, in quadrature with US / its median.\nDefault "
                              "2.2,blas=4.5,fallback=4.3,floor_us=0.15, ") +

@@ -30,7 +30,8 @@ namespace {
 void parse_noise_terms(const std::string& spec, const std::string& knob, double& def_out,
                        std::map<std::string, double>& classes, double& floor_out) {
   const std::string allowed =
-      "a comma list of PCT (the default), CLASS=PCT (a family or fallback) and floor_us=US "
+      "a comma list of PCT (the default), CLASS=PCT (a family, a provider or fallback) and "
+      "floor_us=US "
       "(microseconds), each from 0 to below 100, e.g. 2.2,blas=4.5,fallback=4.3,floor_us=0.15";
   std::map<std::string, double> fam;
   std::optional<double> def, floor_us;
@@ -332,6 +333,7 @@ double noise_term(const PairResult& pr, const std::string& family, bool fallback
     if (it != classes.end()) rn = std::max(rn, it->second);
   };
   take(family);
+  take(pr.provider);  // a provider whose speed depends on its allocation (docs/ab.md)
   if (fallback) take("fallback");
   // The timer floor's own jitter is an absolute time: it dominates short kernels.
   const double t_us = std::min(pr.median_a, pr.median_b) * 1e3;

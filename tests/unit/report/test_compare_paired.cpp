@@ -85,3 +85,30 @@ TEST(ComparePaired, BlocksGiveTheIntervalAndTheRunNoiseIsNotAdded) {
     if (x.role == "candidate") EXPECT_EQ(x.verdict, Verdict::unsure);
   }
 }
+
+// A class may name a provider: a provider whose speed depends on where its buffers land (thrust's
+// add in the fresh-machine check, docs/ab.md) takes its larger term; the others keep the default.
+TEST(ComparePaired, AProviderClassWidensOnlyThatProvider) {
+  TempDir t;
+  const std::vector<double> a = {1.0, 1.01, 0.99, 1.0}, b = {1.03, 1.04, 1.02, 1.03};
+  const fs::path da = write_run(t.path(), "A-1-20261130-101010", {paired_row(1.0, a, 1)},
+                                paired_identity("A", "x"));
+  const fs::path db = write_run(t.path(), "B-1-20261130-101010", {paired_row(1.03, b, 2)},
+                                paired_identity("B", "x"));
+  CompareOptions opt;
+  EXPECT_EQ(opt.paired_noise_class.count("thrust"), 1u);  // the default's provider class
+  parse_paired_noise("0.88,mine=5,floor_us=0.15", opt);
+  const auto r = compare_dirs({da}, {db}, opt);
+  int seen = 0;
+  for (const auto& x : r.pairs) {
+    ASSERT_TRUE(x.paired);
+    if (x.provider == "mine") {
+      ++seen;
+      EXPECT_EQ(x.verdict, Verdict::unsure) << "the 5% class of 'mine' must widen its interval";
+    } else {
+      ++seen;
+      EXPECT_EQ(x.verdict, Verdict::slower) << x.provider << " keeps the 0.88% default";
+    }
+  }
+  EXPECT_EQ(seen, 2);
+}
