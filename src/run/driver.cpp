@@ -361,6 +361,18 @@ void print_progress(std::ostream& out, const core::Knobs& k, const Case& c,
   out.flush();
 }
 
+// Counts a finished row into `o`; returns its status.
+std::string tally(RunOutcome& o, const core::CaseRow& row) {
+  const std::string st = row.status.value_or(core::status::failed);
+  if (st == core::status::ok)
+    ++o.ok;
+  else if (st == core::status::skipped)
+    ++o.skipped;
+  else
+    ++o.failed;
+  return st;
+}
+
 // Phase 5: the cases, one by one; each row appended to run.log and flushed before the next
 // starts, and counted into `outcome`.
 std::vector<core::CaseRow> run_cases(const core::Knobs& k, const Selection& sel, CaseRunner& runner,
@@ -375,13 +387,7 @@ std::vector<core::CaseRow> run_cases(const core::Knobs& k, const Selection& sel,
                                       : runner.run_case(*sel.case_op[i], c);
     annotate_with_peaks(row, peaks);
     log.append_case(row);
-    const std::string status = row.status.value_or(core::status::failed);
-    if (status == core::status::ok)
-      ++outcome.ok;
-    else if (status == core::status::skipped)
-      ++outcome.skipped;
-    else
-      ++outcome.failed;
+    const std::string status = tally(outcome, row);
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - cases_start).count();
     print_progress(out, k, c, row, status, i, n, elapsed);
@@ -419,18 +425,6 @@ void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_res
 struct PairedRows {
   std::vector<core::CaseRow> a, b;
 };
-
-// Counts a finished row into `o`; returns its status.
-std::string tally(RunOutcome& o, const core::CaseRow& row) {
-  const std::string st = row.status.value_or(core::status::failed);
-  if (st == core::status::ok)
-    ++o.ok;
-  else if (st == core::status::skipped)
-    ++o.skipped;
-  else
-    ++o.failed;
-  return st;
-}
 
 // The paired run's cases: each timed on both sides (an op side B lacks runs as the same op on
 // both), both rows appended to their run.log before the next case starts.
