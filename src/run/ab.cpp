@@ -89,105 +89,128 @@ std::vector<fs::path> AbOutcome::run_dirs(char side) const {
   return out;
 }
 
-// Stays long: one loop over rounds and sides with its signal and timeout handling inline;
-// splitting it is listed for the next session.
-AbOutcome run_ab_rounds(const AbOptions& opt, std::ostream& out, std::ostream& err) {
-  if (opt.rounds < 1) throw AbUsageError("--rounds: must be at least 1");
-  const fs::path self = opt.self_exe.empty() ? caliber_executable() : opt.self_exe;
+namespace {
+
+// A side's Python suites are checked (they import, the ops exist) before anything is written.
+void check_sides(const AbOptions& opt, const fs::path& self) {
   for (const AbSide* side : {&opt.a, &opt.b}) {
-    // A side's Python suites are checked (they import, the ops exist) before anything is written.
     std::vector<std::string> args = opt.run_args;
     args.insert(args.end(), side->args.begin(), side->args.end());
     const core::Knobs k = run_knobs_of(args);
     if (!k.py_ops.empty()) (void)check_py_suites(self, k, opt.ops);
   }
-  AbOutcome outcome;
-  outcome.ab_dir = core::claim_run_dir(opt.out, opt.name);
-  fs::create_directories(outcome.ab_dir / "logs");
+}
+
+// The A/B directory with its logs/ and ab.json (the rounds, the switch, the run flags).
+fs::path claim_ab_dir(const AbOptions& opt, std::ostream& out) {
+  const bool paired = !opt.paired_lib_b.empty();
+  const fs::path dir = core::claim_run_dir(opt.out, opt.name);
+  fs::create_directories(dir / "logs");
   nlohmann::json cfg = {{"rounds", opt.rounds},
-                        {"paired", !opt.paired_lib_b.empty()},
-                        {"blocks", opt.paired_lib_b.empty() ? 0 : opt.blocks},
+                        {"paired", paired},
+                        {"blocks", paired ? opt.blocks : 0},
                         {"ops", opt.ops},
                         {"run_args", opt.run_args},
                         {"a", {{"switch", opt.a.describe()}, {"args", opt.a.args}}},
                         {"b", {{"switch", opt.b.describe()}, {"args", opt.b.args}}}};
-  core::write_file_atomic(outcome.ab_dir / "ab.json", cfg.dump(2) + "\n");
-  out << "ab: " << outcome.ab_dir.string() << ": " << opt.rounds << " round(s) of A ("
-      << opt.a.describe() << ") and B (" << opt.b.describe() << "), "
-      << (opt.paired_lib_b.empty() ? "interleaved, a process per side"
-                                   : "paired in one process per round, " +
-                                         std::to_string(opt.blocks) + " blocks a side (ABBA)")
+  core::write_file_atomic(dir / "ab.json", cfg.dump(2) + "\n");
+  out << "ab: " << dir.string() << ": " << opt.rounds << " round(s) of A (" << opt.a.describe()
+      << ") and B (" << opt.b.describe() << "), "
+      << (paired ? "paired in one process per round, " + std::to_string(opt.blocks) +
+                       " blocks a side (ABBA)"
+                 : std::string("interleaved, a process per side"))
       << std::endl;
+  return dir;
+}
 
-  SignalGuard guard;
+// One round's child: `caliber run` of one side (paired: of both) into the A/B directory.
+SpawnSpec round_spec(const AbOptions& opt, const fs::path& self, const fs::path& ab_dir, int round,
+                     const std::string& name, const std::vector<std::string>& extra,
+                     const std::map<std::string, std::optional<std::string>>& env) {
   const bool paired = !opt.paired_lib_b.empty();
-  // One child: `caliber run` of one side (or, paired, of both) into the A/B directory.
-  auto spawn = [&](int round, char side, const std::vector<std::string>& extra,
-                   const std::map<std::string, std::optional<std::string>>& env) {
-    const std::string name = std::string(1, side) + "-" + std::to_string(round);
-    const std::string name_b = "B-" + std::to_string(round);
-    SpawnSpec spec;
-    spec.argv = {self.string(), "run"};
-    spec.argv.insert(spec.argv.end(), opt.ops.begin(), opt.ops.end());
-    for (const std::string& a :
-         std::vector<std::string>{"--out", outcome.ab_dir.string(), "--name", name})
+  SpawnSpec spec;
+  spec.argv = {self.string(), "run"};
+  spec.argv.insert(spec.argv.end(), opt.ops.begin(), opt.ops.end());
+  for (const std::string& a : std::vector<std::string>{"--out", ab_dir.string(), "--name", name})
+    spec.argv.push_back(a);
+  spec.argv.insert(spec.argv.end(), opt.run_args.begin(), opt.run_args.end());
+  spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
+  if (paired)
+    for (const std::string& a : std::vector<std::string>{
+             "--paired-lib", opt.paired_lib_b, "--paired-name", "B-" + std::to_string(round),
+             "--paired-blocks", std::to_string(opt.blocks)})
       spec.argv.push_back(a);
-    spec.argv.insert(spec.argv.end(), opt.run_args.begin(), opt.run_args.end());
-    spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
-    if (paired)
-      for (const std::string& a :
-           std::vector<std::string>{"--paired-lib", opt.paired_lib_b, "--paired-name", name_b,
-                                    "--paired-blocks", std::to_string(opt.blocks)})
-        spec.argv.push_back(a);
-    spec.env = env;
-    spec.log_file =
-        outcome.ab_dir / "logs" / ((paired ? "AB-" + std::to_string(round) : name) + ".log");
-    const auto before = run_dirs_of(outcome.ab_dir, name);
-    const auto before_b = run_dirs_of(outcome.ab_dir, name_b);
-    Child child = Child::spawn(spec);
-    auto st = child.wait(opt.timeout_per_run_s, 5.0, interrupt_flag());
-    if (!st) st = child.terminate(5.0, ExitKind::stopped);
-    const auto c = classify_exit(*st, opt.timeout_per_run_s);
-    AbRound r;
-    r.side = side;
-    r.round = round;
-    r.status = c.status;
-    r.exit_code = st->kind == ExitKind::exited ? st->code : -1;
-    r.duration_s = st->duration_s;
-    r.run_dir = find_child_run_dir(outcome.ab_dir, name, before);
-    std::vector<AbRound> made{r};
-    if (paired) {
-      r.side = 'B';
-      r.run_dir = find_child_run_dir(outcome.ab_dir, name_b, before_b);
-      made.push_back(r);
-    }
-    char dur[32];
-    std::snprintf(dur, sizeof dur, "%.1f", r.duration_s);
-    out << "ab: round " << round << "/" << opt.rounds << " "
-        << (paired ? "A+B paired" : std::string(1, side)) << ": " << r.status << " (" << dur
-        << " s)";
-    for (const auto& m : made)
-      out << " " << (m.run_dir ? m.run_dir->filename().string() : "no run directory");
-    out << std::endl;
-    const bool first = outcome.rounds.empty();
-    outcome.rounds.insert(outcome.rounds.end(), made.begin(), made.end());
-    if (r.exit_code == 2 && first) {
-      err << "caliber ab: the first run refused its flags (exit 2); see " << spec.log_file.string()
-          << std::endl;
-      outcome.exit_code = 2;
-      return false;
-    }
-    return true;
-  };
+  spec.env = env;
+  spec.log_file = ab_dir / "logs" / ((paired ? "AB-" + std::to_string(round) : name) + ".log");
+  return spec;
+}
+
+// Runs one round of one side (paired: both), records its run directories into `outcome` and
+// prints them; false when the first run refused its flags (exit 2), which ends the A/B.
+bool run_round(const AbOptions& opt, const fs::path& self, int round, char side,
+               const std::vector<std::string>& extra,
+               const std::map<std::string, std::optional<std::string>>& env, AbOutcome& outcome,
+               std::ostream& out, std::ostream& err) {
+  const bool paired = !opt.paired_lib_b.empty();
+  const std::string name = std::string(1, side) + "-" + std::to_string(round);
+  const std::string name_b = "B-" + std::to_string(round);
+  const SpawnSpec spec = round_spec(opt, self, outcome.ab_dir, round, name, extra, env);
+  const auto before = run_dirs_of(outcome.ab_dir, name);
+  const auto before_b = run_dirs_of(outcome.ab_dir, name_b);
+  Child child = Child::spawn(spec);
+  auto st = child.wait(opt.timeout_per_run_s, 5.0, interrupt_flag());
+  if (!st) st = child.terminate(5.0, ExitKind::stopped);
+  AbRound r;
+  r.side = side;
+  r.round = round;
+  r.status = classify_exit(*st, opt.timeout_per_run_s).status;
+  r.exit_code = st->kind == ExitKind::exited ? st->code : -1;
+  r.duration_s = st->duration_s;
+  r.run_dir = find_child_run_dir(outcome.ab_dir, name, before);
+  std::vector<AbRound> made{r};
+  if (paired) {
+    r.side = 'B';
+    r.run_dir = find_child_run_dir(outcome.ab_dir, name_b, before_b);
+    made.push_back(r);
+  }
+  char dur[32];
+  std::snprintf(dur, sizeof dur, "%.1f", r.duration_s);
+  out << "ab: round " << round << "/" << opt.rounds << " "
+      << (paired ? "A+B paired" : std::string(1, side)) << ": " << r.status << " (" << dur << " s)";
+  for (const auto& m : made)
+    out << " " << (m.run_dir ? m.run_dir->filename().string() : "no run directory");
+  out << std::endl;
+  const bool first = outcome.rounds.empty();
+  outcome.rounds.insert(outcome.rounds.end(), made.begin(), made.end());
+  if (r.exit_code == 2 && first) {
+    err << "caliber ab: the first run refused its flags (exit 2); see " << spec.log_file.string()
+        << std::endl;
+    outcome.exit_code = 2;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+AbOutcome run_ab_rounds(const AbOptions& opt, std::ostream& out, std::ostream& err) {
+  if (opt.rounds < 1) throw AbUsageError("--rounds: must be at least 1");
+  const fs::path self = opt.self_exe.empty() ? caliber_executable() : opt.self_exe;
+  check_sides(opt, self);
+  AbOutcome outcome;
+  outcome.ab_dir = claim_ab_dir(opt, out);
+  SignalGuard guard;
   for (int round = 1; round <= opt.rounds && !SignalGuard::interrupted(); ++round) {
-    if (paired) {
-      if (!spawn(round, 'A', {"--ops-lib=" + opt.paired_lib_a}, {})) return outcome;
+    if (!opt.paired_lib_b.empty()) {
+      if (!run_round(opt, self, round, 'A', {"--ops-lib=" + opt.paired_lib_a}, {}, outcome, out,
+                     err))
+        return outcome;
       continue;
     }
     for (char side : {'A', 'B'}) {
       if (SignalGuard::interrupted()) break;
       const AbSide& sw = side == 'A' ? opt.a : opt.b;
-      if (!spawn(round, side, sw.args, sw.env)) return outcome;
+      if (!run_round(opt, self, round, side, sw.args, sw.env, outcome, out, err)) return outcome;
     }
   }
   if (const int sig = SignalGuard::received(); sig != 0) {

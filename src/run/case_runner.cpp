@@ -643,90 +643,111 @@ bool CaseRunner::record_timing(CaseWork& work, CaseRow& row, std::size_t p, cons
   return false;
 }
 
-// Stays long: the ABBA schedule's lambdas share the two sides' state; splitting it is listed for
-// the next session.
+// One side of a paired case: its op's info, work and row, and the work's flops and bytes.
+struct CaseRunner::PairSide {
+  const OpInfo& info;
+  CaseWork& work;
+  CaseRow& row;
+  double flops = 0, bytes = 0;
+  bool record(CaseRunner& r, std::size_t p, const Case& c, const timing::Measurement& m) {
+    return r.record_timing(work, row, p, c, m, flops, bytes);
+  }
+};
+
+namespace {
+bool gated_out(const ProviderRow& prow) {
+  return prow.accuracy && !*prow.accuracy;
+}
+}  // namespace
+
+// One measurement of provider p of a side; an exception is a failed measurement.
+timing::Measurement CaseRunner::measure_side(PairSide& s, std::size_t p,
+                                             const timing::TimingOptions& o) {
+  try {
+    return timing::measure(
+        *device_, backend_, [&] { s.work.w->launch(p); }, o);
+  } catch (const std::exception& e) {
+    timing::Measurement m;
+    m.ok = false;
+    m.error = e.what();
+    return m;
+  }
+}
+
+// The stop rule of one block: 1/blocks of the run's time and samples; the noise target such that
+// `blocks` blocks together reach the run's. Only the provider's first block (A's) settles the
+// clocks (sustained regime); later blocks run right after the other side's block of the same
+// work, so they skip the settle, and after a side's first block also the warmup.
+timing::TimingOptions CaseRunner::block_options(const OpInfo& info, int blocks, bool first_of_side,
+                                                bool first_overall) const {
+  timing::TimingOptions o = timing_options(info, false);
+  o.stop.min_samples = std::max(2, (o.stop.min_samples + blocks - 1) / blocks);
+  o.stop.min_time_s /= blocks;
+  o.stop.max_noise *= std::sqrt(static_cast<double>(blocks));
+  o.stop.timeout_s /= blocks;
+  if (!first_of_side) o.stop.warmup_s = std::min(o.stop.warmup_s, 0.001);
+  if (!first_overall) {
+    o.regime.settle_window_s = 0.001;
+    o.regime.settle_timeout_s = 0.0;
+  }
+  return o;
+}
+
+// Times provider pa of A and pb of B alternately, `blocks` blocks a side in ABBA order (A B,
+// B A, A B, ...); each side's blocks merged into its row with their medians. A failed block ends
+// the pair: the failing side's row carries the failure, the other keeps the blocks it has. False
+// when the process must time nothing more.
+bool CaseRunner::time_pair(PairSide& a, PairSide& b, std::size_t pa, std::size_t pb, const Case& c,
+                           int blocks) {
+  std::vector<timing::Measurement> ma, mb;
+  for (int j = 0; j < blocks; ++j) {
+    for (int k = 0; k < 2; ++k) {
+      const bool side_a = (j % 2 == 0) == (k == 0);
+      PairSide& s = side_a ? a : b;
+      const std::size_t p = side_a ? pa : pb;
+      auto& mine = side_a ? ma : mb;
+      timing::Measurement m =
+          measure_side(s, p, block_options(s.info, blocks, mine.empty(), ma.empty() && mb.empty()));
+      if (!(m.ok && m.latency_ms > 0)) {
+        const bool go_on = s.record(*this, p, c, m);
+        PairSide& o = side_a ? b : a;
+        const auto& theirs = side_a ? mb : ma;
+        if (!theirs.empty() && go_on)
+          (void)o.record(*this, side_a ? pb : pa, c,
+                         merge_blocks(theirs, block_options(o.info, blocks, true, true)));
+        return go_on;
+      }
+      mine.push_back(std::move(m));
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    PairSide& s = i == 0 ? a : b;
+    const auto& ms = i == 0 ? ma : mb;
+    const std::size_t p = i == 0 ? pa : pb;
+    if (!s.record(*this, p, c, merge_blocks(ms, block_options(s.info, blocks, true, true))))
+      return false;
+    std::vector<double> medians;
+    for (const auto& m : ms) medians.push_back(core::median(m.samples_ms));
+    s.work.prows[p].block_medians_ms = std::move(medians);
+    s.work.prows[p].paired_blocks = blocks;
+  }
+  return true;
+}
+
+// A provider only one side has (or only one side passed the check of): timed as a run would.
+bool CaseRunner::time_alone(PairSide& s, std::size_t p, const Case& c) {
+  return s.record(*this, p, c, measure_side(s, p, timing_options(s.info, false)));
+}
+
+// Pairs each provider of A with B's of the same name and role; the pairs are timed block by
+// block, the rest alone. A direct-timer fallback is not re-timed here (docs/ab.md): a paired row
+// keeps each provider's own timer, which both sides share.
 void CaseRunner::time_paired(const OpInfo& ia, const OpInfo& ib, const Case& c, CaseWork& wa,
                              CaseWork& wb, CaseRow& ra, CaseRow& rb, int blocks) {
   wa.measured.assign(wa.providers.size(), timing::Measurement{});
   wb.measured.assign(wb.providers.size(), timing::Measurement{});
-  const double fa = wa.w->flops(), ba = wa.w->bytes(), fb = wb.w->flops(), bb = wb.w->bytes();
-  auto gated_out = [](const ProviderRow& prow) { return prow.accuracy && !*prow.accuracy; };
-  auto measure_one = [&](CaseWork& w, std::size_t p, const timing::TimingOptions& o) {
-    try {
-      return timing::measure(
-          *device_, backend_, [&] { w.w->launch(p); }, o);
-    } catch (const std::exception& e) {
-      timing::Measurement m;
-      m.ok = false;
-      m.error = e.what();
-      return m;
-    }
-  };
-  // The stop rule of one block: 1/blocks of the run's time and samples; the noise target such
-  // that `blocks` blocks together reach the run's. Only the provider's first block (A's) settles
-  // the clocks (sustained regime); later blocks run right after the other side's block of the
-  // same work, so they skip the settle, and after a side's first block also the warmup.
-  auto block_options = [&](const OpInfo& info, bool first_of_side, bool first_overall) {
-    timing::TimingOptions o = timing_options(info, false);
-    o.stop.min_samples = std::max(2, (o.stop.min_samples + blocks - 1) / blocks);
-    o.stop.min_time_s /= blocks;
-    o.stop.max_noise *= std::sqrt(static_cast<double>(blocks));
-    o.stop.timeout_s /= blocks;
-    if (!first_of_side) o.stop.warmup_s = std::min(o.stop.warmup_s, 0.001);
-    if (!first_overall) {
-      o.regime.settle_window_s = 0.001;
-      o.regime.settle_timeout_s = 0.0;
-    }
-    return o;
-  };
-  // Times provider pa of A and pb of B alternately; false when the process must stop timing.
-  auto paired = [&](std::size_t pa, std::size_t pb) {
-    std::vector<timing::Measurement> ma, mb;
-    for (int j = 0; j < blocks; ++j) {
-      for (int k = 0; k < 2; ++k) {
-        const bool side_a = (j % 2 == 0) == (k == 0);  // ABBA: A B, B A, A B, ...
-        auto& out = side_a ? ma : mb;
-        const OpInfo& info = side_a ? ia : ib;
-        timing::Measurement m =
-            measure_one(side_a ? wa : wb, side_a ? pa : pb,
-                        block_options(info, out.empty(), ma.empty() && mb.empty()));
-        if (!(m.ok && m.latency_ms > 0)) {
-          // The failing side's row carries the failure; the other keeps the blocks it has.
-          const bool go_on = record_timing(side_a ? wa : wb, side_a ? ra : rb, side_a ? pa : pb, c,
-                                           m, side_a ? fa : fb, side_a ? ba : bb);
-          auto& other = side_a ? mb : ma;
-          if (!other.empty() && go_on) {
-            CaseWork& ow = side_a ? wb : wa;
-            const std::size_t op = side_a ? pb : pa;
-            (void)record_timing(ow, side_a ? rb : ra, op, c,
-                                merge_blocks(other, block_options(side_a ? ib : ia, true, true)),
-                                side_a ? fb : fa, side_a ? bb : ba);
-          }
-          return go_on;
-        }
-        out.push_back(std::move(m));
-      }
-    }
-    for (int s = 0; s < 2; ++s) {
-      const bool side_a = s == 0;
-      const auto& ms = side_a ? ma : mb;
-      CaseWork& w = side_a ? wa : wb;
-      const std::size_t p = side_a ? pa : pb;
-      if (!record_timing(w, side_a ? ra : rb, p, c,
-                         merge_blocks(ms, block_options(side_a ? ia : ib, true, true)),
-                         side_a ? fa : fb, side_a ? ba : bb))
-        return false;
-      std::vector<double> medians;
-      for (const auto& m : ms) medians.push_back(core::median(m.samples_ms));
-      w.prows[p].block_medians_ms = std::move(medians);
-      w.prows[p].paired_blocks = blocks;
-    }
-    return true;
-  };
-  auto alone = [&](CaseWork& w, CaseRow& row, std::size_t p, const OpInfo& info, double f,
-                   double b) {
-    return record_timing(w, row, p, c, measure_one(w, p, timing_options(info, false)), f, b);
-  };
+  PairSide a{ia, wa, ra, wa.w->flops(), wa.w->bytes()};
+  PairSide b{ib, wb, rb, wb.w->flops(), wb.w->bytes()};
   std::vector<bool> b_done(wb.providers.size(), false);
   for (std::size_t pa = 0; pa < wa.providers.size() && fatal_.empty(); ++pa) {
     std::size_t pb = 0;
@@ -737,18 +758,17 @@ void CaseRunner::time_paired(const OpInfo& ia, const OpInfo& ib, const Case& c, 
     const bool a_ok = !gated_out(wa.prows[pa]);
     const bool b_ok = pb < wb.providers.size() && !gated_out(wb.prows[pb]);
     if (pb < wb.providers.size()) b_done[pb] = true;
-    if (a_ok && b_ok) {
-      if (!paired(pa, pb)) break;
-    } else if (a_ok) {
-      if (!alone(wa, ra, pa, ia, fa, ba)) break;
-    } else if (b_ok) {
-      if (!alone(wb, rb, pb, ib, fb, bb)) break;
-    }
+    bool go_on = true;
+    if (a_ok && b_ok)
+      go_on = time_pair(a, b, pa, pb, c, blocks);
+    else if (a_ok)
+      go_on = time_alone(a, pa, c);
+    else if (b_ok)
+      go_on = time_alone(b, pb, c);
+    if (!go_on) break;
   }
   for (std::size_t pb = 0; pb < wb.providers.size() && fatal_.empty(); ++pb)
-    if (!b_done[pb] && !gated_out(wb.prows[pb]) && !alone(wb, rb, pb, ib, fb, bb)) break;
-  // A direct-timer fallback is not re-timed here (docs/ab.md): a paired row keeps each
-  // provider's own timer, which both sides share.
+    if (!b_done[pb] && !gated_out(wb.prows[pb]) && !time_alone(b, pb, c)) break;
 }
 
 std::pair<CaseRow, CaseRow> CaseRunner::run_case_paired(const Op& a, const Op& b, const Case& c,

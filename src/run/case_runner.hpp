@@ -73,7 +73,15 @@ class CaseRunner {
                        std::vector<core::ProviderRow>& prows);
   void profile_launch(const Case& c, Workload& w, const std::vector<ProviderInfo>& providers,
                       int launches, std::vector<core::ProviderRow>& prows);
-  // Paired A/B: times the providers of both sides (run_case_paired).
+  // Paired A/B: times the providers of both sides (run_case_paired), pair by pair.
+  struct PairSide;
+  [[nodiscard]] timing::Measurement measure_side(PairSide& s, std::size_t p,
+                                                 const timing::TimingOptions& o);
+  [[nodiscard]] timing::TimingOptions block_options(const OpInfo& info, int blocks,
+                                                    bool first_of_side, bool first_overall) const;
+  bool time_pair(PairSide& a, PairSide& b, std::size_t pa, std::size_t pb, const Case& c,
+                 int blocks);
+  bool time_alone(PairSide& s, std::size_t p, const Case& c);
   void time_paired(const OpInfo& ia, const OpInfo& ib, const Case& c, CaseWork& wa, CaseWork& wb,
                    core::CaseRow& ra, core::CaseRow& rb, int blocks);
   // Writes one provider's measurement into its row; false when the process must time nothing more.
