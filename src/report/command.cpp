@@ -55,21 +55,31 @@ Format CompareCommand::output_format() const {
   return *f;
 }
 
+// The options, the output format and the comparison of the two sides, the identities'
+// differences printed to `err`; nullopt (after printing why) for bad input: exit 2.
+std::optional<CompareCommand::Loaded> CompareCommand::load(
+    const std::vector<std::filesystem::path>& a, const std::vector<std::filesystem::path>& b,
+    bool allow_mismatch, std::ostream& err) const {
+  Loaded l;
+  try {
+    l.opt = options();
+    if (allow_mismatch) l.opt.allow_mismatch = true;
+    l.fmt = output_format();
+    l.res = compare_dirs(a, b, l.opt);
+  } catch (const std::exception& e) {
+    err << "caliber: " << e.what() << "\n";
+    return std::nullopt;
+  }
+  for (const auto& line : mismatch_lines(l.res)) err << line << "\n";
+  return l;
+}
+
 int CompareCommand::run(const std::vector<std::filesystem::path>& a,
                         const std::vector<std::filesystem::path>& b, std::ostream& out,
                         std::ostream& err) const {
-  CompareOptions opt;
-  Format fmt;
-  CompareResult res;
-  try {
-    opt = options();
-    fmt = output_format();
-    res = compare_dirs(a, b, opt);
-  } catch (const std::exception& e) {
-    err << "caliber: " << e.what() << "\n";
-    return 2;
-  }
-  for (const auto& line : mismatch_lines(res)) err << line << "\n";
+  const auto loaded = load(a, b, false, err);
+  if (!loaded) return 2;
+  const auto& [opt, fmt, res] = *loaded;
   if (res.mismatch() && !opt.allow_mismatch) {
     // Refused: show only the identities' differences, no ratios that could be quoted.
     Report rep;
@@ -87,19 +97,9 @@ int CompareCommand::run_ab(const std::vector<std::filesystem::path>& a,
                            const std::vector<std::filesystem::path>& b, const std::string& a_desc,
                            const std::string& b_desc, int rounds, std::ostream& out,
                            std::ostream& err) const {
-  CompareOptions opt;
-  Format fmt;
-  CompareResult res;
-  try {
-    opt = options();
-    opt.allow_mismatch = true;
-    fmt = output_format();
-    res = compare_dirs(a, b, opt);
-  } catch (const std::exception& e) {
-    err << "caliber: " << e.what() << "\n";
-    return 2;
-  }
-  for (const auto& line : mismatch_lines(res)) err << line << "\n";
+  const auto loaded = load(a, b, true, err);
+  if (!loaded) return 2;
+  const auto& [opt, fmt, res] = *loaded;
   Report rep = compare_report(res, opt);
   add_ab_notes(rep, res, a_desc, b_desc, rounds);
   emit(rep, fmt, out, err);

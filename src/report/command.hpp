@@ -44,6 +44,16 @@ struct CompareCommand {
   int run_ab(const std::vector<std::filesystem::path>& a,
              const std::vector<std::filesystem::path>& b, const std::string& a_desc,
              const std::string& b_desc, int rounds, std::ostream& out, std::ostream& err) const;
+
+ private:
+  struct Loaded {
+    CompareOptions opt;
+    Format fmt{};
+    CompareResult res;
+  };
+  [[nodiscard]] std::optional<Loaded> load(const std::vector<std::filesystem::path>& a,
+                                           const std::vector<std::filesystem::path>& b,
+                                           bool allow_mismatch, std::ostream& err) const;
 };
 
 }  // namespace caliber::report
