@@ -33,9 +33,8 @@ inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool
                              "sqrt(runs) for a\nside of several runs): "
                              "PCT[,CLASS=PCT...][,floor_us=US], CLASS a family, a provider or "
                              "fallback (a direct-timer\nfallback row); a pair takes the largest "
-                             "that applies, in quadrature with US / its median.\nDefault "
-                             "2.2,blas=4.5,fallback=4.3,floor_us=0.15, ") +
-                     report::kRunNoiseDerivation)
+                             "that applies, in quadrature with US / its median.\nDefault ") +
+                     report::kDefaultRunNoise + ", " + report::kRunNoiseDerivation)
       ->group("Compare");
   sub.add_option("--paired-noise", cmp.paired_noise,
                  std::string("Paired A/B (one process per round, A and B block by block): the "

@@ -21,9 +21,9 @@ struct CompareCommand {
                                 // ran on different physical devices
   // Run-to-run noise per side, percent: the default, then CLASS=PCT (a family, a provider or
   // fallback).
-  std::string run_noise = "2.2,blas=4.5,fallback=4.3,floor_us=0.15";
+  std::string run_noise = kDefaultRunNoise;
   // Paired A/B's residual per round, percent (docs/ab.md): PCT[,CLASS=PCT...][,floor_us=US].
-  std::string paired_noise = "0.88,thrust=2.1,floor_us=0.15";
+  std::string paired_noise = kDefaultPairedNoise;
   double fail_on_regression_pct = -1;  // < 0: not given
   bool allow_mismatch = false;
 

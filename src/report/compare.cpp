@@ -67,6 +67,11 @@ void parse_noise_terms(const std::string& spec, const std::string& knob, double&
 }
 }  // namespace
 
+CompareOptions::CompareOptions() {
+  parse_run_noise(kDefaultRunNoise, *this);
+  parse_paired_noise(kDefaultPairedNoise, *this);
+}
+
 void parse_run_noise(const std::string& spec, CompareOptions& opt) {
   parse_noise_terms(spec, "--run-noise", opt.run_noise, opt.run_noise_class,
                     opt.run_noise_floor_us);

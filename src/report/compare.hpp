@@ -51,7 +51,14 @@ inline constexpr const char* kPairedNoiseDerivation =
     "thrust=2.1 is the provider class that machine's pairs need (quantile 1.0), not yet checked "
     "on another (docs/ab.md)";
 
+// The default terms, as --run-noise and --paired-noise spell them: the one place they are set
+// (CompareOptions parses them; --help prints them).
+inline constexpr const char* kDefaultRunNoise = "2.2,blas=4.5,fallback=4.3,floor_us=0.15";
+inline constexpr const char* kDefaultPairedNoise = "0.88,thrust=2.1,floor_us=0.15";
+
 struct CompareOptions {
+  CompareOptions();  // the noise terms from kDefaultRunNoise and kDefaultPairedNoise
+
   // The equivalence band (fraction): a CI wholly inside it is SAME. It decides nothing about
   // FASTER/SLOWER, which need the CI to exclude 1 and an effect of at least min_effect.
   double noise_band = 0.03;
@@ -71,19 +78,19 @@ struct CompareOptions {
   // takes the largest that applies: `run_noise`, its family's entry (the row's "family"),
   // "fallback" when either row fell back to the direct timer (BENCHMARK_DIRECT_NO_CUDAGRAPH); then
   // the floor term below. How the defaults were derived: kRunNoiseDerivation.
-  double run_noise = 0.022;
-  std::map<std::string, double> run_noise_class{{"blas", 0.045}, {"fallback", 0.043}};
+  double run_noise = 0;
+  std::map<std::string, double> run_noise_class;
   // The timer floor's jitter between processes (microseconds), added to every class in
   // quadrature as floor_us / median: it is what makes short kernels move (about 0.2-0.3 us).
-  double run_noise_floor_us = 0.15;
+  double run_noise_floor_us = 0;
   // Paired A/B (caliber ab of two libraries in one process, docs/ab.md): the interval comes from
   // the blocks' log ratios, widened in quadrature by this residual per round (relative standard
   // deviation of a paired ratio between rounds that the blocks of one round cannot show), in
   // quadrature with paired_noise_floor_us / the median, divided by sqrt(rounds); per family as
   // run_noise_class. How the defaults were derived: kPairedNoiseDerivation.
-  double paired_noise = 0.0088;
-  std::map<std::string, double> paired_noise_class = {{"thrust", 0.021}};
-  double paired_noise_floor_us = 0.15;
+  double paired_noise = 0;
+  std::map<std::string, double> paired_noise_class;
+  double paired_noise_floor_us = 0;
   double confidence = 0.95;
   int resamples = 2000;
   std::uint64_t seed = 1;
