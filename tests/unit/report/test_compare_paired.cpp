@@ -53,6 +53,16 @@ json paired_identity(const std::string& side, const std::string& id) {
   ident["paired"] = {{"id", id}, {"side", side}, {"blocks", 4}};
   return ident;
 }
+// Side B's block medians: 3% above side A's in every block.
+const std::vector<double> kBlocksA = {1.0, 1.01, 0.99, 1.0}, kBlocksB = {1.03, 1.04, 1.02, 1.03};
+
+// One paired round (pairing id "x"): A-1 and B-1 under `parent`, B 3% slower in every block.
+std::pair<fs::path, fs::path> write_paired_round(const fs::path& parent) {
+  return {write_run(parent, "A-1-20261130-101010", {paired_row(1.0, kBlocksA, 1)},
+                    paired_identity("A", "x")),
+          write_run(parent, "B-1-20261130-101010", {paired_row(1.03, kBlocksB, 2)},
+                    paired_identity("B", "x"))};
+}
 }  // namespace
 
 // Block medians 3% apart in every block: SLOWER from one paired round (the blocks' interval and
@@ -60,11 +70,7 @@ json paired_identity(const std::string& side, const std::string& id) {
 // (about +/-6%) and stay UNSURE.
 TEST(ComparePaired, BlocksGiveTheIntervalAndTheRunNoiseIsNotAdded) {
   TempDir t;
-  const std::vector<double> a = {1.0, 1.01, 0.99, 1.0}, b = {1.03, 1.04, 1.02, 1.03};
-  const fs::path da = write_run(t.path(), "A-1-20261130-101010", {paired_row(1.0, a, 1)},
-                                paired_identity("A", "x"));
-  const fs::path db = write_run(t.path(), "B-1-20261130-101010", {paired_row(1.03, b, 2)},
-                                paired_identity("B", "x"));
+  const auto [da, db] = write_paired_round(t.path());
   const auto r = compare_dirs({da}, {db});
   EXPECT_EQ(r.paired_rounds, 1);
   const PairResult* p = nullptr;
@@ -76,7 +82,7 @@ TEST(ComparePaired, BlocksGiveTheIntervalAndTheRunNoiseIsNotAdded) {
   EXPECT_NEAR(p->ratio, 1.03, 1e-3);
   EXPECT_EQ(p->verdict, Verdict::slower);
   // Different pairing ids: not paired, the run-to-run term applies.
-  const fs::path dc = write_run(t.path(), "B-2-20261130-101010", {paired_row(1.03, b, 2)},
+  const fs::path dc = write_run(t.path(), "B-2-20261130-101010", {paired_row(1.03, kBlocksB, 2)},
                                 paired_identity("B", "y"));
   const auto u = compare_dirs({da}, {dc});
   EXPECT_EQ(u.paired_rounds, 0);
@@ -90,11 +96,7 @@ TEST(ComparePaired, BlocksGiveTheIntervalAndTheRunNoiseIsNotAdded) {
 // add in the fresh-machine check, docs/ab.md) takes its larger term; the others keep the default.
 TEST(ComparePaired, AProviderClassWidensOnlyThatProvider) {
   TempDir t;
-  const std::vector<double> a = {1.0, 1.01, 0.99, 1.0}, b = {1.03, 1.04, 1.02, 1.03};
-  const fs::path da = write_run(t.path(), "A-1-20261130-101010", {paired_row(1.0, a, 1)},
-                                paired_identity("A", "x"));
-  const fs::path db = write_run(t.path(), "B-1-20261130-101010", {paired_row(1.03, b, 2)},
-                                paired_identity("B", "x"));
+  const auto [da, db] = write_paired_round(t.path());
   CompareOptions opt;
   EXPECT_EQ(opt.paired_noise_class.count("thrust"), 1u);  // the default's provider class
   parse_paired_noise("0.88,mine=5,floor_us=0.15", opt);
