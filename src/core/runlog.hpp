@@ -104,6 +104,7 @@ inline constexpr const char* launches = "launches";  // and its launches
 // A paired A/B's provider (docs/ab.md): its blocks' medians in time order, and how many blocks.
 inline constexpr const char* block_medians_ms = "block_medians_ms";
 inline constexpr const char* paired_blocks = "paired_blocks";
+inline constexpr const char* paired_method = "paired_method";
 }  // namespace field
 
 // The fields of a provider's "tune" object.

@@ -272,6 +272,7 @@ void provider_fields(V& v, Row& p) {
   v(k::launches, p.launches);
   v(k::block_medians_ms, p.block_medians_ms);
   v(k::paired_blocks, p.paired_blocks);
+  v(k::paired_method, p.paired_method);
 }
 
 // The case row's fields after "type".

@@ -103,6 +103,7 @@ struct ProviderRow {
   // A paired A/B's provider (docs/ab.md): one median per block, in time order; the block count.
   std::optional<std::vector<double>> block_medians_ms;
   std::optional<int> paired_blocks;
+  std::optional<std::string> paired_method;  // interleaved (one graph) | blocks (ABBA)
   nlohmann::json extra = nlohmann::json::object();
 };
 

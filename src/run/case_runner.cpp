@@ -12,6 +12,7 @@
 #include <optional>
 #include <ostream>
 #include <sstream>
+#include <tuple>
 
 namespace caliber::run {
 
@@ -693,12 +694,62 @@ timing::TimingOptions CaseRunner::block_options(const OpInfo& info, int blocks, 
   return o;
 }
 
-// Times provider pa of A and pb of B alternately, `blocks` blocks a side in ABBA order (A B,
-// B A, A B, ...); each side's blocks merged into its row with their medians. A failed block ends
-// the pair: the failing side's row carries the failure, the other keeps the blocks it has. False
-// when the process must time nothing more.
+namespace {
+// `blocks` medians of consecutive runs of xs (time order), for compare's block log ratios.
+std::vector<double> chunk_medians(const std::vector<double>& xs, int blocks) {
+  std::vector<double> out;
+  const std::size_t n = xs.size();
+  const auto nb = static_cast<std::size_t>(blocks);
+  if (n < nb) return out;
+  for (std::size_t j = 0; j < nb; ++j) {
+    const std::vector<double> part(xs.begin() + static_cast<std::ptrdiff_t>(j * n / nb),
+                                   xs.begin() + static_cast<std::ptrdiff_t>((j + 1) * n / nb));
+    out.push_back(core::median(part));
+  }
+  return out;
+}
+}  // namespace
+
+// Both providers in one graph, their launches interleaved (timing::measure_interleaved): the
+// pair's samples split into `blocks` consecutive blocks whose medians compare reads as it reads
+// the ABBA blocks'. Each side gets one run's time budget. False when the pair cannot share a
+// graph; then `go_on` is untouched and the caller times the sides in blocks.
+bool CaseRunner::time_interleaved(PairSide& a, PairSide& b, std::size_t pa, std::size_t pb,
+                                  const Case& c, int blocks, bool& go_on) {
+  timing::TimingOptions o = timing_options(a.info, false);
+  const timing::TimingOptions ob = timing_options(b.info, false);
+  o.rng = o.rng || ob.rng;
+  o.capture_denied = o.capture_denied || ob.capture_denied;
+  o.stop.min_time_s *= 2;
+  o.stop.timeout_s *= 2;
+  std::optional<timing::PairedMeasurement> m;
+  try {
+    m = timing::measure_interleaved(
+        *device_, backend_, [&] { a.work.w->launch(pa); }, [&] { b.work.w->launch(pb); }, o,
+        4 * blocks);
+  } catch (const std::exception&) {
+    m.reset();
+  }
+  if (!m) return false;
+  const std::vector<double> ba = chunk_medians(m->a.samples_ms, blocks);
+  const std::vector<double> bb = chunk_medians(m->b.samples_ms, blocks);
+  go_on = a.record(*this, pa, c, m->a) && b.record(*this, pb, c, m->b);
+  for (auto [s, p, med] : {std::tuple{&a, pa, &ba}, std::tuple{&b, pb, &bb}}) {
+    if (med->empty()) continue;
+    s->work.prows[p].block_medians_ms = *med;
+    s->work.prows[p].paired_blocks = blocks;
+    s->work.prows[p].paired_method = "interleaved";
+  }
+  return true;
+}
+
+// Times provider pa of A and pb of B: in one graph where both can be captured, else alternately,
+// `blocks` blocks a side in ABBA order (A B, B A, A B, ...); each side's blocks merged into its
+// row with their medians. A failed block ends the pair: the failing side's row carries the
+// failure, the other keeps the blocks it has. False when the process must time nothing more.
 bool CaseRunner::time_pair(PairSide& a, PairSide& b, std::size_t pa, std::size_t pb, const Case& c,
                            int blocks) {
+  if (bool go_on = true; time_interleaved(a, b, pa, pb, c, blocks, go_on)) return go_on;
   std::vector<timing::Measurement> ma, mb;
   for (int j = 0; j < blocks; ++j) {
     for (int k = 0; k < 2; ++k) {
@@ -730,6 +781,7 @@ bool CaseRunner::time_pair(PairSide& a, PairSide& b, std::size_t pa, std::size_t
     for (const auto& m : ms) medians.push_back(core::median(m.samples_ms));
     s.work.prows[p].block_medians_ms = std::move(medians);
     s.work.prows[p].paired_blocks = blocks;
+    s.work.prows[p].paired_method = "blocks";
   }
   return true;
 }

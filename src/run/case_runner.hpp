@@ -79,6 +79,8 @@ class CaseRunner {
                                                  const timing::TimingOptions& o);
   [[nodiscard]] timing::TimingOptions block_options(const OpInfo& info, int blocks,
                                                     bool first_of_side, bool first_overall) const;
+  [[nodiscard]] bool time_interleaved(PairSide& a, PairSide& b, std::size_t pa, std::size_t pb,
+                                      const Case& c, int blocks, bool& go_on);
   bool time_pair(PairSide& a, PairSide& b, std::size_t pa, std::size_t pb, const Case& c,
                  int blocks);
   bool time_alone(PairSide& s, std::size_t p, const Case& c);

@@ -504,3 +504,135 @@ Measurement measure(backends::Device& dev, const backends::Backend& backend,
 }
 
 }  // namespace caliber::timing
+
+namespace caliber::timing {
+namespace {
+
+// The two sides' launches of one replay, per launch, kept or dropped with their window.
+struct PairRecorder {
+  std::vector<double> a, b;  // kept, per launch
+  std::vector<std::pair<double, double>> pending;
+  void window(bool kept) {
+    if (kept)
+      for (const auto& [x, y] : pending) {
+        a.push_back(x);
+        b.push_back(y);
+      }
+    pending.clear();
+  }
+};
+
+// K pairs in one capture: A B, then B A, ... (neither side always first after the other's
+// launch), each launch behind a flush of its own (cold) between event nodes of its own.
+Capture capture_pairs(backends::Device& dev, const std::function<void()>& launch_a,
+                      const std::function<void()>& launch_b, const TimingOptions& opt, int k,
+                      const std::vector<std::unique_ptr<backends::Event>>& marks) {
+  Capture c;
+  detail::RngCaptureGuard guard(dev, opt.rng);
+  try {
+    dev.begin_capture();
+    for (int i = 0; i < k; ++i) {
+      for (int j = 0; j < 2; ++j) {
+        const bool side_a = (i % 2 == 0) == (j == 0);
+        const std::size_t slot = 4 * static_cast<std::size_t>(i) + (side_a ? 0 : 2);
+        if (opt.l2 == L2Policy::cold) dev.flush_l2();
+        dev.record_in_graph(*marks[slot]);
+        (side_a ? launch_a : launch_b)();
+        dev.record_in_graph(*marks[slot + 1]);
+      }
+    }
+    c.graph = dev.end_capture();
+  } catch (const std::exception& e) {
+    c.what = e.what();
+    dev.abort_capture();
+  }
+  return c;
+}
+
+Measurement side_of(const detail::SampleRun& r, std::vector<double> samples, int k,
+                    double estimate_ms, const TimingOptions& opt) {
+  Measurement m;
+  m.timer = "graph";
+  m.l2_method = l2_method_for(opt, true);
+  m.sample_method = "events-per-launch";
+  m.launches_per_sample = k;
+  m.estimate_ms = estimate_ms;
+  absorb(m, r);
+  m.noise = r.noise;
+  m.stop_reason = r.stop_reason;
+  m.converged = r.converged;
+  summarize(m, {samples}, opt);
+  finish_markers(m);
+  m.regime = to_string(opt.regime.regime);
+  return m;
+}
+
+}  // namespace
+
+std::optional<PairedMeasurement> measure_interleaved(backends::Device& dev,
+                                                     const backends::Backend& backend,
+                                                     const std::function<void()>& launch_a,
+                                                     const std::function<void()>& launch_b,
+                                                     const TimingOptions& opt, int min_pairs) {
+  backends::Capabilities caps = backend.capabilities();
+  caps.graph_capture = caps.graph_capture && dev.capabilities().graph_capture;
+  const std::vector<std::string> deny = backend.capture_deny_ops();
+  if (choose_timer(caps, opt.timer).kind != TimerKind::graph || opt.capture_denied ||
+      !opt.graph_per_launch || !dev.capabilities().graph_event_nodes ||
+      (!opt.op.empty() && std::find(deny.begin(), deny.end(), opt.op) != deny.end()))
+    return std::nullopt;
+  const Clock now = detail::clock_of(opt);
+  const double t0 = now();
+  TimingOptions o = opt;
+  o.stop.min_samples = std::max(o.stop.min_samples, min_pairs);
+  const double rested_s = detail::rest_for_burst(dev, o, now);
+  try {
+    const detail::WarmupResult wa = detail::warmup(dev, launch_a, o.stop, now);
+    const detail::WarmupResult wb = detail::warmup(dev, launch_b, o.stop, now);
+    const double flush_ms = flush_estimate_ms(dev, o);
+    // A replay of K pairs: about graph_replay_ms of work, the flushes included.
+    const int k = graph_launch_count(wa.estimate_ms + wb.estimate_ms, 2 * flush_ms, o);
+    std::vector<std::unique_ptr<backends::Event>> marks;
+    for (int i = 0; i < 4 * k; ++i) marks.push_back(dev.create_event());
+    Capture c = capture_pairs(dev, launch_a, launch_b, o, k, marks);
+    if (!c.graph) {
+      (void)dev.take_last_error();
+      return std::nullopt;
+    }
+    PairRecorder rec;
+    auto start = dev.create_event();
+    auto end = dev.create_event();
+    auto one = [&]() {
+      dev.record(*start);
+      c.graph->launch();
+      dev.record(*end);
+      (void)dev.elapsed_ms(*start, *end);
+      double sa = 0, sb = 0;
+      for (int i = 0; i < k; ++i) {
+        sa += dev.elapsed_ms(*marks[4 * i], *marks[4 * i + 1]);
+        sb += dev.elapsed_ms(*marks[4 * i + 2], *marks[4 * i + 3]);
+      }
+      rec.pending.emplace_back(sa / k, sb / k);
+      return sa + sb;
+    };
+    (void)one();  // the first replay uploads the graph: not a sample
+    rec.pending.clear();
+    const detail::SampleRun r =
+        detail::sample_until_stop(dev, one, k, (wa.estimate_ms + wb.estimate_ms) * k, o, now,
+                                  [&](bool kept) { rec.window(kept); });
+    if (rec.a.empty() || rec.a.size() != rec.b.size()) return std::nullopt;
+    PairedMeasurement p{side_of(r, std::move(rec.a), k, wa.estimate_ms, o),
+                        side_of(r, std::move(rec.b), k, wb.estimate_ms, o)};
+    for (Measurement* m : {&p.a, &p.b}) {
+      m->settle_s += rested_s;
+      m->timer_resolution_us = dev.timer_resolution_us();
+      m->wall_s = now() - t0;
+    }
+    return p;
+  } catch (const std::exception&) {
+    (void)dev.take_last_error();
+    return std::nullopt;
+  }
+}
+
+}  // namespace caliber::timing

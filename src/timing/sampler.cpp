@@ -157,7 +157,11 @@ void settle_sustained(backends::Device& dev, const std::function<double()>& one_
   for (;;) {
     xs.clear();
     double busy_ms = 0;
-    while (busy_ms < rule.settle_window_s * 1e3) {
+    // A window ends after settle_window_s of the work's own time or of wall time, whichever
+    // comes first: a 3 us kernel behind a 40 us L2 flush keeps the device busy the whole wall
+    // time, and counting its own time alone stretched a window to ~0.7 s (docs/timing.md).
+    const double window_t0 = now();
+    while (busy_ms < rule.settle_window_s * 1e3 && now() - window_t0 < rule.settle_window_s) {
       const double ms = one_interval_ms();
       xs.push_back(ms);
       busy_ms += ms > 0 ? ms : 1e-3;  // a zero reading must not spin forever
@@ -217,7 +221,8 @@ double rest_for_burst(backends::Device& dev, const TimingOptions& opt, const Clo
 
 SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>& one_interval_ms,
                             int launches_per_sample, double interval_estimate_ms,
-                            const TimingOptions& opt, const Clock& now) {
+                            const TimingOptions& opt, const Clock& now,
+                            const std::function<void(bool kept)>& on_window) {
   const StopRule& rule = opt.stop;
   const bool burst = opt.regime.regime == ClockRegime::burst;
   const int k = std::max(1, launches_per_sample);
@@ -231,6 +236,7 @@ SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>
           : 1;
   SampleRun run;
   if (!burst) settle_sustained(dev, one_interval_ms, opt, now, run);
+  if (on_window) on_window(false);
   ClockAccumulator clocks;
   std::vector<double> pending;
   pending.reserve(static_cast<std::size_t>(window));
@@ -250,11 +256,14 @@ SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>
         std::max(classify(before, opt.throttle_fraction), classify(after, opt.throttle_fraction));
     if (window_reading == Reading::throttled) {
       run.discarded += static_cast<int>(pending.size());
+      if (on_window) on_window(false);
     } else if (burst && (past_burst(before, opt.regime) || past_burst(after, opt.regime))) {
       run.regime_discarded += static_cast<int>(pending.size());
+      if (on_window) on_window(false);
       run.settle_s += rest_for_burst(dev, opt, now);
       after = dev.clocks();
     } else {
+      if (on_window) on_window(true);
       if (window_reading == Reading::power_capped)
         run.power_capped += static_cast<int>(pending.size());
       if (run.per_launch_ms.empty()) clocks.add(before);

@@ -54,10 +54,14 @@ double rest_for_burst(backends::Device& dev, const TimingOptions& opt, const Clo
 // host reads them): the
 // samples of a window whose start or end reading shows the SM clock below throttle_fraction of its
 // maximum are discarded.
+// `on_window`, when given, hears after each window of samples whether it was kept (and once,
+// false, when settling is over): a caller that records more per sample than the interval (the
+// interleaved pair's two sides) keeps or drops its records with it.
 [[nodiscard]] SampleRun sample_until_stop(backends::Device& dev,
                                           const std::function<double()>& one_interval_ms,
                                           int launches_per_sample, double interval_estimate_ms,
-                                          const TimingOptions& opt, const Clock& now);
+                                          const TimingOptions& opt, const Clock& now,
+                                          const std::function<void(bool kept)>& on_window = {});
 
 // Saves the default generator before a capture and restores it when destroyed, so that capturing
 // an RNG op does not advance the state callers see. Does nothing when the op draws no random

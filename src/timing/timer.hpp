@@ -221,6 +221,21 @@ struct Measurement {
 [[nodiscard]] Measurement measure(backends::Device& dev, const backends::Backend& backend,
                                   const std::function<void()>& launch, const TimingOptions& opt);
 
+// Two launches of the same work (one op built twice: the two sides of a paired A/B) timed in one
+// captured graph, launches interleaved A B B A ..., each between event nodes of its own and, cold,
+// behind a flush of its own: every sample of A has one of B from the same replay, under the same
+// clock and power state (docs/ab.md). The stopping rule judges the pair's summed samples; both
+// measurements share the regime, the clock facts and the stop. `min_samples` is raised to
+// `min_pairs`. nullopt where the pair cannot share a graph (a timer other than the graph, no event
+// nodes, a capture deny list, or any error on the way, which is left for the caller's separate
+// timing of each side to meet and classify).
+struct PairedMeasurement {
+  Measurement a, b;
+};
+[[nodiscard]] std::optional<PairedMeasurement> measure_interleaved(
+    backends::Device& dev, const backends::Backend& backend, const std::function<void()>& launch_a,
+    const std::function<void()>& launch_b, const TimingOptions& opt, int min_pairs);
+
 // The timer rule, in one place: the timer `measure` uses for these capabilities and this request,
 // and why when it is not the one asked. The planner (plan::resolve_timer, which also refuses an
 // explicit graph request a backend cannot capture) and the parallel warmup's shards call it too.

@@ -58,12 +58,13 @@ class FakeDevice : public backends::Device {
   double slept_s = 0;
   GeneratorState gen{42, 0};
 
-  // What a test's launch function calls: one kernel launch on the stream.
-  void kernel() {
+  // What a test's launch function calls: one kernel launch on the stream, `factor` times as long
+  // as kernel_ms says (two builds of one op: the same script, one of them slower).
+  void kernel(double factor = 1.0) {
     if (capturing_) {
       if (has_generator) gen.advance(1);  // a captured RNG op reserves offsets at capture time
       ++pending_;
-      nodes_.push_back({Node::kernel, nullptr});
+      nodes_.push_back({Node::kernel, nullptr, factor});
       ++captured_launches;
       if (throw_in_capture != 0 && pending_ >= std::max(1, throw_at_captured)) {
         throw NativeError(throw_in_capture, "fakeLaunch", "operation not permitted when capturing");
@@ -79,10 +80,10 @@ class FakeDevice : public backends::Device {
     if (has_generator) gen.advance(1);
     ++uncaptured_launches;
     if (!held_) now_ms += launch_gap_ms;
-    run_kernel();
+    run_kernel(factor);
   }
-  void run_kernel() {
-    now_ms += kernel_ms(executions++) + (l2_cold_ ? cold_extra_ms : 0);
+  void run_kernel(double factor = 1.0) {
+    now_ms += factor * kernel_ms(executions++) + (l2_cold_ ? cold_extra_ms : 0);
     l2_cold_ = false;
   }
   [[nodiscard]] double wall_s() const { return now_ms * 1e-3; }
@@ -98,7 +99,7 @@ class FakeDevice : public backends::Device {
   void record_in_graph(backends::Event& e) override {
     if (!capturing_ || !caps_.graph_event_nodes) return record(e);
     ++graph_event_records;
-    nodes_.push_back({Node::event, &static_cast<FakeEvent&>(e)});
+    nodes_.push_back({Node::event, &static_cast<FakeEvent&>(e), 1.0});
   }
   bool hold_stream() override {
     if (!caps_.stream_hold) return false;
@@ -131,7 +132,7 @@ class FakeDevice : public backends::Device {
   }
   void flush_l2() override {
     if (capturing_) {
-      nodes_.push_back({Node::flush, nullptr});
+      nodes_.push_back({Node::flush, nullptr, 1.0});
       return;
     }
     ++flushes;
@@ -172,6 +173,7 @@ class FakeDevice : public backends::Device {
   struct Node {
     enum Kind { kernel, flush, event } kind;
     FakeEvent* ev;
+    double factor = 1.0;
   };
   struct FakeGraph : backends::Graph {
     FakeGraph(FakeDevice& d, std::vector<Node> n) : dev(d), nodes(std::move(n)) {}
@@ -179,7 +181,7 @@ class FakeDevice : public backends::Device {
       ++dev.replays;
       if (!dev.held_) dev.now_ms += dev.launch_gap_ms;  // one gap per replay, not per node
       for (const Node& n : nodes) {
-        if (n.kind == Node::kernel) dev.run_kernel();
+        if (n.kind == Node::kernel) dev.run_kernel(n.factor);
         if (n.kind == Node::flush) {
           ++dev.flushes;
           dev.now_ms += dev.flush_ms;

@@ -222,6 +222,19 @@ TEST_F(Truth, SustainedWorkThatStaysCoolSettlesAtOnce) {
   EXPECT_LE(m.settle_s, 2 * opt.regime.settle_window_s + 0.01);
 }
 
+TEST_F(Truth, SustainedWindowsOfATinyColdKernelCountWallTime) {
+  // A 3 us kernel behind a 30 us flush: a window is settle_window_s of wall time (the device is
+  // busy flushing all along), not 50 ms of the kernel's own time (~0.55 s of wall here).
+  dev.clock_script = [](int) -> std::optional<backends::ClockSample> { return clock(1980, 180); };
+  dev.kernel_ms = [](long) { return 0.003; };
+  dev.flush_ms = 0.030;
+  opt.regime.regime = ClockRegime::sustained;
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_TRUE(m.settled);
+  EXPECT_LE(m.settle_s, 2 * opt.regime.settle_window_s + 0.01);
+}
+
 TEST_F(Truth, SustainedWaitsForTheLatencyToHold) {
   // The clock reads steady but the work is still slowing down (the readings lag): not settled
   // until four windows' latencies agree.
