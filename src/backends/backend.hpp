@@ -150,6 +150,12 @@ class Device : public caliber::DeviceContext {
   virtual void range_push(const std::string& name) { (void)name; }
   virtual void range_pop() {}
 
+  // How many seeds seed() has handed out, and a rewind to such a count: a paired A/B sets side
+  // B's workload up from the seeds side A's used, so both sides time the same inputs
+  // (docs/ab.md). A backend whose seed() repeats one value needs neither.
+  [[nodiscard]] virtual std::uint64_t seeds_drawn() const noexcept { return 0; }
+  virtual void rewind_seeds(std::uint64_t drawn) noexcept { (void)drawn; }
+
   // The RNG capture guard uses default_generator() (DeviceContext): saved before a capture and
   // restored after it; skipped where it is nullptr (capabilities().default_rng == false).
 };

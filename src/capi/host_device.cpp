@@ -64,6 +64,8 @@ class HostCaptureDevice final : public backends::Device {
   std::uint64_t seed() const override { return in_->seed(); }
   bool capturing() const override { return capturing_ || in_->capturing(); }
   GeneratorState* default_generator() noexcept override { return in_->default_generator(); }
+  std::uint64_t seeds_drawn() const noexcept override { return in_->seeds_drawn(); }
+  void rewind_seeds(std::uint64_t drawn) noexcept override { in_->rewind_seeds(drawn); }
 
   // Device
   const backends::DeviceDesc& desc() const override { return in_->desc(); }

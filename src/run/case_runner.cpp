@@ -856,7 +856,11 @@ std::pair<CaseRow, CaseRow> CaseRunner::run_case_paired(const Op& a, const Op& b
     return {ra, rb};
   }
   CaseWork wa, wb;
+  // Both sides' inputs from the same seeds: the same data (a sort's or a nonzero's time depends
+  // on it; docs/ab.md).
+  const std::uint64_t seeds = device_->seeds_drawn();
   const bool ok_a = prepare_and_check(a, ia, c, wa, ra);
+  device_->rewind_seeds(seeds);
   side_tuner_ = &tuner_b;  // side B's configs from side B's cache
   bool ok_b = false;
   try {

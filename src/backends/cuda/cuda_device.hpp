@@ -31,6 +31,8 @@ class CudaDevice final : public Device {
   std::uint64_t seed() const override;
   bool capturing() const override { return capturing_; }
   GeneratorState* default_generator() noexcept override { return &generator_; }
+  std::uint64_t seeds_drawn() const noexcept override { return seeds_drawn_.load(); }
+  void rewind_seeds(std::uint64_t drawn) noexcept override { seeds_drawn_.store(drawn); }
 
   // Device
   const DeviceDesc& desc() const override { return desc_; }
