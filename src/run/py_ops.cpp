@@ -139,7 +139,7 @@ std::optional<int> hand_off_to_python(int argc, char** argv, std::ostream& err) 
         << core::knob_message(spec, *suites,
                               "needs caliber's Python package, which is not beside " +
                                   exe.string() +
-                                  " (lib/caliber/python); build with CALIBER_PYTHON=ON or set "
+                                  " (lib/caliber/python); build with -DCALIBER_BUILD_PYTHON=ON or set "
                                   "PYTHONPATH")
         << "\n";
     return 2;
