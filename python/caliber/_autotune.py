@@ -78,13 +78,16 @@ def kernel_version(tuner):
     wraps a @triton.jit function (its `src`), so an edited kernel is tuned anew; else "1"."""
     import hashlib
     fn = tuner
-    for _ in range(8):
-        fn = getattr(fn, "fn", None)
-        if fn is None:
-            break
-        src = getattr(fn, "src", None)
-        if isinstance(src, str) and src:
-            return "src-" + hashlib.sha1(src.encode()).hexdigest()[:12]
+    try:
+        for _ in range(8):
+            fn = getattr(fn, "fn", None)
+            if fn is None:
+                break
+            src = getattr(fn, "src", None)
+            if isinstance(src, str) and src:
+                return "src-" + hashlib.sha1(src.encode()).hexdigest()[:12]
+    except Exception:  # an attribute that raises: no version from the source
+        pass
     return "1"
 
 
