@@ -5,6 +5,7 @@ run: source cache and no sweep; --tune off: the first config; replay of a cache 
 key: replay-missing; record then replay; a kernel edit is a new provider version (docs/python.md)."""
 
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -26,14 +27,14 @@ class Autotune(unittest.TestCase):
         cls.dir = tmpdir()
         cls.cache = os.path.join(cls.dir, "tune.db")
 
-    def run_suite(self, name, *args, env=None):
+    def run_suite(self, name, *args, env=None, cache=None):
         """python3 -m caliber run SUITE into its own out dir: (rc, output, log lines, cases,
         footer, run dir)."""
         out = os.path.join(self.dir, name)
         log = os.path.join(self.dir, name + ".log")
         e = dict(ENV, AUTOTUNE_LOG=log, **(env or {}))
         p = subprocess.run([sys.executable, "-m", "caliber", "run", "--py-ops", SUITE, "--out",
-                            out, "--tune-cache", self.cache] + QUICK + list(args),
+                            out, "--tune-cache", cache or self.cache] + QUICK + list(args),
                            capture_output=True, text=True, env=e, timeout=600)
         lines = []
         if os.path.exists(log):
@@ -141,7 +142,31 @@ class Autotune(unittest.TestCase):
         self.assertEqual(self.count(log, "autotune"), 1, log)
         self.assertEqual(cases[0]["providers"][0]["tune"]["source"], "tuned")
 
-    def test_6_bad_autotune_fields(self):
+    def test_6_a_stale_choice(self):
+        # the kernel source is the same, its config list is not: the recorded BLOCK=128 is gone
+        rc, text, _l, _c, _f, rec = self.run_suite("record_stale", "--tune", "record", "at_self")
+        self.assertEqual(rc, 0, text)
+        fewer = {"AUTOTUNE_BLOCKS": "64,256,1024"}
+        # replay: it cannot be seeded nor evicted; the case fails with the marker, no sweep
+        rc, text, log, cases, _f, _ = self.run_suite("replay_stale", "at_self", "--tune",
+                                                     "replay", "--replay-from", rec, env=fewer)
+        self.assertEqual(rc, 1, text)
+        self.assertEqual(self.count(log, "autotune"), 0, log)
+        self.assertEqual(cases[0]["status"], "failed")
+        self.assertIn("compile_tune_no_evict", cases[0]["markers"])
+        self.assertIn("is not among its autotuner's configs", cases[0]["error"])
+        # live: a cached config the autotuner no longer has is swept again
+        stale = os.path.join(self.dir, "stale.db")
+        shutil.copy(os.path.join(rec, "tune.db"), stale)
+        rc, text, log, cases, _f, _ = self.run_suite("live_stale", "at_self", env=fewer,
+                                                     cache=stale)
+        self.assertEqual(rc, 0, text)
+        self.assertEqual(self.count(log, "autotune"), 1, log)
+        p = cases[0]["providers"][0]
+        self.assertEqual((p["tune"]["source"], p["config"]),
+                         ("tuned", "BLOCK=256,num_warps=4,num_stages=3,num_ctas=1"), p)
+
+    def test_7_bad_autotune_fields(self):
         base = ('import caliber, sys\nsys.path.insert(0, %r)\nfrom autotune_suite import '
                 'scale_kernel, inputs, tiled\nOPS = [caliber.Op(name="bad_at", family='
                 '"pointwise", dtypes=["f64"], shapes=[[16]], inputs=inputs, baseline=("b", '

@@ -85,7 +85,9 @@ class CallableAutotuner(Autotuner):
 
 
 def configs():
-    return [Config({"BLOCK": b}) for b in (64, 128, 256, 1024)]
+    # AUTOTUNE_BLOCKS: another config list under the same kernel source (a stale cached choice)
+    blocks = os.environ.get("AUTOTUNE_BLOCKS", "64,128,256,1024")
+    return [Config({"BLOCK": int(b)}) for b in blocks.split(",")]
 
 
 scale_kernel = Autotuner(JitFunction("scale_kernel"), ["xs", "a"], configs(), key=["xs"])
