@@ -192,8 +192,9 @@ class Prepared:
 
 
 def seed_for(tuner, text):
-    """The autotuner's config spelled `text`, or None."""
-    for c in tuner.configs:
+    """The autotuner's config spelled `text`, or None: one of its configs, or one it chose in
+    this process (a pruning hook may make configs of its own)."""
+    for c in list(tuner.configs) + list(tuner.cache.values()):
         if config_str(c) == text:
             return c
     return None
