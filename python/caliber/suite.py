@@ -21,9 +21,14 @@ A suite is a Python file with a list OPS; each entry is a caliber.Op or a dict o
     flops, bytes flops(case), bytes(case): for TFLOPS and GB/s
     bytes_needed bytes_needed(case): device memory a case needs (skipped beyond free memory)
     rng          True when the op draws random numbers (the capture RNG guard applies)
+    autotune     {candidate name: Triton autotuner} (the @triton.autotune object the candidate
+                 launches), or the autotuner alone when the op has one candidate: caliber's
+                 tune cache keeps its choice (docs/python.md). A candidate that is itself an
+                 autotuner needs no entry
     backends     the caliber backends to register for (default: cpu and cuda)
 """
 
+import contextlib
 import importlib.util
 import json
 import math
@@ -31,7 +36,7 @@ import os
 import sys
 import traceback
 
-from . import _lib
+from . import _autotune, _lib
 
 DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "c64")
 _DEFAULT_BACKENDS = ("cpu", "cuda")
@@ -40,7 +45,7 @@ _NORM_GATE = {"f32": 1e-5, "f16": 1e-3, "bf16": 1e-2, "f64": 1e-12, "i32": 0.0, 
               "c64": 1e-5}
 _FIELDS = ("name", "family", "dtypes", "inputs", "baseline", "candidate", "reference",
            "tolerance", "shapes", "dim_names", "prepare", "flops", "bytes", "bytes_needed", "rng",
-           "backends", "description")
+           "backends", "description", "autotune")
 
 
 class SuiteError(ValueError):
@@ -122,6 +127,37 @@ def _providers(op, field, role):
     return out
 
 
+def autotuners(op, provs):
+    """{provider index: Triton autotuner} of the op's candidates: those the field 'autotune'
+    names, and candidates that are autotuners themselves. Raises SuiteError naming the field."""
+    who = "op '%s': field 'autotune'" % op.get("name")
+    cands = [p[0] for p in provs if p[2] == "candidate"]
+    v = op.get("autotune")
+    named = {}
+    if isinstance(v, dict):
+        named = dict(v)
+    elif v is not None:
+        if len(cands) != 1:
+            raise SuiteError("%s: an autotuner alone needs an op with one candidate (this one "
+                             "has %d: %s); use {candidate name: autotuner}"
+                             % (who, len(cands), ", ".join(cands) or "none"))
+        named = {cands[0]: v}
+    out = {}
+    for name, obj in named.items():
+        if name not in cands:
+            raise SuiteError("%s: '%s' is not one of the op's candidates (%s); caliber tunes "
+                             "candidates only" % (who, name, ", ".join(cands) or "none"))
+        if _autotune.find(obj) is None:
+            raise SuiteError("%s: '%s' is a %s, not a Triton autotuner (what @triton.autotune "
+                             "makes: configs, a cache dict, keys)" % (who, name,
+                                                                     type(obj).__name__))
+        out[[p[0] for p in provs].index(name)] = obj
+    for i, (name, fn, role) in enumerate(provs):
+        if role == "candidate" and i not in out and _autotune.find(fn) is not None:
+            out[i] = fn
+    return out
+
+
 def validate(op, index):
     """The op's fields checked; returns its providers. Raises SuiteError naming op and field."""
     if not isinstance(op, dict):
@@ -177,6 +213,7 @@ def validate(op, index):
     if not isinstance(backends, (list, tuple)) or not backends or not all(
             isinstance(b, str) and b for b in backends):
         raise SuiteError("%s: field 'backends' must be a non-empty list of backend names" % who)
+    autotuners(op, provs)
     return provs
 
 
@@ -304,6 +341,7 @@ class Registry:
 
     def __init__(self):
         self.ops = []  # (op, providers)
+        self.tuners = []  # per op: {provider index: Triton autotuner}
         self.workloads = {}
         self.next_id = 1
         self.call_cb = _lib.CALL_FN(self._call)
@@ -373,14 +411,28 @@ class Registry:
         p = int(req.get("provider", 0))
         pname, fn, _role = provs[p]
         if what == "prepare":
+            tuner = self.tuners[target].get(p)
+            text = req.get("config") or ""
+            seed = None
+            if tuner is not None and text and not req.get("sweep"):
+                seed = _autotune.seed_for(tuner, text)
+                if seed is None:
+                    return {"status": "rejected", "message":
+                            "op '%s': provider '%s': config %s is not among its autotuner's "
+                            "configs" % (op["name"], pname, text)}
+            tuned = tuner is not None and (seed is not None or req.get("sweep"))
+            prep = _autotune.Prepared(tuner, seed) if tuned else None
             try:
-                if op.get("prepare") is not None:
-                    op["prepare"](pname, fn, w.args)
-                else:
-                    fn(*w.args)  # compiles and autotunes (Triton) here, never under a timer
-                _sync(w.case)
+                with prep or contextlib.nullcontext():
+                    if op.get("prepare") is not None:
+                        op["prepare"](pname, fn, w.args)
+                    else:
+                        fn(*w.args)  # compiles and autotunes (Triton) here, never under a timer
+                    _sync(w.case)
             except Exception as e:
                 return self._err(op, "prepare of provider '%s'" % pname, e)
+            if req.get("sweep"):
+                return {"status": "ok", "tune": prep.result() if prep is not None else {}}
             return {"status": "ok"}
         if what == "check":
             try:
@@ -427,10 +479,19 @@ class Registry:
         for op, provs in ops:
             index = len(self.ops)
             self.ops.append((op, provs))
+            tuners = autotuners(op, provs)
+            self.tuners.append(tuners)
+            providers = []
+            for i, (n, _fn, r) in enumerate(provs):
+                entry = {"name": n, "role": r}
+                if i in tuners:
+                    # caliber's tuner keeps Triton's choice in its cache (docs/python.md)
+                    entry.update(configs=_autotune.configs(tuners[i]), swept_by="triton",
+                                 version=_autotune.kernel_version(tuners[i]))
+                providers.append(entry)
             info = {"name": op["name"], "family": op["family"], "dtypes": list(op["dtypes"]),
                     "dim_names": list(op.get("dim_names") or []), "rng": bool(op.get("rng")),
-                    "description": op.get("description", ""),
-                    "providers": [{"name": n, "role": r} for n, _fn, r in provs]}
+                    "description": op.get("description", ""), "providers": providers}
             if op.get("shapes") is not None:
                 info["shapes"] = [list(s) for s in op["shapes"]]
             for backend in op.get("backends", _DEFAULT_BACKENDS):

@@ -53,9 +53,14 @@ int caliber_c_measure(int64_t device, const char* options, caliber_c_launch_fn l
 void caliber_c_set_capture_hooks(caliber_c_capture_fn hooks);
 
 /* Registers an op for `backend` described by `info` (JSON: name, family, dtypes, dim_names,
- * rng, refuses_capture, description, providers [{name, role, version, label}], shapes). Its
- * workloads are driven through `call` (setup, prepare, check, release, bytes_needed) and
- * `launch`. Returns 0, or 2 with the reason in `error`. */
+ * rng, refuses_capture, description, providers [{name, role, version, label, configs,
+ * swept_by}], shapes). Its workloads are driven through `call` (setup, prepare, check, release,
+ * bytes_needed) and `launch`. Returns 0, or 2 with the reason in `error`.
+ * A provider with `configs` (name=value strings; the first is the default) is tunable; with
+ * `swept_by` ("triton") it sweeps them itself: caliber's tuner keeps the cache rules and sends
+ * prepare {"config": ""; "sweep": true} where a sweep is due, answered with {"status": "ok",
+ * "tune": {"config" (the winner, or null), "trials": [{config, ms, rejected, error}], "sweep_s",
+ * "detail"}}; otherwise prepare's "config" is the one to use (status "rejected" when it cannot). */
 int caliber_c_register_op(const char* backend, const char* info, caliber_c_call_fn call,
                           caliber_c_launch_fn launch, int64_t target, char* error, int64_t cap);
 

@@ -11,6 +11,7 @@
 #include "capi/host_device.hpp"
 #include "core/shapes.hpp"
 #include "run/cases.hpp"
+#include "tune/tuner.hpp"
 
 namespace caliber::capi {
 
@@ -21,6 +22,8 @@ using nlohmann::json;
 struct Spec {
   OpInfo info;
   std::vector<ProviderInfo> providers;
+  // Per provider: who sweeps its configs when it does so itself ("triton"), else empty.
+  std::vector<std::string> swept_by;
   caliber_c_call_fn call = nullptr;
   caliber_c_launch_fn launch = nullptr;
   std::int64_t target = 0;
@@ -59,22 +62,75 @@ json ask(const Spec& s, const json& request) {
   throw HostRaised(s.info.name + ": " + call + ": " + msg);
 }
 
-class HostWorkload final : public Workload {
+// The key a case's configs are cached under: its shape, by dimension name (d0, d1, ... for an
+// anonymous shape), so each shape keeps its own choice.
+std::vector<KeyArg> shape_key(const Case& c) {
+  std::vector<KeyArg> key;
+  for (std::size_t i = 0; i < c.shape.size(); ++i)
+    key.push_back({i < c.dim_names.size() ? c.dim_names[i] : "d" + std::to_string(i), c.shape[i],
+                   KeyStrategy::exact});
+  return key;
+}
+
+// A prepare reply's "tune" object: what the provider's own sweep tried and chose.
+tune::ExternalSweep sweep_from(const Spec& s, std::size_t p, const json& t) {
+  const std::string who = "op '" + s.info.name + "': provider '" + s.providers[p].name + "'";
+  auto config = [&](const json& j) {
+    const auto c = Config::parse(j.is_string() ? j.get<std::string>() : std::string("?"));
+    if (!c)
+      throw std::runtime_error(
+          who + ": the host reported a config that is not name=value pairs: " + j.dump());
+    return *c;
+  };
+  tune::ExternalSweep e;
+  e.by = s.swept_by[p];
+  if (t.contains("config") && !t["config"].is_null()) e.winner = config(t["config"]);
+  for (const auto& j : t.value("trials", json::array())) {
+    tune::Trial tr;
+    tr.config = config(j.value("config", json()));
+    tr.ms = j.value("ms", 0.0);
+    tr.rejected = j.value("rejected", false);
+    tr.error = j.value("error", std::string());
+    e.trials.push_back(std::move(tr));
+  }
+  e.sweep_s = t.value("sweep_s", 0.0);
+  e.detail = t.value("detail", std::string());
+  return e;
+}
+
+class HostWorkload final : public Workload, public tune::SelfTuning {
  public:
-  HostWorkload(std::shared_ptr<const Spec> s, DeviceContext& ctx, std::int64_t id, double flops,
-               double bytes)
-      : s_(std::move(s)), ctx_(ctx), id_(id), flops_(flops), bytes_(bytes) {}
+  HostWorkload(std::shared_ptr<const Spec> s, DeviceContext& ctx, const Case& c, std::int64_t id,
+               double flops, double bytes)
+      : s_(std::move(s)), ctx_(ctx), key_(shape_key(c)), id_(id), flops_(flops), bytes_(bytes) {}
   ~HostWorkload() override {
     try {
       (void)ask(*s_, {{"call", "release"}, {"workload", id_}});
     } catch (...) {  // nothing to do about a failed release
     }
   }
-  std::vector<ProviderInfo> providers() const override { return s_->providers; }
+  std::vector<ProviderInfo> providers() const override {
+    auto ps = s_->providers;
+    for (auto& pi : ps)
+      if (!pi.space.configs.empty()) pi.space.key = key_;
+    return ps;
+  }
+  // With a config: the host prepares that config (a Triton autotuner is seeded with it and does
+  // not sweep). prepare_and_sweep: no config, the provider's own sweep runs and is reported.
   void prepare(std::size_t p, const Config& c) override {
     const json r =
         ask(*s_, {{"call", "prepare"}, {"workload", id_}, {"provider", p}, {"config", c.str()}});
     if (r.value("status", "") != "ok") raise(*s_, r, "prepare " + s_->providers[p].name);
+  }
+  bool sweeps_itself(std::size_t p) const override {
+    return p < s_->swept_by.size() && !s_->swept_by[p].empty();
+  }
+  tune::ExternalSweep prepare_and_sweep(std::size_t p) override {
+    const json r = ask(
+        *s_,
+        {{"call", "prepare"}, {"workload", id_}, {"provider", p}, {"config", ""}, {"sweep", true}});
+    if (r.value("status", "") != "ok") raise(*s_, r, "prepare " + s_->providers[p].name);
+    return sweep_from(*s_, p, r.value("tune", json::object()));
   }
   void launch(std::size_t p) override {
     invoke_launch(s_->launch, id_, static_cast<std::int64_t>(p), ctx_);
@@ -95,6 +151,7 @@ class HostWorkload final : public Workload {
  private:
   std::shared_ptr<const Spec> s_;
   DeviceContext& ctx_;
+  std::vector<KeyArg> key_;
   std::int64_t id_;
   double flops_, bytes_;
 };
@@ -113,7 +170,7 @@ class HostOp final : public Op {
                              {"stream", reinterpret_cast<std::uintptr_t>(ctx.stream())},
                              {"host", ctx.props().host}});
     if (r.value("status", "") != "ok") raise(*s_, r, "setup");
-    return std::make_unique<HostWorkload>(s_, ctx, r.value("workload", std::int64_t{0}),
+    return std::make_unique<HostWorkload>(s_, ctx, c, r.value("workload", std::int64_t{0}),
                                           r.value("flops", 0.0), r.value("bytes", 0.0));
   }
 
@@ -164,6 +221,22 @@ void register_host_op(const std::string& backend, const std::string& info_json,
     pi.role = role == "baseline" ? Role::baseline : Role::candidate;
     pi.version = p.value("version", std::string("1"));
     pi.label = p.value("label", std::string());
+    // A provider with configs (a Triton autotuner's, docs/python.md): the first is the default;
+    // "swept_by" says it sweeps them itself when prepared without one.
+    if (p.contains("configs")) {
+      const std::string field = who + ": provider '" + pi.name + "': field 'configs'";
+      if (!p["configs"].is_array() || p["configs"].empty())
+        throw std::invalid_argument(field + " must be a non-empty list of name=value strings");
+      for (const auto& c : p["configs"]) {
+        const auto cfg = c.is_string() ? Config::parse(c.get<std::string>()) : std::nullopt;
+        if (!cfg || cfg->empty())
+          throw std::invalid_argument(field + ": " + c.dump() + " is not name=value pairs");
+        pi.space.configs.push_back(*cfg);
+      }
+      pi.space.default_config = pi.space.configs.front();
+    }
+    s->swept_by.push_back(pi.space.configs.empty() ? std::string()
+                                                   : p.value("swept_by", std::string()));
     s->providers.push_back(std::move(pi));
   }
   if (j.contains("shapes") && !j["shapes"].is_null()) {

@@ -115,6 +115,7 @@ inline constexpr const char* rejected = "rejected";
 inline constexpr const char* sweep_s = "sweep_s";
 inline constexpr const char* key = "key";
 inline constexpr const char* evicted = "evicted";
+inline constexpr const char* swept_by = "swept_by";  // who swept when not caliber ("triton")
 }  // namespace tune_field
 
 // The values of "type".

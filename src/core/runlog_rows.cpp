@@ -209,6 +209,7 @@ void tune_fields(V& v, Row& t) {
   v(tune_field::key, t.key);
   v(field::note, t.note);
   v(tune_field::evicted, t.evicted);
+  v(tune_field::swept_by, t.swept_by);
 }
 
 template <class V, class Row>

@@ -40,7 +40,8 @@ struct TuneChoice {
   std::optional<double> sweep_s;
   std::optional<std::string> key;
   std::optional<std::string> note;
-  std::optional<std::string> evicted;  // the config that failed at launch and was evicted
+  std::optional<std::string> evicted;   // the config that failed at launch and was evicted
+  std::optional<std::string> swept_by;  // who swept when not caliber ("triton")
   nlohmann::json extra = nlohmann::json::object();
 };
 

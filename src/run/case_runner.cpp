@@ -237,7 +237,13 @@ Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w,
     if (!m.ok) throw ConfigRejected(m.error.empty() ? "measurement failed" : m.error);
     return m.latency_ms;
   };
-  tune::Selection s = active_tuner().select(key, pi.space, time_config);
+  // A provider that sweeps its own configs (a Python suite's Triton autotuner) is asked to, under
+  // the same cache rules; the others are timed config by config here.
+  auto* self = dynamic_cast<tune::SelfTuning*>(&w);
+  tune::Selection s = self != nullptr && self->sweeps_itself(p)
+                          ? active_tuner().select_external(
+                                key, pi.space, [&] { return self->prepare_and_sweep(p); })
+                          : active_tuner().select(key, pi.space, time_config);
   if (broken) throw DeviceBroken(broken->error, broken->failure);
   prow.config = s.config.str();
   core::TuneChoice& tune = prow.tune.emplace();
@@ -246,6 +252,7 @@ Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w,
   tune.rejected = s.rejected;
   tune.sweep_s = s.sweep_s;
   tune.key = key.key;
+  if (!s.swept_by.empty()) tune.swept_by = s.swept_by;
   if (!s.note.empty()) tune.note = s.note;
   if (!s.markers.empty()) {
     prow.markers = s.markers;

@@ -136,11 +136,11 @@ std::optional<int> hand_off_to_python(int argc, char** argv, std::ostream& err) 
     pythonpath += (pythonpath.empty() ? "" : ":") + std::string(old);
   if (pythonpath.empty()) {
     err << "caliber: "
-        << core::knob_message(spec, *suites,
-                              "needs caliber's Python package, which is not beside " +
-                                  exe.string() +
-                                  " (lib/caliber/python); build with CALIBER_PYTHON=ON or set "
-                                  "PYTHONPATH")
+        << core::knob_message(
+               spec, *suites,
+               "needs caliber's Python package, which is not beside " + exe.string() +
+                   " (lib/caliber/python); build with -DCALIBER_BUILD_PYTHON=ON or set "
+                   "PYTHONPATH")
         << "\n";
     return 2;
   }

@@ -154,19 +154,69 @@ Selection Tuner::sweep(const CacheKey& key, const ConfigSpace& space, const Time
   }
   sel.config = *winner;
   sel.source = "tuned";
-  ++keys_tuned_;
   sel.note =
       "tune " + key.str() + ": " + tried + "; winner " + winner->str() + " at " + format_ms(best);
-  if (auto* c = cache()) {
-    if (!c->store(key, CacheRecord{*winner, best, sel.trials, 0}))
-      warnings_.push_back("tune cache " + c->file().string() + ": could not store " + key.str() +
-                          " (" + c->last_error() + ")");
-  }
+  keep(key, *winner, best, sel.trials);
   return sel;
 }
 
-Selection Tuner::select(const CacheKey& key_in, const ConfigSpace& space,
+void Tuner::keep(const CacheKey& key, const Config& winner, double ms,
+                 const std::vector<Trial>& trials) {
+  ++keys_tuned_;
+  if (auto* c = cache()) {
+    if (!c->store(key, CacheRecord{winner, ms, trials, 0}))
+      warnings_.push_back("tune cache " + c->file().string() + ": could not store " + key.str() +
+                          " (" + c->last_error() + ")");
+  }
+}
+
+Selection Tuner::adopt(const CacheKey& key, const ConfigSpace& space, ExternalSweep ext) {
+  Selection sel;
+  sel.swept_by = ext.by.empty() ? "the provider" : ext.by;
+  sel.tried = static_cast<int>(ext.trials.size());
+  double ms = 0;
+  for (const auto& t : ext.trials) {
+    if (t.rejected) ++sel.rejected;
+    if (ext.winner && t.config == *ext.winner && !t.rejected) ms = t.ms;
+  }
+  sel.sweep_s = ext.sweep_s;
+  sweep_seconds_ += ext.sweep_s;
+  sel.trials = std::move(ext.trials);
+  const std::string who = "tune " + key.str() + " by " + sel.swept_by;
+  const std::string detail = ext.detail.empty() ? "" : " (" + ext.detail + ")";
+  if (!ext.winner) {
+    sel.config = space.default_config;
+    sel.source = "default";
+    sel.note = who + ": it chose no config" + detail + "; the default " +
+               space.default_config.str() + " is recorded, nothing stored";
+    return sel;
+  }
+  sel.config = *ext.winner;
+  sel.source = "tuned";
+  sel.note = who + detail + ": tried " + std::to_string(sel.tried) + " configs in " +
+             format_seconds(sel.sweep_s) +
+             (sel.rejected ? " (" + std::to_string(sel.rejected) + " rejected)" : "") +
+             "; winner " + ext.winner->str() + (ms > 0 ? " at " + format_ms(ms) : "");
+  // A winner outside the declared configs (a pruning hook that made new ones) is kept for the
+  // record, but a later lookup sees it as stale and sweeps again.
+  if (!contains(space, *ext.winner)) sel.note += "; not among the declared configs";
+  keep(key, *ext.winner, ms, sel.trials);
+  return sel;
+}
+
+Selection Tuner::select(const CacheKey& key, const ConfigSpace& space,
                         const TimeConfig& time_config) {
+  return choose(key, space,
+                [&](const CacheKey& k) { return sweep(k, space, time_config, nullptr); });
+}
+
+Selection Tuner::select_external(const CacheKey& key, const ConfigSpace& space,
+                                 const RunSweep& run) {
+  return choose(key, space, [&](const CacheKey& k) { return adopt(k, space, run()); });
+}
+
+Selection Tuner::choose(const CacheKey& key_in, const ConfigSpace& space,
+                        const std::function<Selection(const CacheKey&)>& sweep_now) {
   CacheKey key = key_in;
   if (key.key.empty()) key.key = tune_key(space.key);
 
@@ -213,7 +263,7 @@ Selection Tuner::select(const CacheKey& key_in, const ConfigSpace& space,
     sel.note = "cached " + hit->config.str() + " from " + hit_file.string();
     return sel;
   }
-  return sweep(key, space, time_config, nullptr);
+  return sweep_now(key);
 }
 
 Selection Tuner::on_launch_failure(const CacheKey& key_in, const ConfigSpace& space,

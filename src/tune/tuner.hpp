@@ -3,6 +3,7 @@
 // (docs/architecture.md).
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -37,6 +38,7 @@ struct Selection {
   std::vector<Trial> trials;
   std::vector<std::string> markers;  // e.g. "compile_tune_no_evict"
   std::string note;                  // human text for the row and the log
+  std::string swept_by;              // who swept when not caliber ("triton"); empty otherwise
 };
 
 struct Settings {
@@ -55,6 +57,29 @@ struct Settings {
 // (or any std::exception) for a config that cannot run here.
 using TimeConfig = std::function<double(const Config&)>;
 
+// A sweep a provider runs itself: Triton's @triton.autotune benchmarks its configs in the
+// provider's first call (docs/python.md, "Autotuning and the tune cache"). The provider times and
+// chooses; the tuner keeps the cache rules (when to sweep, what to store, what to reuse).
+struct ExternalSweep {
+  std::optional<Config> winner;  // the config the provider will launch; nullopt: it chose none
+  std::vector<Trial> trials;     // what it timed (rejected ones included)
+  double sweep_s = 0;            // wall time of its sweep
+  std::string by;                // who swept ("triton")
+  std::string detail;            // what the provider said about it (its own key), for the note
+};
+using RunSweep = std::function<ExternalSweep()>;
+
+// A workload whose providers may sweep their configs themselves (a Python suite's Triton
+// autotuner, src/capi/host_op.cpp). The run driver asks it instead of timing configs itself.
+class SelfTuning {
+ public:
+  virtual ~SelfTuning() = default;
+  // Whether provider p sweeps its own configs when prepared by prepare_and_sweep.
+  [[nodiscard]] virtual bool sweeps_itself(std::size_t p) const = 0;
+  // Prepares provider p letting it sweep and choose; the winner stays prepared.
+  virtual ExternalSweep prepare_and_sweep(std::size_t p) = 0;
+};
+
 class Tuner {
  public:
   explicit Tuner(Settings s);
@@ -66,6 +91,11 @@ class Tuner {
   // Never sweeps in replay mode; never touches a cache in off mode or for an untunable space.
   [[nodiscard]] Selection select(const CacheKey& key, const ConfigSpace& space,
                                  const TimeConfig& time_config);
+  // The same rules for a provider that sweeps itself: `run` is called where select would sweep
+  // (live or record, no usable cached config); its winner is stored like a sweep's. Source
+  // "tuned" then, with ExternalSweep::by in the selection.
+  [[nodiscard]] Selection select_external(const CacheKey& key, const ConfigSpace& space,
+                                          const RunSweep& run);
 
   // The selected config failed at launch during `stage`. live/record: evict it and retune without
   // it. replay (or any cache that cannot be written): keep it, add marker compile_<stage>_no_evict,
@@ -89,8 +119,14 @@ class Tuner {
  private:
   ConfigCache* cache();
   ConfigCache* read_also();
+  // The lookup rules of select; `sweep_now` is called where a sweep is due.
+  Selection choose(const CacheKey& key_in, const ConfigSpace& space,
+                   const std::function<Selection(const CacheKey&)>& sweep_now);
   Selection sweep(const CacheKey& key, const ConfigSpace& space, const TimeConfig& time_config,
                   const Config* excluded);
+  Selection adopt(const CacheKey& key, const ConfigSpace& space, ExternalSweep ext);
+  // Counts a winner and stores it in the cache (a warning when it cannot).
+  void keep(const CacheKey& key, const Config& winner, double ms, const std::vector<Trial>& trials);
 
   Settings settings_;
   std::unique_ptr<ConfigCache> cache_;

@@ -1,6 +1,7 @@
-"""Kernels for the H200 checks of the Python package (scripts/py-check): a Triton vector add, a
-Triton fused softmax (one row per program), a Triton kernel that reads far outside its buffer
-(an illegal address, for crash isolation), and a torch.compile'd pointwise chain."""
+"""Kernels for the H200 checks of the Python package (scripts/py-check): a Triton vector add, the
+same add under @triton.autotune (caliber's tune cache keeps its choice), a Triton fused softmax
+(one row per program), a Triton kernel that reads far outside its buffer (an illegal address,
+for crash isolation), and a torch.compile'd pointwise chain."""
 
 import torch
 import triton
@@ -21,6 +22,28 @@ def triton_add(x, y, out=None):
     out = torch.empty_like(x) if out is None else out
     n = x.numel()
     _add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+    return out
+
+
+# Four configs: Triton benchmarks each in the provider's first call unless caliber seeds its
+# cache with a cached choice (docs/python.md, "Autotuning and the tune cache").
+@triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=w)
+                          for b, w in ((256, 2), (512, 4), (1024, 4), (2048, 8))],
+                 key=["n"])
+@triton.jit
+def add_tuned_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x + y, mask=mask)
+
+
+def triton_add_tuned(x, y, out=None):
+    out = torch.empty_like(x) if out is None else out
+    n = x.numel()
+    add_tuned_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
     return out
 
 

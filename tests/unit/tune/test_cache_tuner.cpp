@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include "caliber/context.hpp"
 #include "tune/cache.hpp"
@@ -442,6 +443,93 @@ TEST(TuneTuner, ReplayLaunchFailureCarriesNoEvictMarker) {
   std::vector<std::string> w;
   auto c = ConfigCache::open(run / "tune.db", ConfigCache::Access::read_only, w);
   EXPECT_EQ(c->all().size(), 1u) << "the replay source is unchanged";
+}
+
+// A provider that sweeps itself (a Python suite's Triton autotuner): the tuner's cache rules,
+// the provider's trials and winner.
+struct ExternalSweeper {
+  int calls = 0;
+  std::optional<Config> winner = cfg(512);
+  RunSweep fn() {
+    return [this] {
+      ++calls;
+      ExternalSweep e;
+      e.winner = winner;
+      e.by = "triton";
+      e.sweep_s = 0.5;
+      e.detail = "key (4096,)";
+      e.trials = {{cfg(64), 3.0, false, ""},
+                  {cfg(512), 1.5, false, ""},
+                  {cfg(1024), 0, true, "out of resources"}};
+      return e;
+    };
+  }
+};
+
+TEST(TuneTuner, ExternalSweepUnderTheCacheRules) {
+  TempDir dir;
+  const auto file = dir.path() / "tune.db";
+  const auto k = key_for("py_add", "d0=4096");
+  ExternalSweeper ext;
+  {
+    Tuner t(make_settings(Mode::live, file));
+    auto s = t.select_external(k, space4(), ext.fn());
+    EXPECT_EQ(ext.calls, 1);
+    EXPECT_EQ(s.source, "tuned");
+    EXPECT_EQ(s.swept_by, "triton");
+    EXPECT_EQ(s.config, cfg(512));
+    EXPECT_EQ(s.tried, 3);
+    EXPECT_EQ(s.rejected, 1);
+    EXPECT_DOUBLE_EQ(s.sweep_s, 0.5);
+    EXPECT_NE(s.note.find("by triton (key (4096,)): tried 3 configs"), std::string::npos) << s.note;
+    EXPECT_EQ(t.keys_tuned(), 1);
+  }
+  std::vector<std::string> w;
+  auto r = ConfigCache::open(file, ConfigCache::Access::read_only, w)->find(k);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->config, cfg(512));
+  EXPECT_DOUBLE_EQ(r->ms, 1.5);  // the winner's own trial
+  EXPECT_EQ(r->trials.size(), 3u);
+  {
+    Tuner t(make_settings(Mode::live, file));
+    auto s = t.select_external(k, space4(), ext.fn());
+    EXPECT_EQ(ext.calls, 1) << "a cached choice is never swept again";
+    EXPECT_EQ(s.source, "cache");
+    EXPECT_EQ(s.config, cfg(512));
+    EXPECT_TRUE(s.swept_by.empty());
+  }
+  {
+    Tuner t(make_settings(Mode::off, file));
+    auto s = t.select_external(k, space4(), ext.fn());
+    EXPECT_EQ(ext.calls, 1);
+    EXPECT_EQ(s.source, "default");
+    EXPECT_EQ(s.config, cfg(128));
+  }
+  {
+    Tuner t(make_settings(Mode::replay, {}, {}, file));
+    EXPECT_EQ(t.select_external(k, space4(), ext.fn()).source, "replay");
+    auto s = t.select_external(key_for("py_add", "d0=8"), space4(), ext.fn());
+    EXPECT_EQ(ext.calls, 1) << "replay never sweeps";
+    EXPECT_EQ(s.source, "replay-missing");
+    EXPECT_EQ(s.config, cfg(128));
+  }
+}
+
+TEST(TuneTuner, ExternalSweepWithoutAWinnerStoresNothing) {
+  TempDir dir;
+  const auto file = dir.path() / "tune.db";
+  const auto k = key_for("py_add", "d0=4096");
+  ExternalSweeper ext;
+  ext.winner.reset();
+  Tuner t(make_settings(Mode::live, file));
+  auto s = t.select_external(k, space4(), ext.fn());
+  EXPECT_EQ(s.source, "default");
+  EXPECT_EQ(s.config, cfg(128));
+  EXPECT_NE(s.note.find("chose no config"), std::string::npos) << s.note;
+  EXPECT_EQ(t.keys_tuned(), 0);
+  auto again = t.select_external(k, space4(), ext.fn());
+  EXPECT_EQ(ext.calls, 2) << "nothing was stored, so the next lookup sweeps again";
+  EXPECT_EQ(again.source, "default");
 }
 
 }  // namespace
