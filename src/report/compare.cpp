@@ -634,8 +634,9 @@ Table pairs_table(const CompareResult& r, const CompareOptions& opt) {
         pfams += ", " + f + " " + fmt(v * 100, 3) + "%";
       pairs.notes.push_back(
           "paired A/B (" + std::to_string(r.paired_rounds) +
-          " round(s), A and B in one process, block by block): a pair marked \"paired\" takes its "
-          "ratio (the mean block log ratio) and CI from its blocks (t over the blocks' log ratios; "
+          " round(s), A and B in one process, interleaved in one graph or block by block): a pair "
+          "marked \"paired\" takes its ratio (the mean block log ratio) and CI from its blocks (t "
+          "over the blocks' log ratios; "
           "with 3+ rounds, also over the rounds' means), widened by the paired residual "
           "(--paired-noise: " +
           fmt(opt.paired_noise * 100, 3) + "%" + pfams + " in quadrature with " +

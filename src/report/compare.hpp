@@ -37,24 +37,21 @@ inline constexpr const char* kRunNoiseDerivation =
 
 // How the default paired residual was derived (printed by --help and under a paired table).
 inline constexpr const char* kPairedNoiseDerivation =
-    "derived 2026-11-30 from same-code paired A/Bs on two H200s (GPU-a1f914b4 23:26-23:33 UTC, "
-    "GPU-63ad9b7a 23:35-23:36): calibration half 84 (row, round) pairs (the power ops' copies "
-    "64 KiB-1 GiB and bf16 GEMMs 2048^3/8192^3 twice, and the corpus add); the term is the "
-    "smallest that puts every pair inside the 95% interval (quantile 1.0): 0.88%, bound by the "
-    "corpus add f16 1 GiB (thrust), whose two workloads in one process ran 1.7% apart in every "
-    "block (the power ops alone need 0.13%); floor_us 0.15 carried over from --run-noise (the "
-    "calibration's short rows needed none). Verification half (the other same-code rounds, the "
-    "planted runs' p0 rows, the corpus softmax): 0 FASTER/SLOWER of 57 one-round and 19 "
-    "multi-round pairs. Fresh H200 GPU-2c700bdd (2026-12-01 00:12-00:15 UTC, corpus mm add "
-    "softmax sum at core, 106 pairs): 0 FASTER/SLOWER with 0.88% on every provider but thrust, "
-    "whose add f16/bf16 baseline ran 2.4-4.0% apart between the two workloads (5 false alarms); "
-    "thrust=2.1 is the provider class that machine's pairs need (quantile 1.0), not yet checked "
-    "on another (docs/ab.md)";
+    "derived 2026-12-01 from same-code paired A/Bs (both sides in one graph, interleaved) of the "
+    "whole core corpus and mm bf16 at comprehensive on H200 GPU-48915a65/GPU-a5693b1d "
+    "(02:14-02:23 UTC, 992 provider pairs): the smallest terms that put every pair of their class "
+    "inside the 95% interval (quantile 1.0): 0.96%, bound by mm bf16 M16-N128256-K4096 (cuBLAS, "
+    "244 us, 1.9% apart); sort family 1.94% (sort i64 1M, 3.8% apart); floor_us 0.63 (kernels of "
+    "4-10 us whose two workloads ran 0.2-0.4 us apart). thrust 2.1% from GPU-2c700bdd "
+    "(2026-12-01 00:12 UTC: its f16/bf16 elementwise ran 2.4-4.0% apart between two workloads "
+    "of the same code on the same data). Verified on a fresh H200, GPU-caa7802e (02:30-02:39 "
+    "UTC, 688 pairs of the core corpus): 0 FASTER/SLOWER. Such gaps between two workloads of one "
+    "code are not timing noise and no interleaving removes them (docs/ab.md)";
 
 // The default terms, as --run-noise and --paired-noise spell them: the one place they are set
 // (CompareOptions parses them; --help prints them).
 inline constexpr const char* kDefaultRunNoise = "2.2,blas=4.5,fallback=4.3,floor_us=0.15";
-inline constexpr const char* kDefaultPairedNoise = "0.88,thrust=2.1,floor_us=0.15";
+inline constexpr const char* kDefaultPairedNoise = "0.96,sort=1.94,thrust=2.1,floor_us=0.63";
 
 struct CompareOptions {
   CompareOptions();  // the noise terms from kDefaultRunNoise and kDefaultPairedNoise

@@ -66,7 +66,7 @@ std::pair<fs::path, fs::path> write_paired_round(const fs::path& parent) {
 }  // namespace
 
 // Block medians 3% apart in every block: SLOWER from one paired round (the blocks' interval and
-// the 0.88% residual), where the same samples without the pairing carry the run-to-run term
+// the default residual), where the same samples without the pairing carry the run-to-run term
 // (about +/-6%) and stay UNSURE.
 TEST(ComparePaired, BlocksGiveTheIntervalAndTheRunNoiseIsNotAdded) {
   TempDir t;
