@@ -729,14 +729,9 @@ bool CaseRunner::time_interleaved(PairSide& a, PairSide& b, std::size_t pa, std:
   o.capture_denied = o.capture_denied || ob.capture_denied;
   o.stop.min_time_s *= 2;
   o.stop.timeout_s *= 2;
-  std::optional<timing::PairedMeasurement> m;
-  try {
-    m = timing::measure_interleaved(
-        *device_, backend_, [&] { a.work.w->launch(pa); }, [&] { b.work.w->launch(pb); }, o,
-        4 * blocks);
-  } catch (const std::exception&) {
-    m.reset();
-  }
+  const std::optional<timing::PairedMeasurement> m = timing::measure_interleaved(
+      *device_, backend_, [&] { a.work.w->launch(pa); }, [&] { b.work.w->launch(pb); }, o,
+      4 * blocks);
   if (!m) return false;
   const std::vector<double> ba = chunk_medians(m->a.samples_ms, blocks);
   const std::vector<double> bb = chunk_medians(m->b.samples_ms, blocks);

@@ -311,23 +311,16 @@ struct Capture {
   std::string what;
 };
 
-// Per launch, each launch sits between two event nodes of its own (cold: behind a flush node of
-// its own); marks holds those events, two a launch.
-Capture capture_launches(backends::Device& dev, const std::function<void()>& launch,
-                         const TimingOptions& opt, int k, bool per_launch,
-                         const std::vector<std::unique_ptr<backends::Event>>& marks) {
+// One capture of what `body` enqueues, the generator guarded: the graph, or why there is none (a
+// native error's code, or a launch's own refusal to run under capture). Any other exception
+// aborts the capture and propagates.
+Capture capture_of(backends::Device& dev, const TimingOptions& opt,
+                   const std::function<void()>& body) {
   Capture c;
   detail::RngCaptureGuard guard(dev, opt.rng);
   try {
     dev.begin_capture();
-    for (int i = 0; i < k; ++i) {
-      if (per_launch) {
-        if (opt.l2 == L2Policy::cold) dev.flush_l2();
-        dev.record_in_graph(*marks[2 * i]);
-      }
-      launch();
-      if (per_launch) dev.record_in_graph(*marks[2 * i + 1]);
-    }
+    body();
     c.graph = dev.end_capture();
   } catch (const NativeError& e) {
     c.code = e.code();
@@ -342,6 +335,23 @@ Capture capture_launches(backends::Device& dev, const std::function<void()>& lau
     throw;
   }
   return c;
+}
+
+// Per launch, each launch sits between two event nodes of its own (cold: behind a flush node of
+// its own); marks holds those events, two a launch.
+Capture capture_launches(backends::Device& dev, const std::function<void()>& launch,
+                         const TimingOptions& opt, int k, bool per_launch,
+                         const std::vector<std::unique_ptr<backends::Event>>& marks) {
+  return capture_of(dev, opt, [&] {
+    for (int i = 0; i < k; ++i) {
+      if (per_launch) {
+        if (opt.l2 == L2Policy::cold) dev.flush_l2();
+        dev.record_in_graph(*marks[2 * i]);
+      }
+      launch();
+      if (per_launch) dev.record_in_graph(*marks[2 * i + 1]);
+    }
+  });
 }
 
 // A failed capture, by its class: a refused capture falls back to the direct timer for this case
@@ -527,10 +537,7 @@ struct PairRecorder {
 Capture capture_pairs(backends::Device& dev, const std::function<void()>& launch_a,
                       const std::function<void()>& launch_b, const TimingOptions& opt, int k,
                       const std::vector<std::unique_ptr<backends::Event>>& marks) {
-  Capture c;
-  detail::RngCaptureGuard guard(dev, opt.rng);
-  try {
-    dev.begin_capture();
+  return capture_of(dev, opt, [&] {
     for (int i = 0; i < k; ++i) {
       for (int j = 0; j < 2; ++j) {
         const bool side_a = (i % 2 == 0) == (j == 0);
@@ -541,12 +548,7 @@ Capture capture_pairs(backends::Device& dev, const std::function<void()>& launch
         dev.record_in_graph(*marks[slot + 1]);
       }
     }
-    c.graph = dev.end_capture();
-  } catch (const std::exception& e) {
-    c.what = e.what();
-    dev.abort_capture();
-  }
-  return c;
+  });
 }
 
 Measurement side_of(const detail::SampleRun& r, std::vector<double> samples, int k,
