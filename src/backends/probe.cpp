@@ -121,17 +121,28 @@ std::uint64_t parse_bytes(const std::string& text, std::uint64_t default_unit) {
   else if (unit == "tib" || unit == "tb")
     scale = 1024.0 * 1024 * 1024 * 1024;
   // Vendor tools print binary units whether they write MB or MiB; treat both as binary.
-  return static_cast<std::uint64_t>(v * scale + 0.5);
+  // A value that does not fit (a hostile or garbled tool output) reads as unknown.
+  const double bytes = v * scale + 0.5;
+  if (!(bytes >= 0) || bytes >= 18446744073709551616.0) return 0;
+  return static_cast<std::uint64_t>(bytes);
 }
 
 int parse_mhz(const std::string& text) {
   double v = 0;
   std::string unit;
   if (!split_number(text, v, unit)) return 0;
-  if (unit.empty() || unit == "mhz") return static_cast<int>(v + 0.5);
-  if (unit == "ghz") return static_cast<int>(v * 1000 + 0.5);
-  if (unit == "khz") return static_cast<int>(v / 1000 + 0.5);
-  return 0;
+  double mhz = 0;
+  if (unit.empty() || unit == "mhz")
+    mhz = v;
+  else if (unit == "ghz")
+    mhz = v * 1000;
+  else if (unit == "khz")
+    mhz = v / 1000;
+  else
+    return 0;
+  // No clock is a million MHz; anything outside int (or NaN) is garbage and reads as unknown.
+  if (!(mhz >= 0) || mhz > 1e6) return 0;
+  return static_cast<int>(mhz + 0.5);
 }
 
 }  // namespace caliber::backends

@@ -160,6 +160,18 @@ TEST(Units, BytesAndClocks) {
   EXPECT_EQ(parse_mhz("N/A"), 0);
 }
 
+// Found by fuzz_smi: a clock or size past the integer's range was undefined behaviour.
+TEST(Units, OutOfRangeNumbersReadAsUnknown) {
+  EXPECT_EQ(parse_mhz("28888888888888888 MHz"), 0);
+  EXPECT_EQ(parse_mhz("3e9 GHz"), 0);
+  EXPECT_EQ(parse_mhz("-5 MHz"), 0);
+  EXPECT_EQ(parse_mhz("nan"), 0);
+  EXPECT_EQ(parse_mhz("inf MHz"), 0);
+  EXPECT_EQ(parse_bytes("1e30 TiB"), 0u);
+  EXPECT_EQ(parse_bytes("-1 GiB"), 0u);
+  EXPECT_EQ(parse_bytes("nan MiB"), 0u);
+}
+
 namespace {
 
 std::vector<caliber::backends::DeviceDesc> one_device_per_line(const std::string& text) {
