@@ -24,8 +24,10 @@ void add_ab(CLI::App& root, int& exit_code) {
       "on B), a run flag (--arg=--flag=x --arg=--flag=y; once: A only) and/or two builds of the\n"
       "same ops (--ops-lib-a before.so --ops-lib-b after.so: the same op names, each side loads\n"
       "its own library). Two libraries and no other switch: PAIRED in one process per round, each\n"
-      "case timed in short blocks, A and B alternately (A B B A ...), so both sides see the same\n"
-      "clock and power state; the interval comes from the blocks' ratios (docs/ab.md); --isolate\n"
+      "case timed with both sides interleaved in one captured graph (else in short blocks, A B B\n"
+      "A ...), so both sides see the same clock and power state, and in two placement phases, the\n"
+      "second with each side set up in the other side's memory (--crossover); the interval comes\n"
+      "from the blocks' ratios (docs/ab.md); --isolate\n"
       "runs a process per side instead. Every run flag is taken; --name names the A/B directory. "
       "When no row\n"
       "differs beyond noise it warns that the switch may not be live. Exit codes as compare;\n"
@@ -40,6 +42,7 @@ void add_ab(CLI::App& root, int& exit_code) {
   auto timeout = std::make_shared<double>(0);
   auto isolate = std::make_shared<bool>(false);
   auto blocks = std::make_shared<int>(8);
+  auto crossover = std::make_shared<std::string>("on");
   auto cmp = std::make_shared<report::CompareCommand>();
   sub->add_option("--env", *envs, "NAME=VALUE: first A's, then B's")->group("A/B");
   sub->add_option("--arg", *args, "A run flag: first A's, then B's (write --arg=--flag=x)")
@@ -60,52 +63,59 @@ void add_ab(CLI::App& root, int& exit_code) {
                   "Paired A/B: timed blocks per side and case, A and B alternately (default 8)")
       ->group("A/B")
       ->check(CLI::Range(2, 1000).description("an integer from 2 to 1000"));
+  sub->add_option("--crossover", *crossover,
+                  "Paired A/B: on (default): time each case in two placement phases, the second "
+                  "with each side in the other side's memory, so that where the buffers landed "
+                  "cancels (needs an even --blocks >= 4); off: one phase")
+      ->group("A/B")
+      ->check(CLI::IsMember({"on", "off"}));
   sub->add_option("--timeout-per-run", *timeout, "Seconds a round's run may take; 0: none")
       ->group("A/B")
       ->check(CLI::NonNegativeNumber);
   add_compare_options(*sub, *cmp, /*ab=*/true);
-  sub->callback(
-      [knobs, envs, args, lib_a, lib_b, rounds, timeout, isolate, blocks, cmp, &exit_code] {
-        try {
-          const core::Knobs k = knobs->resolve();
-          (void)cmp->options();  // refuse a bad --noise-band before any round runs
-          (void)cmp->output_format();
-          run::AbOptions opt;
-          std::vector<std::string> arg_values;
-          for (const auto& a : *args) arg_values.push_back(a);
-          run::parse_ab_switch(*envs, arg_values, opt.a, opt.b, *lib_a, *lib_b);
-          (void)run::choose_paired(opt, *envs, arg_values, *lib_a, *lib_b, *isolate);
-          opt.blocks = *blocks;
-          opt.rounds = *rounds;
-          opt.out = k.out;
-          if (!k.name.empty()) opt.name = k.name;
-          opt.ops = knobs->positional_ops;
-          opt.run_args = knobs->as_args({"out", "name", "ops"});
-          opt.timeout_per_run_s = *timeout;
-          const auto rounds_out = run::run_ab_rounds(opt, std::cout, std::cerr);
-          if (rounds_out.exit_code != 0) {
-            exit_code = rounds_out.exit_code;
-            return;
-          }
-          const auto a_dirs = rounds_out.run_dirs('A');
-          const auto b_dirs = rounds_out.run_dirs('B');
-          if (a_dirs.empty() || b_dirs.empty()) {
-            std::cerr << "caliber ab: a side produced no run directory; see "
-                      << (rounds_out.ab_dir / "logs").string() << "\n";
-            exit_code = kExitFailed;
-            return;
-          }
-          std::cout << "\n";
-          exit_code = cmp->run_ab(a_dirs, b_dirs, opt.a.describe(), opt.b.describe(), opt.rounds,
-                                  std::cout, std::cerr);
-        } catch (const core::KnobError& e) {
-          exit_code = usage_error(e.what());
-        } catch (const run::AbUsageError& e) {
-          exit_code = usage_error(e.what());
-        } catch (const std::invalid_argument& e) {
-          exit_code = usage_error(e.what());
-        }
-      });
+  sub->callback([knobs, envs, args, lib_a, lib_b, rounds, timeout, isolate, blocks, crossover, cmp,
+                 &exit_code] {
+    try {
+      const core::Knobs k = knobs->resolve();
+      (void)cmp->options();  // refuse a bad --noise-band before any round runs
+      (void)cmp->output_format();
+      run::AbOptions opt;
+      std::vector<std::string> arg_values;
+      for (const auto& a : *args) arg_values.push_back(a);
+      run::parse_ab_switch(*envs, arg_values, opt.a, opt.b, *lib_a, *lib_b);
+      (void)run::choose_paired(opt, *envs, arg_values, *lib_a, *lib_b, *isolate);
+      opt.blocks = *blocks;
+      opt.crossover = *crossover == "on";
+      opt.rounds = *rounds;
+      opt.out = k.out;
+      if (!k.name.empty()) opt.name = k.name;
+      opt.ops = knobs->positional_ops;
+      opt.run_args = knobs->as_args({"out", "name", "ops"});
+      opt.timeout_per_run_s = *timeout;
+      const auto rounds_out = run::run_ab_rounds(opt, std::cout, std::cerr);
+      if (rounds_out.exit_code != 0) {
+        exit_code = rounds_out.exit_code;
+        return;
+      }
+      const auto a_dirs = rounds_out.run_dirs('A');
+      const auto b_dirs = rounds_out.run_dirs('B');
+      if (a_dirs.empty() || b_dirs.empty()) {
+        std::cerr << "caliber ab: a side produced no run directory; see "
+                  << (rounds_out.ab_dir / "logs").string() << "\n";
+        exit_code = kExitFailed;
+        return;
+      }
+      std::cout << "\n";
+      exit_code = cmp->run_ab(a_dirs, b_dirs, opt.a.describe(), opt.b.describe(), opt.rounds,
+                              std::cout, std::cerr);
+    } catch (const core::KnobError& e) {
+      exit_code = usage_error(e.what());
+    } catch (const run::AbUsageError& e) {
+      exit_code = usage_error(e.what());
+    } catch (const std::invalid_argument& e) {
+      exit_code = usage_error(e.what());
+    }
+  });
 }
 
 CALIBER_COMMAND(70, add_ab);

@@ -105,6 +105,7 @@ inline constexpr const char* launches = "launches";  // and its launches
 inline constexpr const char* block_medians_ms = "block_medians_ms";
 inline constexpr const char* paired_blocks = "paired_blocks";
 inline constexpr const char* paired_method = "paired_method";
+inline constexpr const char* paired_phases = "paired_phases";
 }  // namespace field
 
 // The fields of a provider's "tune" object.

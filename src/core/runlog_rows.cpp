@@ -274,6 +274,7 @@ void provider_fields(V& v, Row& p) {
   v(k::block_medians_ms, p.block_medians_ms);
   v(k::paired_blocks, p.paired_blocks);
   v(k::paired_method, p.paired_method);
+  v(k::paired_phases, p.paired_phases);
 }
 
 // The case row's fields after "type".

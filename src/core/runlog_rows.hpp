@@ -105,6 +105,8 @@ struct ProviderRow {
   std::optional<std::vector<double>> block_medians_ms;
   std::optional<int> paired_blocks;
   std::optional<std::string> paired_method;  // interleaved (one graph) | blocks (ABBA)
+  // The placement phases the blocks split into, equal and consecutive (2: the crossover).
+  std::optional<int> paired_phases;
   nlohmann::json extra = nlohmann::json::object();
 };
 

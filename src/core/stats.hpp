@@ -76,14 +76,23 @@ inline constexpr std::size_t kDirectBootstrapMax = 4096;
 // or, with three or more rounds, the larger of that and t_{R-1} * sd(round means) / sqrt(R) (a
 // move shared by a whole round shows only between rounds). Fewer than two blocks: half width 0
 // and blocks 0 (no estimate).
+//
+// `phases` 2 (the placement crossover): each round's blocks are two equal consecutive halves, the
+// second timed with each side in the other side's memory. A round's estimate is then the mean of
+// its two halves' means, which cancels an effect of where the buffers landed (it has one sign in
+// the first half and the other in the second), and the spread is the blocks' spread around their
+// own half's mean, with n - 2R degrees of freedom. `placement` is the log effect the crossover
+// removed: the root mean square over rounds of half the difference of the halves' means.
 struct PairedEstimate {
   double log_ratio = 0;
   double half_width = 0;
   int blocks = 0;
   int rounds = 0;
+  int phases = 1;
+  double placement = 0;
 };
 [[nodiscard]] PairedEstimate paired_log_ratio(const std::vector<std::vector<double>>& rounds,
-                                              double confidence = 0.95);
+                                              double confidence = 0.95, int phases = 1);
 
 // The CI of a ratio widened by run-to-run noise: each side with fewer than three runs adds its
 // relative standard deviation `sd_a` / `sd_b`; the extra half-width z*sqrt(sd_a^2 + sd_b^2) is

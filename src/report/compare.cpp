@@ -236,10 +236,14 @@ std::vector<PairedRound> paired_rounds(const std::vector<RunData>& a,
   return out;
 }
 
-// A provider's block medians in a row; empty when it has none.
-std::vector<double> block_medians(const std::map<std::string, const core::CaseRow*>& rows,
-                                  const std::string& key, const std::string& role,
-                                  const std::string& name) {
+// A provider's block medians in a row and the placement phases they split into; no medians when
+// it has none.
+struct Blocks {
+  std::vector<double> medians;
+  int phases = 1;
+};
+Blocks block_medians(const std::map<std::string, const core::CaseRow*>& rows,
+                     const std::string& key, const std::string& role, const std::string& name) {
   const auto it = rows.find(key);
   if (it == rows.end() || !it->second->providers) return {};
   for (const auto& p : *it->second->providers) {
@@ -247,24 +251,32 @@ std::vector<double> block_medians(const std::map<std::string, const core::CaseRo
     if (!p.block_medians_ms) return {};
     for (double x : *p.block_medians_ms)
       if (!(x > 0)) return {};
-    return *p.block_medians_ms;
+    return Blocks{*p.block_medians_ms, p.paired_phases.value_or(1)};
   }
   return {};
 }
 
-// Per round, ln(b_k / a_k) of a provider's blocks; empty unless every round has them, alike.
-std::vector<std::vector<double>> paired_log_ratios(const std::vector<PairedRound>& rounds,
-                                                   const std::string& key, const std::string& role,
-                                                   const std::string& name) {
-  std::vector<std::vector<double>> out;
+// Per round, ln(b_k / a_k) of a provider's blocks; none unless every round has them, alike. The
+// phases: 2 when every round on both sides was timed in the two placement phases, else 1.
+struct PairedRatios {
+  std::vector<std::vector<double>> d;
+  int phases = 1;
+};
+PairedRatios paired_log_ratios(const std::vector<PairedRound>& rounds, const std::string& key,
+                               const std::string& role, const std::string& name) {
+  PairedRatios out;
+  bool crossed = true;
   for (const auto& r : rounds) {
-    const auto ba = block_medians(r.a, key, role, name);
-    const auto bb = block_medians(r.b, key, role, name);
-    if (ba.size() < 2 || ba.size() != bb.size()) return {};
+    const Blocks ba = block_medians(r.a, key, role, name);
+    const Blocks bb = block_medians(r.b, key, role, name);
+    if (ba.medians.size() < 2 || ba.medians.size() != bb.medians.size()) return {};
+    crossed = crossed && ba.phases == 2 && bb.phases == 2;
     std::vector<double> d;
-    for (std::size_t k = 0; k < ba.size(); ++k) d.push_back(std::log(bb[k] / ba[k]));
-    out.push_back(std::move(d));
+    for (std::size_t k = 0; k < ba.medians.size(); ++k)
+      d.push_back(std::log(bb.medians[k] / ba.medians[k]));
+    out.d.push_back(std::move(d));
   }
+  out.phases = crossed ? 2 : 1;
   return out;
 }
 
@@ -350,15 +362,18 @@ double noise_term(const PairResult& pr, const std::string& family, bool fallback
 // paired residual. Otherwise the bootstrap CI of the median ratio, widened by the run-to-run
 // terms. Then the verdict rule.
 void estimate_pair(PairResult& pr, const Pooled& x, const Pooled& y, const std::string& family,
-                   bool fallback, const std::vector<std::vector<double>>& paired_d,
-                   const CompareOptions& opt, CompareResult& out) {
-  const core::PairedEstimate pe = core::paired_log_ratio(paired_d, opt.confidence);
+                   bool fallback, const PairedRatios& paired_d, const CompareOptions& opt,
+                   CompareResult& out) {
+  const core::PairedEstimate pe =
+      core::paired_log_ratio(paired_d.d, opt.confidence, paired_d.phases);
   pr.paired = pe.blocks >= 2;
   // Several runs a side (ab rounds, repeated batches): resample runs, then samples, so
   // drift between runs is in the interval. One run a side: its samples are all there is.
   pr.grouped = !pr.paired && x.groups.size() >= 2 && y.groups.size() >= 2;
   if (pr.paired) {
     pr.blocks = pe.blocks;
+    pr.phases = pe.phases;
+    pr.placement = std::expm1(pe.placement);
     pr.ratio = std::exp(pe.log_ratio);
     pr.ci = {std::exp(pe.log_ratio - pe.half_width), std::exp(pe.log_ratio + pe.half_width)};
   } else {
@@ -485,8 +500,8 @@ void compare_case(const std::string& key, const SideCase& ca, const SideCase& cb
         static_cast<int>(pr.n_b) >= opt.min_samples) {
       // Paired rounds (one process each, A and B alternately block by block): the blocks' log
       // ratios give the interval.
-      const auto d = rounds.empty() ? std::vector<std::vector<double>>{}
-                                    : paired_log_ratios(rounds, key, x.role, x.name);
+      const PairedRatios d =
+          rounds.empty() ? PairedRatios{} : paired_log_ratios(rounds, key, x.role, x.name);
       estimate_pair(pr, x, *y, ca.family, fallback, d, opt, out);
     } else {
       // One number per side says nothing about noise: no verdict can be honest.
@@ -598,8 +613,9 @@ Table pairs_table(const CompareResult& r, const CompareOptions& opt) {
   for (const auto& p : r.pairs) {
     std::string note = p.fallback ? "fallback row" : "";
     if (p.paired)
-      note +=
-          std::string(note.empty() ? "" : "; ") + "paired, " + std::to_string(p.blocks) + " blocks";
+      note += std::string(note.empty() ? "" : "; ") + "paired, " + std::to_string(p.blocks) +
+              " blocks" +
+              (p.phases == 2 ? ", crossover (placement " + fmt(100 * p.placement, 2) + "%)" : "");
     if (p.verdict == Verdict::unsure &&
         (static_cast<int>(p.n_a) < opt.min_samples || static_cast<int>(p.n_b) < opt.min_samples))
       note += std::string(note.empty() ? "" : "; ") + "too few samples";

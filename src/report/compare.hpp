@@ -119,6 +119,8 @@ struct PairResult {
   int runs = 1;           // runs (or rounds) on the side with fewer
   bool paired = false;    // the CI came from paired blocks (one process per round, docs/ab.md)
   int blocks = 0;         // paired: block pairs over all rounds
+  int phases = 1;         // paired: 2 when timed in the two placement phases (crossover)
+  double placement = 0;   // crossover: the relative effect of placement it cancelled
   core::Resolution resolution;  // UNSURE: what would resolve it
 };
 

@@ -109,6 +109,7 @@ fs::path claim_ab_dir(const AbOptions& opt, std::ostream& out) {
   nlohmann::json cfg = {{"rounds", opt.rounds},
                         {"paired", paired},
                         {"blocks", paired ? opt.blocks : 0},
+                        {"crossover", paired && opt.crossover},
                         {"ops", opt.ops},
                         {"run_args", opt.run_args},
                         {"a", {{"switch", opt.a.describe()}, {"args", opt.a.args}}},
@@ -117,7 +118,8 @@ fs::path claim_ab_dir(const AbOptions& opt, std::ostream& out) {
   out << "ab: " << dir.string() << ": " << opt.rounds << " round(s) of A (" << opt.a.describe()
       << ") and B (" << opt.b.describe() << "), "
       << (paired ? "paired in one process per round, " + std::to_string(opt.blocks) +
-                       " blocks a side (ABBA)"
+                       " blocks a side" +
+                       (opt.crossover ? ", two placement phases (crossover)" : std::string())
                  : std::string("interleaved, a process per side"))
       << std::endl;
   return dir;
@@ -138,7 +140,8 @@ SpawnSpec round_spec(const AbOptions& opt, const fs::path& self, const fs::path&
   if (paired)
     for (const std::string& a : std::vector<std::string>{
              "--paired-lib", opt.paired_lib_b, "--paired-name", "B-" + std::to_string(round),
-             "--paired-blocks", std::to_string(opt.blocks)})
+             "--paired-blocks", std::to_string(opt.blocks), "--paired-crossover",
+             opt.crossover ? "on" : "off"})
       spec.argv.push_back(a);
   spec.env = env;
   spec.log_file = ab_dir / "logs" / ((paired ? "AB-" + std::to_string(round) : name) + ".log");

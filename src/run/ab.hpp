@@ -41,6 +41,7 @@ struct AbOptions {
   // paired_lib_a / paired_lib_b are their absolute paths; empty: a process per side and round.
   std::string paired_lib_a, paired_lib_b;
   int blocks = 8;
+  bool crossover = true;  // paired: two placement phases per case (docs/ab.md)
   int rounds = 3;
   std::filesystem::path out = "runs";
   std::string name = "ab";  // the A/B directory: <out>/<name>-<timestamp>

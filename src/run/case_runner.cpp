@@ -1,5 +1,7 @@
 #include "run/case_runner.hpp"
 
+#include "run/placement.hpp"
+
 #include "backends/registry.hpp"
 #include "core/format.hpp"
 #include "core/knobs.hpp"
@@ -390,6 +392,7 @@ struct CaseRunner::CaseWork {
   std::unique_ptr<Workload> w;
   std::vector<ProviderInfo> providers;
   std::vector<ProviderRow> prows;  // the provider objects, one per provider
+  std::vector<Config> configs;     // the config each provider was prepared with
   std::vector<timing::Measurement> measured;
   bool any_fail = false;
   std::string first_error;  // "<provider>: <error>" of the first provider that failed
@@ -437,7 +440,7 @@ void CaseRunner::prepare_providers(const OpInfo& info, const Case& c, CaseWork& 
     ProviderRow prow = provider_head(pi);
     if (pi.role == Role::candidate && pi.space.tunable()) {
       try {
-        (void)choose_config(info, c, w, p, pi, prow);
+        work.configs.push_back(choose_config(info, c, w, p, pi, prow));
       } catch (const ConfigRejected&) {
         // A replayed config that can neither run nor be evicted: the failed row must carry
         // compile_tune_no_evict, not only an error that reads like a broken kernel.
@@ -447,6 +450,7 @@ void CaseRunner::prepare_providers(const OpInfo& info, const Case& c, CaseWork& 
       }
     } else {
       w.prepare(p, pi.space.default_config);
+      work.configs.push_back(pi.space.default_config);
       if (!pi.space.default_config.empty()) prow.config = pi.space.default_config.str();
     }
     work.prows.push_back(std::move(prow));
@@ -471,9 +475,9 @@ void CaseRunner::check_candidates(CaseWork& work) {
 // Phase 2: set up the workload, prepare every provider, then the correctness gate. A failure
 // ends the row (failed, or skipped when the op says so).
 bool CaseRunner::prepare_and_check(const Op& op, const OpInfo& info, const Case& c, CaseWork& work,
-                                   CaseRow& row) {
+                                   CaseRow& row, DeviceContext* ctx) {
   try {
-    work.w = op.setup(*device_, c);
+    work.w = op.setup(ctx != nullptr ? *ctx : *device_, c);
     work.providers = work.w->providers();
     prepare_providers(info, c, work, row);
     check_candidates(work);
@@ -662,12 +666,6 @@ struct CaseRunner::PairSide {
   }
 };
 
-namespace {
-bool gated_out(const ProviderRow& prow) {
-  return prow.accuracy && !*prow.accuracy;
-}
-}  // namespace
-
 // One measurement of provider p of a side; an exception is a failed measurement.
 timing::Measurement CaseRunner::measure_side(PairSide& s, std::size_t p,
                                              const timing::TimingOptions& o) {
@@ -717,75 +715,135 @@ std::vector<double> chunk_medians(const std::vector<double>& xs, int blocks) {
 }
 }  // namespace
 
+// One pair of providers timed in one placement phase: each side's measurement (a failed one
+// where the side failed), its block medians when the pair was timed to the end, and how.
+struct CaseRunner::PairTiming {
+  timing::Measurement m[2];
+  bool has[2] = {false, false};  // false: the side got no measurement (the other failed first)
+  std::vector<double> medians[2];
+  std::string method;  // interleaved (one graph) | blocks (ABBA)
+  [[nodiscard]] bool ok() const {
+    for (int s = 0; s < 2; ++s)
+      if (!has[s] || !m[s].ok || !(m[s].latency_ms > 0)) return false;
+    return true;
+  }
+  [[nodiscard]] bool unusable() const {
+    for (int s = 0; s < 2; ++s)
+      if (has[s] && timing::process_unusable(m[s])) return true;
+    return false;
+  }
+};
+
 // Both providers in one graph, their launches interleaved (timing::measure_interleaved): the
 // pair's samples split into `blocks` consecutive blocks whose medians compare reads as it reads
-// the ABBA blocks'. Each side gets one run's time budget. False when the pair cannot share a
-// graph; then `go_on` is untouched and the caller times the sides in blocks.
-bool CaseRunner::time_interleaved(PairSide& a, PairSide& b, std::size_t pa, std::size_t pb,
-                                  const Case& c, int blocks, bool& go_on) {
+// the ABBA blocks'. Each side gets one run's time budget over all `phases`; a later phase skips
+// the settle (the first just ran the same work). nullopt when the pair cannot share a graph;
+// then the caller times the sides in blocks.
+std::optional<CaseRunner::PairTiming> CaseRunner::time_interleaved(PairSide& a, PairSide& b,
+                                                                   std::size_t pa, std::size_t pb,
+                                                                   int blocks, int phase,
+                                                                   int phases) {
   timing::TimingOptions o = timing_options(a.info, false);
   const timing::TimingOptions ob = timing_options(b.info, false);
   o.rng = o.rng || ob.rng;
   o.capture_denied = o.capture_denied || ob.capture_denied;
-  o.stop.min_time_s *= 2;
-  o.stop.timeout_s *= 2;
+  o.stop.min_time_s *= 2.0 / phases;
+  o.stop.timeout_s *= 2.0 / phases;
+  if (phase > 0) {
+    o.regime.settle_window_s = 0.001;
+    o.regime.settle_timeout_s = 0.0;
+  }
   const std::optional<timing::PairedMeasurement> m = timing::measure_interleaved(
       *device_, backend_, [&] { a.work.w->launch(pa); }, [&] { b.work.w->launch(pb); }, o,
       4 * blocks);
-  if (!m) return false;
-  const std::vector<double> ba = chunk_medians(m->a.samples_ms, blocks);
-  const std::vector<double> bb = chunk_medians(m->b.samples_ms, blocks);
-  go_on = a.record(*this, pa, c, m->a) && b.record(*this, pb, c, m->b);
-  for (auto [s, p, med] : {std::tuple{&a, pa, &ba}, std::tuple{&b, pb, &bb}}) {
-    if (med->empty()) continue;
-    s->work.prows[p].block_medians_ms = *med;
-    s->work.prows[p].paired_blocks = blocks;
-    s->work.prows[p].paired_method = "interleaved";
-  }
-  return true;
+  if (!m) return std::nullopt;
+  PairTiming t;
+  t.m[0] = m->a;
+  t.m[1] = m->b;
+  t.has[0] = t.has[1] = true;
+  t.medians[0] = chunk_medians(m->a.samples_ms, blocks);
+  t.medians[1] = chunk_medians(m->b.samples_ms, blocks);
+  t.method = "interleaved";
+  return t;
 }
 
-// Times provider pa of A and pb of B: in one graph where both can be captured, else alternately,
-// `blocks` blocks a side in ABBA order (A B, B A, A B, ...); each side's blocks merged into its
-// row with their medians. A failed block ends the pair: the failing side's row carries the
-// failure, the other keeps the blocks it has. False when the process must time nothing more.
-bool CaseRunner::time_pair(PairSide& a, PairSide& b, std::size_t pa, std::size_t pb, const Case& c,
-                           int blocks) {
-  if (bool go_on = true; time_interleaved(a, b, pa, pb, c, blocks, go_on)) return go_on;
-  std::vector<timing::Measurement> ma, mb;
+// Times provider pa of A and pb of B for one phase: in one graph where both can be captured,
+// else alternately, `blocks` blocks a side in ABBA order (A B, B A, A B, ...), each side's blocks
+// merged into one measurement. A failed block ends the pair: the failing side carries the
+// failure, the other the blocks it has.
+CaseRunner::PairTiming CaseRunner::time_pair(PairSide& a, PairSide& b, std::size_t pa,
+                                             std::size_t pb, int blocks, int phase, int phases) {
+  if (auto t = time_interleaved(a, b, pa, pb, blocks, phase, phases)) return *t;
+  PairTiming t;
+  t.method = "blocks";
+  std::vector<timing::Measurement> ms[2];
+  const int all_blocks = blocks * phases;  // each block: 1/all_blocks of the run's budget
   for (int j = 0; j < blocks; ++j) {
     for (int k = 0; k < 2; ++k) {
-      const bool side_a = (j % 2 == 0) == (k == 0);
-      PairSide& s = side_a ? a : b;
-      const std::size_t p = side_a ? pa : pb;
-      auto& mine = side_a ? ma : mb;
-      timing::Measurement m =
-          measure_side(s, p, block_options(s.info, blocks, mine.empty(), ma.empty() && mb.empty()));
+      const int s = (j % 2 == 0) == (k == 0) ? 0 : 1;
+      PairSide& side = s == 0 ? a : b;
+      const bool first = phase == 0 && ms[0].empty() && ms[1].empty();
+      timing::Measurement m = measure_side(
+          side, s == 0 ? pa : pb, block_options(side.info, all_blocks, ms[s].empty(), first));
       if (!(m.ok && m.latency_ms > 0)) {
-        const bool go_on = s.record(*this, p, c, m);
-        PairSide& o = side_a ? b : a;
-        const auto& theirs = side_a ? mb : ma;
-        if (!theirs.empty() && go_on)
-          (void)o.record(*this, side_a ? pb : pa, c,
-                         merge_blocks(theirs, block_options(o.info, blocks, true, true)));
-        return go_on;
+        t.m[s] = std::move(m);
+        t.has[s] = true;
+        if (!ms[1 - s].empty()) {
+          PairSide& o = s == 0 ? b : a;
+          t.m[1 - s] = merge_blocks(ms[1 - s], block_options(o.info, all_blocks, true, true));
+          t.has[1 - s] = true;
+        }
+        return t;
       }
-      mine.push_back(std::move(m));
+      ms[s].push_back(std::move(m));
     }
   }
-  for (int i = 0; i < 2; ++i) {
-    PairSide& s = i == 0 ? a : b;
-    const auto& ms = i == 0 ? ma : mb;
-    const std::size_t p = i == 0 ? pa : pb;
-    if (!s.record(*this, p, c, merge_blocks(ms, block_options(s.info, blocks, true, true))))
-      return false;
-    std::vector<double> medians;
-    for (const auto& m : ms) medians.push_back(core::median(m.samples_ms));
-    s.work.prows[p].block_medians_ms = std::move(medians);
-    s.work.prows[p].paired_blocks = blocks;
-    s.work.prows[p].paired_method = "blocks";
+  for (int s = 0; s < 2; ++s) {
+    PairSide& side = s == 0 ? a : b;
+    t.m[s] = merge_blocks(ms[s], block_options(side.info, all_blocks, true, true));
+    t.has[s] = true;
+    for (const auto& m : ms[s]) t.medians[s].push_back(core::median(m.samples_ms));
   }
-  return true;
+  return t;
+}
+
+// Records a pair's phases into both sides' rows: the phases' samples and block medians joined
+// when both phases timed both sides to the end; else the first phase's, or a later phase's
+// failure. False when the process must time nothing more.
+bool CaseRunner::record_pair(PairSide& a, PairSide& b, std::size_t pa, std::size_t pb,
+                             const Case& c, const PairTiming& t1,
+                             const std::optional<PairTiming>& t2) {
+  PairTiming t = t1;
+  int phases = 1;
+  if (t2 && t2->ok() && t1.ok()) {
+    phases = 2;
+    for (int s = 0; s < 2; ++s) {
+      const PairSide& side = s == 0 ? a : b;
+      t.m[s] = merge_blocks({t1.m[s], t2->m[s]}, timing_options(side.info, false));
+      t.medians[s].insert(t.medians[s].end(), t2->medians[s].begin(), t2->medians[s].end());
+    }
+    if (t2->method != t1.method) t.method = t1.method + "," + t2->method;
+  } else if (t2) {
+    for (int s = 0; s < 2; ++s)
+      if (t2->has[s] && !(t2->m[s].ok && t2->m[s].latency_ms > 0)) {
+        t.m[s] = t2->m[s];  // a launch that failed in the second phase fails the provider
+        t.medians[s].clear();
+      }
+  }
+  bool go_on = true;
+  for (int s = 0; s < 2 && go_on; ++s) {
+    PairSide& side = s == 0 ? a : b;
+    if (t.has[s]) go_on = side.record(*this, s == 0 ? pa : pb, c, t.m[s]);
+  }
+  if (!t.ok() || t.medians[0].empty() || t.medians[0].size() != t.medians[1].size()) return go_on;
+  for (int s = 0; s < 2; ++s) {
+    ProviderRow& prow = (s == 0 ? a : b).work.prows[s == 0 ? pa : pb];
+    prow.block_medians_ms = t.medians[s];
+    prow.paired_blocks = static_cast<int>(t.medians[s].size());
+    prow.paired_method = t.method;
+    if (phases > 1) prow.paired_phases = phases;
+  }
+  return go_on;
 }
 
 // A provider only one side has (or only one side passed the check of): timed as a run would.
@@ -793,17 +851,70 @@ bool CaseRunner::time_alone(PairSide& s, std::size_t p, const Case& c) {
   return s.record(*this, p, c, measure_side(s, p, timing_options(s.info, false)));
 }
 
-// Pairs each provider of A with B's of the same name and role; the pairs are timed block by
-// block, the rest alone. A direct-timer fallback is not re-timed here (docs/ab.md): a paired row
-// keeps each provider's own timer, which both sides share.
-void CaseRunner::time_paired(const OpInfo& ia, const OpInfo& ib, const Case& c, CaseWork& wa,
-                             CaseWork& wb, CaseRow& ra, CaseRow& rb, int blocks) {
+// The placement crossover's second set-up: both workloads dropped (their memory stays in the
+// pool) and set up again from the same seeds, each side in the other side's blocks, every
+// provider prepared with the config the first set-up chose (no check, no tuning). False when a
+// set-up failed: the case keeps its first phase.
+bool CaseRunner::set_up_crossed(const Op& oa, const Op& ob, const Case& c, CaseWork& wa,
+                                CaseWork& wb, PlacementPool& pool, std::uint64_t seeds) {
+  wa.w.reset();
+  wb.w.reset();
+  pool.cross();
+  try {
+    for (int s = 0; s < 2; ++s) {
+      CaseWork& work = s == 0 ? wa : wb;
+      device_->rewind_seeds(seeds);
+      work.w = (s == 0 ? oa : ob).setup(pool.side(s), c);
+      if (work.w->providers().size() != work.providers.size() ||
+          work.configs.size() != work.providers.size())
+        throw std::runtime_error("the second set-up has other providers");
+      for (std::size_t p = 0; p < work.providers.size(); ++p) work.w->prepare(p, work.configs[p]);
+    }
+  } catch (const DeviceBroken& e) {
+    fatal_ = c.node_id();
+    warnings_.push_back(c.node_id() + ": paired A/B, the second placement phase: " + e.what());
+    return false;
+  } catch (const NativeError& e) {
+    const auto f = backend_.classify(e.code());
+    if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned)
+      fatal_ = c.node_id();
+    warnings_.push_back(c.node_id() + ": paired A/B, the second placement phase: " + e.what());
+    return false;
+  } catch (const std::exception& e) {
+    warnings_.push_back(c.node_id() + ": paired A/B, the second placement phase: " + e.what());
+    return false;
+  }
+  return true;
+}
+
+namespace {
+bool gated_out(const ProviderRow& prow) {
+  return prow.accuracy && !*prow.accuracy;
+}
+}  // namespace
+
+// Pairs each provider of A with B's of the same name and role and times the pairs, then the
+// providers only one side has, alone. With a pool, and both sides' memory in it, the pairs are
+// timed in two placement phases (set_up_crossed between them), `blocks`/2 blocks a side each. A
+// direct-timer fallback is not re-timed here (docs/ab.md): a paired row keeps each provider's own
+// timer, which both sides share.
+void CaseRunner::time_paired(const Op& oa, const Op& ob, const Case& c, CaseWork& wa, CaseWork& wb,
+                             CaseRow& ra, CaseRow& rb, int blocks, PlacementPool* pool,
+                             std::uint64_t seeds) {
+  const OpInfo ia = oa.info();
+  const OpInfo ib = ob.info();
   wa.measured.assign(wa.providers.size(), timing::Measurement{});
   wb.measured.assign(wb.providers.size(), timing::Measurement{});
   PairSide a{ia, wa, ra, wa.w->flops(), wa.w->bytes()};
   PairSide b{ib, wb, rb, wb.w->flops(), wb.w->bytes()};
+  struct Slot {
+    std::size_t pa, pb;
+    std::optional<PairTiming> t1, t2;
+  };
+  std::vector<Slot> pairs;
+  std::vector<std::size_t> alone_a, alone_b;
   std::vector<bool> b_done(wb.providers.size(), false);
-  for (std::size_t pa = 0; pa < wa.providers.size() && fatal_.empty(); ++pa) {
+  for (std::size_t pa = 0; pa < wa.providers.size(); ++pa) {
     std::size_t pb = 0;
     while (pb < wb.providers.size() &&
            (b_done[pb] || wb.providers[pb].name != wa.providers[pa].name ||
@@ -812,21 +923,45 @@ void CaseRunner::time_paired(const OpInfo& ia, const OpInfo& ib, const Case& c, 
     const bool a_ok = !gated_out(wa.prows[pa]);
     const bool b_ok = pb < wb.providers.size() && !gated_out(wb.prows[pb]);
     if (pb < wb.providers.size()) b_done[pb] = true;
-    bool go_on = true;
     if (a_ok && b_ok)
-      go_on = time_pair(a, b, pa, pb, c, blocks);
+      pairs.push_back(Slot{pa, pb, std::nullopt, std::nullopt});
     else if (a_ok)
-      go_on = time_alone(a, pa, c);
+      alone_a.push_back(pa);
     else if (b_ok)
-      go_on = time_alone(b, pb, c);
-    if (!go_on) break;
+      alone_b.push_back(pb);
   }
-  for (std::size_t pb = 0; pb < wb.providers.size() && fatal_.empty(); ++pb)
-    if (!b_done[pb] && !gated_out(wb.prows[pb]) && !time_alone(b, pb, c)) break;
+  for (std::size_t pb = 0; pb < wb.providers.size(); ++pb)
+    if (!b_done[pb] && !gated_out(wb.prows[pb])) alone_b.push_back(pb);
+
+  const bool cross = pool != nullptr && blocks >= 4 && blocks % 2 == 0 && !pairs.empty() &&
+                     pool->blocks(0) > 0 && pool->blocks(1) > 0;
+  const int phases = cross ? 2 : 1;
+  const int per_phase = blocks / phases;
+  bool usable = fatal_.empty();
+  for (Slot& s : pairs) {
+    if (!usable) break;
+    s.t1 = time_pair(a, b, s.pa, s.pb, per_phase, 0, phases);
+    usable = !s.t1->unusable();
+  }
+  for (std::size_t pa : alone_a)
+    if (usable) usable = time_alone(a, pa, c);
+  for (std::size_t pb : alone_b)
+    if (usable) usable = time_alone(b, pb, c);
+  bool first_ok = true;
+  for (const Slot& s : pairs) first_ok = first_ok && s.t1 && s.t1->ok();
+  if (usable && cross && first_ok && set_up_crossed(oa, ob, c, wa, wb, *pool, seeds)) {
+    for (Slot& s : pairs) {
+      s.t2 = time_pair(a, b, s.pa, s.pb, per_phase, 1, phases);
+      if (s.t2->unusable()) break;
+    }
+  }
+  for (const Slot& s : pairs)
+    if (s.t1 && !record_pair(a, b, s.pa, s.pb, c, *s.t1, s.t2)) break;
 }
 
 std::pair<CaseRow, CaseRow> CaseRunner::run_case_paired(const Op& a, const Op& b, const Case& c,
-                                                        int blocks, tune::Tuner& tuner_b) {
+                                                        int blocks, bool crossover,
+                                                        tune::Tuner& tuner_b) {
   const OpInfo ia = a.info();
   const OpInfo ib = b.info();
   CaseRow ra = case_row_head(ia, c);
@@ -857,23 +992,27 @@ std::pair<CaseRow, CaseRow> CaseRunner::run_case_paired(const Op& a, const Op& b
     }
     return {ra, rb};
   }
+  // The pool outlives both workloads (declared first, destroyed last): their memory is given
+  // back to the device when the case ends.
+  std::optional<PlacementPool> pool;
+  if (crossover) pool.emplace(*device_);
   CaseWork wa, wb;
   // Both sides' inputs from the same seeds: the same data (a sort's or a nonzero's time depends
   // on it; docs/ab.md).
   const std::uint64_t seeds = device_->seeds_drawn();
-  const bool ok_a = prepare_and_check(a, ia, c, wa, ra);
+  const bool ok_a = prepare_and_check(a, ia, c, wa, ra, pool ? &pool->side(0) : nullptr);
   device_->rewind_seeds(seeds);
   side_tuner_ = &tuner_b;  // side B's configs from side B's cache
   bool ok_b = false;
   try {
-    ok_b = prepare_and_check(b, ib, c, wb, rb);
+    ok_b = prepare_and_check(b, ib, c, wb, rb, pool ? &pool->side(1) : nullptr);
   } catch (...) {
     side_tuner_ = nullptr;
     throw;
   }
   side_tuner_ = nullptr;
   if (ok_a && ok_b) {
-    time_paired(ia, ib, c, wa, wb, ra, rb, blocks);
+    time_paired(a, b, c, wa, wb, ra, rb, blocks, pool ? &*pool : nullptr, seeds);
   } else if (ok_a) {
     time_providers(ia, c, wa, ra);
   } else if (ok_b) {

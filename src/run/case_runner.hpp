@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@
 #include "tune/tuner.hpp"
 
 namespace caliber::run {
+
+class PlacementPool;
 
 class CaseRunner {
  public:
@@ -38,14 +41,18 @@ class CaseRunner {
   // Tune only (parallel-warmup shard): selects the configs of every tunable candidate of the case.
   void tune_case(const Op& op, const Case& c);
   // Paired A/B (docs/ab.md): one case of two builds of an op, side A's `a` and side B's `b`, in
-  // this one process. Both workloads are set up and checked; then each provider both sides share
-  // (same role and name) is timed alternately, `blocks` short blocks a side in ABBA order (A B, B
-  // A, A B, ...), each block a measurement of 1/blocks of the run's stop rule, so both sides see
-  // the same clock and power state. Returns A's row and B's row, ordinary run.log rows whose paired
-  // providers also carry block_medians_ms (one per block, in time order). Side B's tuned configs
-  // come from `tuner_b` (its own cache). Never throws for a failure of the case itself.
+  // this one process. Both workloads are set up (from the same seeds) and checked; then each
+  // provider both sides share (same role and name) is timed with both sides in one captured graph
+  // (else in ABBA blocks), so both see the same clock and power state. With `crossover`, the time
+  // is split into two phases: the second sets each side up again in the memory the other side had
+  // in the first (PlacementPool), so where the buffers landed weighs on both sides alike. Returns
+  // A's row and B's row, ordinary run.log rows whose paired providers also carry block_medians_ms
+  // (`blocks` a side, in time order; paired_phases says how many placement phases they split
+  // into). Side B's tuned configs come from `tuner_b` (its own cache). Never throws for a failure
+  // of the case itself.
   [[nodiscard]] std::pair<core::CaseRow, core::CaseRow> run_case_paired(const Op& a, const Op& b,
                                                                         const Case& c, int blocks,
+                                                                        bool crossover,
                                                                         tune::Tuner& tuner_b);
   [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
   [[nodiscard]] backends::Device& device() { return *device_; }
@@ -64,7 +71,8 @@ class CaseRunner {
   // finished (skipped or failed) and the case goes no further.
   [[nodiscard]] bool admit(const Op& op, const Case& c, core::CaseRow& row);
   [[nodiscard]] bool prepare_and_check(const Op& op, const OpInfo& info, const Case& c,
-                                       CaseWork& work, core::CaseRow& row);
+                                       CaseWork& work, core::CaseRow& row,
+                                       DeviceContext* ctx = nullptr);
   void prepare_providers(const OpInfo& info, const Case& c, CaseWork& work, core::CaseRow& row);
   void check_candidates(CaseWork& work);
   void time_providers(const OpInfo& info, const Case& c, CaseWork& work, core::CaseRow& row);
@@ -79,13 +87,20 @@ class CaseRunner {
                                                  const timing::TimingOptions& o);
   [[nodiscard]] timing::TimingOptions block_options(const OpInfo& info, int blocks,
                                                     bool first_of_side, bool first_overall) const;
-  [[nodiscard]] bool time_interleaved(PairSide& a, PairSide& b, std::size_t pa, std::size_t pb,
-                                      const Case& c, int blocks, bool& go_on);
-  bool time_pair(PairSide& a, PairSide& b, std::size_t pa, std::size_t pb, const Case& c,
-                 int blocks);
+  struct PairTiming;
+  [[nodiscard]] std::optional<PairTiming> time_interleaved(PairSide& a, PairSide& b, std::size_t pa,
+                                                           std::size_t pb, int blocks, int phase,
+                                                           int phases);
+  [[nodiscard]] PairTiming time_pair(PairSide& a, PairSide& b, std::size_t pa, std::size_t pb,
+                                     int blocks, int phase, int phases);
+  bool record_pair(PairSide& a, PairSide& b, std::size_t pa, std::size_t pb, const Case& c,
+                   const PairTiming& t1, const std::optional<PairTiming>& t2);
+  [[nodiscard]] bool set_up_crossed(const Op& oa, const Op& ob, const Case& c, CaseWork& wa,
+                                    CaseWork& wb, PlacementPool& pool, std::uint64_t seeds);
   bool time_alone(PairSide& s, std::size_t p, const Case& c);
-  void time_paired(const OpInfo& ia, const OpInfo& ib, const Case& c, CaseWork& wa, CaseWork& wb,
-                   core::CaseRow& ra, core::CaseRow& rb, int blocks);
+  void time_paired(const Op& oa, const Op& ob, const Case& c, CaseWork& wa, CaseWork& wb,
+                   core::CaseRow& ra, core::CaseRow& rb, int blocks, PlacementPool* pool,
+                   std::uint64_t seeds);
   // Writes one provider's measurement into its row; false when the process must time nothing more.
   bool record_timing(CaseWork& work, core::CaseRow& row, std::size_t p, const Case& c,
                      const timing::Measurement& m, double flops, double bytes);

@@ -431,7 +431,8 @@ struct PairedRows {
 PairedRows run_paired_cases(const core::Knobs& k, const Setup& s,
                             const std::map<std::string, OpEntry>& side_b, CaseRunner& runner,
                             tune::Tuner& tuner_b, const Peaks& peaks, RunFiles& fa, RunFiles& fb,
-                            RunOutcome& oa, RunOutcome& ob, std::ostream& out, int blocks) {
+                            RunOutcome& oa, RunOutcome& ob, std::ostream& out, int blocks,
+                            bool crossover) {
   PairedRows rows;
   const std::size_t n = s.sel.cases.size();
   const auto cases_start = std::chrono::steady_clock::now();
@@ -440,7 +441,7 @@ PairedRows run_paired_cases(const core::Knobs& k, const Setup& s,
     const Op* op_a = s.sel.case_op[i];
     const auto it = side_b.find(c.op);
     const Op* op_b = it != side_b.end() ? it->second.op.get() : op_a;
-    auto [ra, rb] = runner.run_case_paired(*op_a, *op_b, c, blocks, tuner_b);
+    auto [ra, rb] = runner.run_case_paired(*op_a, *op_b, c, blocks, crossover, tuner_b);
     annotate_with_peaks(ra, peaks);
     annotate_with_peaks(rb, peaks);
     fa.log->append_case(ra);
@@ -483,7 +484,10 @@ RunOutcome run_paired(const RunRequest& req, std::ostream& out, std::ostream& er
   const std::uint64_t seed = k.seed != 0 ? k.seed : fresh_seed();
   const std::string id = std::to_string(seed) + "@" + core::iso8601_utc(wall_start);
   auto paired_key = [&](const char* side) {
-    return json{{"id", id}, {"side", side}, {"blocks", req.paired_blocks}};
+    return json{{"id", id},
+                {"side", side},
+                {"blocks", req.paired_blocks},
+                {"crossover", req.paired_crossover}};
   };
   std::vector<std::string> libs_b;  // side B's identity names side B's libraries
   for (const auto& e : s.sel.ops) {
@@ -503,7 +507,8 @@ RunOutcome run_paired(const RunRequest& req, std::ostream& out, std::ostream& er
   core::write_identity(fb.dir, fb.identity);
   print_banner(out, k, s, fa.dir, seed);
   out << "  paired A/B: side B " << fb.dir.string() << " (" << req.paired_lib << "), "
-      << req.paired_blocks << " blocks a side, A B B A ...\n";
+      << req.paired_blocks << " blocks a side"
+      << (req.paired_crossover ? ", in two placement phases (crossover)" : "") << "\n";
   CaseRunner runner(*s.backend, s.dev_index, seed, k, s.timer, tune_settings(k, fa.dir));
   tune::Tuner tuner_b(tune_settings(kb, fb.dir));
   const Peaks peaks = run_peaks(k, *s.backend, runner, fa, out);
@@ -516,7 +521,7 @@ RunOutcome run_paired(const RunRequest& req, std::ostream& out, std::ostream& er
   oa.paired_run_dir = fb.dir;
   ob.run_dir = fb.dir;
   PairedRows rows = run_paired_cases(k, s, side_b, runner, tuner_b, peaks, fa, fb, oa, ob, out,
-                                     req.paired_blocks);
+                                     req.paired_blocks, req.paired_crossover);
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   out << "side A:\n";

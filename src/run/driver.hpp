@@ -28,6 +28,9 @@ struct RunRequest {
   std::string paired_lib;
   std::string paired_name;
   int paired_blocks = 8;
+  // The placement crossover (docs/ab.md): time each case in two phases, each side in the other
+  // side's memory in the second.
+  bool paired_crossover = true;
 };
 
 struct RunOutcome {

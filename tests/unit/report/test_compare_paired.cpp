@@ -37,6 +37,25 @@ TEST(PairedStats, EstimateIsTheMeanWithATInterval) {
   EXPECT_EQ(caliber::core::paired_log_ratio({{0.1}}).blocks, 0);
 }
 
+// The crossover (phases 2): a placement effect of +/-4% that flips sign between the halves
+// cancels in the estimate and stays out of the spread; read as one phase, it is all spread.
+TEST(PairedStats, TheCrossoverCancelsAnEffectThatFlipsBetweenItsHalves) {
+  const double p = 0.04, r = 0.01;
+  const std::vector<std::vector<double>> d = {{r + p + 0.001, r + p - 0.001, r + p + 0.001,
+                                               r + p - 0.001, r - p + 0.001, r - p - 0.001,
+                                               r - p + 0.001, r - p - 0.001}};
+  const auto x = caliber::core::paired_log_ratio(d, 0.95, 2);
+  EXPECT_EQ(x.phases, 2);
+  EXPECT_NEAR(x.log_ratio, r, 1e-12);
+  EXPECT_NEAR(x.placement, p, 1e-12);
+  // Residuals +/-0.001 around each half's mean: s = sqrt(8e-6 / 6); t(0.975, 6) = 2.4469.
+  EXPECT_NEAR(x.half_width, 2.4469 * std::sqrt(8e-6 / 6) / std::sqrt(8.0), 1e-5);
+  const auto one = caliber::core::paired_log_ratio(d, 0.95, 1);
+  EXPECT_GT(one.half_width, 10 * x.half_width);
+  // Halves of one block cannot show a spread: no estimate.
+  EXPECT_EQ(caliber::core::paired_log_ratio({{0.1, 0.2}}, 0.95, 2).blocks, 0);
+}
+
 namespace {
 json paired_row(double cand_ms, const std::vector<double>& blocks, std::uint32_t seed) {
   RowSpec s;

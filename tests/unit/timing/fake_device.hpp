@@ -3,6 +3,7 @@
 // codes. A FakeBackend classifies codes as CUDA does.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -56,6 +57,7 @@ class FakeDevice : public backends::Device {
   int captures = 0, aborts = 0, replays = 0, flushes = 0, clock_calls = 0, events_created = 0;
   int holds = 0, graph_event_records = 0;
   double slept_s = 0;
+  long allocs = 0, frees = 0;
   GeneratorState gen{42, 0};
 
   // What a test's launch function calls: one kernel launch on the stream, `factor` times as long
@@ -151,8 +153,15 @@ class FakeDevice : public backends::Device {
   [[nodiscard]] std::string_view backend() const override { return "fake"; }
   [[nodiscard]] const DeviceProps& props() const override { return props_; }
   [[nodiscard]] void* stream() const override { return nullptr; }
-  [[nodiscard]] void* alloc(std::size_t) override { return nullptr; }
-  void free(void*) noexcept override {}
+  // Distinct addresses that point nowhere (the fake never touches memory), each alloc and free
+  // counted.
+  [[nodiscard]] void* alloc(std::size_t) override {
+    ++allocs;
+    return reinterpret_cast<void*>(std::uintptr_t{0x1000} * static_cast<std::uintptr_t>(allocs));
+  }
+  void free(void* p) noexcept override {
+    if (p != nullptr) ++frees;
+  }
   void copy(void*, const void*, std::size_t, CopyKind) override {}
   void memset(void*, int, std::size_t) override {}
   void fill_uniform(void*, DType, std::size_t, double, double, std::uint64_t) override {}

@@ -1,0 +1,177 @@
+// The placement crossover of a paired A/B (docs/ab.md): the pool hands each side the other side's
+// blocks in the second phase, and a paired case on the scripted device, whose kernel runs 5%
+// slower on one block of memory, reads the same code as the same code only with the crossover.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "caliber/op.hpp"
+#include "core/knobs.hpp"
+#include "core/runlog.hpp"
+#include "core/stats.hpp"
+#include "run/case_runner.hpp"
+#include "run/placement.hpp"
+#include "tune/tuner.hpp"
+#include "unit/timing/fake_device.hpp"
+
+namespace caliber::run {
+namespace {
+
+using timing::test::FakeBackend;
+using timing::test::FakeDevice;
+
+TEST(PlacementPool, TheSecondPhaseTakesTheOtherSidesBlocksInOrder) {
+  FakeDevice dev;
+  {
+    PlacementPool pool(dev);
+    DeviceContext& a = pool.side(0);
+    DeviceContext& b = pool.side(1);
+    void* a1 = a.alloc(100);
+    void* a2 = a.alloc(200);
+    void* b1 = b.alloc(100);
+    void* b2 = b.alloc(200);
+    EXPECT_EQ(pool.blocks(0), 2u);
+    EXPECT_EQ(pool.blocks(1), 2u);
+    for (void* p : {a1, a2, b1, b2}) pool.side(0).free(p);
+    EXPECT_EQ(dev.frees, 0);  // kept for the second phase
+    pool.cross();
+    EXPECT_EQ(a.alloc(100), b1);
+    EXPECT_EQ(a.alloc(200), b2);
+    EXPECT_EQ(b.alloc(100), a1);
+    EXPECT_EQ(b.alloc(200), a2);
+    EXPECT_TRUE(pool.crossed_all());
+    EXPECT_EQ(dev.allocs, 4);
+  }
+  EXPECT_EQ(dev.frees, 4);  // every block back to the device once, when the pool ends
+}
+
+TEST(PlacementPool, AFreedBlockIsReusedByItsSideAndAnOtherSizeIsFresh) {
+  FakeDevice dev;
+  PlacementPool pool(dev);
+  DeviceContext& a = pool.side(0);
+  DeviceContext& b = pool.side(1);
+  void* t = a.alloc(64);
+  a.free(t);
+  EXPECT_EQ(a.alloc(64), t);  // alloc-free-alloc of one size: one block
+  EXPECT_EQ(pool.blocks(0), 1u);
+  void* u = b.alloc(64);
+  EXPECT_NE(u, t);  // the other side's freed block is not taken in the first phase
+  a.free(t);
+  b.free(u);
+  pool.cross();
+  EXPECT_EQ(a.alloc(64), u);
+  void* fresh = b.alloc(65);  // side A's block was 64 bytes: not this one
+  EXPECT_NE(fresh, t);
+  EXPECT_FALSE(pool.crossed_all());
+}
+
+// An op whose kernels run 5% slower on the first block of memory the device ever handed out:
+// side A's buffer in the first phase. Both providers share the buffer, as the GPU's did (the
+// baseline and the candidate of one workload moved together, docs/ab.md).
+struct Placement {
+  FakeDevice* dev = nullptr;
+  void* slow = nullptr;
+  double slow_factor = 1.05;
+};
+
+class PlacedWorkload : public Workload {
+ public:
+  PlacedWorkload(Placement& pl, DeviceContext& ctx) : pl_(pl), buf_(ctx, 4096) {
+    if (pl_.slow == nullptr) pl_.slow = buf_.get();
+  }
+  [[nodiscard]] std::vector<ProviderInfo> providers() const override {
+    return {{"vendor", Role::baseline, "1", "", {}}, {"ours", Role::candidate, "1", "", {}}};
+  }
+  void prepare(std::size_t, const Config&) override {}
+  void launch(std::size_t) override {
+    pl_.dev->kernel(buf_.get() == pl_.slow ? pl_.slow_factor : 1.0);
+  }
+  [[nodiscard]] Accuracy check(std::size_t) override { return {true, 0, 0, "exact"}; }
+  [[nodiscard]] double bytes() const override { return 4096; }
+
+ private:
+  Placement& pl_;
+  Buffer buf_;
+};
+
+class PlacedOp : public Op {
+ public:
+  explicit PlacedOp(Placement& pl) : pl_(pl) {}
+  [[nodiscard]] OpInfo info() const override {
+    OpInfo i;
+    i.name = "placed";
+    i.family = "test";
+    i.dtypes = {DType::f32};
+    return i;
+  }
+  [[nodiscard]] std::size_t bytes_needed(const Case&) const override { return 0; }
+  [[nodiscard]] std::unique_ptr<Workload> setup(DeviceContext& ctx, const Case&) const override {
+    return std::make_unique<PlacedWorkload>(pl_, ctx);
+  }
+
+ private:
+  Placement& pl_;
+};
+
+struct Paired {
+  core::PairedEstimate est;
+  int phases = 0;
+  long allocs = 0, frees = 0;
+};
+
+// The same code on both sides, one paired case; the candidate's blocks' estimate.
+Paired run_same_code(bool crossover) {
+  FakeBackend backend;
+  core::Knobs knobs;
+  knobs.tune = core::TuneMode::off;
+  tune::Settings settings;
+  settings.mode = tune::Mode::off;
+  Paired out;
+  Placement pl;
+  {
+    CaseRunner runner(backend, 0, 1, knobs, "graph", settings);
+    pl.dev = &dynamic_cast<FakeDevice&>(runner.device());
+    pl.dev->kernel_ms = [](long) { return 0.2; };
+    tune::Tuner tuner_b(settings);
+    const PlacedOp a(pl), b(pl);
+    const Case c{"placed", DType::f32, {1024}, {}, {}};
+    const auto [ra, rb] = runner.run_case_paired(a, b, c, 8, crossover, tuner_b);
+    const nlohmann::json ja = core::to_json(ra), jb = core::to_json(rb);
+    EXPECT_EQ(ja["status"], "ok") << ja.dump();
+    const auto& pa = ja["providers"][1];
+    const auto& pb = jb["providers"][1];
+    const auto ma = pa["block_medians_ms"].get<std::vector<double>>();
+    const auto mb = pb["block_medians_ms"].get<std::vector<double>>();
+    EXPECT_EQ(ma.size(), 8u);
+    EXPECT_EQ(mb.size(), 8u);
+    std::vector<double> d;
+    for (std::size_t k = 0; k < ma.size() && k < mb.size(); ++k)
+      d.push_back(std::log(mb[k] / ma[k]));
+    out.phases = pa.value("paired_phases", 1);
+    out.est = core::paired_log_ratio({d}, 0.95, out.phases);
+    out.allocs = pl.dev->allocs;
+    out.frees = pl.dev->frees;
+  }
+  return out;
+}
+
+TEST(PlacementCrossover, TheSameCodeReadsTheSameWhereItsMemoryLandedSlow) {
+  const Paired x = run_same_code(true);
+  EXPECT_EQ(x.phases, 2);
+  EXPECT_NEAR(x.est.log_ratio, 0.0, 0.002);
+  EXPECT_LT(x.est.half_width, 0.01);
+  EXPECT_NEAR(x.est.placement, std::log(1.05), 0.002);
+  EXPECT_EQ(x.allocs, 2);  // one block a side, reused in the second phase
+  EXPECT_EQ(x.frees, 2);   // and given back when the case ended
+}
+
+TEST(PlacementCrossover, WithoutItTheSlowBlockReadsAsAChange) {
+  const Paired x = run_same_code(false);
+  EXPECT_EQ(x.phases, 1);
+  EXPECT_NEAR(x.est.log_ratio, -std::log(1.05), 0.002);  // B "faster": only its memory was
+  EXPECT_EQ(x.allocs, x.frees);
+}
+
+}  // namespace
+}  // namespace caliber::run
