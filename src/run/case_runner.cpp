@@ -857,6 +857,7 @@ bool CaseRunner::time_alone(PairSide& s, std::size_t p, const Case& c) {
 // set-up failed: the case keeps its first phase.
 bool CaseRunner::set_up_crossed(const Op& oa, const Op& ob, const Case& c, CaseWork& wa,
                                 CaseWork& wb, PlacementPool& pool, std::uint64_t seeds) {
+  pool.hold();
   wa.w.reset();
   wb.w.reset();
   pool.cross();

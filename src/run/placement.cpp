@@ -11,7 +11,7 @@ class PlacementPool::Side : public DeviceContext {
   [[nodiscard]] const DeviceProps& props() const override { return dev_.props(); }
   [[nodiscard]] void* stream() const override { return dev_.stream(); }
   [[nodiscard]] void* alloc(std::size_t bytes) override { return pool_.alloc(s_, bytes); }
-  void free(void* p) noexcept override { pool_.free(s_, p); }
+  void free(void* p) noexcept override { pool_.free(p); }
   void copy(void* dst, const void* src, std::size_t bytes, CopyKind kind) override {
     dev_.copy(dst, src, bytes, kind);
   }
@@ -39,63 +39,77 @@ PlacementPool::PlacementPool(DeviceContext& dev) : dev_(dev) {
 }
 
 PlacementPool::~PlacementPool() {
-  for (const Block& b : blocks_) dev_.free(b.p);
+  for (const Block& b : blocks_)
+    if (b.p != nullptr) dev_.free(b.p);
 }
 
 DeviceContext& PlacementPool::side(int s) {
   return *sides_[s & 1];
 }
 
+void PlacementPool::hold() {
+  holding_ = true;
+}
+
 void PlacementPool::cross() {
-  crossed_ = true;
+  holding_ = crossed_ = true;
   for (Block& b : blocks_) {
-    if (b.in_use) mismatch_ = true;  // a block a workload never gave back stays where it is
-    b.owner = b.in_use ? b.owner : -1;
+    if (b.p == nullptr) continue;
+    if (b.in_use)
+      mismatch_ = true;  // a block a workload never gave back stays where it is
+    else
+      b.owner = -1;
   }
-  next_[0] = next_[1] = 0;
 }
 
 std::size_t PlacementPool::blocks(int s) const {
-  return first_[s & 1].size();
+  std::size_t n = 0;
+  for (const Block& b : blocks_) n += b.p != nullptr && !b.fresh && b.maker == (s & 1) ? 1 : 0;
+  return n;
 }
 
 bool PlacementPool::crossed_all() const {
-  return crossed_ && !mismatch_ && next_[0] == first_[1].size() && next_[1] == first_[0].size();
+  return crossed_ && !mismatch_ && taken_[0] == blocks(1) && taken_[1] == blocks(0);
 }
 
 void* PlacementPool::alloc(int s, std::size_t bytes) {
   s &= 1;
-  // A block this side holds and gave back, of this size: reused in either phase, so that an
-  // alloc-free-alloc sequence maps the same way in both.
-  for (Block& b : blocks_)
-    if (b.owner == s && !b.in_use && b.bytes == bytes) {
-      b.in_use = true;
-      return b.p;
-    }
   if (crossed_) {
-    const std::vector<std::size_t>& donor = first_[1 - s];
-    if (next_[s] < donor.size()) {
-      Block& b = blocks_[donor[next_[s]]];
-      if (b.owner == -1 && !b.in_use && b.bytes == bytes) {
-        ++next_[s];
-        b.owner = s;
+    // A block this side took and gave back, of this size (an alloc-free-alloc in the set-up).
+    for (Block& b : blocks_)
+      if (b.p != nullptr && b.owner == s && !b.in_use && b.bytes == bytes) {
         b.in_use = true;
         return b.p;
       }
-    }
-    mismatch_ = true;  // a size the other side did not allocate here: a fresh block
+    for (Block& b : blocks_)
+      if (b.p != nullptr && !b.fresh && b.maker != s && b.owner == -1 && b.bytes == bytes) {
+        b.owner = s;
+        b.in_use = true;
+        ++taken_[s];
+        return b.p;
+      }
+    mismatch_ = true;  // no block of the other side's of this size: a fresh one
   }
   void* p = dev_.alloc(bytes);
-  blocks_.push_back(Block{p, bytes, s, true});
-  if (!crossed_) first_[s].push_back(blocks_.size() - 1);
+  Block b;
+  b.p = p;
+  b.bytes = bytes;
+  b.maker = b.owner = s;
+  b.fresh = crossed_;
+  blocks_.push_back(b);
   return p;
 }
 
-void PlacementPool::free(int s, void* p) noexcept {
-  (void)s;
+void PlacementPool::free(void* p) noexcept {
   for (Block& b : blocks_)
     if (b.p == p) {
-      b.in_use = false;
+      // Before hold(): a temporary of a set-up; in the second phase: a block no one will swap.
+      if (!holding_ || b.fresh) {
+        dev_.free(p);
+        b.p = nullptr;
+      } else {
+        b.in_use = false;
+      }
       return;
     }
   dev_.free(p);  // not the pool's (cannot happen through Buffer): hand it back

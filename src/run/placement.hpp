@@ -16,7 +16,7 @@ namespace caliber::run {
 
 class PlacementPool {
  public:
-  // Allocations go to `dev`; nothing is returned to it before the pool ends.
+  // Allocations go to `dev`; what is held goes back to it when the pool ends.
   explicit PlacementPool(DeviceContext& dev);
   ~PlacementPool();
   PlacementPool(const PlacementPool&) = delete;
@@ -26,33 +26,39 @@ class PlacementPool {
   // pool.
   [[nodiscard]] DeviceContext& side(int s);
 
-  // Phase 2 starts: from now on, side s's k-th new block is the other side's k-th block of phase
-  // 1 (when its size is the one asked for and it is free). Call after both workloads are gone.
+  // The first phase ends: what the workloads free from now on stays in the pool (their buffers;
+  // a temporary freed before this went back to the device at once).
+  void hold();
+  // The second phase starts (after hold() and after both workloads are gone): side s's new
+  // allocation of n bytes takes the other side's first untaken block of n bytes, in the order the
+  // other side made them.
   void cross();
 
-  // Blocks a side allocated in phase 1.
+  // Blocks a side holds from the first phase.
   [[nodiscard]] std::size_t blocks(int s) const;
-  // Whether every block of phase 2 so far was the other side's and both sides took all of them.
+  // Whether the second phase so far took only the other side's blocks, and all of them.
   [[nodiscard]] bool crossed_all() const;
 
   // How a side's allocation is served; public for the side contexts.
   void* alloc(int s, std::size_t bytes);
-  void free(int s, void* p) noexcept;
+  void free(void* p) noexcept;
 
  private:
   struct Block {
-    void* p = nullptr;
+    void* p = nullptr;  // nullptr: given back to the device
     std::size_t bytes = 0;
-    int owner = -1;  // the side that holds it in this phase; -1: none yet
-    bool in_use = false;
+    int maker = 0;  // the side that made it
+    int owner = 0;  // the side that holds it in this phase; -1: untaken in the second phase
+    bool in_use = true;
+    bool fresh = false;  // made in the second phase (no block of the other side fitted)
   };
   class Side;
   DeviceContext& dev_;
-  std::vector<Block> blocks_;          // every block, in the order it was made
-  std::vector<std::size_t> first_[2];  // phase 1: indices of the blocks each side made
-  std::size_t next_[2] = {0, 0};       // phase 2: the next donor block of the other side
+  std::vector<Block> blocks_;  // every block, in the order it was made
+  bool holding_ = false;
   bool crossed_ = false;
   bool mismatch_ = false;
+  std::size_t taken_[2] = {0, 0};
   std::unique_ptr<Side> sides_[2];
 };
 
