@@ -90,7 +90,8 @@ class GpuCheck(unittest.TestCase):
         for name in sorted(read):
             self.assertRegex(env_section, rf"(?m)^  {name} \(|\b{name}\b.*\(PREFIX",
                              f"{name} is read by gpu-check but not in its --help's environment")
-        for step in ("env", "tests", "core", "compare", "pin", "bscale", "intr", "py", "power"):
+        for step in ("env", "tests", "core", "compare", "pin", "bscale", "intr", "py", "power",
+                     "abcal"):
             self.assertRegex(r.stdout, rf"(?m)^  {step}\s", step)
         for flag in ("--prefix", "--results", "--steps", "--ops", "--ops2", "--prev",
                      "--tune-cache", "--budget", "--dry-run"):
@@ -127,6 +128,24 @@ class GpuCheck(unittest.TestCase):
         default = re.findall(r"(?m)^step (\w+):", r.stdout)
         self.assertIn("tests", default)
         self.assertNotIn("fp", default)  # on request only
+
+    def test_abcal_deals_the_ops_over_the_gpus_as_same_code_paired_ab(self):
+        lib_dir = os.path.join(self.prefix, "lib", "caliber-tests")
+        os.makedirs(lib_dir)
+        with open(os.path.join(lib_dir, "libcaliber_test_power.so"), "wb") as f:
+            f.write(b"not a real library")
+        r = self.run_check("--steps", "abcal", "--ops", "mm,add,sort", FAKE_GPUS="2")
+        ab = [c for c in self.calls() if c.startswith("caliber ab ")]
+        self.assertEqual(len(ab), 3, "\n".join(self.calls()))
+        for c in ab:
+            self.assertRegex(c, r"--ops-lib-a \S+libcaliber_test_power\.so --ops-lib-b \S+"
+                                r"abcal-same\.so --rounds 1 --tune off")
+        self.assertTrue(any(c.endswith(" mm sort") for c in ab), ab)  # GPU 0's share
+        self.assertTrue(any(c.endswith(" add") for c in ab), ab)      # GPU 1's
+        self.assertTrue(any("--level comprehensive --dtypes bf16 mm" in c for c in ab), ab)
+        # The fake writes no A/B directory: nothing to fit, and the step says so.
+        self.assertNotEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"abcal-dirs\s+FAIL")
 
     def test_passing_steps_exit_0_and_run_only_what_was_selected(self):
         r = self.run_check("--steps", "devices,plan")
