@@ -812,7 +812,7 @@ CaseRunner::PairTiming CaseRunner::time_pair(PairSide& a, PairSide& b, std::size
 // failure. False when the process must time nothing more.
 bool CaseRunner::record_pair(PairSide& a, PairSide& b, std::size_t pa, std::size_t pb,
                              const Case& c, const PairTiming& t1,
-                             const std::optional<PairTiming>& t2) {
+                             const std::optional<PairTiming>& t2, bool partial) {
   PairTiming t = t1;
   int phases = 1;
   if (t2 && t2->ok() && t1.ok()) {
@@ -842,6 +842,13 @@ bool CaseRunner::record_pair(PairSide& a, PairSide& b, std::size_t pa, std::size
     prow.paired_blocks = static_cast<int>(t.medians[s].size());
     prow.paired_method = t.method;
     if (phases > 1) prow.paired_phases = phases;
+    if (phases > 1 && partial) {
+      const std::string why =
+          "the placement crossover was partial: a block of one side's set-up had no block of the "
+          "same size on the other side, so part of where the buffers landed may remain in the "
+          "ratio (docs/ab.md)";
+      prow.note = prow.note ? *prow.note + "; " + why : why;
+    }
   }
   return go_on;
 }
@@ -956,8 +963,9 @@ void CaseRunner::time_paired(const Op& oa, const Op& ob, const Case& c, CaseWork
       if (s.t2->unusable()) break;
     }
   }
+  const bool partial = pool != nullptr && !pool->crossed_all();
   for (const Slot& s : pairs)
-    if (s.t1 && !record_pair(a, b, s.pa, s.pb, c, *s.t1, s.t2)) break;
+    if (s.t1 && !record_pair(a, b, s.pa, s.pb, c, *s.t1, s.t2, partial)) break;
 }
 
 std::pair<CaseRow, CaseRow> CaseRunner::run_case_paired(const Op& a, const Op& b, const Case& c,

@@ -94,7 +94,7 @@ class CaseRunner {
   [[nodiscard]] PairTiming time_pair(PairSide& a, PairSide& b, std::size_t pa, std::size_t pb,
                                      int blocks, int phase, int phases);
   bool record_pair(PairSide& a, PairSide& b, std::size_t pa, std::size_t pb, const Case& c,
-                   const PairTiming& t1, const std::optional<PairTiming>& t2);
+                   const PairTiming& t1, const std::optional<PairTiming>& t2, bool partial);
   [[nodiscard]] bool set_up_crossed(const Op& oa, const Op& ob, const Case& c, CaseWork& wa,
                                     CaseWork& wb, PlacementPool& pool, std::uint64_t seeds);
   bool time_alone(PairSide& s, std::size_t p, const Case& c);

@@ -84,7 +84,7 @@ struct Placement {
 
 class PlacedWorkload : public Workload {
  public:
-  PlacedWorkload(Placement& pl, DeviceContext& ctx) : pl_(pl), buf_(ctx, 4096) {
+  PlacedWorkload(Placement& pl, DeviceContext& ctx, std::size_t bytes) : pl_(pl), buf_(ctx, bytes) {
     if (pl_.slow == nullptr) pl_.slow = buf_.get();
   }
   [[nodiscard]] std::vector<ProviderInfo> providers() const override {
@@ -104,7 +104,7 @@ class PlacedWorkload : public Workload {
 
 class PlacedOp : public Op {
  public:
-  explicit PlacedOp(Placement& pl) : pl_(pl) {}
+  explicit PlacedOp(Placement& pl, std::size_t bytes = 4096) : pl_(pl), bytes_(bytes) {}
   [[nodiscard]] OpInfo info() const override {
     OpInfo i;
     i.name = "placed";
@@ -114,21 +114,23 @@ class PlacedOp : public Op {
   }
   [[nodiscard]] std::size_t bytes_needed(const Case&) const override { return 0; }
   [[nodiscard]] std::unique_ptr<Workload> setup(DeviceContext& ctx, const Case&) const override {
-    return std::make_unique<PlacedWorkload>(pl_, ctx);
+    return std::make_unique<PlacedWorkload>(pl_, ctx, bytes_);
   }
 
  private:
   Placement& pl_;
+  std::size_t bytes_;
 };
 
 struct Paired {
   core::PairedEstimate est;
   int phases = 0;
+  std::string note;
   long allocs = 0, frees = 0;
 };
 
 // The same code on both sides, one paired case; the candidate's blocks' estimate.
-Paired run_same_code(bool crossover) {
+Paired run_same_code(bool crossover, std::size_t b_bytes = 4096) {
   FakeBackend backend;
   core::Knobs knobs;
   knobs.tune = core::TuneMode::off;
@@ -141,7 +143,7 @@ Paired run_same_code(bool crossover) {
     pl.dev = &dynamic_cast<FakeDevice&>(runner.device());
     pl.dev->kernel_ms = [](long) { return 0.2; };
     tune::Tuner tuner_b(settings);
-    const PlacedOp a(pl), b(pl);
+    const PlacedOp a(pl), b(pl, b_bytes);
     const Case c{"placed", DType::f32, {1024}, {}, {}};
     const auto [ra, rb] = runner.run_case_paired(a, b, c, 8, crossover, tuner_b);
     const nlohmann::json ja = core::to_json(ra), jb = core::to_json(rb);
@@ -156,6 +158,7 @@ Paired run_same_code(bool crossover) {
     for (std::size_t k = 0; k < ma.size() && k < mb.size(); ++k)
       d.push_back(std::log(mb[k] / ma[k]));
     out.phases = pa.value("paired_phases", 1);
+    out.note = pb.value("note", "");
     out.est = core::paired_log_ratio({d}, 0.95, out.phases);
     out.allocs = pl.dev->allocs;
     out.frees = pl.dev->frees;
@@ -171,6 +174,15 @@ TEST(PlacementCrossover, TheSameCodeReadsTheSameWhereItsMemoryLandedSlow) {
   EXPECT_NEAR(x.est.placement, std::log(1.05), 0.002);
   EXPECT_EQ(x.allocs, 2);  // one block a side, reused in the second phase
   EXPECT_EQ(x.frees, 2);   // and given back when the case ended
+  EXPECT_EQ(x.note, "");
+}
+
+// Side B's build allocates another size: no block to swap, the rows say the crossover was partial.
+TEST(PlacementCrossover, ABlockWithoutAPartnerMakesItPartialAndTheRowSaysSo) {
+  const Paired x = run_same_code(true, 8192);
+  EXPECT_EQ(x.phases, 2);
+  EXPECT_NE(x.note.find("crossover was partial"), std::string::npos) << x.note;
+  EXPECT_EQ(x.allocs, x.frees);
 }
 
 TEST(PlacementCrossover, WithoutItTheSlowBlockReadsAsAChange) {
