@@ -133,3 +133,45 @@ TEST(ComparePaired, AProviderClassWidensOnlyThatProvider) {
   }
   EXPECT_EQ(seen, 2);
 }
+
+// The placement crossover through compare: side B 4% faster in the first phase's blocks and 4%
+// slower in the second's (the same code in swapped memory). With paired_phases 2 on both sides
+// the ratio is 1 and the note names the placement it removed; the same blocks without the
+// phases read as one wide spread and never as FASTER.
+TEST(ComparePaired, CrossedBlocksCancelTheirPlacement) {
+  const std::vector<double> a = {1.0, 1.001, 0.999, 1.0, 1.0, 1.001, 0.999, 1.0};
+  std::vector<double> b;
+  for (std::size_t k = 0; k < a.size(); ++k) b.push_back(a[k] * (k < 4 ? 0.96 : 1.0 / 0.96));
+  for (int phases : {2, 1}) {
+    TempDir t;
+    auto row = [&](const std::vector<double>& blocks, std::uint32_t seed) {
+      json r = paired_row(1.0, blocks, seed);
+      if (phases == 2)
+        for (auto& p : r["providers"]) p["paired_phases"] = 2;
+      return r;
+    };
+    const fs::path da =
+        write_run(t.path(), "A-1-20261130-101010", {row(a, 1)}, paired_identity("A", "x"));
+    const fs::path db =
+        write_run(t.path(), "B-1-20261130-101010", {row(b, 2)}, paired_identity("B", "x"));
+    CompareOptions opt;
+    parse_paired_noise("0.2", opt);
+    const auto r = compare_dirs({da}, {db}, opt);
+    const PairResult* p = nullptr;
+    for (const auto& x : r.pairs)
+      if (x.role == "candidate") p = &x;
+    ASSERT_NE(p, nullptr);
+    ASSERT_TRUE(p->paired);
+    if (phases == 2) {
+      EXPECT_EQ(p->phases, 2);
+      EXPECT_NEAR(p->ratio, 1.0, 1e-9);
+      EXPECT_NEAR(p->placement, 1 / 0.96 - 1, 1e-9);
+      EXPECT_EQ(p->verdict, Verdict::same);
+    } else {
+      EXPECT_EQ(p->phases, 1);
+      EXPECT_NE(p->verdict, Verdict::faster);
+      EXPECT_NE(p->verdict, Verdict::slower);
+      EXPECT_EQ(p->placement, 0.0);
+    }
+  }
+}
