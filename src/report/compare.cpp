@@ -601,6 +601,25 @@ std::vector<std::string> mismatch_lines(const CompareResult& r) {
   return out;
 }
 
+// The paired pairs timed in two placement phases: how many, and the placement effect the
+// crossover took out of their ratios (median, largest and its row); empty when none was.
+std::string crossover_summary(const CompareResult& r) {
+  std::vector<double> place;
+  const PairResult* top = nullptr;
+  for (const auto& p : r.pairs) {
+    if (!p.paired || p.phases != 2) continue;
+    place.push_back(p.placement);
+    if (top == nullptr || p.placement > top->placement) top = &p;
+  }
+  if (top == nullptr) return "";
+  return "placement crossover: " + std::to_string(place.size()) +
+         " pair(s) timed in two phases, each side in the other's memory in the second; half "
+         "the phases' disagreement, which the mean of the phases cancels (where the buffers "
+         "landed, plus any noise between the phases): median " +
+         fmt(100 * core::median(place), 2) + "%, largest " + fmt(100 * top->placement, 3) + "% (" +
+         top->op + " " + top->dtype + " " + top->shape + " " + top->provider + "; docs/ab.md)";
+}
+
 namespace {
 
 // The per-pair table, with the verdict rule and the run-to-run terms in its notes.
@@ -660,6 +679,7 @@ Table pairs_table(const CompareResult& r, const CompareOptions& opt) {
           " us / the median, divided by sqrt(rounds)) instead "
           "of the run-to-run terms; the default was " +
           kPairedNoiseDerivation);
+      if (const std::string x = crossover_summary(r); !x.empty()) pairs.notes.push_back(x);
     }
     if (r.unsure_by_run_noise > 0)
       pairs.notes.push_back(

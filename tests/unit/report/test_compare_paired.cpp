@@ -167,6 +167,11 @@ TEST(ComparePaired, CrossedBlocksCancelTheirPlacement) {
       EXPECT_NEAR(p->ratio, 1.0, 1e-9);
       EXPECT_NEAR(p->placement, 1 / 0.96 - 1, 1e-9);
       EXPECT_EQ(p->verdict, Verdict::same);
+      bool said = false;
+      for (const auto& table : compare_report(r, opt).tables)
+        for (const auto& n : table.notes)
+          said = said || n.find("placement crossover: 2 pair(s)") != std::string::npos;
+      EXPECT_TRUE(said) << "the pairs table's notes name the crossover";
     } else {
       EXPECT_EQ(p->phases, 1);
       EXPECT_NE(p->verdict, Verdict::faster);
