@@ -634,7 +634,7 @@ Table pairs_table(const CompareResult& r, const CompareOptions& opt) {
     if (p.paired)
       note += std::string(note.empty() ? "" : "; ") + "paired, " + std::to_string(p.blocks) +
               " blocks" +
-              (p.phases == 2 ? ", crossover (placement " + fmt(100 * p.placement, 2) + "%)" : "");
+              (p.phases == 2 ? ", crossover (placement " + fmt(100 * p.placement, 3) + "%)" : "");
     if (p.verdict == Verdict::unsure &&
         (static_cast<int>(p.n_a) < opt.min_samples || static_cast<int>(p.n_b) < opt.min_samples))
       note += std::string(note.empty() ? "" : "; ") + "too few samples";

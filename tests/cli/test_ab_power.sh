@@ -49,6 +49,12 @@ for mode in paired isolate; do
       grep -q '"paired"' "$T"/same/same-*/B-1-*/run_identity.json || fail "no paired key in B-1"
       grep -q '"block_medians_ms"' "$T"/same/same-*/A-2-*/run.log || fail "no block medians in A-2"
       [ ! -e "$T"/same/same-*/logs/A-1.log ] || fail "paired: a process per side was spawned"
+      grep -q '"paired_phases":2' "$T"/same/same-*/A-1-*/run.log || fail "paired: no crossover"
+      # The residual fit reads the pairs, and the crossover's phases, off the same-code runs.
+      python3 "$(dirname "${BASH_SOURCE[0]}")/../../scripts/ab-power" --caliber "$CAL" \
+        --residual "$(ls -d "$T"/same/same-*)" > "$T/fit.txt" 2>&1 || { cat "$T/fit.txt"; fail "ab-power --residual"; }
+      grep -Eq 'placement crossover on ([0-9]+) of \1 pairs' "$T/fit.txt" || { cat "$T/fit.txt"; fail "fit: no crossover line"; }
+      grep -q 'term (quantile 1.0): --paired-noise' "$T/fit.txt" || fail "fit: no term"
     else
       [ "$npaired" -eq 0 ] || fail "--isolate: $npaired pairs were paired"
     fi
