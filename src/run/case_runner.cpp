@@ -747,8 +747,12 @@ std::optional<CaseRunner::PairTiming> CaseRunner::time_interleaved(PairSide& a, 
   const timing::TimingOptions ob = timing_options(b.info, false);
   o.rng = o.rng || ob.rng;
   o.capture_denied = o.capture_denied || ob.capture_denied;
+  // Each phase holds 1/phases of the pair's samples: its share of the time and of the samples,
+  // and a noise target such that the phases together reach the run's (as block_options does).
   o.stop.min_time_s *= 2.0 / phases;
   o.stop.timeout_s *= 2.0 / phases;
+  o.stop.min_samples = std::max(2, (o.stop.min_samples + phases - 1) / phases);
+  o.stop.max_noise *= std::sqrt(static_cast<double>(phases));
   if (phase > 0) {
     o.regime.settle_window_s = 0.001;
     o.regime.settle_timeout_s = 0.0;
