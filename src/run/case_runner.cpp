@@ -959,10 +959,13 @@ void CaseRunner::time_paired(const Op& oa, const Op& ob, const Case& c, CaseWork
     if (usable) usable = time_alone(a, pa, c);
   for (std::size_t pb : alone_b)
     if (usable) usable = time_alone(b, pb, c);
-  bool first_ok = true;
-  for (const Slot& s : pairs) first_ok = first_ok && s.t1 && s.t1->ok();
-  if (usable && cross && first_ok && set_up_crossed(oa, ob, c, wa, wb, *pool, seeds)) {
+  // The second phase for the pairs the first timed to the end (a pair that failed keeps its
+  // failure and is not timed again).
+  bool any_ok = false;
+  for (const Slot& s : pairs) any_ok = any_ok || (s.t1 && s.t1->ok());
+  if (usable && cross && any_ok && set_up_crossed(oa, ob, c, wa, wb, *pool, seeds)) {
     for (Slot& s : pairs) {
+      if (!s.t1 || !s.t1->ok()) continue;
       s.t2 = time_pair(a, b, s.pa, s.pb, per_phase, 1, phases);
       if (s.t2->unusable()) break;
     }

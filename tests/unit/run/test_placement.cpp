@@ -80,6 +80,7 @@ struct Placement {
   FakeDevice* dev = nullptr;
   void* slow = nullptr;
   double slow_factor = 1.05;
+  bool candidate_fails = false;  // the candidate's launch throws (a broken kernel)
 };
 
 class PlacedWorkload : public Workload {
@@ -91,7 +92,8 @@ class PlacedWorkload : public Workload {
     return {{"vendor", Role::baseline, "1", "", {}}, {"ours", Role::candidate, "1", "", {}}};
   }
   void prepare(std::size_t, const Config&) override {}
-  void launch(std::size_t) override {
+  void launch(std::size_t p) override {
+    if (p == 1 && pl_.candidate_fails) throw std::runtime_error("planted launch failure");
     pl_.dev->kernel(buf_.get() == pl_.slow ? pl_.slow_factor : 1.0);
   }
   [[nodiscard]] Accuracy check(std::size_t) override { return {true, 0, 0, "exact"}; }
@@ -190,6 +192,28 @@ TEST(PlacementCrossover, WithoutItTheSlowBlockReadsAsAChange) {
   EXPECT_EQ(x.phases, 1);
   EXPECT_NEAR(x.est.log_ratio, -std::log(1.05), 0.002);  // B "faster": only its memory was
   EXPECT_EQ(x.allocs, x.frees);
+}
+
+// A pair that fails in the first phase keeps its failure; the others still get their second.
+TEST(PlacementCrossover, AFailedPairDoesNotCostTheOthersTheirSecondPhase) {
+  FakeBackend backend;
+  core::Knobs knobs;
+  knobs.tune = core::TuneMode::off;
+  tune::Settings settings;
+  settings.mode = tune::Mode::off;
+  Placement pl;
+  pl.candidate_fails = true;
+  CaseRunner runner(backend, 0, 1, knobs, "graph", settings);
+  pl.dev = &dynamic_cast<FakeDevice&>(runner.device());
+  tune::Tuner tuner_b(settings);
+  const PlacedOp a(pl), b(pl);
+  const Case c{"placed", DType::f32, {1024}, {}, {}};
+  const auto [ra, rb] = runner.run_case_paired(a, b, c, 8, true, tuner_b);
+  const nlohmann::json j = core::to_json(ra);
+  EXPECT_EQ(j["status"], "failed") << j.dump();
+  EXPECT_EQ(j["providers"][0].value("paired_phases", 1), 2) << j["providers"][0].dump();
+  EXPECT_FALSE(j["providers"][1].contains("paired_phases"));
+  EXPECT_NE(j["providers"][1].value("error", "").find("planted launch failure"), std::string::npos);
 }
 
 }  // namespace
