@@ -64,6 +64,17 @@ for mode in paired isolate; do
   [ "$same_ok" -eq 1 ] || fail "the same code ($mode) came out FASTER/SLOWER in three attempts"
 done
 
+# --crossover off: one placement phase (no paired_phases); a bad value: exit 2 naming it.
+"$CAL" ab --ops-lib-a "$LIB" --ops-lib-b "$T/libsame_again.so" --out "$T/off" --crossover off \
+  "${RUN[@]}" test_scaled > "$T/off.txt" 2>&1 || { cat "$T/off.txt"; fail "ab --crossover off"; }
+grep -q '"block_medians_ms"' "$T"/off/ab-*/A-2-*/run.log || fail "--crossover off: not paired"
+! grep -q '"paired_phases"' "$T"/off/ab-*/A-[12]-*/run.log || fail "--crossover off: two phases"
+grep -Eq '"crossover": *false' "$T"/off/ab-*/A-1-*/run_identity.json || fail "--crossover off: identity"
+"$CAL" ab --ops-lib-a "$LIB" --ops-lib-b "$T/libsame_again.so" --crossover maybe test_scaled \
+  > "$T/bad.txt" 2>&1; rc=$?
+[ "$rc" -eq 2 ] && grep -q -- '--crossover: maybe not in {on,off}' "$T/bad.txt" ||
+  fail "--crossover maybe: exit $rc"
+
 # A planted 2x the work, as a second build and as the environment switch: SLOWER.
 for how in build env; do
   ok=0
