@@ -22,6 +22,10 @@ const char* to_string(Failure f) noexcept {
   return "other";
 }
 
+bool leaves_process_unusable(Failure f) noexcept {
+  return f == Failure::fatal_on_device || f == Failure::capture_poisoned;
+}
+
 namespace {
 
 std::string plural_devices(std::size_t n) {

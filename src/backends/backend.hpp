@@ -54,6 +54,8 @@ enum class Failure {
   other,             // an ordinary error: the case fails, the process goes on
 };
 [[nodiscard]] const char* to_string(Failure f) noexcept;
+// Whether a failure leaves the process's device context unusable: nothing more is timed in it.
+[[nodiscard]] bool leaves_process_unusable(Failure f) noexcept;
 
 // A compat rule lifts one op's skip for one exact reason, on its own backend only.
 struct CompatRule {

@@ -343,8 +343,7 @@ CaseRow CaseRunner::profile_case(const Op& op, const Case& c, int launches) {
     profile_launch(c, *w, providers, launches, prows);
   } catch (const NativeError& e) {
     auto f = backend_.classify(e.code());
-    if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned)
-      fatal_ = c.node_id();
+    if (backends::leaves_process_unusable(f)) fatal_ = c.node_id();
     end_failed(row, std::move(prows), std::string(e.what()) + " [" + backends::to_string(f) + "]");
     return row;
   } catch (const CaseSkipped& e) {
@@ -379,8 +378,7 @@ void CaseRunner::tune_case(const Op& op, const Case& c) {
     }
   } catch (const NativeError& e) {
     auto f = backend_.classify(e.code());
-    if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned)
-      fatal_ = c.node_id();
+    if (backends::leaves_process_unusable(f)) fatal_ = c.node_id();
     warnings_.push_back("tuning " + c.node_id() + " failed: " + e.what());
   } catch (const std::exception& e) {
     warnings_.push_back("tuning " + c.node_id() + " failed: " + e.what());
@@ -491,8 +489,7 @@ bool CaseRunner::prepare_and_check(const Op& op, const OpInfo& info, const Case&
     return false;
   } catch (const NativeError& e) {
     auto f = backend_.classify(e.code());
-    if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned)
-      fatal_ = c.node_id();
+    if (backends::leaves_process_unusable(f)) fatal_ = c.node_id();
     end_failed(row, work.prows, std::string(e.what()) + " [" + backends::to_string(f) + "]");
     return false;
   } catch (const std::exception& e) {
@@ -888,8 +885,7 @@ bool CaseRunner::set_up_crossed(const Op& oa, const Op& ob, const Case& c, CaseW
     return false;
   } catch (const NativeError& e) {
     const auto f = backend_.classify(e.code());
-    if (f == backends::Failure::fatal_on_device || f == backends::Failure::capture_poisoned)
-      fatal_ = c.node_id();
+    if (backends::leaves_process_unusable(f)) fatal_ = c.node_id();
     warnings_.push_back(c.node_id() + ": paired A/B, the second placement phase: " + e.what());
     return false;
   } catch (const std::exception& e) {

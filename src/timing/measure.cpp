@@ -25,7 +25,7 @@ std::string repeat_marker(int n) {
 }
 
 bool process_unusable(const Measurement& m) noexcept {
-  return m.failure == Failure::fatal_on_device || m.failure == Failure::capture_poisoned;
+  return backends::leaves_process_unusable(m.failure);
 }
 
 std::vector<double> thin_evenly(std::span<const double> xs, int cap) {
