@@ -40,8 +40,12 @@ inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool
                  std::string("Paired A/B (one process per round, A and B block by block): the "
                              "residual per round in\npercent added to the blocks' interval, "
                              "PCT[,CLASS=PCT...][,floor_us=US] as --run-noise,\ndivided by "
-                             "sqrt(rounds). Default ") +
-                     cmp.paired_noise + ", " + report::kPairedNoiseDerivation)
+                             "sqrt(rounds); a given term holds for every paired pair. Default "
+                             "for a pair timed\nin two placement phases (the crossover) ") +
+                     report::kDefaultPairedNoise + ", " + report::kPairedNoiseDerivation +
+                     ".\nDefault for a pair timed in one phase (--crossover off, Python suites) " +
+                     report::kDefaultPairedNoiseOnePhase + ", " +
+                     report::kPairedNoiseOnePhaseDerivation)
       ->group("Compare");
   sub.add_option("--fail-on-regression", cmp.fail_on_regression_pct,
                  "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100 (for CI)")

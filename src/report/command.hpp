@@ -23,7 +23,9 @@ struct CompareCommand {
   // fallback).
   std::string run_noise = kDefaultRunNoise;
   // Paired A/B's residual per round, percent (docs/ab.md): PCT[,CLASS=PCT...][,floor_us=US].
-  std::string paired_noise = kDefaultPairedNoise;
+  // Empty: the defaults, kDefaultPairedNoise for crossed pairs and kDefaultPairedNoiseOnePhase
+  // for one-phase ones; a given term holds for both.
+  std::string paired_noise;
   double fail_on_regression_pct = -1;  // < 0: not given
   bool allow_mismatch = false;
 

@@ -70,6 +70,8 @@ void parse_noise_terms(const std::string& spec, const std::string& knob, double&
 CompareOptions::CompareOptions() {
   parse_run_noise(kDefaultRunNoise, *this);
   parse_paired_noise(kDefaultPairedNoise, *this);
+  parse_noise_terms(kDefaultPairedNoiseOnePhase, "--paired-noise", paired_one_phase,
+                    paired_one_phase_class, paired_one_phase_floor_us);
 }
 
 void parse_run_noise(const std::string& spec, CompareOptions& opt) {
@@ -80,6 +82,9 @@ void parse_run_noise(const std::string& spec, CompareOptions& opt) {
 void parse_paired_noise(const std::string& spec, CompareOptions& opt) {
   parse_noise_terms(spec, "--paired-noise", opt.paired_noise, opt.paired_noise_class,
                     opt.paired_noise_floor_us);
+  opt.paired_one_phase = opt.paired_noise;
+  opt.paired_one_phase_class = opt.paired_noise_class;
+  opt.paired_one_phase_floor_us = opt.paired_noise_floor_us;
 }
 
 bool CompareResult::any_difference() const noexcept {
@@ -343,8 +348,13 @@ void detect_cross_device(const std::vector<RunData>& a, const std::vector<RunDat
 // --paired-noise for a paired pair) in quadrature with the timer floor's jitter over the median.
 double noise_term(const PairResult& pr, const std::string& family, bool fallback,
                   const CompareOptions& opt) {
-  double rn = pr.paired ? opt.paired_noise : opt.run_noise;
-  const auto& classes = pr.paired ? opt.paired_noise_class : opt.run_noise_class;
+  // Paired: crossed pairs take the residual fitted on crossed data, one-phase pairs the larger
+  // one that still holds where their buffers landed (docs/ab.md).
+  const bool crossed = pr.paired && pr.phases == 2;
+  double rn = !pr.paired ? opt.run_noise : crossed ? opt.paired_noise : opt.paired_one_phase;
+  const auto& classes = !pr.paired ? opt.run_noise_class
+                        : crossed  ? opt.paired_noise_class
+                                   : opt.paired_one_phase_class;
   auto take = [&](const std::string& cls) {
     const auto it = classes.find(cls);
     if (it != classes.end()) rn = std::max(rn, it->second);
@@ -354,7 +364,10 @@ double noise_term(const PairResult& pr, const std::string& family, bool fallback
   if (fallback) take("fallback");
   // The timer floor's own jitter is an absolute time: it dominates short kernels.
   const double t_us = std::min(pr.median_a, pr.median_b) * 1e3;
-  return std::hypot(rn, (pr.paired ? opt.paired_noise_floor_us : opt.run_noise_floor_us) / t_us);
+  const double floor_us = !pr.paired ? opt.run_noise_floor_us
+                          : crossed  ? opt.paired_noise_floor_us
+                                     : opt.paired_one_phase_floor_us;
+  return std::hypot(rn, floor_us / t_us);
 }
 
 // The interval and verdict of one pair with enough samples a side (docs/ab.md). Paired rounds
@@ -680,6 +693,25 @@ Table pairs_table(const CompareResult& r, const CompareOptions& opt) {
           "of the run-to-run terms; the default was " +
           kPairedNoiseDerivation);
       if (const std::string x = crossover_summary(r); !x.empty()) pairs.notes.push_back(x);
+      const auto one_phase = std::count_if(r.pairs.begin(), r.pairs.end(), [](const PairResult& p) {
+        return p.paired && p.phases != 2;
+      });
+      const bool own = opt.paired_one_phase != opt.paired_noise ||
+                       opt.paired_one_phase_class != opt.paired_noise_class ||
+                       opt.paired_one_phase_floor_us != opt.paired_noise_floor_us;
+      if (one_phase > 0 && own) {
+        std::string ofams;
+        for (const auto& [f, v] : opt.paired_one_phase_class)
+          ofams += ", " + f + " " + fmt(v * 100, 3) + "%";
+        pairs.notes.push_back(
+            std::to_string(one_phase) +
+            " paired pair(s) were timed in one placement phase (--crossover off, or no crossover "
+            "possible): where their buffers landed is in their ratio, so they take the one-phase "
+            "residual " +
+            fmt(opt.paired_one_phase * 100, 3) + "%" + ofams + " in quadrature with " +
+            fmt(opt.paired_one_phase_floor_us, 3) + " us / the median; the default was " +
+            kPairedNoiseOnePhaseDerivation);
+      }
     }
     if (r.unsure_by_run_noise > 0)
       pairs.notes.push_back(

@@ -55,6 +55,15 @@ for mode in paired isolate; do
         --residual "$(ls -d "$T"/same/same-*)" > "$T/fit.txt" 2>&1 || { cat "$T/fit.txt"; fail "ab-power --residual"; }
       grep -Eq 'placement crossover on ([0-9]+) of \1 pairs' "$T/fit.txt" || { cat "$T/fit.txt"; fail "fit: no crossover line"; }
       grep -q 'term (quantile 1.0): --paired-noise' "$T/fit.txt" || fail "fit: no term"
+      # --classes: the named family gets its own term in the spec, beside the per-family needs.
+      fam=$(grep -o '"family":"[^"]*"' "$T"/same/same-*/A-1-*/run.log | head -1 | cut -d'"' -f4)
+      [ -n "$fam" ] || fail "no family in the same-code rows"
+      python3 "$(dirname "${BASH_SOURCE[0]}")/../../scripts/ab-power" --caliber "$CAL" \
+        --residual "$(ls -d "$T"/same/same-*)" --classes "$fam" > "$T/fitc.txt" 2>&1 ||
+        { cat "$T/fitc.txt"; fail "ab-power --residual --classes"; }
+      grep -Eq -- "--paired-noise [0-9.]+,$fam=[0-9.]+,floor_us=" "$T/fitc.txt" &&
+        grep -q "needed per family (rows >= 20 us): $fam " "$T/fitc.txt" ||
+        { cat "$T/fitc.txt"; fail "fit --classes $fam: no class term or per-family line"; }
     else
       [ "$npaired" -eq 0 ] || fail "--isolate: $npaired pairs were paired"
     fi

@@ -117,7 +117,7 @@ TEST(ComparePaired, AProviderClassWidensOnlyThatProvider) {
   TempDir t;
   const auto [da, db] = write_paired_round(t.path());
   CompareOptions opt;
-  EXPECT_EQ(opt.paired_noise_class.count("thrust"), 1u);  // the default's provider class
+  EXPECT_EQ(opt.paired_one_phase_class.count("thrust"), 1u);  // the one-phase default's class
   parse_paired_noise("0.88,mine=5,floor_us=0.15", opt);
   const auto r = compare_dirs({da}, {db}, opt);
   int seen = 0;
@@ -179,4 +179,47 @@ TEST(ComparePaired, CrossedBlocksCancelTheirPlacement) {
       EXPECT_EQ(p->placement, 0.0);
     }
   }
+}
+
+// Crossed pairs and one-phase pairs take their own default residual: the crossover takes the
+// buffers' placement out of the ratio, so the same 1.7% gap in every block is SLOWER when crossed
+// (0.73%: half width about 1.43%) and UNSURE in one phase (0.96%: about 1.88%). A term the user
+// gives holds for both.
+TEST(ComparePaired, CrossedAndOnePhasePairsTakeTheirOwnResidual) {
+  const std::vector<double> a = {1.0, 1.001, 0.999, 1.0, 1.0, 1.001, 0.999, 1.0};
+  std::vector<double> b;
+  for (const double x : a) b.push_back(x * 1.017);
+  auto verdict = [&](int phases, const std::string& spec) {
+    TempDir t;
+    auto row = [&](const std::vector<double>& blocks, std::uint32_t seed) {
+      json r = paired_row(1.0, blocks, seed);
+      if (phases == 2)
+        for (auto& p : r["providers"]) p["paired_phases"] = 2;
+      return r;
+    };
+    const fs::path da =
+        write_run(t.path(), "A-1-20261130-101010", {row(a, 1)}, paired_identity("A", "x"));
+    const fs::path db =
+        write_run(t.path(), "B-1-20261130-101010", {row(b, 2)}, paired_identity("B", "x"));
+    CompareOptions opt;
+    if (!spec.empty()) parse_paired_noise(spec, opt);
+    const auto r = compare_dirs({da}, {db}, opt);
+    for (const auto& x : r.pairs)
+      if (x.role == "candidate") {
+        EXPECT_TRUE(x.paired);
+        EXPECT_EQ(x.phases, phases);
+        bool noted = false;
+        for (const auto& table : compare_report(r, opt).tables)
+          for (const auto& n : table.notes)
+            noted = noted || n.find("timed in one placement phase") != std::string::npos;
+        EXPECT_EQ(noted, phases == 1 && spec.empty()) << "the one-phase note, phases " << phases;
+        return x.verdict;
+      }
+    ADD_FAILURE() << "no candidate pair";
+    return Verdict::unsure;
+  };
+  EXPECT_EQ(verdict(2, ""), Verdict::slower);
+  EXPECT_EQ(verdict(1, ""), Verdict::unsure);
+  EXPECT_EQ(verdict(1, "0.73"), Verdict::slower);
+  EXPECT_EQ(verdict(2, "0.96"), Verdict::unsure);
 }
