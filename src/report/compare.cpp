@@ -635,6 +635,46 @@ std::string crossover_summary(const CompareResult& r) {
 
 namespace {
 
+// The paired pairs' notes under the table: the residual they take, the crossover's summary, and
+// the one-phase pairs' own residual.
+void add_paired_notes(const CompareResult& r, const CompareOptions& opt,
+                      std::vector<std::string>& notes) {
+  std::string pfams;
+  for (const auto& [f, v] : opt.paired_noise_class) pfams += ", " + f + " " + fmt(v * 100, 3) + "%";
+  notes.push_back(
+      "paired A/B (" + std::to_string(r.paired_rounds) +
+      " round(s), A and B in one process, interleaved in one graph or block by block): a pair "
+      "marked \"paired\" takes its ratio (the mean block log ratio) and CI from its blocks (t "
+      "over the blocks' log ratios; "
+      "with 3+ rounds, also over the rounds' means), widened by the paired residual "
+      "(--paired-noise: " +
+      fmt(opt.paired_noise * 100, 3) + "%" + pfams + " in quadrature with " +
+      fmt(opt.paired_noise_floor_us, 3) +
+      " us / the median, divided by sqrt(rounds)) instead "
+      "of the run-to-run terms; the default was " +
+      kPairedNoiseDerivation);
+  if (const std::string x = crossover_summary(r); !x.empty()) notes.push_back(x);
+  const auto one_phase = std::count_if(r.pairs.begin(), r.pairs.end(), [](const PairResult& p) {
+    return p.paired && p.phases != 2;
+  });
+  const bool own = opt.paired_one_phase != opt.paired_noise ||
+                   opt.paired_one_phase_class != opt.paired_noise_class ||
+                   opt.paired_one_phase_floor_us != opt.paired_noise_floor_us;
+  if (one_phase > 0 && own) {
+    std::string ofams;
+    for (const auto& [f, v] : opt.paired_one_phase_class)
+      ofams += ", " + f + " " + fmt(v * 100, 3) + "%";
+    notes.push_back(
+        std::to_string(one_phase) +
+        " paired pair(s) were timed in one placement phase (--crossover off, or no crossover "
+        "possible): where their buffers landed is in their ratio, so they take the one-phase "
+        "residual " +
+        fmt(opt.paired_one_phase * 100, 3) + "%" + ofams + " in quadrature with " +
+        fmt(opt.paired_one_phase_floor_us, 3) + " us / the median; the default was " +
+        kPairedNoiseOnePhaseDerivation);
+  }
+}
+
 // The per-pair table, with the verdict rule and the run-to-run terms in its notes.
 Table pairs_table(const CompareResult& r, const CompareOptions& opt) {
   Table pairs;
@@ -676,43 +716,7 @@ Table pairs_table(const CompareResult& r, const CompareOptions& opt) {
         " us / the median (the timer floor's jitter); fallback: a direct-timer fallback row), "
         "divided by sqrt(runs) for a side of several runs; the defaults were " +
         kRunNoiseDerivation);
-    if (r.paired_rounds > 0) {
-      std::string pfams;
-      for (const auto& [f, v] : opt.paired_noise_class)
-        pfams += ", " + f + " " + fmt(v * 100, 3) + "%";
-      pairs.notes.push_back(
-          "paired A/B (" + std::to_string(r.paired_rounds) +
-          " round(s), A and B in one process, interleaved in one graph or block by block): a pair "
-          "marked \"paired\" takes its ratio (the mean block log ratio) and CI from its blocks (t "
-          "over the blocks' log ratios; "
-          "with 3+ rounds, also over the rounds' means), widened by the paired residual "
-          "(--paired-noise: " +
-          fmt(opt.paired_noise * 100, 3) + "%" + pfams + " in quadrature with " +
-          fmt(opt.paired_noise_floor_us, 3) +
-          " us / the median, divided by sqrt(rounds)) instead "
-          "of the run-to-run terms; the default was " +
-          kPairedNoiseDerivation);
-      if (const std::string x = crossover_summary(r); !x.empty()) pairs.notes.push_back(x);
-      const auto one_phase = std::count_if(r.pairs.begin(), r.pairs.end(), [](const PairResult& p) {
-        return p.paired && p.phases != 2;
-      });
-      const bool own = opt.paired_one_phase != opt.paired_noise ||
-                       opt.paired_one_phase_class != opt.paired_noise_class ||
-                       opt.paired_one_phase_floor_us != opt.paired_noise_floor_us;
-      if (one_phase > 0 && own) {
-        std::string ofams;
-        for (const auto& [f, v] : opt.paired_one_phase_class)
-          ofams += ", " + f + " " + fmt(v * 100, 3) + "%";
-        pairs.notes.push_back(
-            std::to_string(one_phase) +
-            " paired pair(s) were timed in one placement phase (--crossover off, or no crossover "
-            "possible): where their buffers landed is in their ratio, so they take the one-phase "
-            "residual " +
-            fmt(opt.paired_one_phase * 100, 3) + "%" + ofams + " in quadrature with " +
-            fmt(opt.paired_one_phase_floor_us, 3) + " us / the median; the default was " +
-            kPairedNoiseOnePhaseDerivation);
-      }
-    }
+    if (r.paired_rounds > 0) add_paired_notes(r, opt, pairs.notes);
     if (r.unsure_by_run_noise > 0)
       pairs.notes.push_back(
           std::to_string(r.unsure_by_run_noise) +

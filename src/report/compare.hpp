@@ -42,8 +42,9 @@ inline constexpr const char* kPairedNoiseDerivation =
     "GPU-4aba6bea (07:37-07:47 UTC, 762 provider pairs) and GPU-9facfc19 (08:38-08:47 UTC, 740): "
     "the smallest terms that put every pair of their class inside the 95% interval (quantile "
     "1.0): 0.73%, bound by embedding f32 32000x4096x4096 (rowcopy, 36 us, 1.6% apart); norm "
-    "family 1.25% (rms_norm f16 4096x4096, 21 us, 2.3-2.5% apart on both machines); floor_us "
-    "0.12 (kernels of 4-8 us). Fitted on the first machine alone (0.60,norm=1.17) it gave 1 "
+    "family 1.26% (rms_norm f16 4096x4096, 21 us, 2.3-2.5% apart on both machines); floor_us "
+    "0.121 (sum bf16 1M, cub, 6 us, 4.1% apart); each rounded up. Fitted on the first machine "
+    "alone (0.61,norm=1.17) it gave 1 "
     "FASTER of 740 on the second, so both fit it. Verified on a third, GPU-9f0a8b65 (08:53-08:57 "
     "UTC, mm bf16 comprehensive, 178 pairs): 0 FASTER/SLOWER (docs/ab.md)";
 
@@ -60,7 +61,7 @@ inline constexpr const char* kPairedNoiseOnePhaseDerivation =
 // The default terms, as --run-noise and --paired-noise spell them: the one place they are set
 // (CompareOptions parses them; --help prints them).
 inline constexpr const char* kDefaultRunNoise = "2.2,blas=4.5,fallback=4.3,floor_us=0.15";
-inline constexpr const char* kDefaultPairedNoise = "0.73,norm=1.25,floor_us=0.12";
+inline constexpr const char* kDefaultPairedNoise = "0.73,norm=1.26,floor_us=0.121";
 inline constexpr const char* kDefaultPairedNoiseOnePhase =
     "0.96,sort=1.94,thrust=2.1,floor_us=0.63";
 
