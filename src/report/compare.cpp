@@ -639,6 +639,10 @@ namespace {
 // the one-phase pairs' own residual.
 void add_paired_notes(const CompareResult& r, const CompareOptions& opt,
                       std::vector<std::string>& notes) {
+  // Whether one-phase pairs take terms of their own (the defaults; a given term holds for all).
+  const bool own = opt.paired_one_phase != opt.paired_noise ||
+                   opt.paired_one_phase_class != opt.paired_noise_class ||
+                   opt.paired_one_phase_floor_us != opt.paired_noise_floor_us;
   std::string pfams;
   for (const auto& [f, v] : opt.paired_noise_class) pfams += ", " + f + " " + fmt(v * 100, 3) + "%";
   notes.push_back(
@@ -646,9 +650,9 @@ void add_paired_notes(const CompareResult& r, const CompareOptions& opt,
       " round(s), A and B in one process, interleaved in one graph or block by block): a pair "
       "marked \"paired\" takes its ratio (the mean block log ratio) and CI from its blocks (t "
       "over the blocks' log ratios; "
-      "with 3+ rounds, also over the rounds' means), widened by the paired residual "
-      "(--paired-noise: " +
-      fmt(opt.paired_noise * 100, 3) + "%" + pfams + " in quadrature with " +
+      "with 3+ rounds, also over the rounds' means), widened by the paired residual " +
+      std::string(own ? "of a pair timed in two placement phases " : "") +
+      "(--paired-noise: " + fmt(opt.paired_noise * 100, 3) + "%" + pfams + " in quadrature with " +
       fmt(opt.paired_noise_floor_us, 3) +
       " us / the median, divided by sqrt(rounds)) instead "
       "of the run-to-run terms; the default was " +
@@ -657,9 +661,6 @@ void add_paired_notes(const CompareResult& r, const CompareOptions& opt,
   const auto one_phase = std::count_if(r.pairs.begin(), r.pairs.end(), [](const PairResult& p) {
     return p.paired && p.phases != 2;
   });
-  const bool own = opt.paired_one_phase != opt.paired_noise ||
-                   opt.paired_one_phase_class != opt.paired_noise_class ||
-                   opt.paired_one_phase_floor_us != opt.paired_noise_floor_us;
   if (one_phase > 0 && own) {
     std::string ofams;
     for (const auto& [f, v] : opt.paired_one_phase_class)
