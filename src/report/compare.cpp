@@ -350,24 +350,27 @@ double noise_term(const PairResult& pr, const std::string& family, bool fallback
                   const CompareOptions& opt) {
   // Paired: crossed pairs take the residual fitted on crossed data, one-phase pairs the larger
   // one that still holds where their buffers landed (docs/ab.md).
-  const bool crossed = pr.paired && pr.phases == 2;
-  double rn = !pr.paired ? opt.run_noise : crossed ? opt.paired_noise : opt.paired_one_phase;
-  const auto& classes = !pr.paired ? opt.run_noise_class
-                        : crossed  ? opt.paired_noise_class
-                                   : opt.paired_one_phase_class;
+  struct Terms {
+    double pct;
+    const std::map<std::string, double>& classes;
+    double floor_us;
+  };
+  const Terms t =
+      !pr.paired ? Terms{opt.run_noise, opt.run_noise_class, opt.run_noise_floor_us}
+      : pr.phases == 2
+          ? Terms{opt.paired_noise, opt.paired_noise_class, opt.paired_noise_floor_us}
+          : Terms{opt.paired_one_phase, opt.paired_one_phase_class, opt.paired_one_phase_floor_us};
+  double rn = t.pct;
   auto take = [&](const std::string& cls) {
-    const auto it = classes.find(cls);
-    if (it != classes.end()) rn = std::max(rn, it->second);
+    const auto it = t.classes.find(cls);
+    if (it != t.classes.end()) rn = std::max(rn, it->second);
   };
   take(family);
   take(pr.provider);  // a provider whose speed depends on its allocation (docs/ab.md)
   if (fallback) take("fallback");
   // The timer floor's own jitter is an absolute time: it dominates short kernels.
   const double t_us = std::min(pr.median_a, pr.median_b) * 1e3;
-  const double floor_us = !pr.paired ? opt.run_noise_floor_us
-                          : crossed  ? opt.paired_noise_floor_us
-                                     : opt.paired_one_phase_floor_us;
-  return std::hypot(rn, floor_us / t_us);
+  return std::hypot(rn, t.floor_us / t_us);
 }
 
 // The interval and verdict of one pair with enough samples a side (docs/ab.md). Paired rounds

@@ -82,6 +82,29 @@ std::pair<fs::path, fs::path> write_paired_round(const fs::path& parent) {
           write_run(parent, "B-1-20261130-101010", {paired_row(1.03, kBlocksB, 2)},
                     paired_identity("B", "x"))};
 }
+
+// One paired round whose rows carry block medians `a` and `b`; with phases 2 every provider says
+// paired_phases 2 (the crossover), else one phase.
+std::pair<fs::path, fs::path> write_phased_round(const fs::path& parent,
+                                                 const std::vector<double>& a,
+                                                 const std::vector<double>& b, int phases) {
+  auto row = [&](const std::vector<double>& blocks, std::uint32_t seed) {
+    json r = paired_row(1.0, blocks, seed);
+    if (phases == 2)
+      for (auto& p : r["providers"]) p["paired_phases"] = 2;
+    return r;
+  };
+  return {write_run(parent, "A-1-20261130-101010", {row(a, 1)}, paired_identity("A", "x")),
+          write_run(parent, "B-1-20261130-101010", {row(b, 2)}, paired_identity("B", "x"))};
+}
+
+// Whether a note of the compare report contains `what`.
+bool noted(const CompareResult& r, const CompareOptions& opt, const std::string& what) {
+  for (const auto& table : compare_report(r, opt).tables)
+    for (const auto& n : table.notes)
+      if (n.find(what) != std::string::npos) return true;
+  return false;
+}
 }  // namespace
 
 // Block medians 3% apart in every block: SLOWER from one paired round (the blocks' interval and
@@ -144,16 +167,7 @@ TEST(ComparePaired, CrossedBlocksCancelTheirPlacement) {
   for (std::size_t k = 0; k < a.size(); ++k) b.push_back(a[k] * (k < 4 ? 0.96 : 1.0 / 0.96));
   for (int phases : {2, 1}) {
     TempDir t;
-    auto row = [&](const std::vector<double>& blocks, std::uint32_t seed) {
-      json r = paired_row(1.0, blocks, seed);
-      if (phases == 2)
-        for (auto& p : r["providers"]) p["paired_phases"] = 2;
-      return r;
-    };
-    const fs::path da =
-        write_run(t.path(), "A-1-20261130-101010", {row(a, 1)}, paired_identity("A", "x"));
-    const fs::path db =
-        write_run(t.path(), "B-1-20261130-101010", {row(b, 2)}, paired_identity("B", "x"));
+    const auto [da, db] = write_phased_round(t.path(), a, b, phases);
     CompareOptions opt;
     parse_paired_noise("0.2", opt);
     const auto r = compare_dirs({da}, {db}, opt);
@@ -167,11 +181,8 @@ TEST(ComparePaired, CrossedBlocksCancelTheirPlacement) {
       EXPECT_NEAR(p->ratio, 1.0, 1e-9);
       EXPECT_NEAR(p->placement, 1 / 0.96 - 1, 1e-9);
       EXPECT_EQ(p->verdict, Verdict::same);
-      bool said = false;
-      for (const auto& table : compare_report(r, opt).tables)
-        for (const auto& n : table.notes)
-          said = said || n.find("placement crossover: 2 pair(s)") != std::string::npos;
-      EXPECT_TRUE(said) << "the pairs table's notes name the crossover";
+      EXPECT_TRUE(noted(r, opt, "placement crossover: 2 pair(s)"))
+          << "the pairs table's notes name the crossover";
     } else {
       EXPECT_EQ(p->phases, 1);
       EXPECT_NE(p->verdict, Verdict::faster);
@@ -191,16 +202,7 @@ TEST(ComparePaired, CrossedAndOnePhasePairsTakeTheirOwnResidual) {
   for (const double x : a) b.push_back(x * 1.017);
   auto verdict = [&](int phases, const std::string& spec) {
     TempDir t;
-    auto row = [&](const std::vector<double>& blocks, std::uint32_t seed) {
-      json r = paired_row(1.0, blocks, seed);
-      if (phases == 2)
-        for (auto& p : r["providers"]) p["paired_phases"] = 2;
-      return r;
-    };
-    const fs::path da =
-        write_run(t.path(), "A-1-20261130-101010", {row(a, 1)}, paired_identity("A", "x"));
-    const fs::path db =
-        write_run(t.path(), "B-1-20261130-101010", {row(b, 2)}, paired_identity("B", "x"));
+    const auto [da, db] = write_phased_round(t.path(), a, b, phases);
     CompareOptions opt;
     if (!spec.empty()) parse_paired_noise(spec, opt);
     const auto r = compare_dirs({da}, {db}, opt);
@@ -208,15 +210,9 @@ TEST(ComparePaired, CrossedAndOnePhasePairsTakeTheirOwnResidual) {
       if (x.role == "candidate") {
         EXPECT_TRUE(x.paired);
         EXPECT_EQ(x.phases, phases);
-        auto said = [&](const std::string& what) {
-          for (const auto& table : compare_report(r, opt).tables)
-            for (const auto& n : table.notes)
-              if (n.find(what) != std::string::npos) return true;
-          return false;
-        };
-        EXPECT_EQ(said("timed in one placement phase"), phases == 1 && spec.empty())
+        EXPECT_EQ(noted(r, opt, "timed in one placement phase"), phases == 1 && spec.empty())
             << "the one-phase note, phases " << phases;
-        EXPECT_EQ(said("residual of a pair timed in two placement phases"), spec.empty())
+        EXPECT_EQ(noted(r, opt, "residual of a pair timed in two placement phases"), spec.empty())
             << "the paired note says whose residual it names";
         return x.verdict;
       }
