@@ -472,10 +472,34 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
   return m;
 }
 
+// A refused capture can leave its code behind where the device cannot clear it: an op library
+// linked with its own copy of the runtime keeps a last-error state of its own, set by the call
+// that refused the capture (a synchronize), and the op's next error check reads it (the common
+// `cudaGetLastError()` after a launch), perhaps in another provider of the same library timed
+// later. Outside any capture such a code cannot be the launch's own, and that read cleared it:
+// the launch runs again, once per measurement. A launch that fails so twice fails as before.
+std::function<void()> forgiving_capture_leftover(backends::Device& dev,
+                                                 const backends::Backend& backend,
+                                                 const std::function<void()>& launch) {
+  auto spent = std::make_shared<bool>(false);
+  return [&dev, &backend, &launch, spent] {
+    try {
+      launch();
+    } catch (const NativeError& e) {
+      if (*spent || dev.capturing() || backend.classify(e.code()) != Failure::refused_capture)
+        throw;
+      *spent = true;
+      (void)dev.take_last_error();
+      launch();
+    }
+  };
+}
+
 }  // namespace
 
 Measurement measure(backends::Device& dev, const backends::Backend& backend,
-                    const std::function<void()>& launch, const TimingOptions& opt) {
+                    const std::function<void()>& raw_launch, const TimingOptions& opt) {
+  const std::function<void()> launch = forgiving_capture_leftover(dev, backend, raw_launch);
   const Clock now = detail::clock_of(opt);
   const double t0 = now();
   backends::Capabilities caps = backend.capabilities();

@@ -163,6 +163,25 @@ TEST_F(CudaTiming, RefusedCaptureFallsBackWithTheMarkers) {
   EXPECT_EQ(after.timer, "graph");
 }
 
+// One regime per row after a refusal (the H200 regression of 2026-12-01): the baseline graph-timed,
+// the candidate refused and timed direct, then the baseline again by the direct timer; its launch
+// reads the runtime's last error (launch_spin's cudaGetLastError) and must not meet the refusal.
+TEST_F(CudaTiming, BaselineRetimedDirectAfterARefusalReadsNoLeftoverError) {
+  const Measurement ref_graph = time_spin(37.0, TimerKind::graph, L2Policy::cold);
+  ASSERT_TRUE(ref_graph.ok) << ref_graph.error;
+  TimingOptions opt;
+  opt.timer = TimerKind::graph;
+  opt.op = "spin_sync";
+  void* stream = dev->stream();
+  const Measurement cand = measure(
+      *dev, *backend, [stream] { gt::launch_spin_then_sync(stream, 37.0); }, opt);
+  ASSERT_TRUE(cand.ok) << cand.error;
+  ASSERT_EQ(cand.timer, "direct");
+  const Measurement ref = time_spin(37.0, TimerKind::direct, L2Policy::cold);
+  ASSERT_TRUE(ref.ok) << ref.error;
+  EXPECT_EQ(ref.timer, "direct");
+}
+
 TEST_F(CudaTiming, RngGuardRestoresTheGeneratorAroundCapture) {
   GeneratorState* gen = dev->default_generator();
   ASSERT_NE(gen, nullptr);

@@ -46,6 +46,12 @@ class FakeDevice : public backends::Device {
   long throw_after = 0;
   bool unhealthy_after_abort = false;
   int poison_code_after_abort = 0;  // uncaptured launches throw this after an abort
+  // A launch refused under capture leaves its code in the op's own copy of the runtime's
+  // last-error state (an op library linked with its own runtime), which the device's
+  // take_last_error cannot reach: the next uncaptured launch whose own error check reads that
+  // state (kernel(f, true)) throws it, and that read clears it, as cudaGetLastError does.
+  bool refusal_leaves_op_error = false;
+  int op_runtime_error = 0;  // what that state holds now
   std::function<std::optional<backends::ClockSample>(int call)> clock_script;
   bool has_generator = true;
 
@@ -56,22 +62,32 @@ class FakeDevice : public backends::Device {
   long captured_launches = 0;
   int captures = 0, aborts = 0, replays = 0, flushes = 0, clock_calls = 0, events_created = 0;
   int holds = 0, graph_event_records = 0;
+  int stale_errors_read = 0;  // launches that threw op_runtime_error
   double slept_s = 0;
   long allocs = 0, frees = 0;
   GeneratorState gen{42, 0};
 
   // What a test's launch function calls: one kernel launch on the stream, `factor` times as long
   // as kernel_ms says (two builds of one op: the same script, one of them slower).
-  void kernel(double factor = 1.0) {
+  // `checks_error`: the launch reads its runtime's last error afterwards (the op's own
+  // cudaGetLastError idiom).
+  void kernel(double factor = 1.0, bool checks_error = true) {
     if (capturing_) {
       if (has_generator) gen.advance(1);  // a captured RNG op reserves offsets at capture time
       ++pending_;
       nodes_.push_back({Node::kernel, nullptr, factor});
       ++captured_launches;
       if (throw_in_capture != 0 && pending_ >= std::max(1, throw_at_captured)) {
+        if (refusal_leaves_op_error) op_runtime_error = throw_in_capture;
         throw NativeError(throw_in_capture, "fakeLaunch", "operation not permitted when capturing");
       }
       return;
+    }
+    if (checks_error && op_runtime_error != 0) {
+      const int code = op_runtime_error;
+      op_runtime_error = 0;
+      ++stale_errors_read;
+      throw NativeError(code, "fakeLaunch", "operation not permitted when stream is capturing");
     }
     if (poison_code_after_abort != 0 && aborts > 0) {
       throw NativeError(poison_code_after_abort, "fakeLaunch", "context is dead");
