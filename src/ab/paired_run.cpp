@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "records/identity.hpp"
+#include "records/rundir.hpp"
 #include "records/runlog.hpp"
 #include "run/case_runner.hpp"
 #include "run/cases.hpp"
