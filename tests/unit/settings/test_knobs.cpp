@@ -326,6 +326,19 @@ TEST(KnobTiming, ClockRegimeAndNoiseAuto) {
   EXPECT_EQ(resolve({{"max_noise", "0.01"}}).max_noise, 0.01);
 }
 
+TEST(KnobTiming, SampleMethod) {
+  EXPECT_EQ(resolve({}).sample_method, SampleMethod::automatic);
+  EXPECT_EQ(resolve({{"sample_method", "events"}}).sample_method, SampleMethod::events);
+  EXPECT_EQ(resolve({}, {{"CALIBER_SAMPLE_METHOD", "trace"}}).sample_method, SampleMethod::trace);
+  EXPECT_EQ(
+      resolve({{"sample_method", "auto"}}, {{"CALIBER_SAMPLE_METHOD", "trace"}}).sample_method,
+      SampleMethod::automatic);
+  const std::string msg = refusal({{"sample_method", "cupti"}});
+  EXPECT_TRUE(contains(msg, "--sample-method")) << msg;
+  EXPECT_TRUE(contains(msg, "cupti")) << msg;
+  EXPECT_TRUE(contains(msg, "auto, trace, events")) << msg;
+}
+
 TEST(Lists, SplitListDropsEmptiesSplitFieldsKeepsThem) {
   EXPECT_EQ(split_list("a, b  c,,d"), (std::vector<std::string>{"a", "b", "c", "d"}));
   EXPECT_EQ(split_fields("a,,b ", ','), (std::vector<std::string>{"a", "", "b "}));
