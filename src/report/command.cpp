@@ -40,7 +40,7 @@ CompareOptions CompareCommand::options() const {
     throw std::invalid_argument("--min-effect: '" + std::to_string(min_effect_pct) +
                                 "' is not allowed (a percentage from 0 to below 100)");
   o.min_effect = min_effect_pct / 100.0;
-  parse_run_noise(run_noise, o);
+  if (!run_noise.empty()) parse_run_noise(run_noise, o);
   if (!paired_noise.empty()) parse_paired_noise(paired_noise, o);
   if (fail_on_regression_pct >= 0) o.fail_on_regression_pct = fail_on_regression_pct;
   o.allow_mismatch = allow_mismatch;

@@ -132,6 +132,13 @@ struct RunFiles {
   std::unique_ptr<core::RunLogWriter> log;
 };
 
+// The host's load when the cases are done, beside the one at the start (compare warns about a
+// side whose host was loaded).
+void record_end_load(RunFiles& f) {
+  f.identity["host_load"]["end"] = core::host_load();
+  core::write_identity(f.dir, f.identity);
+}
+
 // Phase 1: backend, setup guard, device, parallel-warmup devices, cases, timer, replay source.
 // Everything the knobs name is checked here; a bad one throws UsageError before anything is
 // written.
@@ -234,6 +241,7 @@ json make_identity(const core::Knobs& k, const Setup& s, std::uint64_t seed,
       {"git_commit", core::caliber_git_commit()},
       {"start_time", core::iso8601_utc(wall_start)},
       {"host", core::host_name()},
+      {"host_load", {{"start", core::host_load()}}},
       {"slurm", core::slurm_identity(core::process_env)},
       {"capabilities",
        {{"graph_capture", caps.graph_capture},
@@ -522,6 +530,8 @@ RunOutcome run_paired(const RunRequest& req, std::ostream& out, std::ostream& er
   ob.run_dir = fb.dir;
   PairedRows rows = run_paired_cases(k, s, side_b, runner, tuner_b, peaks, fa, fb, oa, ob, out,
                                      req.paired_blocks, req.paired_crossover);
+  record_end_load(fa);
+  record_end_load(fb);
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   out << "side A:\n";
@@ -562,6 +572,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   outcome.run_dir = files.dir;
   const std::vector<core::CaseRow> rows =
       run_cases(k, s.sel, runner, peaks, *files.log, outcome, out);
+  record_end_load(files);
 
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
