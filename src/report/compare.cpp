@@ -647,7 +647,7 @@ CompareResult compare_dirs(const std::vector<std::filesystem::path>& a,
   check_side("B", runs_b, b);
   refuse_profile_runs(runs_a);
   refuse_profile_runs(runs_b);
-  return compare_loaded(std::move(runs_a), std::move(runs_b), opt);
+  return compare_loaded(runs_a, runs_b, opt);
 }
 
 std::vector<std::string> mismatch_lines(const CompareResult& r) {
