@@ -11,6 +11,7 @@ from ._lib import CaliberError
 
 _RETURN_MODES = ("min", "max", "mean", "median", "all")
 _TIMERS = ("auto", "graph", "direct")
+_SAMPLE_METHODS = ("auto", "trace", "events")
 
 
 @dataclass
@@ -36,6 +37,13 @@ class Measurement:
     backend: str = ""
     device: str = ""
     clock: Optional[dict] = None
+    # "kernel-trace" where the device's own activity records timed it, else the events' method;
+    # with the trace, event_latency_ms is the events' figure of the same samples (a cross-check),
+    # kernel_count the activities of one call and kernel_sum_ms their summed durations.
+    sample_method: str = ""
+    event_latency_ms: float = 0.0
+    kernel_count: int = 0
+    kernel_sum_ms: float = 0.0
     raw: dict = field(default_factory=dict, repr=False)
 
 
@@ -108,7 +116,8 @@ def _resolve_backend(backend):
 def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="sustained",
             return_mode="median", quantiles=None, repeat=1, warmup_s=None, timeout_s=None,
             min_samples=None, min_time_s=None, max_noise=None, rng=False, name=None,
-            grad_to_none=None, keep_samples=200, per_launch=True, settle_window_s=None):
+            grad_to_none=None, keep_samples=200, per_launch=True, settle_window_s=None,
+            sample_method=None):
     """Times fn() (which only enqueues work, on torch's current stream on CUDA) and returns a
     Measurement. backend: "auto" (cuda when torch sees a GPU, else cpu), "cpu", "cuda", or
     ZL_BACKEND. On CUDA, fn runs with torch's current stream set to caliber's; a graph capture
@@ -116,7 +125,11 @@ def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="su
     to the direct timer with BENCHMARK_DIRECT_NO_CUDAGRAPH. An exception fn raises outside any
     capture is raised here. per_launch=False makes the graph timer time a replay of K
     back-to-back launches divided by K (do_bench_cudagraph's method) instead of each launch
-    between event nodes of its own (docs/python.md)."""
+    between event nodes of its own (docs/python.md). sample_method: "auto" (the device's own
+    activity records where it has them, else events), "trace" or "events", or
+    CALIBER_SAMPLE_METHOD; while another activity subscriber (torch.profiler) is active the
+    records cannot be had and the measurement is timed by events, marked
+    SAMPLE_METHOD_EVENTS_NO_TRACE."""
     if not callable(fn):
         raise TypeError("caliber.measure: fn must be callable, got %r" % (fn,))
     if return_mode not in _RETURN_MODES:
@@ -124,6 +137,11 @@ def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="su
                          (return_mode, ", ".join(_RETURN_MODES)))
     if timer not in _TIMERS:
         raise ValueError("caliber: timer '%s'; allowed: %s" % (timer, ", ".join(_TIMERS)))
+    if sample_method is None:
+        sample_method = os.environ.get("CALIBER_SAMPLE_METHOD") or "auto"
+    if sample_method not in _SAMPLE_METHODS:
+        raise ValueError("caliber: sample_method '%s'; allowed: %s" %
+                         (sample_method, ", ".join(_SAMPLE_METHODS)))
     backend = _resolve_backend(backend)
     from . import _torch
     torch_dev = backend != "cpu" and _torch.available()
@@ -133,7 +151,8 @@ def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="su
     torch_dev = torch_dev and not info.get("host", False)
     opts = {"timer": timer, "l2": l2, "clock": clock, "return_mode": return_mode,
             "repeat": repeat, "rng": bool(rng), "op": name or getattr(fn, "__name__", "fn"),
-            "max_kept_samples": keep_samples, "graph_per_launch": bool(per_launch)}
+            "max_kept_samples": keep_samples, "graph_per_launch": bool(per_launch),
+            "sample_method": sample_method}
     if quantiles is not None:
         opts["quantiles"] = [float(q) for q in quantiles]
     for key, value in (("warmup_s", warmup_s), ("timeout_s", timeout_s),
@@ -179,7 +198,10 @@ def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="su
                        launches_per_sample=reply["launches_per_sample"], wall_s=reply["wall_s"],
                        note=reply["note"], error=reply["error"], failure=reply["failure"],
                        backend=info.get("backend", backend), device=info.get("name", ""),
-                       clock=reply.get("clock"), raw=reply)
+                       clock=reply.get("clock"), sample_method=reply.get("sample_method", ""),
+                       event_latency_ms=reply.get("event_latency_ms", 0.0),
+                       kernel_count=reply.get("kernel_count", 0),
+                       kernel_sum_ms=reply.get("kernel_sum_ms", 0.0), raw=reply)
 
 
 def bench(fn, warmup=None, rep=None, grad_to_none=None, quantiles=None, return_mode="mean",
