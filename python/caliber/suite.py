@@ -284,12 +284,16 @@ def load(path: str) -> List[Tuple[Dict[str, Any], List[Prov]]]:
         unknown = re.search(r"Op\.__init__\(\) got an unexpected keyword argument '(\w+)'",
                             str(e))
         if unknown is None:
-            raise SuiteError("suite '%s' does not import: TypeError: %s" % (path, e))
+            raise SuiteError("suite '%s' does not import: TypeError: %s (in %s)"
+                             % (path, e, sys.executable))
         raise SuiteError("suite '%s': caliber.Op: unknown field '%s'; fields: %s"
                          % (path, unknown.group(1), ", ".join(_FIELDS)))
     except Exception as e:
         tb = traceback.format_exception_only(type(e), e)[-1].strip()
-        raise SuiteError("suite '%s' does not import: %s" % (path, tb))
+        # The interpreter matters (torch or triton installed in another one): name it, and the
+        # variable that picks another.
+        raise SuiteError("suite '%s' does not import: %s (in %s; CALIBER_PYTHON names another "
+                         "interpreter)" % (path, tb, sys.executable))
     finally:
         sys.path.pop(0)
     ops = getattr(module, "OPS", None)

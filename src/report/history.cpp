@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -195,7 +196,43 @@ std::vector<RunData> runs_of(const std::vector<HistoryPoint>& points, std::size_
   return out;
 }
 
-// compare's verdict of every point against the one before it.
+std::vector<double> present_logs(const std::vector<std::optional<double>>& medians) {
+  std::vector<double> y;
+  for (const auto& m : medians)
+    if (m && *m > 0) y.push_back(std::log(*m));
+  return y;
+}
+
+std::optional<double> series_spread(const std::vector<std::optional<double>>& medians) {
+  const auto y = present_logs(medians);
+  if (y.size() < std::size_t(kMinSpreadPoints)) return std::nullopt;
+  std::vector<double> d;
+  for (std::size_t i = 1; i < y.size(); ++i) d.push_back(y[i] - y[i - 1]);
+  const double mid = core::median(d);
+  std::vector<double> dev;
+  for (double v : d) dev.push_back(std::abs(v - mid));
+  return 1.4826 * core::median(dev) / std::sqrt(2.0);
+}
+
+std::string regression_text(const HistoryRow& r, const HistoryStep& s, double pct) {
+  std::ostringstream o;
+  o << r.op << " " << r.dtype << " " << r.shape << " (" << r.provider << "): ratio " << s.ratio
+    << ", SLOWER by more than " << pct << "%";
+  return o.str();
+}
+
+// The gate: the newest point against the one before it, on the steps that were flagged.
+void add_regressions(const HistoryOptions& opt, std::size_t points, HistoryResult& out) {
+  const auto& pct = opt.compare.fail_on_regression_pct;
+  if (!pct || points < 2) return;
+  for (const auto& r : out.rows)
+    for (const auto& s : r.steps)
+      if (r.primary && s.at + 1 == static_cast<int>(points) && s.flagged &&
+          s.verdict == Verdict::slower && s.ratio > 1.0 + *pct / 100.0)
+        out.regressions.push_back(regression_text(r, s, *pct));
+}
+
+// compare's verdict of every point against the one before it, judged against the series' spread.
 void add_steps(const std::vector<HistoryPoint>& points, const HistoryOptions& opt,
                HistoryResult& out) {
   std::map<std::string, std::size_t> at;
@@ -208,16 +245,27 @@ void add_steps(const std::vector<HistoryPoint>& points, const HistoryOptions& op
     for (const auto& p : res.pairs) {
       const auto it = at.find(pair_key(p));
       if (it == at.end()) continue;
-      out.rows[it->second].steps.push_back({static_cast<int>(i), p.ratio, p.ci, p.verdict});
+      auto& row = out.rows[it->second];
+      HistoryStep s{static_cast<int>(i), p.ratio, p.ci, p.verdict};
+      s.flagged =
+          (p.verdict == Verdict::faster || p.verdict == Verdict::slower) &&
+          (!row.spread || std::abs(std::log(p.ratio)) >= opt.step_z * *row.spread * std::sqrt(2.0));
+      row.steps.push_back(s);
     }
-    if (i + 1 == points.size()) out.regressions = res.regressions;
   }
+  add_regressions(opt, points.size(), out);
 }
 
 // The split of a row's series that maximises |mean after - mean before| x sqrt(k (m - k) / m)
 // over the log medians of the points where it has a value (binary segmentation's statistic);
 // returns the index of the first point after it, or nullopt with fewer than two values.
-std::optional<int> best_split(const std::vector<std::optional<double>>& medians) {
+struct Split {
+  int at = 0;       // index of the first point after it
+  double diff = 0;  // mean log after - mean log before
+  int before = 0, after = 0;
+};
+
+std::optional<Split> best_split(const std::vector<std::optional<double>>& medians) {
   std::vector<int> idx;
   std::vector<double> y;
   for (std::size_t i = 0; i < medians.size(); ++i)
@@ -230,17 +278,17 @@ std::optional<int> best_split(const std::vector<std::optional<double>>& medians)
   double total = 0;
   for (double v : y) total += v;
   double best = -1, before = 0;
-  int at = idx[1];
+  Split out;
   for (std::size_t k = 1; k < m; ++k) {
     before += y[k - 1];
     const double d = (total - before) / double(m - k) - before / double(k);
     const double t = std::abs(d) * std::sqrt(double(k) * double(m - k) / double(m));
     if (t > best) {
       best = t;
-      at = idx[k];
+      out = {idx[k], d, static_cast<int>(k), static_cast<int>(m - k)};
     }
   }
-  return at;
+  return out;
 }
 
 // Each row's most likely split, judged by compare on the two segments' runs pooled (one compare
@@ -251,22 +299,27 @@ void add_change_points(const std::vector<HistoryPoint>& points, const HistoryOpt
   for (auto& row : out.rows) {
     const auto split = best_split(row.median_ms);
     if (!split) continue;
-    auto it = at_split.find(*split);
+    const std::size_t at = std::size_t(split->at);
+    auto it = at_split.find(split->at);
     if (it == at_split.end()) {
       CompareOptions o = opt.compare;
       o.fail_on_regression_pct.reset();
       it = at_split
-               .emplace(*split,
-                        compare_loaded(runs_of(points, 0, std::size_t(*split)),
-                                       runs_of(points, std::size_t(*split), points.size()), o))
+               .emplace(split->at, compare_loaded(runs_of(points, 0, at),
+                                                  runs_of(points, at, points.size()), o))
                .first;
     }
     const std::string key = series_key(row.op, row.dtype, row.shape, row.role, row.provider);
     for (const auto& p : it->second.pairs) {
       if (pair_key(p) != key) continue;
-      ChangePoint c{*split, p.ratio, p.ci, p.verdict, false};
+      ChangePoint c{split->at, p.ratio, p.ci, p.verdict};
+      const double se =
+          row.spread ? *row.spread * std::sqrt(1.0 / split->before + 1.0 / split->after) : 0.0;
+      c.z = se > 0               ? std::abs(split->diff) / se
+            : split->diff != 0.0 ? std::numeric_limits<double>::infinity()
+                                 : 0.0;
       c.reported = (p.verdict == Verdict::faster || p.verdict == Verdict::slower) &&
-                   std::abs(p.ratio - 1.0) >= opt.min_step;
+                   std::abs(p.ratio - 1.0) >= opt.min_step && (!row.spread || c.z >= opt.change_z);
       row.change = c;
       break;
     }
@@ -284,6 +337,7 @@ HistoryResult history_of(std::vector<HistoryPoint> points, const HistoryOptions&
   if (points.empty())
     throw std::invalid_argument("history: no directory holds a readable case row");
   collect_series(points, out);
+  for (auto& r : out.rows) r.spread = series_spread(r.median_ms);
   add_steps(points, opt, out);
   add_change_points(points, opt, out);
   out.points = std::move(points);

@@ -25,7 +25,16 @@ struct HistoryOptions {
   // The smallest change-point reported, a fraction: a split whose pooled compare is FASTER or
   // SLOWER but moved less than this is not called a change-point (compare's --noise-band, 3%).
   double min_step = 0.03;
+  // A series of at least kMinSpreadPoints values also judges a move against its own run-to-run
+  // spread (compare's run-to-run terms are calibrated on one kind of device; a busy host moves
+  // far more): a step must be at least step_z spreads of a difference of two points, a
+  // change-point at least change_z standard errors of the difference of its segments' means.
+  double step_z = 5.0;
+  double change_z = 5.0;
 };
+
+// Points a series needs before its own spread is estimated (five consecutive differences).
+inline constexpr int kMinSpreadPoints = 6;
 
 // One point of the history: a run, a batch, or (order commit) every run of one commit.
 struct HistoryPoint {
@@ -41,6 +50,7 @@ struct HistoryStep {
   double ratio = 0;
   core::Interval ci;
   Verdict verdict = Verdict::unsure;
+  bool flagged = false;  // FASTER/SLOWER by compare and, with a spread, beyond step_z of it
 };
 
 // The most likely single split of a row's series, with the pooled compare of the two segments.
@@ -49,7 +59,9 @@ struct ChangePoint {
   double ratio = 0;
   core::Interval ci;
   Verdict verdict = Verdict::unsure;
-  bool reported = false;  // FASTER/SLOWER by the segments' compare and at least min_step
+  double z = 0;           // |mean difference of the segments' logs| / its standard error
+  bool reported = false;  // FASTER/SLOWER by the segments' compare, at least min_step, and
+                          // (with a spread) z at least change_z
 };
 
 struct HistoryRow {
@@ -58,6 +70,10 @@ struct HistoryRow {
   std::vector<std::optional<double>> median_ms;  // one per point; nullopt where it has no value
   std::vector<HistoryStep> steps;                // one per consecutive pair of values
   std::optional<ChangePoint> change;             // with two values or more
+  // The run-to-run spread of the series (log scale): 1.4826 x the median absolute deviation of
+  // its consecutive log differences / sqrt(2), robust to a step among them; with
+  // kMinSpreadPoints values or more.
+  std::optional<double> spread;
   [[nodiscard]] bool moved() const noexcept { return change && change->reported; }
 };
 

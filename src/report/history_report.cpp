@@ -43,8 +43,9 @@ Cell steps_cell(const HistoryRow& r) {
                  {"ratio", s.ratio},
                  {"ci_lo", s.ci.lo},
                  {"ci_hi", s.ci.hi},
-                 {"verdict", to_string(s.verdict)}});
-    if (s.verdict != Verdict::faster && s.verdict != Verdict::slower) continue;
+                 {"verdict", to_string(s.verdict)},
+                 {"flagged", s.flagged}});
+    if (!s.flagged) continue;
     if (!text.empty()) text += "; ";
     text += "#" + std::to_string(s.at + 1) + " " + fixed(s.ratio) + " " + to_string(s.verdict);
   }
@@ -59,10 +60,11 @@ Cell change_cell(const HistoryResult& h, const HistoryRow& r) {
                             {"ci_lo", c.ci.lo},
                             {"ci_hi", c.ci.hi},
                             {"verdict", to_string(c.verdict)},
-                            {"reported", c.reported}};
+                            {"reported", c.reported},
+                            {"z", std::isfinite(c.z) ? nlohmann::json(c.z) : nlohmann::json()}};
   const std::string where = "from " + point_name(h, c.at) + ": " + fixed(c.ratio) + " [" +
                             fixed(c.ci.lo) + ", " + fixed(c.ci.hi) + "] " + to_string(c.verdict);
-  return {c.reported ? where : "none (" + where + ")", v};
+  return {c.reported ? where : "-", v};  // JSON keeps the best split that was not reported
 }
 
 Table points_table(const HistoryResult& h) {
@@ -82,7 +84,7 @@ Table rows_table(const HistoryResult& h, const HistoryOptions& opt) {
   Table t{"history",
           "Per row: the series' ends, the steps between consecutive points, the change-point",
           {"op", "dtype", "shape", "provider", "points", "first_ms", "last_ms", "last/first",
-           "steps", "change_point"},
+           "spread_pct", "steps", "change_point"},
           {},
           {}};
   int moved = 0;
@@ -93,21 +95,25 @@ Table rows_table(const HistoryResult& h, const HistoryOptions& opt) {
     const auto last = last_value(r);
     std::optional<double> change;
     if (first && last) change = *last / *first;
-    t.rows.push_back({text_cell(r.op), text_cell(r.dtype), text_cell(r.shape),
-                      text_cell(r.provider + (r.role == "baseline" ? " (baseline)" : "")),
-                      integer_cell(n), number_cell(first), number_cell(last), number_cell(change),
-                      steps_cell(r), change_cell(h, r)});
+    t.rows.push_back(
+        {text_cell(r.op), text_cell(r.dtype), text_cell(r.shape),
+         text_cell(r.provider + (r.role == "baseline" ? " (baseline)" : "")), integer_cell(n),
+         number_cell(first), number_cell(last), number_cell(change),
+         r.spread ? number_cell(100.0 * std::expm1(*r.spread), 3) : number_cell(std::nullopt),
+         steps_cell(r), change_cell(h, r)});
     moved += r.moved() ? 1 : 0;
   }
   t.notes.push_back(std::to_string(moved) + " of " + std::to_string(h.rows.size()) +
                     " rows moved (a change-point)");
   t.notes.push_back(
-      "steps: compare's verdict of each point against the one before it, only FASTER/SLOWER "
-      "shown (the rule: docs/ab.md)");
+      "steps: compare's FASTER/SLOWER of a point against the one before it, and "
+      "with a spread_pct (the series' run-to-run spread) at least " +
+      fixed(opt.step_z, 1) + " spreads (docs/report.md#history)");
   t.notes.push_back(
-      "change_point: the best single split of the log medians, reported when "
-      "compare of the two segments' runs is FASTER/SLOWER by at least " +
-      fixed(100 * opt.min_step, 1) + "% (docs/report.md#history)");
+      "change_point: the best single split, when compare of its two segments is "
+      "FASTER/SLOWER by at least " +
+      fixed(100 * opt.min_step, 1) + "% and, with a spread, " + fixed(opt.change_z, 1) +
+      " standard errors (docs/report.md#history)");
   return t;
 }
 
@@ -132,7 +138,9 @@ Table series_table(const HistoryResult& h) {
                         text_cell(p.label), text_cell(p.start_time), text_cell(p.commit),
                         number_cell(r.median_ms[i], 6),
                         step ? number_cell(step->ratio) : number_cell(std::nullopt),
-                        step ? text_cell(to_string(step->verdict)) : Cell{"-", nullptr},
+                        step ? text_cell(std::string(to_string(step->verdict)) +
+                                         (step->flagged ? "" : " (not flagged)"))
+                             : Cell{"-", nullptr},
                         Cell{cp ? "yes" : "no", cp}});
     }
   return t;

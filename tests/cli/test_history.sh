@@ -35,8 +35,7 @@ $PY - "$T/three.json" "$NODE" "$CAND" << 'PY' || check_fail "the planted step (a
 import json, sys
 j = json.load(open(sys.argv[1]))
 node, cand = sys.argv[2], sys.argv[3]
-cols = j["history"]["columns"]
-rows = [dict(zip(cols, r)) for r in j["history"]["rows"]]
+rows = j["history"]["rows"]
 assert len(j["points"]["rows"]) == 3, j["points"]
 moved = [r for r in rows if r["change_point"] and r["change_point"]["reported"]]
 stepped = [r for r in rows if any(s["verdict"] in ("FASTER", "SLOWER") for s in r["steps"])]
@@ -99,8 +98,7 @@ took=$(( $(date +%s) - start ))
 $PY - "$T/cpu20.json" << 'PY' || check_fail "false steps over 20 same-code runs (above)"
 import json, sys
 j = json.load(open(sys.argv[1]))
-cols = j["history"]["columns"]
-rows = [dict(zip(cols, r)) for r in j["history"]["rows"]]
+rows = j["history"]["rows"]
 assert len(j["points"]["rows"]) == 20, len(j["points"]["rows"])
 moved = [(r["op"], r["shape"], r["provider"], r["change_point"]) for r in rows
          if r["change_point"] and r["change_point"]["reported"]]

@@ -79,5 +79,45 @@ elif [ "$py_ok" = 1 ]; then
   echo "note: the build has no Python package (CALIBER_BUILD_PYTHON=OFF): the pip part is skipped"
 fi
 
+# 3. The minimal op of docs/writing-ops.md, as the page gives it, in an empty directory.
+D="$T/my_ops"
+mkdir -p "$D"
+extract() {  # extract MARKER FILE: the fenced block after <!-- newcomer:MARKER --> in the docs
+  awk -v m="<!-- newcomer:$1 -->" 'found == 2 { exit } found == 1 && /^```/ { found = 2; next }
+    found == 1 { print } $0 == m { getline; found = 1 }' "$SRC/docs/writing-ops.md" > "$2"
+  [ -s "$2" ] || fatal "docs/writing-ops.md has no block after <!-- newcomer:$1 -->"
+}
+extract cmake "$D/CMakeLists.txt"
+extract op "$D/my_scale.cpp"
+cmake -S "$D" -B "$D/build" "${gen[@]}" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_BUILD_TYPE=Release \
+  > "$T/op-config.log" 2>&1 || fatal "the docs' op: configure: $(tail -20 "$T/op-config.log")"
+cmake --build "$D/build" > "$T/op-build.log" 2>&1 || fatal "the docs' op: build: $(tail -30 "$T/op-build.log")"
+LIB="$D/build/libmy_ops.so"
+[ -f "$LIB" ] || fatal "the docs' op built no $LIB"
+cd "$D" || fatal "cd"
+"$P/bin/caliber" run my_scale --backend cpu --ops-lib "$LIB" --min-samples 5 --min-time 0 \
+  --warmup 0 --max-noise 1 --timeout 0.5 --out "$D/runs" > "$T/op-run.log" 2>&1 ||
+  check_fail "caliber run my_scale: $(tail -20 "$T/op-run.log")"
+run=$(find "$D/runs" -mindepth 1 -maxdepth 1 -type d | head -1)
+"$PY" - "$run/run.log" << 'PYT' || check_fail "run.log of the docs' op (above)"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+cases = [r for r in rows if r["type"] == "case"]
+assert [c["shape"] for c in cases] == ["65536", "1048576"], "the op's inline shapes: %r" % [c.get("shape") for c in cases]
+for c in cases:
+    assert c["status"] == "ok" and c["accuracy"] is True, (c["node"], c["status"], c.get("error"))
+    roles = {p["name"]: p["role"] for p in c["providers"]}
+    assert roles == {"loop": "baseline", "unrolled": "candidate"}, roles
+    cand = [p for p in c["providers"] if p["role"] == "candidate"][0]
+    assert "unroll=" in (cand.get("config") or ""), cand.get("config")
+PYT
+# The paired A/B of the page: the same build twice is a copy under another path.
+cp "$LIB" "$D/build/libmy_ops_b.so"
+"$P/bin/caliber" ab --ops-lib-a "$LIB" --ops-lib-b "$D/build/libmy_ops_b.so" --rounds 1 my_scale \
+  --backend cpu --min-samples 5 --min-time 0 --warmup 0 --max-noise 1 --timeout 0.5 --out "$D/ab" \
+  > "$T/op-ab.log" 2>&1 || check_fail "caliber ab of the docs' op: $(tail -20 "$T/op-ab.log")"
+grep -q "my_scale" "$T/op-ab.log" || check_fail "the A/B table has no my_scale row: $(tail -20 "$T/op-ab.log")"
+cd "$T" || fatal "cd"
+
 [ "$FAILS" -eq 0 ] || { echo "$FAILS assertion(s) failed"; exit 1; }
 echo PASS
