@@ -18,6 +18,7 @@
 // docs/writing-ops.md shows a whole op.
 #pragma once
 
+#include <algorithm>
 #include <complex>
 #include <cstdint>
 #include <cstdio>
@@ -344,8 +345,8 @@ class op_builder {
     for (const auto& p : s_->providers)
       if (!p.launch) return "provider '" + p.info.name + "' has no launch function";
     for (const auto& sh : s_->shapes)
-      for (std::int64_t d : sh)
-        if (sh.empty() || d <= 0) return "a shape in .shapes(...) is empty or not positive";
+      if (sh.empty() || std::any_of(sh.begin(), sh.end(), [](std::int64_t d) { return d <= 0; }))
+        return "a shape in .shapes(...) is empty or not positive";
     if (!s_->inputs && !std::is_constructible_v<Data, DeviceContext&, const Case&>)
       return "no .inputs(...) and Data is not constructible from (DeviceContext&, const Case&)";
     return "";

@@ -208,10 +208,8 @@ std::optional<double> series_spread(const std::vector<std::optional<double>>& me
   if (y.size() < std::size_t(kMinSpreadPoints)) return std::nullopt;
   std::vector<double> d;
   for (std::size_t i = 1; i < y.size(); ++i) d.push_back(y[i] - y[i - 1]);
-  const double mid = core::median(d);
-  std::vector<double> dev;
-  for (double v : d) dev.push_back(std::abs(v - mid));
-  return 1.4826 * core::median(dev) / std::sqrt(2.0);
+  for (double& v : d) v = std::abs(v);
+  return 1.4826 * core::median(d) / std::sqrt(2.0);
 }
 
 std::string regression_text(const HistoryRow& r, const HistoryStep& s, double pct) {

@@ -70,9 +70,9 @@ struct HistoryRow {
   std::vector<std::optional<double>> median_ms;  // one per point; nullopt where it has no value
   std::vector<HistoryStep> steps;                // one per consecutive pair of values
   std::optional<ChangePoint> change;             // with two values or more
-  // The run-to-run spread of the series (log scale): 1.4826 x the median absolute deviation of
-  // its consecutive log differences / sqrt(2), robust to a step among them; with
-  // kMinSpreadPoints values or more.
+  // The run-to-run spread of the series (log scale): 1.4826 x the median of its consecutive
+  // |log differences| / sqrt(2) (a normal's standard deviation from the median absolute
+  // difference of two points), robust to a step among them; with kMinSpreadPoints values or more.
   std::optional<double> spread;
   [[nodiscard]] bool moved() const noexcept { return change && change->reported; }
 };
