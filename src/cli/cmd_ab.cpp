@@ -33,7 +33,8 @@ void add_ab(CLI::App& root, int& exit_code) {
       "differs beyond noise it warns that the switch may not be live. Exit codes as compare;\n"
       "128+N interrupted.");
   auto knobs = std::make_shared<KnobOptions>();
-  knobs->add_to(*sub);
+  knobs->add_to(*sub, {}, true, /*listed=*/false);  // named in the footer: ab's own flags first
+  sub->footer(run_knobs_footer());
   auto envs = std::make_shared<std::vector<std::string>>();
   auto args = std::make_shared<std::vector<std::string>>();
   auto lib_a = std::make_shared<std::string>();
