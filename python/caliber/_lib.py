@@ -124,7 +124,7 @@ def write(ptr: Any, cap: int, message: str) -> None:
 
 
 def markers() -> Dict[str, Any]:
-    """The marker spellings of run.log (src/core/markers.hpp), from the library."""
+    """The marker spellings of run.log (src/records/markers.hpp), from the library."""
     buf = buffer(4096)
     lib().caliber_c_markers(buf, len(buf))
     return json.loads(text(buf))

@@ -4,7 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/compare_options.hpp"
-#include "core/rundir.hpp"
+#include "records/rundir.hpp"
 #include "report/command.hpp"
 #include "report/history.hpp"
 

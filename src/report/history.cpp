@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "core/identity.hpp"
+#include "records/identity.hpp"
 #include "core/stats.hpp"
 #include "report/svg.hpp"
 
