@@ -316,7 +316,12 @@ Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend, CaseRunn
   out << "  peaks: copy " << fmt(peaks.copy_gbps, 0) << " GB/s, " << peaks.gemm_case << " ("
       << peaks.gemm_provider << ") " << fmt(peaks.gemm_tflops, 3) << " TFLOPS";
   if (!peaks.note.empty()) out << " (" << peaks.note << ")";
-  out << "\n  timer floor (an empty kernel): " << fmt(peaks.timer_floor_us, 2) << " us\n";
+  // Below 0.1 us in ns: a 1.7 ns host floor must not read "0.00 us".
+  const double floor_us = peaks.timer_floor_us;
+  out << "\n  timer floor (an empty kernel): "
+      << (floor_us > 0 && floor_us < 0.1 ? fmt(floor_us * 1000, 1) + " ns"
+                                         : fmt(floor_us, 2) + " us")
+      << "\n";
   return peaks;
 }
 
