@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/library_file.hpp"
 #include "core/rundir.hpp"
 #include "run/batch.hpp"
 #include "run/process.hpp"
@@ -29,9 +30,10 @@ void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std
                        (lib_a.empty() ? "--ops-lib-a" : "--ops-lib-b") +
                        "; allowed: both (A's library and B's) or neither");
   for (const auto& [flag, lib] : {std::pair{"--ops-lib-a", lib_a}, std::pair{"--ops-lib-b", lib_b}})
-    if (!lib.empty() && !fs::is_regular_file(lib))
-      throw AbUsageError(std::string(flag) + ": '" + lib +
-                         "' is not a regular file; allowed: a shared library of ops");
+    if (!lib.empty())
+      if (const auto why = core::shared_library_problem(lib))
+        throw AbUsageError(std::string(flag) + ": '" + lib + "' " + *why +
+                           "; allowed: a shared library of ops");
   if (!lib_a.empty()) {
     // Absolute, so that each side's runs load exactly the file named here.
     a.args.push_back("--ops-lib=" + fs::absolute(lib_a).lexically_normal().string());
