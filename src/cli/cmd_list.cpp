@@ -18,29 +18,12 @@ void add_list(CLI::App& root, int& exit_code) {
   auto* sub = root.add_subcommand(
       "list", "List the ops of a backend's corpus and their case counts at a level.");
   auto knobs = std::make_shared<KnobOptions>();
-  knobs->add_to(*sub, {"devices",
-                       "timer",
-                       "repeat",
-                       "quantiles",
-                       "return_mode",
-                       "l2",
-                       "min_samples",
-                       "min_time",
-                       "max_noise",
-                       "timeout",
-                       "warmup",
-                       "throttle_fraction",
-                       "clock",
-                       "capture_deny",
-                       "tune",
-                       "replay_from",
-                       "parallel_warmup",
-                       "tune_cache",
-                       "out",
-                       "name",
-                       "seed",
-                       "columns",
-                       "profile"});
+  knobs->add_to(*sub, {"devices",      "timer",   "repeat",      "quantiles",
+                       "return_mode",  "l2",      "min_samples", "min_time",
+                       "max_noise",    "timeout", "warmup",      "throttle_fraction", "clock",
+                       "capture_deny", "tune",    "replay_from", "parallel_warmup",
+                       "tune_cache",   "out",     "name",        "seed",
+                       "columns",      "profile"});
   auto names = std::make_shared<bool>(false);
   auto cases = std::make_shared<bool>(false);
   auto as_json = std::make_shared<bool>(false);
