@@ -98,6 +98,16 @@ void check_sides(const AbOptions& opt, const fs::path& self) {
   for (const AbSide* side : {&opt.a, &opt.b}) {
     std::vector<std::string> args = opt.run_args;
     args.insert(args.end(), side->args.begin(), side->args.end());
+    // ab gives every round its own --out and --name (and a paired round its --paired-*): a
+    // switch that sets them would make each round's run refuse its flags after the A/B
+    // directory exists.
+    for (const auto& a : side->args) {
+      const std::string flag = a.substr(0, a.find('='));
+      if (flag == "--out" || flag == "--name" || flag.rfind("--paired-", 0) == 0)
+        throw AbUsageError("--arg: '" + a.substr(0, 200) +
+                           "' sets a flag ab gives each round itself; allowed: a run flag "
+                           "other than --out, --name and --paired-*");
+    }
     const core::Knobs k = run_knobs_of(args);
     if (!k.py_ops.empty()) (void)check_py_suites(self, k, opt.ops);
   }

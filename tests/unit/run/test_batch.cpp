@@ -237,3 +237,17 @@ TEST(Batch, InterruptTerminatesChildrenAndMarksTheRest) {
   EXPECT_EQ(left, 0);
   SignalGuard::reset();
 }
+
+// --resume DIR --min-time 0 keeps every stored run flag (it used to drop --peaks=off and
+// --warmup=0) and refuses a flag that changes the caliber of the batch.
+TEST(BatchResume, StoredRunFlagsAreMergedAndTheCaliberKept) {
+  const std::vector<std::string> stored = {"--peaks=off", "--warmup=0", "--level=core",
+                                           "--min-time=0.5"};
+  const auto merged = merge_resumed_args(stored, {"--min-time=0"});
+  EXPECT_EQ(merged,
+            (std::vector<std::string>{"--peaks=off", "--warmup=0", "--level=core", "--min-time=0"}));
+  EXPECT_EQ(merge_resumed_args(stored, {"--level=core"}), stored);  // the same value: fine
+  EXPECT_EQ(merge_resumed_args(stored, {"--seed=3"}).back(), "--seed=3");
+  EXPECT_THROW((void)merge_resumed_args(stored, {"--level=comprehensive"}), BatchUsageError);
+  EXPECT_THROW((void)merge_resumed_args(stored, {"--timer=direct"}), BatchUsageError);
+}
