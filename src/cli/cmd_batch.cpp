@@ -3,11 +3,11 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "batch/batch.hpp"
 #include "cli/commands.hpp"
 #include "cli/knob_options.hpp"
-#include "core/shapes.hpp"
-#include "run/batch.hpp"
 #include "run/driver.hpp"
+#include "settings/shapes.hpp"
 
 namespace caliber::cli {
 namespace {

@@ -4,7 +4,7 @@
 #include "backends/describe.hpp"
 #include "backends/registry.hpp"
 #include "cli/commands.hpp"
-#include "core/output_path.hpp"
+#include "records/output_path.hpp"
 
 namespace caliber::cli {
 namespace {

@@ -4,8 +4,8 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "core/output_path.hpp"
-#include "core/rundir.hpp"
+#include "records/output_path.hpp"
+#include "records/rundir.hpp"
 #include "report/command.hpp"
 #include "report/html.hpp"
 

@@ -10,9 +10,9 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
-#include "core/identity.hpp"
-#include "core/output_path.hpp"
 #include "core/terminal.hpp"
+#include "records/identity.hpp"
+#include "records/output_path.hpp"
 
 namespace caliber::cli {
 

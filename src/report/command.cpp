@@ -5,8 +5,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "core/knobs.hpp"
 #include "report/ab_report.hpp"
+#include "settings/knobs.hpp"
 
 namespace caliber::report {
 

@@ -1,8 +1,8 @@
 #include "report/table.hpp"
 
-#include "core/csv.hpp"
 #include "core/terminal.hpp"
 #include "core/text_table.hpp"
+#include "records/csv.hpp"
 
 #include <algorithm>
 #include <cmath>

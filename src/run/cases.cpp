@@ -16,9 +16,9 @@
 #include <map>
 #include <set>
 
-#include "core/library_file.hpp"
-#include "core/output_path.hpp"
+#include "records/output_path.hpp"
 #include "run/py_ops.hpp"
+#include "settings/library_file.hpp"
 
 namespace caliber::run {
 

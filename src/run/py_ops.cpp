@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "core/format.hpp"
+#include "proc/process.hpp"
 #include "run/driver.hpp"
-#include "run/process.hpp"
 
 namespace fs = std::filesystem;
 
