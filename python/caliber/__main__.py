@@ -93,6 +93,9 @@ def run_in_executable(argv: List[str]) -> int:
     if not exe:
         raise SuiteError("%s: the caliber executable is not beside this package and not on PATH; "
                          "set CALIBER_EXE" % argv[0])
+    if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+        raise SuiteError("%s: CALIBER_EXE: '%s' is not an executable file; allowed: the caliber "
+                         "executable" % (argv[0], exe[:200]))
     env = dict(os.environ, CALIBER_PYTHON=os.environ.get("CALIBER_PYTHON") or sys.executable)
     env.pop("CALIBER_PY_HANDOFF", None)
     sys.stdout.flush()
@@ -115,7 +118,11 @@ def run_here(argv: List[str]) -> int:
     if suites:
         identity_extra(suites[0] if len(suites) == 1 else suites)
         if argv[0] == "run" and not _has(argv[1:], "--name"):
-            argv = argv + ["--name", os.path.splitext(os.path.basename(suites[0]))[0]]
+            # The run's name from the suite's file name, in the characters --name allows.
+            stem = os.path.splitext(os.path.basename(suites[0]))[0]
+            name = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_"
+                           for c in stem)[:128] or "suite"
+            argv = argv + ["--name", name]
     return _lib.cli(argv)
 
 
