@@ -1,10 +1,12 @@
 """caliber.bench and caliber.measure: time one Python callable with caliber's timers."""
 
+from __future__ import annotations
+
 import json
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _lib
 from ._lib import CaliberError
@@ -36,7 +38,7 @@ class Measurement:
     failure: str = "ok"
     backend: str = ""
     device: str = ""
-    clock: Optional[dict] = None
+    clock: Optional[Dict[str, Any]] = None
     # "kernel-trace" where the device's own activity records timed it, else the events' method;
     # with the trace, event_latency_ms is the events' figure of the same samples (a cross-check),
     # kernel_count the activities of one call and kernel_sum_ms their summed durations.
@@ -44,18 +46,18 @@ class Measurement:
     event_latency_ms: float = 0.0
     kernel_count: int = 0
     kernel_sum_ms: float = 0.0
-    raw: dict = field(default_factory=dict, repr=False)
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 
 # Callables being timed, by id, for the one launch trampoline (a ctypes callback per call would
 # be rebuilt every time; one per process is enough).
-_targets = {}
-_errors = {}
+_targets: Dict[int, Callable[[], Any]] = {}
+_errors: Dict[int, BaseException] = {}
 _next = [1]
 _lock = threading.Lock()
 
 
-def _trampoline(target, provider, code_ptr, msg, cap):
+def _trampoline(target: int, provider: int, code_ptr: Any, msg: Any, cap: int) -> int:
     try:
         _targets[target]()
         return 0
@@ -72,7 +74,7 @@ def _trampoline(target, provider, code_ptr, msg, cap):
 _LAUNCH = _lib.LAUNCH_FN(_trampoline)
 
 
-def _native_code(e):
+def _native_code(e: BaseException) -> int:
     try:
         from . import _torch
         return _torch.native_code(e)
@@ -80,10 +82,10 @@ def _native_code(e):
         return 0
 
 
-_devices = {}
+_devices: Dict[Tuple[str, int], Tuple[int, Dict[str, Any]]] = {}
 
 
-def _device(backend, index):
+def _device(backend: str, index: int) -> Tuple[int, Dict[str, Any]]:
     key = (backend, index)
     if key not in _devices:
         if backend != "cpu":
@@ -98,13 +100,13 @@ def _device(backend, index):
     return _devices[key]
 
 
-def _install_torch_hooks():
+def _install_torch_hooks() -> None:
     from . import _torch
     if _torch.available():
         _torch.install_hooks()
 
 
-def _resolve_backend(backend):
+def _resolve_backend(backend: Optional[str]) -> str:
     if backend is None:
         backend = os.environ.get("ZL_BACKEND") or "auto"
     if backend == "auto":
@@ -113,11 +115,16 @@ def _resolve_backend(backend):
     return backend
 
 
-def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="sustained",
-            return_mode="median", quantiles=None, repeat=1, warmup_s=None, timeout_s=None,
-            min_samples=None, min_time_s=None, max_noise=None, rng=False, name=None,
-            grad_to_none=None, keep_samples=200, per_launch=True, settle_window_s=None,
-            sample_method=None):
+def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
+            device: Optional[int] = None, timer: str = "auto", l2: str = "cold",
+            clock: str = "sustained", return_mode: str = "median",
+            quantiles: Optional[Sequence[float]] = None, repeat: int = 1,
+            warmup_s: Optional[float] = None, timeout_s: Optional[float] = None,
+            min_samples: Optional[int] = None, min_time_s: Optional[float] = None,
+            max_noise: Optional[float] = None, rng: bool = False, name: Optional[str] = None,
+            grad_to_none: Optional[Iterable[Any]] = None, keep_samples: int = 200,
+            per_launch: bool = True, settle_window_s: Optional[float] = None,
+            sample_method: Optional[str] = None) -> Measurement:
     """Times fn() (which only enqueues work, on torch's current stream on CUDA) and returns a
     Measurement. backend: "auto" (cuda when torch sees a GPU, else cpu), "cpu", "cuda", or
     ZL_BACKEND. On CUDA, fn runs with torch's current stream set to caliber's; a graph capture
@@ -162,8 +169,10 @@ def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="su
             opts[key] = value
     call = fn
     if grad_to_none is not None:
-        def call():
-            for x in grad_to_none:
+        grads = list(grad_to_none)
+
+        def call() -> None:
+            for x in grads:
                 x.grad = None
             fn()
     with _lock:
@@ -204,8 +213,11 @@ def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="su
                        kernel_sum_ms=reply.get("kernel_sum_ms", 0.0), raw=reply)
 
 
-def bench(fn, warmup=None, rep=None, grad_to_none=None, quantiles=None, return_mode="mean",
-          l2="warm", per_launch=False, **kw):
+def bench(fn: Callable[[], Any], warmup: Optional[float] = None, rep: Optional[float] = None,
+          grad_to_none: Optional[Iterable[Any]] = None,
+          quantiles: Optional[Sequence[float]] = None, return_mode: str = "mean",
+          l2: str = "warm", per_launch: bool = False,
+          **kw: Any) -> Union[float, List[float]]:
     """A drop-in for triton.testing.do_bench / do_bench_cudagraph on caliber's timers.
 
     Same arguments and return values: milliseconds per call of fn; with `quantiles`, the list
