@@ -108,7 +108,8 @@ def size_text(x):
         return str(x)
     if x is None:
         return ""
-    return type(x).__name__
+    text = str(x).replace("torch.", "")  # a dtype, a layout, a memory format...
+    return text if len(text) <= 32 and " " not in text else type(x).__name__
 
 
 def shape_key(args, kwargs):
