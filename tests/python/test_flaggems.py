@@ -129,6 +129,8 @@ class FullRun(unittest.TestCase):
     def test_identity_and_header(self):
         fg = self.ident["flaggems"]
         self.assertEqual(fg["version"], "0.0.0+standin")
+        # not caliber's own commit, though the stand-in sits in caliber's repository
+        self.assertEqual(fg["commit"], "standin")
         self.assertEqual(fg["vendor"], "nvidia")
         self.assertEqual(fg["triton"], "3.6.0+standin")
         self.assertEqual(fg["level"], "core")
