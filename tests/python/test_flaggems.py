@@ -317,6 +317,16 @@ class BadInput(unittest.TestCase):
         self.refused(["--parallel", "8"], "--parallel: '8' is refused")
         self.refused(["--mode", "cudagraph", "--l2", "cold"], "--l2 cold contradicts it")
 
+    def test_an_interpreter_without_pytest(self):
+        bare = os.path.join(tmpdir(), "nopytest")
+        os.makedirs(os.path.join(bare, "pytest"))
+        with open(os.path.join(bare, "pytest", "__init__.py"), "w") as f:
+            f.write("raise ImportError('no pytest here', name='pytest')\n")
+        err = self.refused([], "--flaggems: FlagGems' benchmark suite runs under pytest",
+                           extra_env={"PYTHONPATH": bare + os.pathsep + STUBS + os.pathsep +
+                                      ENV.get("PYTHONPATH", "")})
+        self.assertIn("cannot import pytest", err)
+
     def test_vendor_mismatch(self):
         self.refused([], "expects FlagGems vendor mthreads, but FlagGems dispatches to 'nvidia'",
                      extra_env={"GEMS_VENDOR": "mthreads", "STANDIN_FORCE_VENDOR": "nvidia"})
