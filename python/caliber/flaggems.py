@@ -1008,3 +1008,25 @@ def install():
     lib = _lib.lib()
     _declare(lib)
     lib.caliber_c_set_feeder(_FEED)
+
+
+def main(argv=None):
+    """python3 -m caliber.flaggems files ROOT: the tree's benchmark files, one a line (what a
+    batch of one process per file runs); exit 2 when ROOT is not a FlagGems checkout."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) != 2 or argv[0] != "files":
+        print("usage: python3 -m caliber.flaggems files ROOT", file=sys.stderr)
+        return 2
+    root = argv[1]
+    for f in ("conftest.py", "base.py"):
+        if not os.path.isfile(os.path.join(root, "benchmark", f)):
+            print("caliber: --flaggems: '%s' is not a FlagGems checkout (no benchmark/%s)" %
+                  (root, f), file=sys.stderr)
+            return 2
+    for name in benchmark_files(root):
+        print(name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -255,6 +255,17 @@ class Knobs(unittest.TestCase):
         # a guard with another reason stays
         self.assertEqual([c["status"] for c in by_op(cases, "fft_other")], ["skipped"])
 
+    def test_files_listing_for_a_batch(self):
+        p = subprocess.run([PYTHON, "-m", "caliber.flaggems", "files", ROOT], capture_output=True,
+                           text=True, env=env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("test_add.py", p.stdout.split())
+        self.assertNotIn("conftest.py", p.stdout.split())
+        p = subprocess.run([PYTHON, "-m", "caliber.flaggems", "files", STUBS],
+                           capture_output=True, text=True, env=env())
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("is not a FlagGems checkout", p.stderr)
+
     def test_python_entry_point(self):
         out = tmpdir()
         rc, so, se = run("add", "--dtypes", "f16", "--out", out, python=True)
