@@ -1,6 +1,7 @@
-// The phases of one run that the paired A/B run (ab/paired_run.cpp) reuses: what phase 1
-// resolves, the run directory claimed in phase 2, the banner, the peaks, the progress line, the
-// tally and the closing footer and table. Internal to run/driver.cpp and ab/paired_run.cpp.
+// The phases of one run that the paired A/B run (ab/paired_run.cpp) and a fed run
+// (run/fed_run.cpp, caliber run --flaggems) reuse: what phase 1 resolves, the run directory
+// claimed in phase 2, the banner, the peaks, the progress line, the tally and the closing footer
+// and table. Internal to run/driver.cpp, ab/paired_run.cpp and run/fed_run.cpp.
 #pragma once
 
 #include <chrono>
@@ -60,6 +61,10 @@ void print_banner(std::ostream& out, const core::Knobs& k, const Setup& s, const
 [[nodiscard]] Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend,
                               CaseRunner& runner, RunFiles& f, std::ostream& out);
 void print_progress(std::ostream& out, const core::Knobs& k, const Case& c,
+                    const core::CaseRow& row, const std::string& status, std::size_t i,
+                    std::size_t n, double elapsed);
+// The same for a case known by its node id (a fed run: n 0, the count is not known ahead).
+void print_progress(std::ostream& out, const core::Knobs& k, const std::string& node,
                     const core::CaseRow& row, const std::string& status, std::size_t i,
                     std::size_t n, double elapsed);
 [[nodiscard]] std::string tally(RunOutcome& o, const core::CaseRow& row);
