@@ -472,3 +472,127 @@ def warmup_warning(merge):
     return ("WARNING: parallel warmup: %d of %d tuned keys have winners that differ between "
             "shards (LibTuner; the first shard's winner is kept): %s" % (
                 merge["disagreements"], merge["keys"], ", ".join(merge["disagreeing_keys"][:5])))
+
+
+# ---- the hooks of a FlagGems run (python/caliber/flaggems.py calls them) -------------------
+
+
+class Hooks:
+    """--tune, REPLAY_FROM and --parallel-warmup for `caliber run --flaggems`, at the points of
+    the session where each must happen:
+
+    - environment(knobs, env): before flag_gems is imported. Refusals (exit 2, nothing written);
+      FLAGGEMS_DB_URL for the mode. The run directory does not exist yet, so record and replay
+      point the URL through a symbolic link (a fresh temporary name) that `opened` aims at the
+      run directory: SQLAlchemy opens the file on first use, which comes after that.
+    - installed(flag_gems): LibTuner.run wrapped.
+    - opened(run_dir): the link aimed, the replayed database copied in, and the parallel warmup
+      (shards, merge, warning) before the first case.
+    - provider(case, role): what LibTuner did in the provider's prepare call ({"config", "tune",
+      "tune_markers"} for its row), or None.
+    - in_shard() / owns(ordinal): a warmup shard prepares only its share and measures nothing.
+    """
+
+    def __init__(self):
+        self.knobs = {}
+        self.link = None
+        self.libentry = None
+        self.warmup = None
+
+    def _refuse(self, message):
+        try:
+            from .flaggems import FlagGemsError
+        except ImportError:  # pragma: no cover - flaggems is what calls us
+            raise TuneError(message)
+        raise FlagGemsError(message)
+
+    def environment(self, knobs, env):
+        self.knobs = dict(knobs)
+        shard = knobs.get("tune_shard")
+        if shard:
+            from . import flaggems_warmup
+            idx, n = (int(x) for x in str(shard).split("/"))
+            flaggems_warmup.begin_shard(idx, n, knobs.get("shard_cache"))
+            return
+        mode = knobs.get("tune") or "live"
+        replay_from = knobs.get("replay_from") or None
+        try:
+            check(mode, replay_from)
+        except TuneError as e:
+            self._refuse(str(e))
+        global _SESSION
+        if mode in ("record", "replay"):
+            import tempfile
+            self.link = os.path.join(tempfile.mkdtemp(prefix="caliber-flaggems-tune-"), "run")
+            env["FLAGGEMS_DB_URL"] = "sqlite:///" + os.path.join(self.link, DB_FILE)
+            _SESSION = Session(mode, env["FLAGGEMS_DB_URL"],
+                               "the run's own LibTuner database" if mode == "record" else
+                               "a copy of %s" % os.path.abspath(replay_db(replay_from)))
+        else:
+            _SESSION = Session(mode, env.get("FLAGGEMS_DB_URL"),
+                               "no LibTuner database" if mode == "off" else
+                               "the shared LibTuner database (%s)" % (
+                                   env.get("FLAGGEMS_DB_URL") or "FlagGems' default"))
+
+    def installed(self, flag_gems):
+        try:
+            import importlib
+            self.libentry = importlib.import_module(flag_gems.__name__ + ".utils.libentry")
+        except ImportError:
+            self.libentry = None  # a FlagGems without LibTuner: nothing is tuned through it
+            return
+        install(self.libentry)
+
+    def opened(self, run_dir):
+        s = _SESSION
+        if s is None or self.in_shard():
+            return
+        run_dir = os.path.abspath(run_dir)
+        if self.link:
+            os.symlink(run_dir, self.link)
+            import atexit
+            atexit.register(self._unlink)
+            # The row's database is the run's file, whatever path SQLAlchemy opened it by.
+            s.db_url = "sqlite:///" + os.path.join(run_dir, DB_FILE)
+        if s.mode == "replay":
+            shutil.copyfile(replay_db(self.knobs.get("replay_from")),
+                            os.path.join(run_dir, DB_FILE))
+        n = int(self.knobs.get("parallel_warmup") or 0)
+        if n > 1 and s.mode in ("live", "record"):
+            self._warmup(n, run_dir)
+
+    def _unlink(self):
+        try:
+            os.unlink(self.link)
+            os.rmdir(os.path.dirname(self.link))
+        except OSError:
+            pass
+
+    def _warmup(self, n, run_dir):
+        from . import flaggems_warmup
+        s = _SESSION
+        if s.mode == "record":
+            into = os.path.join(run_dir, DB_FILE)
+        else:
+            into = sqlite_path(getattr(getattr(self.libentry, "libcache", None), "db_url", None))
+            if into is None:
+                print("parallel warmup: note: the shared LibTuner database is not a SQLite "
+                      "file; no warmup, each key is tuned when measured", file=sys.stderr)
+                return
+        devices = self.knobs.get("devices") or list(range(n))
+        self.warmup = flaggems_warmup.run(n, sys.argv[1:], self.knobs.get("backend") or "auto",
+                                          devices, run_dir, into,
+                                          base_db=into if s.mode == "live" else None)
+
+    def provider(self, case, role):
+        return take_case()
+
+    @staticmethod
+    def in_shard():
+        from . import flaggems_warmup
+        return flaggems_warmup.in_shard()
+
+    @staticmethod
+    def owns(ordinal):
+        from . import flaggems_warmup
+        return flaggems_warmup.owns(ordinal)

@@ -26,6 +26,8 @@ SHARD_FLAG = "--tune-shard"
 CACHE_FLAG = "--shard-cache"
 # Not inherited by a shard: it never starts a warmup of its own, and it tunes (never replays).
 _UNSET = ("PARALLEL_WARMUP_GPUS", "REPLAY_FROM")
+# The database a live-mode shard starts from (a copy of the shared one); unset in record mode.
+BASE_ENV = "CALIBER_FLAGGEMS_BASE_DB"
 
 
 def strip_shard_args(argv):
@@ -68,10 +70,10 @@ _SHARD = None
 
 
 def begin_shard(index, count, db):
-    """In a shard child: tune into `db` (starting from a copy of the shared database when
-    FLAGGEMS_DB_URL names a SQLite file) and prepare only this shard's share."""
+    """In a shard child: tune into `db` (starting from a copy of the shared database in live
+    mode, BASE_ENV) and prepare only this shard's share."""
     global _SHARD
-    base = flaggems_tune.sqlite_path(os.environ.get("FLAGGEMS_DB_URL"))
+    base = os.environ.get(BASE_ENV) or None
     flaggems_tune.shard_session(db, base)
     _SHARD = (index, count)
 
@@ -97,11 +99,13 @@ def _without(argv, flag):
     return out
 
 
-def _spawn(i, n, argv, backend, device, wdir):
+def _spawn(i, n, argv, backend, device, wdir, base_db):
     db = os.path.join(wdir, "shard-%d.db" % i)
     env = dict(os.environ)
-    for k in _UNSET:
+    for k in _UNSET + (BASE_ENV,):
         env.pop(k, None)
+    if base_db:
+        env[BASE_ENV] = base_db
     env.update(_lib.child_env(backend, device))
     log = open(os.path.join(wdir, "shard-%d.log" % i), "w")
     cmd = [sys.executable, "-m", "caliber"] + _without(argv, "--parallel-warmup") + [
@@ -111,10 +115,11 @@ def _spawn(i, n, argv, backend, device, wdir):
     return p, db
 
 
-def run(n, argv, backend, devices, run_dir, merge_into, out=None, err=None):
-    """Starts the N shards of `argv` (the run's own command, without the program name), waits
-    for them (SIGINT/SIGTERM end and reap them first), merges their databases into
-    `merge_into` and returns the result (also in <run_dir>/warmup/result.json)."""
+def run(n, argv, backend, devices, run_dir, merge_into, base_db=None, out=None, err=None):
+    """Starts the N shards of `argv` (the run's own command, without the program name), each
+    from a copy of `base_db` when given, waits for them (SIGINT/SIGTERM end and reap them
+    first), merges their databases into `merge_into` and returns the result (also in
+    <run_dir>/warmup/result.json)."""
     out = out or sys.stdout
     err = err or sys.stderr
     if len(devices) < n:
@@ -124,7 +129,7 @@ def run(n, argv, backend, devices, run_dir, merge_into, out=None, err=None):
     wdir = os.path.join(run_dir, "warmup")
     os.makedirs(wdir, exist_ok=True)
     t0 = time.monotonic()
-    shards = [_spawn(i, n, argv, backend, devices[i], wdir) for i in range(n)]
+    shards = [_spawn(i, n, argv, backend, devices[i], wdir, base_db) for i in range(n)]
     failed = []
     try:
         for i, (p, _) in enumerate(shards):
