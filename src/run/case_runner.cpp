@@ -43,6 +43,8 @@ const char* role_name(Role r) {
   return r == Role::baseline ? core::role::baseline : core::role::candidate;
 }
 
+}  // namespace
+
 // A provider's timing fields on its run.log object (docs/run-log.md lists them).
 void write_timing(ProviderRow& prow, const timing::Measurement& m, double flops, double bytes) {
   prow.timer = m.timer;
@@ -93,6 +95,8 @@ void write_timing(ProviderRow& prow, const timing::Measurement& m, double flops,
   }
 }
 
+namespace {
+
 // The fields every case row starts with: the case's identity (docs/run-log.md).
 CaseRow case_row_head(const OpInfo& info, const Case& c) {
   CaseRow row;
@@ -129,6 +133,8 @@ void copy_main_latency(CaseRow& row, const ProviderRow* base, const ProviderRow*
   }
 }
 
+}  // namespace
+
 // The last phase of a case: the row-level fields from the first baseline and the first candidate,
 // the speedup, and the status.
 void summarize_row(CaseRow& row, const std::vector<ProviderRow>& prows, bool any_fail,
@@ -156,6 +162,8 @@ void summarize_row(CaseRow& row, const std::vector<ProviderRow>& prows, bool any
     row.status = core::status::ok;
   }
 }
+
+namespace {
 
 // A row that ends with a status and why: failed with `error`, skipped with `reason`.
 void end_failed(CaseRow& row, std::vector<ProviderRow> prows, const std::string& error) {

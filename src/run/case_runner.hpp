@@ -23,6 +23,14 @@ namespace caliber::run {
 
 class PlacementPool;
 
+// A provider's timing fields on its run.log object from one measurement (docs/run-log.md).
+void write_timing(core::ProviderRow& prow, const timing::Measurement& m, double flops,
+                  double bytes);
+// The last phase of a case: the row-level fields from the first baseline and the first candidate,
+// the speedup, and the status.
+void summarize_row(core::CaseRow& row, const std::vector<core::ProviderRow>& prows, bool any_fail,
+                   const std::string& first_error);
+
 class CaseRunner {
  public:
   CaseRunner(const backends::Backend& backend, int device_index, std::uint64_t seed,

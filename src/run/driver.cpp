@@ -24,6 +24,8 @@
 #include "plan/plan.hpp"
 #include "run/case_runner.hpp"
 #include "run/cases.hpp"
+#include "run/driver_parts.hpp"
+#include "run/fed_run.hpp"
 #include "run/peaks.hpp"
 #include "run/process.hpp"
 #include "run/py_ops.hpp"
@@ -111,26 +113,8 @@ void check_batch_ops(const core::Knobs& knobs, const std::vector<std::string>& o
   check_replay_source(k);
 }
 
-namespace {
-
-// What phase 1 resolves before anything is written: the backend, the device, the cases, the timer.
-struct Setup {
-  const backends::Backend* backend = nullptr;
-  backends::Capabilities caps;
-  backends::DeviceDesc device;
-  int dev_index = 0;
-  Selection sel;
-  std::string timer;           // the resolved timer, "graph" or "direct"
-  std::string timer_note;      // why auto chose the direct timer on a device ("" otherwise)
-  bool sequence_mode = false;  // --quantiles or --return-mode all: repetition is skipped
-};
-
-// The run directory claimed in phase 2, with what is written into it as the run goes.
-struct RunFiles {
-  fs::path dir;
-  json identity;
-  std::unique_ptr<core::RunLogWriter> log;
-};
+// The run's phases, shared with the run whose cases an embedding feeds (run/fed_run.cpp).
+namespace parts {
 
 // Phase 1: backend, setup guard, device, parallel-warmup devices, cases, timer, replay source.
 // Everything the knobs name is checked here; a bad one throws UsageError before anything is
@@ -169,7 +153,9 @@ Setup resolve_setup(const RunRequest& req) {
     }
   }
   try {
-    s.sel = select_cases(k, s.backend->name(), s.caps.host);
+    // A fed run's cases come from its embedding (FlagGems' pytest items), not the corpus.
+    if (k.flaggems.empty()) s.sel = select_cases(k, s.backend->name(), s.caps.host);
+    if (!k.flaggems.empty()) s.sel.level = *core::parse_level(k.level);
   } catch (const SelectionError& e) {
     throw UsageError(e.what());
   }
@@ -250,7 +236,7 @@ json make_identity(const core::Knobs& k, const Setup& s, std::uint64_t seed,
 // Phase 2: claim the run directory and record the caliber (run_identity.json, shapes.yaml, the
 // run.log header).
 RunFiles claim_run(const core::Knobs& k, const Setup& s, std::uint64_t seed,
-                   std::chrono::system_clock::time_point wall_start, const json& extra = json()) {
+                   std::chrono::system_clock::time_point wall_start, const json& extra) {
   std::string name = k.name;
   if (name.empty()) name = s.sel.ops.size() == 1 ? s.sel.ops.front().info.name : "run";
   try {
@@ -337,16 +323,21 @@ Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend, CaseRunn
 }
 
 // One progress line: "[i/n] node status  base .. ms  cand .. ms  x..  <error|reason>  eta ~..".
-void print_progress(std::ostream& out, const core::Knobs& k, const Case& c,
+void print_progress(std::ostream& out, const core::Knobs& k, const std::string& node,
                     const core::CaseRow& row, const std::string& status, std::size_t i,
                     std::size_t n, double elapsed) {
-  out << "[" << std::setw(std::to_string(n).size()) << (i + 1) << "/" << n << "] " << std::left
-      << std::setw(44) << c.node_id() << std::right << " " << status;
+  // n 0: a fed run, whose case count is not known ahead.
+  out << "[" << std::setw(std::to_string(n).size()) << (i + 1);
+  if (n > 0) out << "/" << n;
+  out << "] " << std::left << std::setw(44) << node << std::right << " " << status;
   if (row.latency_base_ms) out << "  base " << fmt_ms(*row.latency_base_ms) << " ms";
   if (row.latency_ms) out << "  cand " << fmt_ms(*row.latency_ms) << " ms";
   if (row.speedup && *row.speedup) out << "  x" << fmt(**row.speedup, 2);
+  if (row.host_base_ms || row.host_ms)
+    out << "  host " << (row.host_base_ms ? fmt_ms(*row.host_base_ms) : "-") << "/"
+        << (row.host_ms ? fmt_ms(*row.host_ms) : "-") << " ms";
   if (k.profile > 0 && status == core::status::ok)
-    out << "  profiled: " << k.profile << " launch(es) per provider in ranges " << c.node_id()
+    out << "  profiled: " << k.profile << " launch(es) per provider in ranges " << node
         << "/<provider>";
   if (row.error) out << "  " << *row.error;
   if (row.reason) out << "  " << *row.reason;
@@ -390,7 +381,7 @@ std::vector<core::CaseRow> run_cases(const core::Knobs& k, const Selection& sel,
     const std::string status = tally(outcome, row);
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - cases_start).count();
-    print_progress(out, k, c, row, status, i, n, elapsed);
+    print_progress(out, k, c.node_id(), row, status, i, n, elapsed);
     rows.push_back(std::move(row));
   }
   return rows;
@@ -400,7 +391,7 @@ std::vector<core::CaseRow> run_cases(const core::Knobs& k, const Selection& sel,
 void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_result,
                 const std::vector<core::CaseRow>& rows, double wall_s, core::RunLogWriter& log,
                 const RunOutcome& outcome, std::ostream& out, std::ostream& err,
-                tune::Tuner* tuner = nullptr) {
+                tune::Tuner* tuner) {
   tune::Tuner& tn = tuner != nullptr ? *tuner : runner.tuner();  // a paired run's side B: its own
   core::RunLogFooter footer;
   footer.ok = outcome.ok;
@@ -450,8 +441,8 @@ PairedRows run_paired_cases(const core::Knobs& k, const Setup& s,
     const std::string st_b = tally(ob, rb);
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - cases_start).count();
-    print_progress(out, k, c, ra, "A " + st_a, i, n, elapsed);
-    print_progress(out, k, c, rb, "B " + st_b, i, n, elapsed);
+    print_progress(out, k, c.node_id(), ra, "A " + st_a, i, n, elapsed);
+    print_progress(out, k, c.node_id(), rb, "B " + st_b, i, n, elapsed);
     rows.a.push_back(std::move(ra));
     rows.b.push_back(std::move(rb));
   }
@@ -535,7 +526,9 @@ RunOutcome run_paired(const RunRequest& req, std::ostream& out, std::ostream& er
   return oa;
 }
 
-}  // namespace
+}  // namespace parts
+
+using namespace parts;
 
 RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream& err) {
   const core::Knobs& k = req.knobs;
@@ -543,6 +536,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   const auto wall_start = std::chrono::system_clock::now();
 
   if (!req.paired_lib.empty()) return run_paired(req, out, err);
+  if (!k.flaggems.empty()) return run_fed(req, out, err);
   const Setup s = resolve_setup(req);
   // A parallel-warmup child tunes its shard and measures nothing; it claims no run directory.
   if (!req.tune_shard.empty()) {
