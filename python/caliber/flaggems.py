@@ -72,6 +72,9 @@ class TuneHooks:
 
 
 tune_hooks = TuneHooks()
+# The mapping itself fills the seams: python/caliber/flaggems_tune.py.
+from .flaggems_tune import Hooks as _TuneMapping  # noqa: E402
+tune_hooks = _TuneMapping()
 
 
 def benchmark_files(root):
@@ -452,6 +455,8 @@ class Session:
         if self.refusal:
             pytest.exit(self.refusal, returncode=2)
         self._patch_base()
+        if tune_hooks.in_shard():  # a parallel-warmup shard opens no run (flaggems_warmup.py)
+            return
         self._open(session.items)
 
     def pytest_collectreport(self, report):
@@ -684,7 +689,9 @@ class Session:
     def _provider_error(self, role, e):
         c = self.case
         message = "%s: %s" % (type(e).__name__, e)
-        c.providers.append({"name": _provider_name(role), "role": role, "error": message})
+        entry = {"name": _provider_name(role), "role": role, "error": message}
+        entry.update(tune_hooks.provider(c, role) or {})  # e.g. compile_tune_no_evict
+        c.providers.append(entry)
         self.case_errors[c.ordinal] = message
 
     def time(self, fn, grad_to_none=None):
@@ -702,6 +709,15 @@ class Session:
                     x.grad = None
             fn()
 
+        if tune_hooks.in_shard():  # a warmup shard: prepare its share (LibTuner sweeps), time nothing
+            if tune_hooks.owns(c.ordinal):
+                try:
+                    call()
+                    self._sync()
+                except Exception:  # the measuring run meets it again and reports it
+                    pass
+            tune_hooks.provider(c, role)
+            return 1.0
         # One call and a synchronize first: JIT compilation and LibTuner's sweep stay out of the
         # timers and captures.
         rng_before = self._rng_state()
@@ -724,9 +740,7 @@ class Session:
         entry = {"name": _provider_name(role), "role": role, "measurement": reply["id"]}
         if reply.get("ok"):
             entry["host_ms"] = self._host_cost(call)
-        tune = tune_hooks.provider(c, role)
-        if tune:
-            entry["tune"] = tune
+        entry.update(tune_hooks.provider(c, role) or {})  # config, tune, tune_markers
         c.providers.append(entry)
         if not reply.get("ok"):
             self.case_errors[c.ordinal] = reply.get("error") or "measurement failed"
@@ -918,6 +932,8 @@ def _feed(handle, knobs_text, msg, cap):
         if session.refusal:
             _lib.write(msg, cap, session.refusal)
             return 2
+        if tune_hooks.in_shard():  # prepared its share; nothing opened, nothing measured
+            return 0 if int(code) in (0, 1) else 2
         if session.opened is None and int(code) == 4 and knobs.get("node"):
             _lib.write(msg, cap, "--node (TEST_NODE): '%s': no such test under %s/benchmark" %
                        (knobs["node"], knobs["flaggems"]))

@@ -520,6 +520,12 @@ class Hooks:
             check(mode, replay_from)
         except TuneError as e:
             self._refuse(str(e))
+        n = int(knobs.get("parallel_warmup") or 0)
+        devices = knobs.get("devices") or [0]
+        if n > len(devices):
+            self._refuse("--parallel-warmup (PARALLEL_WARMUP_GPUS): '%d' exceeds the %d device(s) "
+                         "selected with --devices (%s)" % (n, len(devices),
+                                                          ",".join(map(str, devices))))
         global _SESSION
         if mode in ("record", "replay"):
             import tempfile
@@ -579,7 +585,7 @@ class Hooks:
                 print("parallel warmup: note: the shared LibTuner database is not a SQLite "
                       "file; no warmup, each key is tuned when measured", file=sys.stderr)
                 return
-        devices = self.knobs.get("devices") or list(range(n))
+        devices = self.knobs.get("devices") or [0]
         self.warmup = flaggems_warmup.run(n, sys.argv[1:], self.knobs.get("backend") or "auto",
                                           devices, run_dir, into,
                                           base_db=into if s.mode == "live" else None)

@@ -106,10 +106,13 @@ def _spawn(i, n, argv, backend, device, wdir, base_db):
         env.pop(k, None)
     if base_db:
         env[BASE_ENV] = base_db
-    env.update(_lib.child_env(backend, device))
+    pin = _lib.child_env(backend, device)
+    env.update(pin)
     log = open(os.path.join(wdir, "shard-%d.log" % i), "w")
-    cmd = [sys.executable, "-m", "caliber"] + _without(argv, "--parallel-warmup") + [
-        SHARD_FLAG, "%d/%d" % (i, n), CACHE_FLAG, db]
+    # Pinned to its one device, the shard sees it as its device 0; unpinned it uses the index.
+    cmd = [sys.executable, "-m", "caliber"] + \
+        _without(_without(argv, "--parallel-warmup"), "--devices") + [
+        "--devices", "0" if pin else str(device), SHARD_FLAG, "%d/%d" % (i, n), CACHE_FLAG, db]
     p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     log.close()
     return p, db

@@ -69,6 +69,9 @@ std::string devices_list(const std::vector<backends::DeviceDesc>& devs) {
 
 void check_replay_source(const core::Knobs& k) {
   if (k.tune != core::TuneMode::replay) return;
+  // A FlagGems run replays FlagGems' LibTuner database (flaggems_tune.db), which its Python
+  // side checks before anything is written (python/caliber/flaggems_tune.py).
+  if (!k.flaggems.empty()) return;
   const std::string who = "--replay-from (REPLAY_FROM): '" + k.replay_from + "' ";
   std::error_code ec;
   const fs::path file = fs::is_regular_file(k.replay_from, ec)

@@ -38,8 +38,11 @@ std::uint64_t run_seed(const core::Knobs& k) {
 }
 
 // What the embedding needs of the knobs (the knob table resolved them; it parses nothing).
-json knobs_json(const core::Knobs& k, const parts::Setup& s) {
+json knobs_json(const core::Knobs& k, const parts::Setup& s, const RunRequest& req) {
   return {{"flaggems", k.flaggems},
+          {"devices", k.devices},
+          {"tune_shard", req.tune_shard},
+          {"shard_cache", req.shard_cache.string()},
           {"backend", s.backend->name()},
           {"host", s.caps.host},
           {"ops", k.ops},
@@ -277,6 +280,17 @@ class Fed final : public FedRun {
       // How the provider's launch config was chosen (FlagGems' LibTuner), as the embedding saw it.
       if (p.contains("tune") && p["tune"].is_object())
         prow.tune = core::tune_choice_from_json(p["tune"]);
+      if (p.contains("config") && p["config"].is_string())
+        prow.config = p["config"].get<std::string>();
+      if (const auto tm = string_list(p.value("tune_markers", json::array())); !tm.empty()) {
+        // The tuner's markers (compile_tune_no_evict) lead the provider's, as in a native row.
+        std::vector<std::string> m = tm;
+        for (const auto& x : prow.markers.value_or(std::vector<std::string>{}))
+          if (std::find(m.begin(), m.end(), x) == m.end()) m.push_back(x);
+        prow.markers = m;
+        prow.tune_markers = tm;
+        core::add_markers(*row.markers, tm);
+      }
       prows.push_back(std::move(prow));
       timed.push_back(t);
     }
@@ -370,13 +384,20 @@ RunOutcome run_fed(const RunRequest& req, std::ostream& out, std::ostream& err) 
     throw UsageError(who +
                      "runs FlagGems' suite in a Python process; run it as `caliber run "
                      "--flaggems ROOT` or `python3 -m caliber run --flaggems ROOT`");
-  if (k.profile > 0 || !req.tune_shard.empty() || !k.py_ops.empty() || !k.ops_lib.empty())
+  if (k.profile > 0 || !k.py_ops.empty() || !k.ops_lib.empty())
     throw UsageError(who + "is not run with --profile, --py-ops or --ops-lib");
   const parts::Setup s = parts::resolve_setup(req);
   Fed run(req, s, out, err);
   std::string stop;
+  if (!req.tune_shard.empty()) {
+    // A parallel-warmup shard (python/caliber/flaggems_warmup.py): the feeder prepares its
+    // share of the cases into its LibTuner database and opens no run.
+    stop = the_feeder()(knobs_json(k, s, req), run);
+    if (!stop.empty()) err << "caliber run: shard " << req.tune_shard << ": " << stop << "\n";
+    return RunOutcome{stop.empty() ? 0 : 1};
+  }
   try {
-    stop = the_feeder()(knobs_json(k, s), run);
+    stop = the_feeder()(knobs_json(k, s, req), run);
   } catch (const UsageError&) {
     if (!run.opened()) throw;
     stop = "the FlagGems session stopped";

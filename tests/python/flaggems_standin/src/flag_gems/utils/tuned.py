@@ -1,6 +1,7 @@
-"""A tuned kernel of the stand-in, shaped like FlagGems' Triton ops: @libentry() over @libtuner()
-over a kernel, four BLOCK configs, keyed on the size with the "log" strategy (sizes 100 and 120
-share the key 128, as nearby shapes share a config in FlagGems)."""
+"""Tuned kernels of the stand-in, shaped like FlagGems' Triton ops: @libentry() over @libtuner()
+over a kernel, four BLOCK configs each. `scale` is keyed on the size with the "log" strategy
+(sizes 100 and 120 share the key 128, as nearby shapes share a config in FlagGems); `mm` (the
+stand-in's gems mm, flag_gems/__init__.py) on M, N and K, as FlagGems' mm is."""
 
 from .libentry import Config, jit, libentry, libtuner
 
@@ -21,3 +22,21 @@ def scale(x, factor=2.0):
     out = [0.0] * len(x)
     scale_kernel.run(x, out, len(x), factor)
     return out
+
+
+@libentry()
+@libtuner(configs=CONFIGS, key=["M", "N", "K"])
+@jit
+def mm_kernel(a, b, M, N, K, BLOCK=16):
+    import os
+    import torch
+    if os.environ.get("STANDIN_MM_CRASHES"):  # a kernel that kills its process (crash isolation)
+        import signal
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return torch._compute("mm", a, b, factor=int(os.environ.get("STANDIN_GEMS_FACTOR", "3")))
+
+
+def mm(a, b, **kwargs):
+    """The stand-in's gems mm: a LibTuner sweep on a new (M, N, K), then three times torch's
+    work."""
+    return mm_kernel.run(a, b, a.shape[0], b.shape[1], a.shape[1])
