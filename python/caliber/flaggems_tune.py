@@ -555,6 +555,8 @@ class Hooks:
             return
         run_dir = os.path.abspath(run_dir)
         if self.link:
+            if os.path.isdir(self.link) and not os.path.islink(self.link):
+                os.rmdir(self.link)  # made by a LibTuner that creates its folder; empty so far
             os.symlink(run_dir, self.link)
             import atexit
             atexit.register(self._unlink)

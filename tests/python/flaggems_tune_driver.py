@@ -11,6 +11,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "flaggems_standin", "src"))
+sys.path.insert(0, os.path.join(HERE, "flaggems_standin", "stubs"))  # its tiny torch
 
 from caliber import flaggems_tune  # noqa: E402
 

@@ -67,51 +67,54 @@ class TuneThroughFlagGems(unittest.TestCase):
     def out(self, name):
         return os.path.join(self.tmp, name)
 
-    def record(self):
-        rc, so, se = run("--tune", "record", "--out", self.out("rec"), extra_env=self.base_env)
+    def record(self, *extra):
+        rc, so, se = run("--tune", "record", "--out", self.out("rec"), *extra,
+                         extra_env=self.base_env)
         self.assertEqual(rc, 0, se)
         return the_run(self.out("rec"))
 
     def test_record_replay_and_replay_missing(self):
-        d, cases = self.record()
+        d, cases = self.record("--dtypes", "f16")
         self.assertTrue(os.path.isfile(os.path.join(d, "flaggems_tune.db")))
         self.assertFalse(os.path.exists(self.shared), "record must not touch the shared db")
-        self.assertEqual(benched(self.log), 8)  # two (M, N, K) keys, four configs each
+        self.assertEqual(benched(self.log), 8)  # two (M, N, K, dtype) keys, four configs each
         tuned = gems(cases)
-        self.assertEqual(len(tuned), 4)  # f16 and f32 of the two core shapes
-        self.assertEqual(sorted(p["tune"]["source"] for p in tuned), ["cache", "cache", "tuned",
-                                                                      "tuned"])
+        self.assertEqual(len(tuned), 2)
         for p in tuned:
+            self.assertEqual((p["tune"]["source"], p["tune"]["tried"]), ("tuned", 4))
             self.assertEqual(p["tune"]["swept_by"], "libtuner")
             self.assertTrue(p["config"].startswith("BLOCK=64,"), p)
-        self.assertEqual([p["tune"]["tried"] for p in tuned if p["tune"]["source"] == "tuned"],
-                         [4, 4])
         for c in cases:  # torch tunes nothing
             (base,) = [p for p in c["providers"] if p["role"] == "baseline"]
             self.assertNotIn("tune", base)
 
         os.remove(self.log)
-        rc, so, se = run("--tune", "replay", "--replay-from", d, "--out", self.out("rep"),
-                         extra_env=dict(self.base_env, STANDIN_TUNE_BEST="16"))
+        rc, so, se = run("--tune", "replay", "--replay-from", d, "--dtypes", "f16", "--out",
+                         self.out("rep"), extra_env=dict(self.base_env, STANDIN_TUNE_BEST="16"))
         self.assertEqual(rc, 0, se)
         rd, rcases = the_run(self.out("rep"))
         self.assertEqual(benched(self.log), 0, "a replay sweeps nothing")
-        self.assertEqual({p["tune"]["source"] for p in gems(rcases)}, {"replay"})
-        self.assertEqual({p["tune"]["tried"] for p in gems(rcases)}, {0})
+        self.assertEqual([(p["tune"]["source"], p["tune"]["tried"]) for p in gems(rcases)],
+                         [("replay", 0)] * 2)
+        # The recorded winner, although the planted fastest moved: a replay does not retune.
         self.assertEqual({p["config"][:9] for p in gems(rcases)}, {"BLOCK=64,"})
         self.assertTrue(os.path.isfile(os.path.join(rd, "flaggems_tune.db")))
 
-        # Comprehensive adds shapes the recorded run never tuned: replay-missing, never swept.
-        rc, so, se = run("--tune", "replay", "--replay-from", d, "--level", "comprehensive",
-                         "--out", self.out("miss"), extra_env=self.base_env)
+        # f32's keys were never recorded: replay-missing, the first config, never swept.
+        rc, so, se = run("--tune", "replay", "--replay-from", d, "--out", self.out("miss"),
+                         extra_env=self.base_env)
         self.assertEqual(rc, 0, se)
         _, mcases = the_run(self.out("miss"))
-        sources = [p["tune"]["source"] for p in gems(mcases)]
-        self.assertIn("replay", sources)
+        by_dtype = {}
+        for c in mcases:
+            for p in c["providers"]:
+                if p["role"] == "candidate":
+                    by_dtype.setdefault(c["dtype"], []).append(p)
+        self.assertEqual({p["tune"]["source"] for p in by_dtype["f16"]}, {"replay"})
+        self.assertEqual({p["tune"]["source"] for p in by_dtype["f32"]}, {"replay-missing"})
+        self.assertTrue(all(p["config"].startswith("BLOCK=16,") for p in by_dtype["f32"]))
+        self.assertIn("not in the replayed LibTuner database", by_dtype["f32"][0]["tune"]["note"])
         self.assertEqual(benched(self.log), 0, "replay-missing is never swept")
-        if "replay-missing" in sources:
-            miss = [p for p in gems(mcases) if p["tune"]["source"] == "replay-missing"]
-            self.assertTrue(all(p["config"].startswith("BLOCK=16,") for p in miss))
 
     def test_live_evicts_a_config_that_cannot_launch(self):
         for _ in range(2):
@@ -123,7 +126,7 @@ class TuneThroughFlagGems(unittest.TestCase):
         self.assertEqual(rc, 0, se)
         _, cases = the_run(self.out("evict"))
         evicted = [p for p in gems(cases) if p["tune"].get("evicted")]
-        self.assertEqual(len(evicted), 2)  # one per (M, N, K) key; the other dtype reuses it
+        self.assertEqual(len(evicted), 4)  # one per (M, N, K, dtype) key
         for p in evicted:
             self.assertTrue(p["tune"]["evicted"].startswith("BLOCK=64,"))
             self.assertFalse(p["config"].startswith("BLOCK=64,"))
@@ -145,7 +148,7 @@ class TuneThroughFlagGems(unittest.TestCase):
             self.assertIn("compile_tune_no_evict", p["tune_markers"])
             self.assertIn("compile_tune_no_evict", c["markers"])
             self.assertIn("out of resources", p["error"])
-        self.assertEqual(len(config_rows(os.path.join(rd, "flaggems_tune.db"))), 2,
+        self.assertEqual(len(config_rows(os.path.join(rd, "flaggems_tune.db"))), 4,
                          "replay deletes nothing")
 
     def test_bad_replay_source_writes_nothing(self):
@@ -170,13 +173,14 @@ class TuneThroughFlagGems(unittest.TestCase):
         with open(os.path.join(d, "warmup", "result.json")) as f:
             res = json.load(f)
         self.assertEqual((res["shards"], res["failed_shards"]), (2, 0), res)
-        self.assertEqual(res["keys"], 2)  # each shard tuned one of the two (M, N, K) keys
+        self.assertEqual(res["keys"], 4)  # (M, N, K, dtype): each shard tuned two
         self.assertEqual(res["disagreements"], 0)
-        self.assertIn("parallel warmup: 2 shards, 2 keys, 0 disagreements", so)
+        self.assertIn("parallel warmup: 2 shards, 4 keys, 0 disagreements", so)
         # The shards swept every key; the serial measurement found them all.
-        self.assertEqual(benched(self.log), 8)
-        self.assertEqual({p["tune"]["source"] for p in gems(cases)}, {"cache"})
-        self.assertEqual(len(config_rows(os.path.join(d, "flaggems_tune.db"))), 2)
+        self.assertEqual(benched(self.log), 16)
+        self.assertEqual([p["tune"]["source"] for p in gems(cases)], ["cache"] * 4)
+        self.assertEqual({p["tune"]["tried"] for p in gems(cases)}, {0})
+        self.assertEqual(len(config_rows(os.path.join(d, "flaggems_tune.db"))), 4)
         for i in range(2):  # each shard ran pinned to its own device
             self.assertTrue(os.path.isfile(os.path.join(d, "warmup", "shard-%d.db" % i)))
 

@@ -99,7 +99,6 @@ class SQLPersistantModel:
         if not db_url.startswith("sqlite:///"):
             raise ValueError("stand-in LibTuner: only sqlite URLs, not %r" % db_url)
         self.path = db_url[len("sqlite:///"):]
-        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.lock = threading.Lock()
 
     @staticmethod
@@ -215,8 +214,9 @@ class LibCache:
         return cls._instance
 
     def __init__(self, db_url=None):
-        if db_url is None:
+        if db_url is None:  # FlagGems creates its default folder (config_cache_dir), no other
             cache_dir = Path(os.path.expanduser("~")) / ".flaggems" / "config_cache"
+            cache_dir.mkdir(parents=True, exist_ok=True)
             db_url = "sqlite:///%s" % (cache_dir / "TunedConfig_standin_triton_%d_%d.db" % (
                 major_version, minor_version))
         self.db_url = db_url
@@ -272,6 +272,12 @@ def _planted_failure(config):
     return str(config.all_kwargs().get(name)) == value
 
 
+def _dtypes(values):
+    """The dtypes of the tensor arguments, in order (FlagGems' _infer_tensor_dtypes)."""
+    return tuple(str(v.dtype) for v in values
+                 if hasattr(v, "dtype") and hasattr(v, "shape") and not isinstance(v, type))
+
+
 class LibTuner:
     """FlagGems' LibTuner.run, line for line where caliber depends on it."""
 
@@ -302,10 +308,10 @@ class LibTuner:
 
     def get_key(self, args):
         key = tuple(starmap(lambda i, k: self.strategy[i](args[k]), enumerate(self.keys)))
-        return key
+        return key + _dtypes(args.values())  # FlagGems appends the tensors' dtypes
 
     def get_benchmark_key(self, args):
-        return tuple(args[k] for k in self.keys if k in args)
+        return tuple(args[k] for k in self.keys if k in args) + _dtypes(args.values())
 
     def prune_configs(self, kwargs):
         return list(self.configs)
@@ -402,8 +408,9 @@ class LibEntry:
         self.lock = threading.Lock()
 
     def run(self, *args, **kwargs):
-        entry_key = tuple((type(a).__name__, a if isinstance(a, (int, float, str)) else None)
-                          for a in args)
+        # FlagGems' dispatch key: a tensor by its dtype (and alignment), a scalar by its value.
+        entry_key = tuple((type(a).__name__, str(getattr(a, "dtype", "")),
+                           a if isinstance(a, (int, float, str)) else None) for a in args)
         cache = self.kernel_cache[0]
         if entry_key not in cache:
             with self.lock:
