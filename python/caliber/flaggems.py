@@ -19,6 +19,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -247,7 +248,7 @@ class Session:
         self.ordinal = 0
         self.case_errors = {}  # ordinal -> error of the current dtype's loop, for FlagGems' record
         self.wanted_markers = set()
-        self.wanted_files = set()
+        self.explicit = []
         self.matched_markers = set()
         self.flag_gems = None
         self.base = None
@@ -334,18 +335,22 @@ class Session:
                 continue
             f = os.path.join(self.root, "benchmark", "test_%s.py" % op)
             if os.path.isfile(f):
-                paths.append(f)
-                self.wanted_files.add(os.path.abspath(f))
+                paths.append(os.path.abspath(f))
             else:
                 self.wanted_markers.add(op)
-        if self.wanted_markers or not paths:
+        self.explicit = list(paths)
+        if self.wanted_markers:
+            # markers reach into every file: collect the whole tree once and keep what was named
+            # (a file and its folder both given would collect that file twice)
+            paths = [os.path.join(self.root, "benchmark")]
+        elif not paths:
             paths.append(os.path.join(self.root, "benchmark"))
         self.record_tmp = tempfile.mkdtemp(prefix="caliber-flaggems-")
         args = paths + ["--rootdir", self.root, "-p", "no:cacheprovider", "--capture=sys", "-q",
                         "--level", k["level"], "--mode", k["mode"],
                         "--record", "json", "--output",
                         os.path.join(self.record_tmp, RECORD_FILE)]
-        if k["shape_mode"] == "file":
+        if k["shape_mode"] == "file" and k.get("shapes_file"):
             args += ["--shape_file", self._overlay_shapes()]
         return args
 
@@ -403,13 +408,23 @@ class Session:
         if self.wanted_markers:
             keep = []
             for item in items:
-                path = os.path.abspath(str(getattr(item, "fspath", item.path)))
                 mark = self._opid(item)
-                if path in self.wanted_files or (mark in self.wanted_markers):
+                if mark in self.wanted_markers or self._named(item):
                     keep.append(item)
                     if mark in self.wanted_markers:
                         self.matched_markers.add(mark)
             items[:] = keep
+
+    def _named(self, item):
+        """Whether a file or node given explicitly selects the item."""
+        path = os.path.abspath(str(getattr(item, "fspath", item.path)))
+        name = item.nodeid.partition("::")[2]
+        for sel in self.explicit:
+            file, _, rest = sel.partition("::")
+            if path == file and (not rest or name == rest or name.startswith(rest + "[") or
+                                 name.startswith(rest + "::")):
+                return True
+        return False
 
     def _compat(self, items):
         if getattr(self.flag_gems, "vendor_name", None) != "mthreads":
@@ -417,14 +432,8 @@ class Session:
         for item in items:
             name = os.path.basename(str(getattr(item, "fspath", item.path)))
             for file, reason in COMPAT_RULES:
-                if name != file:
-                    continue
-                for holder in (item, getattr(item, "function", None)):
-                    marks = getattr(holder, "own_markers", None) if holder is item else \
-                        getattr(holder, "pytestmark", None)
-                    if not marks:
-                        continue
-                    marks[:] = [m for m in marks if not (
+                if name == file:
+                    item.own_markers[:] = [m for m in item.own_markers if not (
                         m.name == "skipif" and m.kwargs.get("reason") == reason)]
 
     def _opid(self, item):
@@ -449,6 +458,9 @@ class Session:
             errors = getattr(self, "collect_errors", None) or ["a collection error"]
             self.refusal = "--flaggems: '%s': pytest could not collect the selection: %s" % (
                 self.knobs["flaggems"], errors[0].strip().splitlines()[-1])
+        elif not session.items and self.knobs.get("node"):
+            self.refusal = "--node (TEST_NODE): '%s': no such test under %s/benchmark" % (
+                self.knobs["node"], self.knobs["flaggems"])
         elif not session.items:
             self.refusal = "--flaggems: '%s': the selection holds no benchmark" % (
                 self.knobs["flaggems"])
@@ -457,7 +469,11 @@ class Session:
         self._patch_base()
         if tune_hooks.in_shard():  # a parallel-warmup shard opens no run (flaggems_warmup.py)
             return
-        self._open(session.items)
+        try:
+            self._open(session.items)
+        except _RunRefused as e:  # the run directory could not be claimed (--out, ...)
+            self.refusal = str(e)
+            pytest.exit(self.refusal, returncode=2)
 
     def pytest_collectreport(self, report):
         if report.failed:
@@ -534,8 +550,8 @@ class Session:
         self._flush()
         if self.opened is not None and self.shapes:
             self.run.call({"call": "shapes", "ops": self.shapes,
-                           "source": getattr(self, "overlay", None) or os.path.join(
-                               self.root, "benchmark", "core_shapes.yaml")})
+                           "source": os.path.join(self.root, "benchmark", "core_shapes.yaml"),
+                           "overlay": self.knobs.get("shapes_file") or ""})
 
     # --- the patches on base.py -----------------------------------------------------------
 
@@ -575,6 +591,7 @@ class Session:
         get_tflops, get_gbps = bench.get_tflops, bench.get_gbps
 
         def run_():
+            session.dtype = None  # a run of its own may time without the input iterator
             try:
                 return run()
             finally:
@@ -812,7 +829,8 @@ class Session:
             for t in c.targets:
                 self.run.release(t)
         entry = self.shapes.setdefault(c.op, {"shapes": [], "shape_desc": "", "cases": []})
-        entry["cases"].append(shape)
+        if shape not in entry["cases"]:
+            entry["cases"].append(shape)
 
 
 class _Testing:
@@ -882,12 +900,15 @@ def _detail_text(detail):
 
 
 def _reason(report):
+    """Why a test was skipped or failed: the guard's own reason (pytest's "Skipped: " dropped)."""
     longrepr = report.longrepr
     if hasattr(longrepr, "reprcrash") and longrepr.reprcrash is not None:
-        return longrepr.reprcrash.message
-    if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        return str(longrepr[2])
-    return str(longrepr)
+        text = longrepr.reprcrash.message
+    elif isinstance(longrepr, tuple) and len(longrepr) == 3:
+        text = str(longrepr[2])
+    else:
+        text = str(longrepr)
+    return text[len("Skipped: "):] if report.skipped and text.startswith("Skipped: ") else text
 
 
 def _git_commit(root):
@@ -928,7 +949,10 @@ def _feed(handle, knobs_text, msg, cap):
         _session = session
         session.prepare()
         sys.stdout.flush()
-        code = pytest.main(session.pytest_args, plugins=[session])
+        try:
+            code = pytest.main(session.pytest_args, plugins=[session])
+        finally:
+            shutil.rmtree(session.record_tmp, ignore_errors=True)
         if session.refusal:
             _lib.write(msg, cap, session.refusal)
             return 2

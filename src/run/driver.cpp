@@ -271,13 +271,17 @@ void print_banner(std::ostream& out, const core::Knobs& k, const Setup& s, const
       << ", physical " << s.device.physical_id << ") | timer " << s.timer << " | level " << k.level
       << " | autotune " << core::to_string(k.tune) << " | repeat " << k.repeat << " | l2 "
       << core::to_string(k.l2) << " | clock " << core::to_string(k.clock) << "\n"
-      << "  " << s.sel.cases.size() << " cases over " << s.sel.ops.size() << " ops, seed " << seed
-      << "\n";
+      << "  ";
+  if (!k.flaggems.empty())  // a fed run: the cases come as FlagGems' suite yields them
+    out << "cases from FlagGems' benchmark suite at " << k.flaggems << ", mode " << k.mode;
+  else
+    out << s.sel.cases.size() << " cases over " << s.sel.ops.size() << " ops";
+  out << ", seed " << seed << "\n";
   if (!s.timer_note.empty()) out << "  note: " << s.timer_note << "\n";
   if (k.profile > 0)
     out << "  profile mode: " << k.profile
         << " launch(es) per case and provider, no timing; ranges named <node>/<provider>\n";
-  if (k.shape_mode == "upstream")
+  if (k.shape_mode == "upstream" && k.flaggems.empty())
     out << "  note: --shape-mode upstream: no provider of this corpus ships its own core shapes, "
            "so "
            "caliber's shape file is used (recorded as shape_mode=upstream)\n";

@@ -348,6 +348,7 @@ class Fed final : public FedRun {
     json doc = {{"level", k_.level},
                 {"shape_mode", k_.shape_mode},
                 {"source", r.value("source", std::string())},
+                {"overlay", r.value("overlay", std::string())},
                 {"ops", r.value("ops", json::object())}};
     emit(e, doc);
     core::write_file_atomic(files_.dir / "shapes.yaml", std::string(e.c_str()) + "\n");
