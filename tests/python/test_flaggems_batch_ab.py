@@ -105,8 +105,8 @@ class FlagGemsAb(unittest.TestCase):
 
     def test_a_switch_of_the_environment(self):
         out = os.path.join(tmpdir(), "ab")
-        rc, so, se = caliber("ab", "--flaggems", ROOT, "--env", "STANDIN_GEMS_FACTOR=3",
-                             "--env", "STANDIN_GEMS_FACTOR=12", "add", "--rounds", "2", "--out",
+        rc, so, se = caliber("ab", "--flaggems", ROOT, "--env=STANDIN_GEMS_FACTOR=3",
+                             "--env=STANDIN_GEMS_FACTOR=12", "add", "--rounds", "2", "--out",
                              out, *QUICK)
         self.assertEqual(rc, 0, so + se)
         self.assertIn("SLOWER", verdicts(so, "add"), so)
