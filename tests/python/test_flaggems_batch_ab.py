@@ -105,9 +105,9 @@ class FlagGemsAb(unittest.TestCase):
 
     def test_a_switch_of_the_environment(self):
         out = os.path.join(tmpdir(), "ab")
-        rc, so, se = caliber("ab", "--flaggems", ROOT, "--env=STANDIN_GEMS_FACTOR=3",
-                             "--env=STANDIN_GEMS_FACTOR=12", "add", "--rounds", "2", "--out",
-                             out, *QUICK)
+        rc, so, se = caliber("ab", "--flaggems", ROOT, "add", "--env", "STANDIN_GEMS_FACTOR=3",
+                             "--env", "STANDIN_GEMS_FACTOR=12", "--rounds", "2", "--out", out,
+                             *QUICK)
         self.assertEqual(rc, 0, so + se)
         self.assertIn("SLOWER", verdicts(so, "add"), so)
 
