@@ -293,6 +293,12 @@ class Session:
                                                                  vendor))
         tune_hooks.installed(flag_gems)
         self._wrap_use_gems(flag_gems)
+        if not self.host:
+            # graph capture through torch's own graph API, installed before the run opens its
+            # device (docs/python.md)
+            from . import _torch
+            if _torch.available():
+                _torch.install_hooks()
         self.pytest_args = self._arguments()
 
     def _test_path(self, text, knob):
@@ -497,8 +503,12 @@ class Session:
                 conf.Config.output = record
         dev = reply["device"]
         if not dev.get("host"):
+            # FlagGems allocates on torch's current device and launches on its current stream:
+            # both are the run's for the whole session (the backward's forward runs inside
+            # get_latency, and its kernels must land where the events are).
             from . import _torch
             import torch
+            torch.cuda.set_device(dev["index"])
             torch.cuda.set_stream(_torch.external_stream(dev["stream"], dev["index"]))
 
     def _identity(self):
@@ -748,8 +758,14 @@ class Session:
         if c.skipped:
             return float("nan")
         node = "%s[%s-%s]" % (c.op, c.dtype, c.shape)
-        reply = self.run.call({"call": "time", "op": c.op, "node": node,
-                               "provider": _provider_name(role), "rng": rng}, call)
+        request = {"call": "time", "op": c.op, "node": node, "provider": _provider_name(role),
+                   "rng": rng}
+        if self.host:
+            reply = self.run.call(request, call)
+        else:
+            from . import _torch
+            with _torch.rng_guard():  # the generator as FlagGems left it, whatever was captured
+                reply = self.run.call(request, call)
         c.targets.append(reply["_target"])
         if "skipped" in reply:
             c.skipped = reply["skipped"]

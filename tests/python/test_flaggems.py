@@ -175,6 +175,14 @@ class FullRun(unittest.TestCase):
         p = subprocess.run([CALIBER_BIN, "export", self.dir, "--format", "json"],
                            capture_output=True, text=True, env=env())
         self.assertIn("add", p.stdout)
+        # summary's second table: device time beside the host cost of one eager call
+        p = subprocess.run([CALIBER_BIN, "summary", self.dir, "--format", "json"],
+                           capture_output=True, text=True, env=env())
+        host = json.loads(p.stdout)["host_cost"]["rows"]
+        (add_f16,) = [r for r in host if r["op"] == "add" and r["dtype"] == "f16"]
+        self.assertEqual(add_f16["rows"], 3)
+        self.assertGreater(add_f16["host_ms"], 0)
+        self.assertGreater(add_f16["device_ms"], add_f16["device_base_ms"])  # gems: 3x the work
 
 
 class Knobs(unittest.TestCase):
