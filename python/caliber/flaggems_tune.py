@@ -539,6 +539,20 @@ class Hooks:
                                "no LibTuner database" if mode == "off" else
                                "the shared LibTuner database (%s)" % (
                                    env.get("FLAGGEMS_DB_URL") or "FlagGems' default"))
+        self._identity(mode, replay_from)
+
+    @staticmethod
+    def _identity(mode, replay_from):
+        """run_identity.json's "flaggems_tune": the mode and where LibTuner's configs came from."""
+        import json
+        from . import _lib
+        info = {"mode": mode, "database": _SESSION.note,
+                "file": DB_FILE if mode in ("record", "replay") else None,
+                "replay_from": os.path.abspath(replay_from) if replay_from else None}
+        try:
+            _lib.lib().caliber_c_identity_extra(b"flaggems_tune", json.dumps(info).encode())
+        except Exception:  # no library in a unit test of the mapping alone: nothing to record
+            pass
 
     def installed(self, flag_gems):
         try:

@@ -93,6 +93,10 @@ class TuneThroughFlagGems(unittest.TestCase):
                          self.out("rep"), extra_env=dict(self.base_env, STANDIN_TUNE_BEST="16"))
         self.assertEqual(rc, 0, se)
         rd, rcases = the_run(self.out("rep"))
+        with open(os.path.join(rd, "run_identity.json")) as f:
+            ident = json.load(f)
+        self.assertEqual(ident["flaggems_tune"]["mode"], "replay")
+        self.assertEqual(ident["flaggems_tune"]["replay_from"], d)
         self.assertEqual(benched(self.log), 0, "a replay sweeps nothing")
         self.assertEqual([(p["tune"]["source"], p["tune"]["tried"]) for p in gems(rcases)],
                          [("replay", 0)] * 2)
