@@ -71,6 +71,9 @@ class TuneHooks:
         """A dict for the provider's "tune" object after its prepare call, or None."""
         return None
 
+    def finished(self, run):
+        """pytest has ended and the run is open: the tuning totals for the footer."""
+
 
 tune_hooks = TuneHooks()
 # The mapping itself fills the seams: python/caliber/flaggems_tune.py.
@@ -969,6 +972,8 @@ def _feed(handle, knobs_text, msg, cap):
             code = pytest.main(session.pytest_args, plugins=[session])
         finally:
             shutil.rmtree(session.record_tmp, ignore_errors=True)
+        if session.opened is not None:  # LibTuner's totals for the footer (flaggems_tune.py)
+            tune_hooks.finished(session.run)
         if session.refusal:
             _lib.write(msg, cap, session.refusal)
             return 2

@@ -496,6 +496,7 @@ class Hooks:
     def __init__(self):
         self.knobs = {}
         self.link = None
+        self.staging = None
         self.libentry = None
         self.warmup = None
 
@@ -529,7 +530,13 @@ class Hooks:
         global _SESSION
         if mode in ("record", "replay"):
             import tempfile
-            self.link = os.path.join(tempfile.mkdtemp(prefix="caliber-flaggems-tune-"), "run")
+            # The link points at a staging folder until the run directory exists, so that a
+            # FlagGems that opened its database at import would still find a folder.
+            base = tempfile.mkdtemp(prefix="caliber-flaggems-tune-")
+            self.staging = os.path.join(base, "staging")
+            os.mkdir(self.staging)
+            self.link = os.path.join(base, "run")
+            os.symlink(self.staging, self.link)
             env["FLAGGEMS_DB_URL"] = "sqlite:///" + os.path.join(self.link, DB_FILE)
             _SESSION = Session(mode, env["FLAGGEMS_DB_URL"],
                                "the run's own LibTuner database" if mode == "record" else
@@ -569,11 +576,7 @@ class Hooks:
             return
         run_dir = os.path.abspath(run_dir)
         if self.link:
-            if os.path.isdir(self.link) and not os.path.islink(self.link):
-                os.rmdir(self.link)  # made by a LibTuner that creates its folder; empty so far
-            os.symlink(run_dir, self.link)
-            import atexit
-            atexit.register(self._unlink)
+            self._aim(run_dir)
             # The row's database is the run's file, whatever path SQLAlchemy opened it by.
             s.db_url = "sqlite:///" + os.path.join(run_dir, DB_FILE)
         if s.mode == "replay":
@@ -583,12 +586,24 @@ class Hooks:
         if n > 1 and s.mode in ("live", "record"):
             self._warmup(n, run_dir)
 
+    def _aim(self, run_dir):
+        """The link to the run directory (atomically), with whatever reached the staging folder
+        first, and SQLAlchemy's pooled connections dropped so that the next one opens the run's
+        file."""
+        for name in os.listdir(self.staging):
+            shutil.copy2(os.path.join(self.staging, name), os.path.join(run_dir, name))
+        tmp = self.link + ".new"
+        os.symlink(run_dir, tmp)
+        os.replace(tmp, self.link)
+        engine = getattr(getattr(getattr(self.libentry, "libcache", None), "model", None),
+                         "engine", None)
+        if engine is not None and hasattr(engine, "dispose"):
+            engine.dispose()
+        import atexit
+        atexit.register(self._unlink)
+
     def _unlink(self):
-        try:
-            os.unlink(self.link)
-            os.rmdir(os.path.dirname(self.link))
-        except OSError:
-            pass
+        shutil.rmtree(os.path.dirname(self.link), ignore_errors=True)
 
     def _warmup(self, n, run_dir):
         from . import flaggems_warmup
@@ -608,6 +623,26 @@ class Hooks:
 
     def provider(self, case, role):
         return take_case()
+
+    def finished(self, run):
+        """The footer's tune object: LibTuner's totals over the run (keys swept, configs
+        benchmarked, sweep time, keys taken from the database, replay misses, evictions), the
+        database, and the parallel warmup's result."""
+        s = _SESSION
+        if s is None:
+            return
+        t = s.totals
+        request = {"call": "tune", "mode": s.mode, "keys_tuned": t["keys_tuned"],
+                   "sweep_s": round(t["sweep_s"], 6), "cache": sqlite_path(s.db_url) or s.db_url,
+                   "cache_hits": t["cache_hits"], "replay_missing": t["replay_missing"],
+                   "evicted": t["evicted"], "benchmarked": t["benchmarked"],
+                   "swept_by": SWEPT_BY}
+        if self.warmup is not None:
+            request["warmup"] = self.warmup
+        try:
+            run.call(request)
+        except Exception as e:  # the rows are written; a footer without totals is still a footer
+            print("caliber: note: LibTuner totals not recorded: %s" % e, file=sys.stderr)
 
     @staticmethod
     def in_shard():

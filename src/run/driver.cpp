@@ -397,8 +397,8 @@ std::vector<core::CaseRow> run_cases(const core::Knobs& k, const Selection& sel,
 // Phase 6: the run.log footer, the warnings and the closing table.
 void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_result,
                 const std::vector<core::CaseRow>& rows, double wall_s, core::RunLogWriter& log,
-                const RunOutcome& outcome, std::ostream& out, std::ostream& err,
-                tune::Tuner* tuner) {
+                const RunOutcome& outcome, std::ostream& out, std::ostream& err, tune::Tuner* tuner,
+                const core::FooterTune* tune_footer) {
   tune::Tuner& tn = tuner != nullptr ? *tuner : runner.tuner();  // a paired run's side B: its own
   core::RunLogFooter footer;
   footer.ok = outcome.ok;
@@ -408,8 +408,10 @@ void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_res
   footer.wall_s = wall_s;
   footer.warnings = runner.warnings();
   footer.end_time = core::iso8601_utc(std::chrono::system_clock::now());
-  footer.tune = core::FooterTune{core::to_string(k.tune), tn.keys_tuned(), tn.sweep_seconds(),
-                                 tn.cache_file().string()};
+  footer.tune = tune_footer != nullptr
+                    ? *tune_footer
+                    : core::FooterTune{core::to_string(k.tune), tn.keys_tuned(), tn.sweep_seconds(),
+                                       tn.cache_file().string()};
   footer.parallel_warmup = warmup_result;
   log.append_footer(footer);
   for (const auto& w : runner.warnings()) err << "caliber: WARNING: " << w << "\n";

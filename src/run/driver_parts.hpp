@@ -64,11 +64,12 @@ void print_progress(std::ostream& out, const core::Knobs& k, const std::string& 
                     std::size_t n, double elapsed);
 // Counts a finished row into `o`; returns its status.
 std::string tally(RunOutcome& o, const core::CaseRow& row);
-// Phase 6: the footer, the warnings and the closing table.
+// Phase 6: the footer, the warnings and the closing table. `tune_footer`: the footer's tune object
+// when the tuning was not caliber's tuner's (a FlagGems run's LibTuner totals).
 void finish_run(const core::Knobs& k, CaseRunner& runner, const nlohmann::json& warmup_result,
                 const std::vector<core::CaseRow>& rows, double wall_s, core::RunLogWriter& log,
                 const RunOutcome& outcome, std::ostream& out, std::ostream& err,
-                tune::Tuner* tuner = nullptr);
+                tune::Tuner* tuner = nullptr, const core::FooterTune* tune_footer = nullptr);
 
 }  // namespace parts
 }  // namespace caliber::run

@@ -118,6 +118,7 @@ class Fed final : public FedRun {
     if (what == "time") return time(r, launch);
     if (what == "case") return add_case(r);
     if (what == "shapes") return shapes(r);
+    if (what == "tune") return tune_totals(r);
     throw std::invalid_argument("fed run: unknown call '" + what + "'");
   }
 
@@ -132,7 +133,8 @@ class Fed final : public FedRun {
       err_ << "caliber: " << stop << "\n";
       ++outcome_.failed;
     }
-    parts::finish_run(k_, *runner_, nullptr, rows_, wall_s, *files_.log, outcome_, out_, err_);
+    parts::finish_run(k_, *runner_, warmup_, rows_, wall_s, *files_.log, outcome_, out_, err_,
+                      nullptr, tune_footer_ ? &*tune_footer_ : nullptr);
     outcome_.exit_code = outcome_.failed > 0 ? 1 : 0;
     return outcome_;
   }
@@ -342,6 +344,24 @@ class Fed final : public FedRun {
     return reply;
   }
 
+  // The embedding's tuning totals for the footer (FlagGems' LibTuner, not caliber's tuner):
+  // {"mode", "keys_tuned", "sweep_s", "cache", "warmup": {...}, more keys kept as they are}.
+  json tune_totals(const json& r) {
+    core::FooterTune t;
+    t.mode = r.value("mode", core::to_string(k_.tune));
+    if (r.contains("keys_tuned") && r["keys_tuned"].is_number_integer())
+      t.keys_tuned = r["keys_tuned"].get<long long>();
+    if (r.contains("sweep_s") && r["sweep_s"].is_number()) t.sweep_s = r["sweep_s"].get<double>();
+    if (r.contains("cache") && r["cache"].is_string()) t.cache = r["cache"].get<std::string>();
+    for (const auto& [key, v] : r.items())
+      if (key != "call" && key != "mode" && key != "keys_tuned" && key != "sweep_s" &&
+          key != "cache" && key != "warmup")
+        t.extra[key] = v;
+    tune_footer_ = std::move(t);
+    if (r.contains("warmup") && r["warmup"].is_object()) warmup_ = r["warmup"];
+    return {{"status", "ok"}};
+  }
+
   json shapes(const json& r) {
     YAML::Emitter e;
     e << YAML::Comment("the shapes this run used, as FlagGems' benchmark classes held them");
@@ -369,7 +389,9 @@ class Fed final : public FedRun {
   std::vector<core::CaseRow> rows_;
   std::map<long long, Timed> timed_;
   long long next_id_ = 1;
-  std::string fatal_;  // node after which the device context is unusable
+  std::string fatal_;                            // node after which the device context is unusable
+  std::optional<core::FooterTune> tune_footer_;  // from a "tune" call
+  json warmup_ = nullptr;                        // the parallel warmup's result, from it too
 };
 
 }  // namespace

@@ -35,6 +35,10 @@ def the_run(out):
     return d, rows(d)[0]
 
 
+def footer(d):
+    return rows(d)[2]
+
+
 def gems(cases):
     return [p for c in cases for p in c["providers"] if p["role"] == "candidate"]
 
@@ -78,6 +82,10 @@ class TuneThroughFlagGems(unittest.TestCase):
         self.assertTrue(os.path.isfile(os.path.join(d, "flaggems_tune.db")))
         self.assertFalse(os.path.exists(self.shared), "record must not touch the shared db")
         self.assertEqual(benched(self.log), 8)  # two (M, N, K, dtype) keys, four configs each
+        t = footer(d)["tune"]
+        self.assertEqual((t["mode"], t["keys_tuned"], t["benchmarked"], t["swept_by"]),
+                         ("record", 2, 8, "libtuner"), t)
+        self.assertEqual(t["cache"], os.path.join(d, "flaggems_tune.db"))
         tuned = gems(cases)
         self.assertEqual(len(tuned), 2)
         for p in tuned:
@@ -118,6 +126,9 @@ class TuneThroughFlagGems(unittest.TestCase):
         self.assertEqual({p["tune"]["source"] for p in by_dtype["f32"]}, {"replay-missing"})
         self.assertTrue(all(p["config"].startswith("BLOCK=16,") for p in by_dtype["f32"]))
         self.assertIn("not in the replayed LibTuner database", by_dtype["f32"][0]["tune"]["note"])
+        t = footer(the_run(self.out("miss"))[0])["tune"]
+        self.assertEqual((t["mode"], t["keys_tuned"], t["replay_missing"], t["cache_hits"],
+                          t["benchmarked"]), ("replay", 0, 2, 2, 0), t)
         self.assertEqual(benched(self.log), 0, "replay-missing is never swept")
 
     def test_live_evicts_a_config_that_cannot_launch(self):
@@ -180,6 +191,8 @@ class TuneThroughFlagGems(unittest.TestCase):
         self.assertEqual(res["keys"], 4)  # (M, N, K, dtype): each shard tuned two
         self.assertEqual(res["disagreements"], 0)
         self.assertIn("parallel warmup: 2 shards, 4 keys, 0 disagreements", so)
+        self.assertEqual(footer(d)["parallel_warmup"]["shards"], 2)
+        self.assertEqual(footer(d)["tune"]["keys_tuned"], 0)  # the measurement swept nothing
         # The shards swept every key; the serial measurement found them all.
         self.assertEqual(benched(self.log), 16)
         self.assertEqual([p["tune"]["source"] for p in gems(cases)], ["cache"] * 4)
