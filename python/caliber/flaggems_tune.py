@@ -537,6 +537,8 @@ class Hooks:
             os.mkdir(self.staging)
             self.link = os.path.join(base, "run")
             os.symlink(self.staging, self.link)
+            import atexit
+            atexit.register(self._unlink)  # however the run ends
             env["FLAGGEMS_DB_URL"] = "sqlite:///" + os.path.join(self.link, DB_FILE)
             _SESSION = Session(mode, env["FLAGGEMS_DB_URL"],
                                "the run's own LibTuner database" if mode == "record" else
@@ -599,8 +601,6 @@ class Hooks:
                          "engine", None)
         if engine is not None and hasattr(engine, "dispose"):
             engine.dispose()
-        import atexit
-        atexit.register(self._unlink)
 
     def _unlink(self):
         shutil.rmtree(os.path.dirname(self.link), ignore_errors=True)
