@@ -103,7 +103,13 @@ def run_here(argv):
     suites = _py_ops(argv[1:])
     if argv[0] == "run" and _has(argv[1:], "--flaggems"):
         # FlagGems' own benchmark suite: pytest in this process feeds the run its cases.
-        from . import flaggems
+        try:
+            from . import flaggems
+        except ImportError as e:  # pytest: FlagGems' suite runs under it, in this interpreter
+            raise SuiteError("--flaggems: FlagGems' benchmark suite runs under pytest, and %s "
+                             "cannot import %s (%s); set CALIBER_PYTHON to a python3 with "
+                             "pytest, torch and FlagGems' requirements" %
+                             (sys.executable, getattr(e, "name", None) or "it", e))
         flaggems.install()
         if not _has(argv[1:], "--name"):
             argv = argv + ["--name", "flaggems"]

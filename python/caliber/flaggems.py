@@ -114,7 +114,8 @@ def size_text(x):
         return str(x)
     if x is None:
         return ""
-    return type(x).__name__
+    text = str(x).replace("torch.", "")  # a dtype, a layout, a memory format...
+    return text if len(text) <= 32 and " " not in text else type(x).__name__
 
 
 def shape_key(args, kwargs):
@@ -252,6 +253,7 @@ class Session:
         self.case_errors = {}  # ordinal -> error of the current dtype's loop, for FlagGems' record
         self.wanted_markers = set()
         self.explicit = []
+        self.unusable = None  # why nothing more can run (a sticky device error), once known
         self.matched_markers = set()
         self.flag_gems = None
         self.base = None
@@ -426,7 +428,7 @@ class Session:
 
     def _named(self, item):
         """Whether a file or node given explicitly selects the item."""
-        path = os.path.abspath(str(getattr(item, "fspath", item.path)))
+        path = os.path.abspath(_item_path(item))
         name = item.nodeid.partition("::")[2]
         for sel in self.explicit:
             file, _, rest = sel.partition("::")
@@ -439,7 +441,7 @@ class Session:
         if getattr(self.flag_gems, "vendor_name", None) != "mthreads":
             return
         for item in items:
-            name = os.path.basename(str(getattr(item, "fspath", item.path)))
+            name = os.path.basename(_item_path(item))
             for file, reason in COMPAT_RULES:
                 if name == file:
                     item.own_markers[:] = [m for m in item.own_markers if not (
@@ -517,7 +519,7 @@ class Session:
     def _identity(self):
         fg = self.flag_gems
         info = {"root": self.root, "version": getattr(fg, "__version__", None),
-                "commit": _git_commit(self.root), "vendor": getattr(fg, "vendor_name", None),
+                "commit": _git_commit(self.root) or _version_commit(fg), "vendor": getattr(fg, "vendor_name", None),
                 "device": getattr(fg, "device", None), "mode": self.knobs["mode"],
                 "level": self.knobs["level"], "shape_mode": self.knobs["shape_mode"],
                 "pytest_args": self.pytest_args, "record": RECORD_FILE}
@@ -739,6 +741,9 @@ class Session:
                     x.grad = None
             fn()
 
+        if self.unusable:  # the device context is gone: nothing more is called, let alone timed
+            c.skipped = self.unusable
+            return float("nan")
         if tune_hooks.in_shard():  # a warmup shard: prepare its share (LibTuner sweeps), time nothing
             if tune_hooks.owns(c.ordinal):
                 try:
@@ -770,8 +775,10 @@ class Session:
             with _torch.rng_guard():  # the generator as FlagGems left it, whatever was captured
                 reply = self.run.call(request, call)
         c.targets.append(reply["_target"])
+        if reply.get("unusable"):
+            self.unusable = reply["unusable"]
         if "skipped" in reply:
-            c.skipped = reply["skipped"]
+            c.skipped = self.unusable = reply["skipped"]
             return float("nan")
         entry = {"name": _provider_name(role), "role": role, "measurement": reply["id"]}
         if reply.get("ok"):
@@ -900,6 +907,11 @@ class _TritonView:
         return getattr(self._real, name)
 
 
+def _item_path(item):
+    path = getattr(item, "path", None)  # pytest 7 and later; fspath before
+    return str(path if path is not None else item.fspath)
+
+
 def _provider_name(role):
     return "torch" if role == BASELINE else "gems"
 
@@ -931,11 +943,14 @@ def _reason(report):
 
 
 def _git_commit(root):
+    """The checkout's commit: ROOT's own git repository only (not one it happens to sit in)."""
     try:
-        out = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=10)
-        if out.returncode == 0:
-            return out.stdout.strip()
+        out = subprocess.run(["git", "-C", root, "rev-parse", "--show-toplevel", "HEAD"],
+                             capture_output=True, text=True, timeout=10)
+        lines = out.stdout.split()
+        if out.returncode == 0 and len(lines) == 2 and \
+                os.path.realpath(lines[0]) == os.path.realpath(root):
+            return lines[1]
     except Exception:
         pass
     marker = os.path.join(root, "COMMIT")
@@ -943,6 +958,12 @@ def _git_commit(root):
         with open(marker) as f:
             return f.read().strip() or None
     return None
+
+
+def _version_commit(fg):
+    """FlagGems' development versions end in +<commit> (flag_gems.__version__)."""
+    version = str(getattr(fg, "__version__", "") or "")
+    return version.rsplit("+", 1)[1] if "+" in version else None
 
 
 def _flagtree_version(triton):
@@ -1008,3 +1029,25 @@ def install():
     lib = _lib.lib()
     _declare(lib)
     lib.caliber_c_set_feeder(_FEED)
+
+
+def main(argv=None):
+    """python3 -m caliber.flaggems files ROOT: the tree's benchmark files, one a line (what a
+    batch of one process per file runs); exit 2 when ROOT is not a FlagGems checkout."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) != 2 or argv[0] != "files":
+        print("usage: python3 -m caliber.flaggems files ROOT", file=sys.stderr)
+        return 2
+    root = argv[1]
+    for f in ("conftest.py", "base.py"):
+        if not os.path.isfile(os.path.join(root, "benchmark", f)):
+            print("caliber: --flaggems: '%s' is not a FlagGems checkout (no benchmark/%s)" %
+                  (root, f), file=sys.stderr)
+            return 2
+    for name in benchmark_files(root):
+        print(name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

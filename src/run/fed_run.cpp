@@ -198,6 +198,9 @@ class Fed final : public FedRun {
                   {"error", t.m.error},
                   {"failure", backends::to_string(t.m.failure)},
                   {"note", t.m.note}};
+    // The process can time nothing more: the embedding stops calling its ops (the rule's words).
+    if (!fatal_.empty())
+      reply["unusable"] = "not run: the device context is unusable after " + fatal_;
     timed_.emplace(id, std::move(t));
     return reply;
   }

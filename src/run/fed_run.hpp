@@ -22,7 +22,8 @@ namespace caliber::run {
 //          {"run_dir", "device": {"backend", "name", "stream", "host"}}. Once.
 //   time   {"op", "node", "provider", "rng", "timer": "direct"?}: times `launch` with the run's
 //          timing options (the knobs; --mode's L2 and per-launch method). Reply: {"id", "ok",
-//          "latency_ms", "timer", "markers", "error", "failure", "note"}, or {"skipped": reason}
+//          "latency_ms", "timer", "markers", "error", "failure", "note", "unusable"?}, or
+//          {"skipped": reason}
 //          once the device context is unusable.
 //   case   {"op", "dtype", "shape", "dims", "node", "params", "family", "flops", "bytes",
 //          "providers": [{"name", "role", "measurement": id, "host_ms", "error"}], "status",

@@ -133,6 +133,8 @@ class FullRun(unittest.TestCase):
     def test_identity_and_header(self):
         fg = self.ident["flaggems"]
         self.assertEqual(fg["version"], "0.0.0+standin")
+        # not caliber's own commit, though the stand-in sits in caliber's repository
+        self.assertEqual(fg["commit"], "standin")
         self.assertEqual(fg["vendor"], "nvidia")
         self.assertEqual(fg["triton"], "3.6.0+standin")
         self.assertEqual(fg["level"], "core")
@@ -228,6 +230,8 @@ class Knobs(unittest.TestCase):
         self.assertEqual(rc, 0, so + se)
         _, cases, header, ident = one_run(out)
         self.assertEqual(header["repeat"], 3)
+        # the cpu backend times with the direct timer, which takes the median of 3 calls
+        self.assertTrue(all(p["repeat"] == 3 for c in cases for p in c["providers"]), cases)
         self.assertEqual(ident["l2"], "warm")  # cudagraph: do_bench_cudagraph's warm L2
         args = ident["flaggems"]["pytest_args"]
         self.assertEqual(args[args.index("--mode") + 1], "cudagraph")
@@ -254,6 +258,17 @@ class Knobs(unittest.TestCase):
         self.assertEqual([c["status"] for c in by_op(cases, "fft")], ["ok"])
         # a guard with another reason stays
         self.assertEqual([c["status"] for c in by_op(cases, "fft_other")], ["skipped"])
+
+    def test_files_listing_for_a_batch(self):
+        p = subprocess.run([PYTHON, "-m", "caliber.flaggems", "files", ROOT], capture_output=True,
+                           text=True, env=env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("test_add.py", p.stdout.split())
+        self.assertNotIn("conftest.py", p.stdout.split())
+        p = subprocess.run([PYTHON, "-m", "caliber.flaggems", "files", STUBS],
+                           capture_output=True, text=True, env=env())
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("is not a FlagGems checkout", p.stderr)
 
     def test_python_entry_point(self):
         out = tmpdir()
@@ -316,6 +331,16 @@ class BadInput(unittest.TestCase):
         self.refused(["--mode", "bogus"], "allowed: kernel, cudagraph")
         self.refused(["--parallel", "8"], "--parallel: '8' is refused")
         self.refused(["--mode", "cudagraph", "--l2", "cold"], "--l2 cold contradicts it")
+
+    def test_an_interpreter_without_pytest(self):
+        bare = os.path.join(tmpdir(), "nopytest")
+        os.makedirs(os.path.join(bare, "pytest"))
+        with open(os.path.join(bare, "pytest", "__init__.py"), "w") as f:
+            f.write("raise ImportError('no pytest here', name='pytest')\n")
+        err = self.refused([], "--flaggems: FlagGems' benchmark suite runs under pytest",
+                           extra_env={"PYTHONPATH": bare + os.pathsep + STUBS + os.pathsep +
+                                      ENV.get("PYTHONPATH", "")})
+        self.assertIn("cannot import pytest", err)
 
     def test_vendor_mismatch(self):
         self.refused([], "expects FlagGems vendor mthreads, but FlagGems dispatches to 'nvidia'",
