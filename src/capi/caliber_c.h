@@ -82,7 +82,7 @@ void caliber_c_set_feeder(caliber_c_feed_fn feed);
 int caliber_c_run_call(int64_t run, const char* request, caliber_c_launch_fn launch, int64_t target,
                        char* reply, int64_t cap);
 
-/* The marker spellings, as a JSON object (core/markers.hpp). */
+/* The marker spellings, as a JSON object (records/markers.hpp). */
 int caliber_c_markers(char* reply, int64_t cap);
 
 /* The environment that makes `backend`'s device `index` (as this process sees it) a child

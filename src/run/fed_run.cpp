@@ -7,15 +7,15 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <random>
 
 #include <yaml-cpp/yaml.h>
 
 #include "backends/describe.hpp"
-#include "core/rundir.hpp"
+#include "records/rundir.hpp"
 #include "run/case_runner.hpp"
+#include "run/case_runner_parts.hpp"
 #include "run/driver_parts.hpp"
-#include "run/warmup_runner.hpp"
+#include "tune/warmup_settings.hpp"
 
 namespace caliber::run {
 
@@ -29,16 +29,8 @@ CaseFeeder& the_feeder() {
   return f;
 }
 
-std::uint64_t run_seed(const core::Knobs& k) {
-  if (k.seed != 0) return k.seed;
-  std::random_device rd;
-  const std::uint64_t s =
-      ((static_cast<std::uint64_t>(rd()) << 32) ^ rd()) & ((std::uint64_t{1} << 62) - 1);
-  return s == 0 ? 1 : s;
-}
-
 // What the embedding needs of the knobs (the knob table resolved them; it parses nothing).
-json knobs_json(const core::Knobs& k, const parts::Setup& s, const RunRequest& req) {
+json knobs_json(const core::Knobs& k, const driver_parts::Setup& s, const RunRequest& req) {
   return {{"flaggems", k.flaggems},
           {"devices", k.devices},
           {"tune_shard", req.tune_shard},
@@ -108,7 +100,7 @@ class Fed final : public FedRun {
   };
 
  public:
-  Fed(const RunRequest& req, const parts::Setup& s, std::ostream& out, std::ostream& err)
+  Fed(const RunRequest& req, const driver_parts::Setup& s, std::ostream& out, std::ostream& err)
       : k_(req.knobs), s_(s), out_(out), err_(err) {}
 
   json call(const json& r, const std::function<void()>& launch) override {
@@ -133,8 +125,8 @@ class Fed final : public FedRun {
       err_ << "caliber: " << stop << "\n";
       ++outcome_.failed;
     }
-    parts::finish_run(k_, *runner_, warmup_, rows_, wall_s, *files_.log, outcome_, out_, err_,
-                      nullptr, tune_footer_ ? &*tune_footer_ : nullptr);
+    driver_parts::finish_run(k_, *runner_, warmup_, rows_, wall_s, *files_.log, outcome_, out_,
+                             err_, nullptr, tune_footer_ ? &*tune_footer_ : nullptr);
     outcome_.exit_code = outcome_.failed > 0 ? 1 : 0;
     return outcome_;
   }
@@ -142,16 +134,16 @@ class Fed final : public FedRun {
  private:
   json open(const json& r) {
     if (opened()) throw std::invalid_argument("fed run: 'open' twice");
-    seed_ = run_seed(k_);
+    seed_ = k_.seed != 0 ? k_.seed : driver_parts::fresh_seed();
     json extra = r.value("identity", json::object());
     if (!extra.is_object()) extra = json::object();
     extra["ops"] = string_list(r.value("ops", json::array()));
-    files_ = parts::claim_run(k_, s_, seed_, wall_start_, extra);
+    files_ = driver_parts::claim_run(k_, s_, seed_, wall_start_, extra);
     outcome_.run_dir = files_.dir;
-    parts::print_banner(out_, k_, s_, files_.dir, seed_);
+    driver_parts::print_banner(out_, k_, s_, files_.dir, seed_);
     runner_ = std::make_unique<CaseRunner>(*s_.backend, s_.dev_index, seed_, k_, s_.timer,
                                            tune_settings(k_, files_.dir));
-    peaks_ = parts::run_peaks(k_, *s_.backend, *runner_, files_, out_);
+    peaks_ = driver_parts::run_peaks(k_, *s_.backend, *runner_, files_, out_);
     backends::Device& dev = runner_->device();
     json device = {{"backend", s_.backend->name()},
                    {"name", s_.device.name},
@@ -222,7 +214,7 @@ class Fed final : public FedRun {
       timing::TimingOptions direct = t->opts;
       direct.timer = timing::TimerKind::direct;
       t->m = measure(t->launch, direct);
-      write_timing(prows[p], t->m, flops, bytes);
+      case_parts::write_timing(prows[p], t->m, flops, bytes);
       prows[p].graph_latency_ms.emplace(graph_latency);
       prows[p].note =
           "timed by the direct timer too, since another provider of this case could not be "
@@ -268,7 +260,7 @@ class Fed final : public FedRun {
         if (it != timed_.end()) t = &it->second;
       }
       if (t != nullptr) {
-        write_timing(prow, t->m, flops, bytes);
+        case_parts::write_timing(prow, t->m, flops, bytes);
         core::add_markers(*row.markers, t->m.markers);
         if (!(t->m.ok && t->m.latency_ms > 0)) {
           any_fail = true;
@@ -323,7 +315,7 @@ class Fed final : public FedRun {
         any_fail = true;
         first_error = r["error"].get<std::string>();
       }
-      summarize_row(row, prows, any_fail, first_error);
+      case_parts::summarize_row(row, prows, any_fail, first_error);
       for (const auto& prow : prows) {
         if (!prow.host_ms) continue;
         if (prow.role == core::role::baseline && !row.host_base_ms) row.host_base_ms = prow.host_ms;
@@ -336,10 +328,11 @@ class Fed final : public FedRun {
         timed_.erase(p["measurement"].get<long long>());
     annotate_with_peaks(row, peaks_);
     files_.log->append_case(row);
-    const std::string st = parts::tally(outcome_, row);
+    const std::string st = driver_parts::tally(outcome_, row);
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start_).count();
-    parts::print_progress(out_, k_, row.node.value_or(row.op), row, st, rows_.size(), 0, elapsed);
+    driver_parts::print_progress(out_, k_, row.node.value_or(row.op), row, st, rows_.size(), 0,
+                                 elapsed);
     json reply = {{"status", st}};
     if (row.latency_ms) reply["latency_ms"] = *row.latency_ms;
     if (row.latency_base_ms) reply["latency_base_ms"] = *row.latency_base_ms;
@@ -379,13 +372,13 @@ class Fed final : public FedRun {
   }
 
   const core::Knobs& k_;
-  const parts::Setup& s_;
+  const driver_parts::Setup& s_;
   std::ostream& out_;
   std::ostream& err_;
   const std::chrono::steady_clock::time_point t_start_ = std::chrono::steady_clock::now();
   const std::chrono::system_clock::time_point wall_start_ = std::chrono::system_clock::now();
   std::uint64_t seed_ = 0;
-  parts::RunFiles files_;
+  driver_parts::RunFiles files_;
   std::unique_ptr<CaseRunner> runner_;
   Peaks peaks_;
   RunOutcome outcome_;
@@ -412,7 +405,7 @@ RunOutcome run_fed(const RunRequest& req, std::ostream& out, std::ostream& err) 
                      "--flaggems ROOT` or `python3 -m caliber run --flaggems ROOT`");
   if (k.profile > 0 || !k.py_ops.empty() || !k.ops_lib.empty())
     throw UsageError(who + "is not run with --profile, --py-ops or --ops-lib");
-  const parts::Setup s = parts::resolve_setup(req);
+  const driver_parts::Setup s = driver_parts::resolve_setup(req);
   Fed run(req, s, out, err);
   std::string stop;
   if (!req.tune_shard.empty()) {
