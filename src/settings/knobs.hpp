@@ -47,6 +47,7 @@ struct Knobs {
   std::string flaggems;  // a FlagGems checkout whose benchmark suite runs (docs/flaggems.md)
   // timing
   TimerKind timer = TimerKind::automatic;
+  SampleMethod sample_method = SampleMethod::automatic;
   int repeat = 1;
   std::vector<double> quantiles;
   ReturnMode return_mode = ReturnMode::median;
