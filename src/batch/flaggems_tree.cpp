@@ -47,7 +47,10 @@ std::string flaggems_root_of(const std::vector<std::string>& run_args) {
 }
 
 void check_flaggems_root(const std::string& knob, const fs::path& root) {
-  const std::string shown = "'" + root.string() + "'";
+  // Built in steps: GCC 12 warns of a bogus memcpy bound on "'" + s + "'".
+  std::string shown = "'";
+  shown += root.string();
+  shown += "'";
   std::error_code ec;
   if (root.empty() || !fs::is_directory(root, ec))
     throw std::invalid_argument(knob + ": " + shown +

@@ -413,7 +413,9 @@ RunOutcome run_fed(const RunRequest& req, std::ostream& out, std::ostream& err) 
     // share of the cases into its LibTuner database and opens no run.
     stop = the_feeder()(knobs_json(k, s, req), run);
     if (!stop.empty()) err << "caliber run: shard " << req.tune_shard << ": " << stop << "\n";
-    return RunOutcome{stop.empty() ? 0 : 1};
+    RunOutcome shard;
+    shard.exit_code = stop.empty() ? 0 : 1;
+    return shard;
   }
   try {
     stop = the_feeder()(knobs_json(k, s, req), run);
