@@ -71,8 +71,14 @@ class TuneHooks:
         """A dict for the provider's "tune" object after its prepare call, or None."""
         return None
 
+    def finished(self, run):
+        """pytest has ended and the run is open: the tuning totals for the footer."""
+
 
 tune_hooks = TuneHooks()
+# The mapping itself fills the seams: python/caliber/flaggems_tune.py.
+from .flaggems_tune import Hooks as _TuneMapping  # noqa: E402
+tune_hooks = _TuneMapping()
 
 
 def benchmark_files(root):
@@ -472,6 +478,8 @@ class Session:
         if self.refusal:
             pytest.exit(self.refusal, returncode=2)
         self._patch_base()
+        if tune_hooks.in_shard():  # a parallel-warmup shard opens no run (flaggems_warmup.py)
+            return
         try:
             self._open(session.items)
         except _RunRefused as e:  # the run directory could not be claimed (--out, ...)
@@ -714,7 +722,9 @@ class Session:
     def _provider_error(self, role, e):
         c = self.case
         message = "%s: %s" % (type(e).__name__, e)
-        c.providers.append({"name": _provider_name(role), "role": role, "error": message})
+        entry = {"name": _provider_name(role), "role": role, "error": message}
+        entry.update(tune_hooks.provider(c, role) or {})  # e.g. compile_tune_no_evict
+        c.providers.append(entry)
         self.case_errors[c.ordinal] = message
 
     def time(self, fn, grad_to_none=None):
@@ -735,6 +745,15 @@ class Session:
         if self.unusable:  # the device context is gone: nothing more is called, let alone timed
             c.skipped = self.unusable
             return float("nan")
+        if tune_hooks.in_shard():  # a warmup shard: prepare its share (LibTuner sweeps), time nothing
+            if tune_hooks.owns(c.ordinal):
+                try:
+                    call()
+                    self._sync()
+                except Exception:  # the measuring run meets it again and reports it
+                    pass
+            tune_hooks.provider(c, role)
+            return 1.0
         # One call and a synchronize first: JIT compilation and LibTuner's sweep stay out of the
         # timers and captures.
         rng_before = self._rng_state()
@@ -765,9 +784,7 @@ class Session:
         entry = {"name": _provider_name(role), "role": role, "measurement": reply["id"]}
         if reply.get("ok"):
             entry["host_ms"] = self._host_cost(call)
-        tune = tune_hooks.provider(c, role)
-        if tune:
-            entry["tune"] = tune
+        entry.update(tune_hooks.provider(c, role) or {})  # config, tune, tune_markers
         c.providers.append(entry)
         if not reply.get("ok"):
             self.case_errors[c.ordinal] = reply.get("error") or "measurement failed"
@@ -977,9 +994,13 @@ def _feed(handle, knobs_text, msg, cap):
             code = pytest.main(session.pytest_args, plugins=[session])
         finally:
             shutil.rmtree(session.record_tmp, ignore_errors=True)
+        if session.opened is not None:  # LibTuner's totals for the footer (flaggems_tune.py)
+            tune_hooks.finished(session.run)
         if session.refusal:
             _lib.write(msg, cap, session.refusal)
             return 2
+        if tune_hooks.in_shard():  # prepared its share; nothing opened, nothing measured
+            return 0 if int(code) in (0, 1) else 2
         if session.opened is None and int(code) == 4 and knobs.get("node"):
             _lib.write(msg, cap, "--node (TEST_NODE): '%s': no such test under %s/benchmark" %
                        (knobs["node"], knobs["flaggems"]))

@@ -297,6 +297,17 @@ CALIBER_C_EXPORT int caliber_c_identity_extra(const char* key, const char* value
   return 0;
 }
 
+CALIBER_C_EXPORT int caliber_c_child_env(const char* backend, int index, char* reply, int64_t cap) {
+  try {
+    const backends::Backend& b = backends::resolve_backend(backend ? backend : "auto");
+    put(reply, cap, json(b.child_env(index)).dump());
+    return 0;
+  } catch (const std::exception& e) {
+    put(reply, cap, json{{"error", e.what()}}.dump());
+    return 2;
+  }
+}
+
 CALIBER_C_EXPORT int caliber_c_markers(char* reply, int64_t cap) {
   namespace mk = core::markers;
   put(reply, cap,

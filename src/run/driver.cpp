@@ -70,6 +70,9 @@ using namespace driver_parts;
 
 void check_replay_source(const core::Knobs& k) {
   if (k.tune != core::TuneMode::replay) return;
+  // A FlagGems run replays FlagGems' LibTuner database (flaggems_tune.db), which its Python
+  // side checks before anything is written (python/caliber/flaggems_tune.py).
+  if (!k.flaggems.empty()) return;
   const std::string who = "--replay-from (REPLAY_FROM): '" + k.replay_from + "' ";
   std::error_code ec;
   const fs::path file = fs::is_regular_file(k.replay_from, ec)
@@ -413,8 +416,8 @@ void record_end_load(RunFiles& f) {
 
 void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_result,
                 const std::vector<core::CaseRow>& rows, double wall_s, core::RunLogWriter& log,
-                const RunOutcome& outcome, std::ostream& out, std::ostream& err,
-                tune::Tuner* tuner) {
+                const RunOutcome& outcome, std::ostream& out, std::ostream& err, tune::Tuner* tuner,
+                const core::FooterTune* tune_footer) {
   tune::Tuner& tn = tuner != nullptr ? *tuner : runner.tuner();  // a paired run's side B: its own
   core::RunLogFooter footer;
   footer.ok = outcome.ok;
@@ -424,8 +427,10 @@ void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_res
   footer.wall_s = wall_s;
   footer.warnings = runner.warnings();
   footer.end_time = core::iso8601_utc(std::chrono::system_clock::now());
-  footer.tune = core::FooterTune{core::to_string(k.tune), tn.keys_tuned(), tn.sweep_seconds(),
-                                 tn.cache_file().string()};
+  footer.tune = tune_footer != nullptr
+                    ? *tune_footer
+                    : core::FooterTune{core::to_string(k.tune), tn.keys_tuned(), tn.sweep_seconds(),
+                                       tn.cache_file().string()};
   footer.parallel_warmup = warmup_result;
   log.append_footer(footer);
   for (const auto& w : runner.warnings()) err << "caliber: WARNING: " << w << "\n";

@@ -71,10 +71,12 @@ void print_progress(std::ostream& out, const core::Knobs& k, const std::string& 
 // The host's load when the cases are done, beside the one at the start (run_identity.json
 // "host_load"; compare warns about a side whose host was loaded).
 void record_end_load(RunFiles& f);
+// Phase 6: the footer, the warnings and the closing table. `tune_footer`: the footer's tune object
+// when the tuning was not caliber's tuner's (a FlagGems run's LibTuner totals).
 void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_result,
                 const std::vector<core::CaseRow>& rows, double wall_s, core::RunLogWriter& log,
                 const RunOutcome& outcome, std::ostream& out, std::ostream& err,
-                tune::Tuner* tuner = nullptr);
+                tune::Tuner* tuner = nullptr, const core::FooterTune* tune_footer = nullptr);
 
 }  // namespace driver_parts
 

@@ -30,8 +30,11 @@ CaseFeeder& the_feeder() {
 }
 
 // What the embedding needs of the knobs (the knob table resolved them; it parses nothing).
-json knobs_json(const core::Knobs& k, const driver_parts::Setup& s) {
+json knobs_json(const core::Knobs& k, const driver_parts::Setup& s, const RunRequest& req) {
   return {{"flaggems", k.flaggems},
+          {"devices", k.devices},
+          {"tune_shard", req.tune_shard},
+          {"shard_cache", req.shard_cache.string()},
           {"backend", s.backend->name()},
           {"host", s.caps.host},
           {"ops", k.ops},
@@ -107,6 +110,7 @@ class Fed final : public FedRun {
     if (what == "time") return time(r, launch);
     if (what == "case") return add_case(r);
     if (what == "shapes") return shapes(r);
+    if (what == "tune") return tune_totals(r);
     throw std::invalid_argument("fed run: unknown call '" + what + "'");
   }
 
@@ -121,8 +125,8 @@ class Fed final : public FedRun {
       err_ << "caliber: " << stop << "\n";
       ++outcome_.failed;
     }
-    driver_parts::finish_run(k_, *runner_, nullptr, rows_, wall_s, *files_.log, outcome_, out_,
-                             err_);
+    driver_parts::finish_run(k_, *runner_, warmup_, rows_, wall_s, *files_.log, outcome_, out_,
+                             err_, nullptr, tune_footer_ ? &*tune_footer_ : nullptr);
     outcome_.exit_code = outcome_.failed > 0 ? 1 : 0;
     return outcome_;
   }
@@ -273,6 +277,17 @@ class Fed final : public FedRun {
       // How the provider's launch config was chosen (FlagGems' LibTuner), as the embedding saw it.
       if (p.contains("tune") && p["tune"].is_object())
         prow.tune = core::tune_choice_from_json(p["tune"]);
+      if (p.contains("config") && p["config"].is_string())
+        prow.config = p["config"].get<std::string>();
+      if (const auto tm = string_list(p.value("tune_markers", json::array())); !tm.empty()) {
+        // The tuner's markers (compile_tune_no_evict) lead the provider's, as in a native row.
+        std::vector<std::string> m = tm;
+        for (const auto& x : prow.markers.value_or(std::vector<std::string>{}))
+          if (std::find(m.begin(), m.end(), x) == m.end()) m.push_back(x);
+        prow.markers = m;
+        prow.tune_markers = tm;
+        core::add_markers(*row.markers, tm);
+      }
       prows.push_back(std::move(prow));
       timed.push_back(t);
     }
@@ -325,6 +340,24 @@ class Fed final : public FedRun {
     return reply;
   }
 
+  // The embedding's tuning totals for the footer (FlagGems' LibTuner, not caliber's tuner):
+  // {"mode", "keys_tuned", "sweep_s", "cache", "warmup": {...}, more keys kept as they are}.
+  json tune_totals(const json& r) {
+    core::FooterTune t;
+    t.mode = r.value("mode", core::to_string(k_.tune));
+    if (r.contains("keys_tuned") && r["keys_tuned"].is_number_integer())
+      t.keys_tuned = r["keys_tuned"].get<long long>();
+    if (r.contains("sweep_s") && r["sweep_s"].is_number()) t.sweep_s = r["sweep_s"].get<double>();
+    if (r.contains("cache") && r["cache"].is_string()) t.cache = r["cache"].get<std::string>();
+    for (const auto& [key, v] : r.items())
+      if (key != "call" && key != "mode" && key != "keys_tuned" && key != "sweep_s" &&
+          key != "cache" && key != "warmup")
+        t.extra[key] = v;
+    tune_footer_ = std::move(t);
+    if (r.contains("warmup") && r["warmup"].is_object()) warmup_ = r["warmup"];
+    return {{"status", "ok"}};
+  }
+
   json shapes(const json& r) {
     YAML::Emitter e;
     e << YAML::Comment("the shapes this run used, as FlagGems' benchmark classes held them");
@@ -352,7 +385,9 @@ class Fed final : public FedRun {
   std::vector<core::CaseRow> rows_;
   std::map<long long, Timed> timed_;
   long long next_id_ = 1;
-  std::string fatal_;  // node after which the device context is unusable
+  std::string fatal_;                            // node after which the device context is unusable
+  std::optional<core::FooterTune> tune_footer_;  // from a "tune" call
+  json warmup_ = nullptr;                        // the parallel warmup's result, from it too
 };
 
 }  // namespace
@@ -368,13 +403,22 @@ RunOutcome run_fed(const RunRequest& req, std::ostream& out, std::ostream& err) 
     throw UsageError(who +
                      "runs FlagGems' suite in a Python process; run it as `caliber run "
                      "--flaggems ROOT` or `python3 -m caliber run --flaggems ROOT`");
-  if (k.profile > 0 || !req.tune_shard.empty() || !k.py_ops.empty() || !k.ops_lib.empty())
+  if (k.profile > 0 || !k.py_ops.empty() || !k.ops_lib.empty())
     throw UsageError(who + "is not run with --profile, --py-ops or --ops-lib");
   const driver_parts::Setup s = driver_parts::resolve_setup(req);
   Fed run(req, s, out, err);
   std::string stop;
+  if (!req.tune_shard.empty()) {
+    // A parallel-warmup shard (python/caliber/flaggems_warmup.py): the feeder prepares its
+    // share of the cases into its LibTuner database and opens no run.
+    stop = the_feeder()(knobs_json(k, s, req), run);
+    if (!stop.empty()) err << "caliber run: shard " << req.tune_shard << ": " << stop << "\n";
+    RunOutcome shard;
+    shard.exit_code = stop.empty() ? 0 : 1;
+    return shard;
+  }
   try {
-    stop = the_feeder()(knobs_json(k, s), run);
+    stop = the_feeder()(knobs_json(k, s, req), run);
   } catch (const UsageError&) {
     if (!run.opened()) throw;
     stop = "the FlagGems session stopped";

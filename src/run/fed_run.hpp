@@ -31,6 +31,8 @@ namespace caliber::run {
 //          where another fell back are timed again by the direct timer through their launches),
 //          appends it to run.log, prints the progress line. Reply: {"status", "latency_ms", ...}.
 //   shapes {"ops": {op: {...}}}: rewrites shapes.yaml with what the embedding used.
+//   tune   {"mode", "keys_tuned", "sweep_s", "cache", "warmup", ...}: the embedding's tuning
+//          totals (FlagGems' LibTuner) for the footer's tune object and parallel_warmup.
 class FedRun {
  public:
   virtual ~FedRun() = default;

@@ -32,8 +32,12 @@ def interpreter():
 PYTHON = interpreter()
 
 
+# The stand-in's LibTuner database for live mode (FlagGems' default is under ~/.flaggems).
+SHARED_DB = "sqlite:///" + os.path.join(tmpdir(), "flaggems-shared.db")
+
+
 def env(extra=None):
-    e = dict(ENV, CALIBER_PYTHON=PYTHON, PYTHONDONTWRITEBYTECODE="1",
+    e = dict(ENV, CALIBER_PYTHON=PYTHON, PYTHONDONTWRITEBYTECODE="1", FLAGGEMS_DB_URL=SHARED_DB,
              PYTHONPATH=STUBS + os.pathsep + ENV.get("PYTHONPATH", ""))
     for k in ("GEMS_VENDOR", "STANDIN_FORCE_VENDOR", "STANDIN_BREAK_IMPORT",
               "STANDIN_ADD_RAISES_AT", "OP", "OP_FILE", "TEST_NODE", "BENCH_LEVEL", "SHAPE_MODE",

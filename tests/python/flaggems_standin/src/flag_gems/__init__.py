@@ -24,11 +24,16 @@ def _gems(name):
     def op(a, b=None, **kwargs):
         if name == "add" and os.environ.get("STANDIN_ADD_RAISES_AT") == str(a.numel()):
             raise ValueError("stand-in gems add fails on %d elements" % a.numel())
-        return torch._compute(name, a, b, factor=3)
+        # STANDIN_GEMS_FACTOR: gems' work against torch's (default 3), a switch to A/B.
+        return torch._compute(name, a, b, factor=int(os.environ.get("STANDIN_GEMS_FACTOR", "3")))
     return op
 
 
 _OPS = {name: _gems(name) for name in ("add", "mm", "softmax", "fft")}
+# mm goes through a LibTuner-tuned kernel (utils/tuned.py, utils/libentry.py), as FlagGems' does.
+from .utils import tuned as _tuned  # noqa: E402
+
+_OPS["mm"] = _tuned.mm
 
 
 def add(a, b, alpha=1):
