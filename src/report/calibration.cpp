@@ -10,7 +10,7 @@
 #include <system_error>
 
 #include "core/format.hpp"
-#include "core/knobs.hpp"
+#include "settings/knobs.hpp"
 
 namespace caliber::report {
 
