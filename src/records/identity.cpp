@@ -59,6 +59,9 @@ nlohmann::json read_identity(const std::filesystem::path& run_dir) {
   std::error_code ec;
   if (std::filesystem::exists(file, ec) && !std::filesystem::is_regular_file(file, ec))
     throw std::runtime_error("cannot read " + file.string() + ": not a regular file");
+  if (!std::filesystem::exists(file, ec))  // file_size would say (uintmax_t)-1 bytes
+    throw std::runtime_error("cannot read " + file.string() +
+                             ": it does not exist (is this a run directory?)");
   if (std::filesystem::file_size(file, ec) > kMaxIdentityBytes)
     throw std::runtime_error("cannot read " + file.string() + ": larger than " +
                              std::to_string(kMaxIdentityBytes) + " bytes");

@@ -26,7 +26,7 @@ struct CompareCommand {
   // Empty: the calibration file's, for crossed and for one-phase pairs; a given term holds for
   // both.
   std::string paired_noise;
-  double fail_on_regression_pct = -1;  // < 0: not given
+  std::optional<double> fail_on_regression_pct;  // absent: not given
   bool allow_mismatch = false;
 
   // "A1,A2,A3" -> the directories of one side (repeated runs of the same code). Empty items are
