@@ -13,7 +13,7 @@
 
 namespace caliber::report {
 
-// One set of terms, as --run-noise and --paired-noise spell them: "2.2,blas=4.5,floor_us=0.15".
+// One set of terms, as --run-noise and --paired-noise spell them: "1.5,blas=3,floor_us=0.2".
 struct NoiseTerms {
   double pct = 0;                         // the default term, a fraction
   std::map<std::string, double> classes;  // a family, a provider or "fallback" -> a fraction

@@ -84,7 +84,7 @@ struct CompareOptions : NoiseModel {
   std::optional<double> fail_on_regression_pct;
 };
 
-// "0.5,blas=1.5,fallback=4.3,floor_us=0.15" -> default 0.5%, then per class (a family or
+// "0.5,blas=1.5,fallback=3,floor_us=0.2" -> default 0.5%, then per class (a family or
 // "fallback"), fractions in the result, and the floor in microseconds (0 when not given); the
 // terms then count as given. Throws std::invalid_argument.
 void parse_run_noise(const std::string& spec, NoiseModel& opt);

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -73,26 +74,34 @@ TEST(RunLogRepair, BadBytesAndNonJsonNumbersBecomeReadable) {
   EXPECT_TRUE(log.cases[1].extra.at("latency_ms").is_null());  // kept as written
 }
 
+// The process's CPU time in seconds: what the bootstrap costs, which other work on the host
+// cannot stretch (a wall-clock bound failed beside a build on a loaded 2-core host).
+namespace {
+double cpu_seconds() {
+  return static_cast<double>(std::clock()) / CLOCKS_PER_SEC;
+}
+}  // namespace
+
 TEST(Bootstrap, HundredThousandSamplesAreFastAndRight) {
   std::mt19937_64 rng(5);
   std::normal_distribution<double> a_dist(1.0, 0.01), b_dist(1.1, 0.01);
   std::vector<double> a(100000), b(100000);
   for (auto& x : a) x = a_dist(rng);
   for (auto& x : b) x = b_dist(rng);
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = cpu_seconds();
   const auto ci = core::bootstrap_median_ratio_ci(a, b, 0.95, 2000, 3);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(s, 2.0);
+  const double s = cpu_seconds() - t0;
+  EXPECT_LT(s, 2.0) << "CPU seconds";
   // The median ratio is 1.1; its standard error with 100k samples of 1% spread is ~0.004%.
   EXPECT_LT(ci.lo, 1.1 * 1.0005);
   EXPECT_GT(ci.hi, 1.1 * 0.9995);
   EXPECT_LT(ci.hi - ci.lo, 0.001);
   EXPECT_LE(ci.lo, ci.hi);
   // Grouped sides of that size too.
-  const auto t1 = std::chrono::steady_clock::now();
+  const double t1 = cpu_seconds();
   const auto g = core::bootstrap_median_ratio_ci_grouped({a, a}, {b, b}, 0.95, 2000, 3);
-  const double gs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-  EXPECT_LT(gs, 5.0);
+  const double gs = cpu_seconds() - t1;
+  EXPECT_LT(gs, 5.0) << "CPU seconds";
   EXPECT_LT(g.lo, 1.1 * 1.001);
   EXPECT_GT(g.hi, 1.1 * 0.999);
 }
