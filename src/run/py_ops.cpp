@@ -161,6 +161,13 @@ int handed_off_exit(int st, const Progress& p, bool timed_out, const std::string
     std::cerr << "caliber: the Python process " << how_it_ended(st)
               << " before the run finished (os._exit or a crash in a suite?): its output is "
                  "incomplete\n";
+    if (WIFSIGNALED(st)) {
+      // Die of the same signal, as the exec'd interpreter did: a batch records the op as
+      // crashed, the signal its reason (crash isolation), not as a failed case.
+      std::cerr.flush();
+      ::signal(WTERMSIG(st), SIG_DFL);
+      ::raise(WTERMSIG(st));
+    }
     return 1;
   }
   return *p.done;
@@ -206,6 +213,11 @@ int run_handed_off(const std::vector<std::string>& args,
   ign.sa_handler = SIG_IGN;
   ::sigaction(SIGINT, &ign, &old_int);
   ::sigaction(SIGQUIT, &ign, &old_quit);
+  // A batch's child watches its parent (batch::watch_batch_parent): the interpreter's parent is
+  // this process now, which the batch's death signal ends; the interpreter then sees its own
+  // parent gone. Without this it takes this process for a foreign parent and ends at once.
+  if (std::getenv("CALIBER_BATCH_PARENT") != nullptr)
+    ::setenv("CALIBER_BATCH_PARENT", std::to_string(::getpid()).c_str(), 1);
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::sigaction(SIGINT, &old_int, nullptr);

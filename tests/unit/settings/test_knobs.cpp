@@ -321,7 +321,7 @@ TEST(KnobCrossRules, MinTimeMustFitInTheTimeout) {
 TEST(KnobFlagGems, RootModeAndParallel) {
   const std::string root = ::testing::TempDir() + "caliber_fg_root";
   EXPECT_TRUE(contains(refusal({{"flaggems", root + "_none"}}), "does not exist"));
-  (void)std::system(("mkdir -p " + root + "/benchmark").c_str());
+  (void)std::system(("rm -rf " + root + " && mkdir -p " + root + "/benchmark").c_str());
   EXPECT_TRUE(contains(refusal({{"flaggems", root}}), "is not a FlagGems checkout"));
   (void)std::system(
       ("touch " + root + "/benchmark/conftest.py " + root + "/benchmark/base.py").c_str());
