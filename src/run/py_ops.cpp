@@ -161,7 +161,8 @@ int handed_off_exit(int st, const Progress& p, bool timed_out, const std::string
     std::cerr << "caliber: the Python process " << how_it_ended(st)
               << " before the run finished (os._exit or a crash in a suite?): its output is "
                  "incomplete\n";
-    return 1;
+    // Killed by a signal: 128+N, as a shell reports it, so a batch still says `crashed`.
+    return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
   }
   return *p.done;
 }
