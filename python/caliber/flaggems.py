@@ -519,7 +519,8 @@ class Session:
     def _identity(self):
         fg = self.flag_gems
         info = {"root": self.root, "version": getattr(fg, "__version__", None),
-                "commit": _git_commit(self.root) or _version_commit(fg), "vendor": getattr(fg, "vendor_name", None),
+                "commit": _git_commit(self.root) or _version_commit(fg),
+                "vendor": getattr(fg, "vendor_name", None),
                 "device": getattr(fg, "device", None), "mode": self.knobs["mode"],
                 "level": self.knobs["level"], "shape_mode": self.knobs["shape_mode"],
                 "pytest_args": self.pytest_args, "record": RECORD_FILE}

@@ -207,8 +207,9 @@ int run_handed_off(const std::vector<std::string>& args,
   ign.sa_handler = SIG_IGN;
   ::sigaction(SIGINT, &ign, &old_int);
   ::sigaction(SIGQUIT, &ign, &old_quit);
-  // A batch's child (run/batch.hpp, watch_batch_parent): the interpreter's parent is this
-  // process, not the batch, so it must watch this process; this process dies with the batch.
+  // A batch's child watches its parent (batch::watch_batch_parent): the interpreter's parent is
+  // this process now, which the batch's death signal ends; the interpreter then sees its own
+  // parent gone. Without this it takes this process for a foreign parent and ends at once.
   if (std::getenv("CALIBER_BATCH_PARENT") != nullptr)
     ::setenv("CALIBER_BATCH_PARENT", std::to_string(::getpid()).c_str(), 1);
   const pid_t pid = ::fork();

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from . import base, consts
+from . import base
 
 
 def mm_inputs(b, m, n, k, dtype, device, b_column_major):
