@@ -161,14 +161,8 @@ int handed_off_exit(int st, const Progress& p, bool timed_out, const std::string
     std::cerr << "caliber: the Python process " << how_it_ended(st)
               << " before the run finished (os._exit or a crash in a suite?): its output is "
                  "incomplete\n";
-    if (WIFSIGNALED(st)) {
-      // Die of the same signal, as the exec'd interpreter did: a batch records the op as
-      // crashed, the signal its reason (crash isolation), not as a failed case.
-      std::cerr.flush();
-      ::signal(WTERMSIG(st), SIG_DFL);
-      ::raise(WTERMSIG(st));
-    }
-    return 1;
+    // Killed by a signal: 128+N, as a shell reports it, so a batch still says `crashed`.
+    return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
   }
   return *p.done;
 }
