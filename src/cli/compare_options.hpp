@@ -39,24 +39,22 @@ inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool
       ->check(refuse_empty)
       ->group("Compare");
   sub.add_option("--run-noise", cmp.run_noise,
-                 std::string("Run-to-run noise per side in percent, added to the CI (divided by "
-                             "sqrt(runs) for a\nside of several runs): "
-                             "PCT[,CLASS=PCT...][,floor_us=US], CLASS a family, a provider or "
-                             "fallback (a direct-timer\nfallback row); a pair takes the largest "
-                             "that applies, in quadrature with US / its median.\nDefault ") +
-                     report::kDefaultRunNoise + ", " + report::kRunNoiseDerivation)
+                 "Run-to-run noise per side in percent, added to the CI (divided by sqrt(runs) "
+                 "for a\nside of several runs): PCT[,CLASS=PCT...][,floor_us=US], CLASS a family, "
+                 "a provider or fallback\n(a direct-timer fallback row); a pair takes the largest "
+                 "that applies, in quadrature with\nUS / its median. Default: the calibration "
+                 "file of the runs' device model\n(share/caliber/calibration/<model>.yaml; a "
+                 "device without one takes the largest terms of\nall files; docs/ab.md)")
       ->check(refuse_empty)
       ->group("Compare");
-  sub.add_option("--paired-noise", cmp.paired_noise,
-                 std::string("Paired A/B (one process per round, A and B block by block): the "
-                             "residual per round in\npercent added to the blocks' interval, "
-                             "PCT[,CLASS=PCT...][,floor_us=US] as --run-noise,\ndivided by "
-                             "sqrt(rounds); a given term holds for every paired pair. Default "
-                             "for a pair timed\nin two placement phases (the crossover) ") +
-                     report::kDefaultPairedNoise + ", " + report::kPairedNoiseDerivation +
-                     ".\nDefault for a pair timed in one phase (--crossover off, Python suites) " +
-                     report::kDefaultPairedNoiseOnePhase + ", " +
-                     report::kPairedNoiseOnePhaseDerivation)
+  sub.add_option(
+         "--paired-noise", cmp.paired_noise,
+         "Paired A/B (one process per round, A and B block by block): the residual per "
+         "round in\npercent added to the blocks' interval, PCT[,CLASS=PCT...][,floor_us=US] "
+         "as --run-noise,\ndivided by sqrt(rounds); a given term holds for every paired "
+         "pair. Default: the\ncalibration file's, one for pairs timed in two placement "
+         "phases (the crossover) and one\nfor pairs timed in one (--crossover off, "
+         "Python suites)")
       ->check(refuse_empty)
       ->group("Compare");
   sub.add_option("--fail-on-regression", cmp.fail_on_regression_pct,

@@ -175,6 +175,15 @@ int run_cli(int argc, char** argv) {
               << what.substr(at + std::string(": At Most 1 required but received ").size())
               << " times; give it once\n";
     return kExitUsage;
+  } catch (const CLI::ExtrasError& e) {
+    // CLI11 says only "The following argument was not expected: --ops"; ops are positional.
+    const std::string what = e.what();
+    app.exit(e);
+    if (what.find(" --ops") != std::string::npos || what.find(" --op ") != std::string::npos ||
+        what.find(" --op=") != std::string::npos || what.find(" --ops=") != std::string::npos)
+      std::cerr << "caliber: there is no --ops flag: ops are positional (caliber run add sum; "
+                   "--op-file FILE lists them in a file)\n";
+    return kExitUsage;
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return kExitUsage;  // CLI11 would return its own codes; the contract says 2 for bad usage

@@ -48,7 +48,7 @@ CompareOptions CompareCommand::options() const {
       percentage("--device-band", device_band_pct, 100, "a percentage from 0 to below 100") / 100.0;
   o.min_effect =
       percentage("--min-effect", min_effect_pct, 100, "a percentage from 0 to below 100") / 100.0;
-  parse_run_noise(run_noise, o);
+  if (!run_noise.empty()) parse_run_noise(run_noise, o);
   if (!paired_noise.empty()) parse_paired_noise(paired_noise, o);
   if (fail_on_regression_pct)
     o.fail_on_regression_pct = percentage("--fail-on-regression", *fail_on_regression_pct, 1e6,

@@ -429,9 +429,12 @@ bool add_op_cases(Selection& sel, const OpEntry& e, const core::Knobs& k,
   auto& used = sel.used_shapes[e.info.name];
   std::set<core::Shape> used_set(used.begin(), used.end());  // linear scans made 40k shapes 11 s
   const auto own = own_shapes().find(e.info.name);
-  const auto op_shapes = !k.shapes.empty() ? k.shapes
-                         : own != own_shapes().end()
-                             ? own->second
+  // An op builder's inline shapes: the shape file's list of the op's own name still wins.
+  const auto* built = registered_op_shapes(e.info.name);
+  const auto op_shapes = !k.shapes.empty()           ? k.shapes
+                         : own != own_shapes().end() ? own->second
+                         : built != nullptr && !shapes.names_op(e.info.name)
+                             ? *built
                              : shapes.shapes_for(e.info.name, e.info.family, sel.level);
   for (const auto& raw : op_shapes) {
     auto shape = e.op->canonical_shape(raw);
@@ -463,13 +466,16 @@ bool add_op_cases(Selection& sel, const OpEntry& e, const core::Knobs& k,
 // A selection that names something yet runs nothing is a mistake: say which knob selected what.
 void refuse_empty_parts(const Selection& sel, const core::Knobs& k, const Wanted& w,
                         bool any_dtype) {
-  if (!w.names.empty() && w.node_filter.empty() && any_dtype) {
+  if (w.node_filter.empty() && any_dtype) {
     for (const auto& e : sel.ops)
-      if (std::none_of(sel.cases.begin(), sel.cases.end(),
+      // Named ops, and every op of a library or suite (the built-in corpus may leave an op
+      // without shapes at a level): no shapes is a mistake, not 0 cases.
+      if ((!w.names.empty() || e.source != kBuiltinSource) && !kept_dtypes(e, k).empty() &&
+          std::none_of(sel.cases.begin(), sel.cases.end(),
                        [&](const Case& c) { return c.op == e.info.name; }))
         throw SelectionError("op '" + e.info.name + "' has no shapes at level " + k.level + " in " +
                              sel.shapes_file.string() + " (neither its own list nor family '" +
-                             e.info.family + "')");
+                             e.info.family + "'; an op builder's .shapes(...) gives it its own)");
   }
   if (!k.dtypes.empty() && !any_dtype) {
     std::string list;

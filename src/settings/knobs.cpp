@@ -232,6 +232,15 @@ std::vector<KnobSpec> make_table() {
        [](Knobs& k, const std::string& v) {
          k.timer = *parse_timer_kind(one_of("timer", v, {"auto", "graph", "direct"}));
        }});
+  add({"sample_method", "--sample-method", "CALIBER_SAMPLE_METHOD", "Timing", "auto",
+       "auto, trace, events",
+       "auto: the device's own activity records (kernel trace) where the backend has them, else "
+       "events; trace: the records (events, marked SAMPLE_METHOD_EVENTS_NO_TRACE, where they "
+       "cannot be had); events: event pairs.",
+       [](Knobs& k, const std::string& v) {
+         k.sample_method =
+             *parse_sample_method(one_of("sample_method", v, {"auto", "trace", "events"}));
+       }});
   add({"repeat", "--repeat", "ZL_DIRECT_REPEAT", "Timing", "1", "an integer from 1 to 1000",
        "Repeat the direct measurement N times and take the median of the call medians "
        "(direct runs and fallback rows; skipped with --quantiles or --return-mode all).",
