@@ -174,6 +174,7 @@ printf 'import caliber\n' > "$T/with space.py"
 attack "20 a suite named 'with space.py'" 2 "" -- "$CAL" run --py-ops "$T/with space.py" "${FAST[@]}" --out "$T/out"
 grep -q -- "--name" "$T/attack.stderr" && check_fail "20: a suite's file name became a refused --name"
 # 21. Nothing accepted silently.
+attack "21 --devices 0,7 on the cpu backend" 2 "--devices 7" -- env CALIBER_CPU_DEVICES=1 "$CAL" run add "${FAST[@]}" --devices 0,7 --out "$T/out"
 attack "21 --timeout-per-op NaN" 2 "--timeout-per-op" -- "$CAL" batch add "${FAST[@]}" --timeout-per-op NaN --out "$T/out"
 attack "21 --profile twice" 2 "profile" -- "$CAL" run add "${FAST[@]}" --profile --profile --out "$T/out"
 attack "21 --min-effect empty" 2 "min-effect" -- "$CAL" compare "$R" "$R" --min-effect ""
