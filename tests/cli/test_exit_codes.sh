@@ -38,6 +38,8 @@ identity|0|$R|yes
 identity|2|$T/empty|no
 report|0|$R --html $T/page.html|yes
 report|2|$T/empty --html $T/refused-out|no
+history|0|$R|yes
+history|2|$T/empty|no
 nosuchcmd|2||no
 EOF
 )
