@@ -112,6 +112,8 @@ struct ProviderRow {
   std::optional<std::string> paired_method;  // interleaved (one graph) | blocks (ABBA)
   // The placement phases the blocks split into, equal and consecutive (2: the crossover).
   std::optional<int> paired_phases;
+  // The host cost of one eager call in ms (docs/flaggems.md): what the device time leaves out.
+  std::optional<double> host_ms;
   nlohmann::json extra = nlohmann::json::object();
 };
 
@@ -141,6 +143,9 @@ struct CaseRow {
   std::optional<std::string> error;
   std::optional<std::string> reason;
   std::optional<std::vector<ProviderRow>> providers;
+  // The host cost of one eager call: the candidate's and the baseline's (docs/flaggems.md).
+  std::optional<double> host_ms;
+  std::optional<double> host_base_ms;
   nlohmann::json extra = nlohmann::json::object();
 };
 
