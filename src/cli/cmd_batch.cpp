@@ -12,6 +12,16 @@
 namespace caliber::cli {
 namespace {
 
+// --timeout-per-op's values: CLI::NonNegativeNumber lets NaN through (NaN < 0 is false), and a
+// NaN timeout would be none.
+std::string timeout_seconds(const std::string& v) {
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  if (!v.empty() && end == v.c_str() + v.size() && std::isfinite(d) && d >= 0 && d <= 1e7)
+    return "";
+  return "'" + v.substr(0, 200) + "' is not allowed; allowed: seconds from 0 to 1e7 (0: none)";
+}
+
 void add_batch(CLI::App& root, int& exit_code) {
   auto* sub = root.add_subcommand(
       "batch",
@@ -37,15 +47,7 @@ void add_batch(CLI::App& root, int& exit_code) {
   sub->add_option("--timeout-per-op", *timeout,
                   "Seconds an op's child may run before it is terminated (status timeout); 0: none")
       ->group("Batch")
-      ->check([](const std::string& v) {
-        // CLI::NonNegativeNumber lets NaN through (NaN < 0 is false): a NaN timeout is none.
-        char* end = nullptr;
-        const double d = std::strtod(v.c_str(), &end);
-        return v.empty() || end != v.c_str() + v.size() || !std::isfinite(d) || d < 0 || d > 1e7
-                   ? std::string("'" + v.substr(0, 200) +
-                                 "' is not allowed; allowed: seconds from 0 to 1e7 (0: none)")
-                   : std::string();
-      });
+      ->check(timeout_seconds);
   auto* resume_opt =
       sub->add_option("--resume", *resume,
                       "Rerun only the ops of this batch directory whose status is not ok, in place")

@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/compare_options.hpp"
+#include "records/output_path.hpp"
 #include "records/rundir.hpp"
 #include "report/command.hpp"
 #include "report/history.hpp"
@@ -35,6 +36,8 @@ int run_history(const HistoryArgs& a) {
                          "' is not allowed (a percentage from 0 to below 100)");
     opt.min_step = a.min_step_pct / 100.0;
     h = report::history_of(report::history_points(paths, opt.order), opt);
+    // The page follows the one output policy: never over an input, a link or a read-only file.
+    if (!a.html.empty()) core::check_output_file(a.html, "--html", core::inputs_of(paths));
   } catch (const std::exception& e) {
     return usage_error(e.what());
   }

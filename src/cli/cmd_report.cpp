@@ -55,8 +55,9 @@ void add_report(CLI::App& root, int& exit_code) {
         out_opt->count() == 0 ? inputs.front() / "report.html" : std::filesystem::path(*out);
     std::string page;
     try {
-      core::check_output_file(file, "--html", core::inputs_of(inputs));
       page = ab->empty() ? report::html_report(inputs) : report::html_ab_report(a, b);
+      // After the inputs were read (their errors come first), before anything is written.
+      core::check_output_file(file, "--html", core::inputs_of(inputs));
     } catch (const std::exception& e) {
       exit_code = usage_error(std::string("report: ") + e.what());
       return;

@@ -152,7 +152,9 @@ void RunLogWriter::append(const nlohmann::json& row) {
 int check_schema(const nlohmann::json& obj, const std::string& what) {
   if (!obj.is_object()) return 0;
   const auto it = obj.find("schema");
-  if (it == obj.end() || it->is_null()) return 0;
+  if (it == obj.end()) return 0;  // written before schemas were numbered
+  // A present null is not "no schema": a file that says nothing valid about its version is
+  // refused as any other wrong value.
   if (!it->is_number_integer() || it->get<long long>() < 0)
     throw SchemaError(what + ": schema '" + it->dump() +
                       "' is not allowed (a non-negative integer; docs/run-log.md)");

@@ -134,11 +134,15 @@ Setup resolve_setup(const RunRequest& req) {
   s.caps = s.backend->capabilities();
   const auto devices = s.backend->enumerate();
   s.dev_index = k.devices.empty() ? 0 : k.devices.front();
+  // Every device named is checked, not only the first the run measures on: `--devices 0,7` on a
+  // machine of one device is a mistake, whatever uses the others later.
+  for (const int want : k.devices.empty() ? std::vector<int>{0} : k.devices)
+    if (std::none_of(devices.begin(), devices.end(),
+                     [&](const auto& d) { return d.index == want; }))
+      throw UsageError("--devices: '" + std::to_string(want) + "' is not a " + s.backend->name() +
+                       " device; devices: " + devices_list(devices));
   auto dev_it = std::find_if(devices.begin(), devices.end(),
                              [&](const auto& d) { return d.index == s.dev_index; });
-  if (dev_it == devices.end())
-    throw UsageError("--devices: '" + std::to_string(s.dev_index) + "' is not a " +
-                     s.backend->name() + " device; devices: " + devices_list(devices));
   s.device = *dev_it;
   if (k.parallel_warmup > 0 && req.tune_shard.empty()) {
     const int selected = k.devices.empty() ? 1 : static_cast<int>(k.devices.size());

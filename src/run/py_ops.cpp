@@ -1,6 +1,7 @@
 #include "run/py_ops.hpp"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -198,6 +199,11 @@ int run_handed_off(const std::vector<std::string>& args,
     return refuse("cannot create a temporary file (" + std::string(std::strerror(errno)) + ")"), 2;
   ::close(fd);
   ::setenv(kHandoffStatus, status_file.c_str(), 1);
+  // The interpreter's parent is this process now, not the batch that started it: a batch child's
+  // watch for its dead batch (CALIBER_BATCH_PARENT) must look at this process, which itself dies
+  // with the batch (and takes the interpreter with it: PR_SET_PDEATHSIG below).
+  if (std::getenv("CALIBER_BATCH_PARENT") != nullptr)
+    ::setenv("CALIBER_BATCH_PARENT", std::to_string(::getpid()).c_str(), 1);
   std::vector<std::string> copy = args;
   std::vector<char*> cargs;
   for (auto& a : copy) cargs.push_back(a.data());
@@ -207,13 +213,11 @@ int run_handed_off(const std::vector<std::string>& args,
   ign.sa_handler = SIG_IGN;
   ::sigaction(SIGINT, &ign, &old_int);
   ::sigaction(SIGQUIT, &ign, &old_quit);
-  // A batch's child watches its parent (batch::watch_batch_parent): the interpreter's parent is
-  // this process now, which the batch's death signal ends; the interpreter then sees its own
-  // parent gone. Without this it takes this process for a foreign parent and ends at once.
-  if (std::getenv("CALIBER_BATCH_PARENT") != nullptr)
-    ::setenv("CALIBER_BATCH_PARENT", std::to_string(::getpid()).c_str(), 1);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(128 + SIGTERM);
     ::sigaction(SIGINT, &old_int, nullptr);
     ::sigaction(SIGQUIT, &old_quit, nullptr);
     ::execv(cargs[0], cargs.data());

@@ -532,9 +532,12 @@ Knobs resolve_knobs(const std::map<std::string, std::string>& flags,
     auto it = flags.find(spec.name);
     if (it != flags.end()) {
       // A newline or another control character in a value is a mistake (a path with a newline
-      // once became two comma-separated items); every knob refuses it, here, once.
-      if (std::any_of(it->second.begin(), it->second.end(),
-                      [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; }))
+      // once became two comma-separated items); every knob refuses it, here, once. --shape alone
+      // takes line breaks: they separate the shapes of a repeated flag.
+      const bool lines_ok = spec.name == "shape";
+      if (std::any_of(it->second.begin(), it->second.end(), [&](unsigned char c) {
+            return (c < 0x20 && c != '\t' && !(lines_ok && c == '\n')) || c == 0x7f;
+          }))
         refuse(spec.name, it->second, "holds a newline or another control character");
       spec.apply(k, it->second);
       if (spec.name == "tune") tune_given = true;

@@ -73,7 +73,9 @@ std::optional<std::string> elf_problem(int fd, unsigned long long size) {
 
 std::optional<std::string> shared_library_problem(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return std::string("cannot be used: ") + std::strerror(errno);
+  if (::stat(path.c_str(), &st) != 0)
+    return errno == ENOENT ? std::string("does not exist")
+                           : std::string("cannot be used: ") + std::strerror(errno);
   if (S_ISDIR(st.st_mode)) return "is a directory; allowed: a shared library file";
   if (!S_ISREG(st.st_mode)) return "is not a regular file (a fifo, device or socket)";
   if (st.st_size == 0) return "is empty";
@@ -86,6 +88,7 @@ std::optional<std::string> shared_library_problem(const std::string& path) {
     why = "is not a regular file";
   else
     why = elf_problem(fd, static_cast<unsigned long long>(fst.st_size));
+  if (why && why->rfind("is ", 0) == 0) why = "cannot be loaded: it " + *why;
   ::close(fd);
   return why;
 }

@@ -374,10 +374,7 @@ std::unique_ptr<ConfigCache> ConfigCache::open(const fs::path& file, Access acce
         warnings.push_back("tune cache " + file.string() + " is not an SQLite database (" + why +
                            "); it is left untouched and tuning results of this run are kept in "
                            "memory only");
-        if (c->db_) sqlite3_close_v2(c->db_);
-        c->db_ = nullptr;
-        std::string mem_err;
-        if (open_read_write(":memory:", &c->db_, mem_err) == SQLITE_OK) c->in_memory_ = true;
+        c->use_memory();
         return c;
       }
       if (!aside.empty()) {
@@ -408,6 +405,13 @@ std::unique_ptr<ConfigCache> ConfigCache::open(const fs::path& file, Access acce
     if (open_read_write(":memory:", &c->db_, mem_err) == SQLITE_OK) c->in_memory_ = true;
   }
   return c;
+}
+
+void ConfigCache::use_memory() {
+  if (db_) sqlite3_close_v2(db_);
+  db_ = nullptr;
+  std::string err;
+  if (open_read_write(":memory:", &db_, err) == SQLITE_OK) in_memory_ = true;
 }
 
 ConfigCache::~ConfigCache() {

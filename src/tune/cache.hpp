@@ -77,6 +77,8 @@ class ConfigCache {
   void make_portable();
 
  private:
+  // Closes what is open and keeps this run's results in memory only.
+  void use_memory();
   ConfigCache(std::filesystem::path file, Access access)
       : file_(std::move(file)), access_(access) {}
   bool write_txn(const std::string& what, const std::function<bool()>& body);

@@ -61,6 +61,7 @@ attack "1 export over run.log" 2 "--out input" -- "$CAL" export "$R" --format cs
 attack "1 report over run_identity.json" 2 "--html input" -- "$CAL" report "$R" --html "$R/run_identity.json"
 attack "1 export over a hard link of run.log" 2 "input" -- "$CAL" export "$R" --out "$T/fx/hardlink.csv"
 attack "1 export over the batch's ops_status.csv" 2 "input" -- "$CAL" export "$B" --out "$B/ops_status.csv"
+attack "1 history --html over run.log" 2 "--html input" -- "$CAL" history "$R" --html "$R/run.log"
 # 2. --tune-cache sets aside only SQLite files; a text file is refused, not moved.
 attack "2 tune cache a run.log" 2 "--tune-cache SQLite" -- "$CAL" run add "${FAST[@]}" --tune live --tune-cache "$R/run.log" --out "$T/out"
 attack "2 tune cache a text file" 2 "--tune-cache" -- "$CAL" run add "${FAST[@]}" --tune live --tune-cache "$T/fx/notes.txt" --out "$T/out"
@@ -174,6 +175,7 @@ printf 'import caliber\n' > "$T/with space.py"
 attack "20 a suite named 'with space.py'" 2 "" -- "$CAL" run --py-ops "$T/with space.py" "${FAST[@]}" --out "$T/out"
 grep -q -- "--name" "$T/attack.stderr" && check_fail "20: a suite's file name became a refused --name"
 # 21. Nothing accepted silently.
+attack "21 --devices 0,7 on the cpu backend" 2 "--devices 7" -- env CALIBER_CPU_DEVICES=1 "$CAL" run add "${FAST[@]}" --devices 0,7 --out "$T/out"
 attack "21 --timeout-per-op NaN" 2 "--timeout-per-op" -- "$CAL" batch add "${FAST[@]}" --timeout-per-op NaN --out "$T/out"
 attack "21 --profile twice" 2 "profile" -- "$CAL" run add "${FAST[@]}" --profile --profile --out "$T/out"
 attack "21 --min-effect empty" 2 "min-effect" -- "$CAL" compare "$R" "$R" --min-effect ""

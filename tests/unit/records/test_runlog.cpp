@@ -142,4 +142,6 @@ TEST(RunLog, SchemaCompatibility) {
   EXPECT_THROW((void)read_run_log(write({{"type", "header"}, {"schema", 1.5}})), SchemaError);
   EXPECT_EQ(check_schema(json::object(), "x"), 0);
   EXPECT_THROW((void)check_schema({{"schema", -1}}, "x"), SchemaError);
+  // "schema": null says nothing valid about the version: refused, not read as schema 0.
+  EXPECT_THROW((void)read_run_log(write({{"type", "header"}, {"schema", nullptr}})), SchemaError);
 }
