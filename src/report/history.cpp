@@ -8,8 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "records/identity.hpp"
 #include "core/stats.hpp"
+#include "records/identity.hpp"
 #include "report/svg.hpp"
 
 namespace caliber::report {
@@ -263,7 +263,10 @@ struct Split {
   int before = 0, after = 0;
 };
 
-std::optional<Split> best_split(const std::vector<std::optional<double>>& medians) {
+// min_segment: the fewest points a side of the split may have (2 where the series has a spread:
+// one point after a split cannot be told from one outlying run; the step rule judges that one).
+std::optional<Split> best_split(const std::vector<std::optional<double>>& medians,
+                                std::size_t min_segment) {
   std::vector<int> idx;
   std::vector<double> y;
   for (std::size_t i = 0; i < medians.size(); ++i)
@@ -272,13 +275,14 @@ std::optional<Split> best_split(const std::vector<std::optional<double>>& median
       y.push_back(std::log(*medians[i]));
     }
   const std::size_t m = y.size();
-  if (m < 2) return std::nullopt;
+  if (m < 2 * min_segment) return std::nullopt;
   double total = 0;
   for (double v : y) total += v;
   double best = -1, before = 0;
   Split out;
   for (std::size_t k = 1; k < m; ++k) {
     before += y[k - 1];
+    if (k < min_segment || m - k < min_segment) continue;
     const double d = (total - before) / double(m - k) - before / double(k);
     const double t = std::abs(d) * std::sqrt(double(k) * double(m - k) / double(m));
     if (t > best) {
@@ -295,7 +299,7 @@ void add_change_points(const std::vector<HistoryPoint>& points, const HistoryOpt
                        HistoryResult& out) {
   std::map<int, CompareResult> at_split;
   for (auto& row : out.rows) {
-    const auto split = best_split(row.median_ms);
+    const auto split = best_split(row.median_ms, row.spread ? 2 : 1);
     if (!split) continue;
     const std::size_t at = std::size_t(split->at);
     auto it = at_split.find(split->at);
