@@ -34,7 +34,7 @@ inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool
                              "PCT[,CLASS=PCT...][,floor_us=US], CLASS a family, a provider or "
                              "fallback (a direct-timer\nfallback row); a pair takes the largest "
                              "that applies, in quadrature with US / its median.\nDefault ") +
-                     report::kDefaultRunNoise + ", " + report::kRunNoiseDerivation)
+                     report::kDefaultRunNoise + " (how it was measured: docs/ab.md)")
       ->group("Compare");
   sub.add_option("--paired-noise", cmp.paired_noise,
                  std::string("Paired A/B (one process per round, A and B block by block): the "
@@ -42,10 +42,9 @@ inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool
                              "PCT[,CLASS=PCT...][,floor_us=US] as --run-noise,\ndivided by "
                              "sqrt(rounds); a given term holds for every paired pair. Default "
                              "for a pair timed\nin two placement phases (the crossover) ") +
-                     report::kDefaultPairedNoise + ", " + report::kPairedNoiseDerivation +
-                     ".\nDefault for a pair timed in one phase (--crossover off, Python suites) " +
-                     report::kDefaultPairedNoiseOnePhase + ", " +
-                     report::kPairedNoiseOnePhaseDerivation)
+                     report::kDefaultPairedNoise +
+                     "; in one phase (--crossover off, Python suites) " +
+                     report::kDefaultPairedNoiseOnePhase + " (how they were measured: docs/ab.md)")
       ->group("Compare");
   sub.add_option("--fail-on-regression", cmp.fail_on_regression_pct,
                  "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100 (for CI)")

@@ -53,7 +53,7 @@ std::string run_knobs_footer() {
       "(caliber run --help):";
   std::size_t col = 100;
   for (const auto& spec : core::knob_table()) {
-    if (spec.flag.empty()) continue;
+    if (spec.flag.empty() || spec.name == "ops") continue;  // ops: the positional OP...
     if (col + spec.flag.size() + 1 > 96) {
       out += "\n ";
       col = 1;
