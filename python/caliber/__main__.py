@@ -5,6 +5,9 @@
         driver: one run directory (run.log, run_identity.json with the Python, torch and Triton
         versions, shapes.yaml) that caliber summary, compare, report and export read as any
         other. `caliber run --py-ops SUITE.py` comes here too (the executable hands it over).
+    python3 -m caliber run --flaggems ROOT [OP|test file|node...] [knobs...]
+        FlagGems' own benchmark suite (ROOT/benchmark) under pytest, timed by caliber: torch the
+        baseline, gems the candidate, one row per (op, dtype, shape) (docs/flaggems.md).
     python3 -m caliber batch|ab --py-ops SUITE.py [knobs...]
         the caliber executable's batch and ab (one `caliber run` child per op or round, each
         back in this interpreter): an op that kills its process fails alone.
@@ -93,6 +96,9 @@ def run_in_executable(argv: List[str]) -> int:
     if not exe:
         raise SuiteError("%s: the caliber executable is not beside this package and not on PATH; "
                          "set CALIBER_EXE" % argv[0])
+    if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+        raise SuiteError("%s: CALIBER_EXE: '%s' is not an executable file; allowed: the caliber "
+                         "executable" % (argv[0], exe[:200]))
     env = dict(os.environ, CALIBER_PYTHON=os.environ.get("CALIBER_PYTHON") or sys.executable)
     env.pop("CALIBER_PY_HANDOFF", None)
     sys.stdout.flush()
@@ -104,6 +110,18 @@ def run_here(argv: List[str]) -> int:
     """Registers the suites --py-ops names, then runs the caliber CLI in this process: the run
     directory, run.log, shapes.yaml and exit codes are caliber run's."""
     suites = _py_ops(argv[1:])
+    if argv[0] == "run" and _has(argv[1:], "--flaggems"):
+        # FlagGems' own benchmark suite: pytest in this process feeds the run its cases.
+        try:
+            from . import flaggems
+        except ImportError as e:  # pytest: FlagGems' suite runs under it, in this interpreter
+            raise SuiteError("--flaggems: FlagGems' benchmark suite runs under pytest, and %s "
+                             "cannot import %s (%s); set CALIBER_PYTHON to a python3 with "
+                             "pytest, torch and FlagGems' requirements" %
+                             (sys.executable, getattr(e, "name", None) or "it", e))
+        flaggems.install()
+        if not _has(argv[1:], "--name"):
+            argv = argv + ["--name", "flaggems"]
     exe = executable()
     if exe:  # the children a run starts (a parallel warmup's shards) are caliber, not python
         os.environ["CALIBER_EXE"] = exe
@@ -115,7 +133,11 @@ def run_here(argv: List[str]) -> int:
     if suites:
         identity_extra(suites[0] if len(suites) == 1 else suites)
         if argv[0] == "run" and not _has(argv[1:], "--name"):
-            argv = argv + ["--name", os.path.splitext(os.path.basename(suites[0]))[0]]
+            # The run's name from the suite's file name, in the characters --name allows.
+            stem = os.path.splitext(os.path.basename(suites[0]))[0]
+            name = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_"
+                           for c in stem)[:128] or "suite"
+            argv = argv + ["--name", name]
     return _lib.cli(argv)
 
 

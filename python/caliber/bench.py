@@ -13,6 +13,7 @@ from ._lib import CaliberError
 
 _RETURN_MODES = ("min", "max", "mean", "median", "all")
 _TIMERS = ("auto", "graph", "direct")
+_SAMPLE_METHODS = ("auto", "trace", "events")
 
 
 @dataclass
@@ -38,6 +39,13 @@ class Measurement:
     backend: str = ""
     device: str = ""
     clock: Optional[Dict[str, Any]] = None
+    # "kernel-trace" where the device's own activity records timed it, else the events' method;
+    # with the trace, event_latency_ms is the events' figure of the same samples (a cross-check),
+    # kernel_count the activities of one call and kernel_sum_ms their summed durations.
+    sample_method: str = ""
+    event_latency_ms: float = 0.0
+    kernel_count: int = 0
+    kernel_sum_ms: float = 0.0
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 
@@ -107,6 +115,16 @@ def _resolve_backend(backend: Optional[str]) -> str:
     return backend
 
 
+def _resolve_sample_method(value):
+    """The sample method asked for: the argument, else CALIBER_SAMPLE_METHOD, else auto."""
+    if value is None:
+        value = os.environ.get("CALIBER_SAMPLE_METHOD") or "auto"
+    if value not in _SAMPLE_METHODS:
+        raise ValueError("caliber: sample_method '%s'; allowed: %s" %
+                         (value, ", ".join(_SAMPLE_METHODS)))
+    return value
+
+
 def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
             device: Optional[int] = None, timer: str = "auto", l2: str = "cold",
             clock: str = "sustained", return_mode: str = "median",
@@ -115,7 +133,8 @@ def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
             min_samples: Optional[int] = None, min_time_s: Optional[float] = None,
             max_noise: Optional[float] = None, rng: bool = False, name: Optional[str] = None,
             grad_to_none: Optional[Iterable[Any]] = None, keep_samples: int = 200,
-            per_launch: bool = True, settle_window_s: Optional[float] = None) -> Measurement:
+            per_launch: bool = True, settle_window_s: Optional[float] = None,
+            sample_method: Optional[str] = None) -> Measurement:
     """Times fn() (which only enqueues work, on torch's current stream on CUDA) and returns a
     Measurement. backend: "auto" (cuda when torch sees a GPU, else cpu), "cpu", "cuda", or
     ZL_BACKEND. On CUDA, fn runs with torch's current stream set to caliber's; a graph capture
@@ -123,7 +142,11 @@ def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
     to the direct timer with BENCHMARK_DIRECT_NO_CUDAGRAPH. An exception fn raises outside any
     capture is raised here. per_launch=False makes the graph timer time a replay of K
     back-to-back launches divided by K (do_bench_cudagraph's method) instead of each launch
-    between event nodes of its own (docs/python.md)."""
+    between event nodes of its own (docs/python.md). sample_method: "auto" (the device's own
+    activity records where it has them, else events), "trace" or "events", or
+    CALIBER_SAMPLE_METHOD; while another activity subscriber (torch.profiler) is active the
+    records cannot be had and the measurement is timed by events, marked
+    SAMPLE_METHOD_EVENTS_NO_TRACE."""
     if not callable(fn):
         raise TypeError("caliber.measure: fn must be callable, got %r" % (fn,))
     if return_mode not in _RETURN_MODES:
@@ -131,6 +154,7 @@ def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
                          (return_mode, ", ".join(_RETURN_MODES)))
     if timer not in _TIMERS:
         raise ValueError("caliber: timer '%s'; allowed: %s" % (timer, ", ".join(_TIMERS)))
+    sample_method = _resolve_sample_method(sample_method)
     backend = _resolve_backend(backend)
     from . import _torch
     torch_dev = backend != "cpu" and _torch.available()
@@ -140,7 +164,8 @@ def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
     torch_dev = torch_dev and not info.get("host", False)
     opts = {"timer": timer, "l2": l2, "clock": clock, "return_mode": return_mode,
             "repeat": repeat, "rng": bool(rng), "op": name or getattr(fn, "__name__", "fn"),
-            "max_kept_samples": keep_samples, "graph_per_launch": bool(per_launch)}
+            "max_kept_samples": keep_samples, "graph_per_launch": bool(per_launch),
+            "sample_method": sample_method}
     if quantiles is not None:
         opts["quantiles"] = [float(q) for q in quantiles]
     for key, value in (("warmup_s", warmup_s), ("timeout_s", timeout_s),
@@ -188,7 +213,10 @@ def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
                        launches_per_sample=reply["launches_per_sample"], wall_s=reply["wall_s"],
                        note=reply["note"], error=reply["error"], failure=reply["failure"],
                        backend=info.get("backend", backend), device=info.get("name", ""),
-                       clock=reply.get("clock"), raw=reply)
+                       clock=reply.get("clock"), sample_method=reply.get("sample_method", ""),
+                       event_latency_ms=reply.get("event_latency_ms", 0.0),
+                       kernel_count=reply.get("kernel_count", 0),
+                       kernel_sum_ms=reply.get("kernel_sum_ms", 0.0), raw=reply)
 
 
 def bench(fn: Callable[[], Any], warmup: Optional[float] = None, rep: Optional[float] = None,

@@ -6,9 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include "batch/batch.hpp"
+#include "batch/flaggems_tree.hpp"
 #include "proc/process.hpp"
 #include "records/rundir.hpp"
 #include "run/py_ops.hpp"
+#include "settings/library_file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -21,6 +23,35 @@ std::string AbSide::describe() const {
   return s.empty() ? "(nothing)" : s;
 }
 
+void add_flaggems_sides(AbSide& a, AbSide& b, const std::string& root_a, const std::string& root_b,
+                        const std::vector<std::string>& run_args, bool ops_libs) {
+  if (root_a.empty() && root_b.empty()) return;
+  if (root_a.empty() != root_b.empty())
+    throw AbUsageError(std::string(root_a.empty() ? "--flaggems-b" : "--flaggems-a") + ": '" +
+                       (root_a.empty() ? root_b : root_a) + "' is given without " +
+                       (root_a.empty() ? "--flaggems-a" : "--flaggems-b") +
+                       "; allowed: both (A's FlagGems tree and B's) or neither");
+  if (ops_libs)
+    throw AbUsageError(
+        "--flaggems-a/--flaggems-b: not with --ops-lib-a/--ops-lib-b; allowed: "
+        "one pair of sides");
+  if (!flaggems_root_of(run_args).empty())
+    throw AbUsageError("--flaggems: '" + flaggems_root_of(run_args) +
+                       "' is given with --flaggems-a/--flaggems-b; allowed: one tree for both "
+                       "sides (--flaggems) or one a side");
+  for (const auto& [flag, root] :
+       {std::pair{"--flaggems-a", root_a}, std::pair{"--flaggems-b", root_b}}) {
+    try {
+      check_flaggems_root(flag, root);
+    } catch (const std::invalid_argument& e) {
+      throw AbUsageError(e.what());
+    }
+  }
+  // Canonical, so that two spellings of one tree read as identical sides below.
+  a.args.push_back(std::string(kFlagGemsFlag) + "=" + fs::canonical(root_a).string());
+  b.args.push_back(std::string(kFlagGemsFlag) + "=" + fs::canonical(root_b).string());
+}
+
 void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std::string>& args,
                      AbSide& a, AbSide& b, const std::string& lib_a, const std::string& lib_b) {
   if (lib_a.empty() != lib_b.empty())
@@ -29,9 +60,10 @@ void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std
                        (lib_a.empty() ? "--ops-lib-a" : "--ops-lib-b") +
                        "; allowed: both (A's library and B's) or neither");
   for (const auto& [flag, lib] : {std::pair{"--ops-lib-a", lib_a}, std::pair{"--ops-lib-b", lib_b}})
-    if (!lib.empty() && !fs::is_regular_file(lib))
-      throw AbUsageError(std::string(flag) + ": '" + lib +
-                         "' is not a regular file; allowed: a shared library of ops");
+    if (!lib.empty())
+      if (const auto why = core::shared_library_problem(lib))
+        throw AbUsageError(std::string(flag) + ": '" + lib + "' " + *why +
+                           "; allowed: a shared library of ops");
   if (!lib_a.empty()) {
     // Absolute, so that each side's runs load exactly the file named here.
     a.args.push_back("--ops-lib=" + fs::absolute(lib_a).lexically_normal().string());
@@ -65,10 +97,10 @@ void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std
           std::vector<std::string>(b.args.begin() + 1, b.args.end()))
     throw AbUsageError("--ops-lib-a and --ops-lib-b name the same file ('" + lib_a +
                        "'): nothing would be compared");
-  if (envs.empty() && args.empty() && lib_a.empty())
+  if (envs.empty() && args.empty() && lib_a.empty() && a.args.empty() && b.args.empty())
     throw AbUsageError(
         "nothing to switch: give --env NAME=A --env NAME=B, --arg X --arg Y and/or "
-        "--ops-lib-a LIB --ops-lib-b LIB");
+        "--ops-lib-a LIB --ops-lib-b LIB (or --flaggems-a ROOT --flaggems-b ROOT)");
   if (a.env == b.env && a.args == b.args)
     throw AbUsageError("A and B are identical (" + a.describe() + "): nothing would be compared");
 }
@@ -96,6 +128,16 @@ void check_sides(const AbOptions& opt, const fs::path& self) {
   for (const AbSide* side : {&opt.a, &opt.b}) {
     std::vector<std::string> args = opt.run_args;
     args.insert(args.end(), side->args.begin(), side->args.end());
+    // ab gives every round its own --out and --name (and a paired round its --paired-*): a
+    // switch that sets them would make each round's run refuse its flags after the A/B
+    // directory exists.
+    for (const auto& a : side->args) {
+      const std::string flag = a.substr(0, a.find('='));
+      if (flag == "--out" || flag == "--name" || flag.rfind("--paired-", 0) == 0)
+        throw AbUsageError("--arg: '" + a.substr(0, 200) +
+                           "' sets a flag ab gives each round itself; allowed: a run flag "
+                           "other than --out, --name and --paired-*");
+    }
     const core::Knobs k = run_knobs_of(args);
     if (!k.py_ops.empty()) (void)check_py_suites(self, k, opt.ops);
   }

@@ -31,7 +31,9 @@ void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool 
                 ->allow_extra_args(false);
     } else if (spec.name == "profile") {
       // --profile alone means 3 launches; --profile=N picks N.
-      opt = app.add_flag(names + "{3}", values[spec.name], desc)->group(group);
+      opt = app.add_flag(names + "{3}", values[spec.name], desc)
+                ->group(group)
+                ->multi_option_policy(CLI::MultiOptionPolicy::Throw);  // given twice: refused
     } else {
       opt = app.add_option(names, values[spec.name], desc)->group(group);
     }
@@ -71,7 +73,9 @@ std::map<std::string, std::string> KnobOptions::given() const {
     auto rep = repeated.find(name);
     if (rep == repeated.end()) {
       std::string v = values.at(name);
-      std::replace(v.begin(), v.end(), '\n', ',');  // a joined repeated flag (--shape)
+      // CLI11 joins a repeated --shape with newlines; any other value keeps its newline, which
+      // the knob table refuses (a path with a newline must not become two items).
+      if (name == "shape" && opt->count() > 1) std::replace(v.begin(), v.end(), '\n', ',');
       out[name] = v;
       continue;
     }

@@ -80,6 +80,13 @@ inline constexpr const char* launches_per_sample = "launches_per_sample";
 inline constexpr const char* l2_method = "l2_method";
 inline constexpr const char* sample_method = "sample_method";
 inline constexpr const char* timer_resolution_us = "timer_resolution_us";
+// The kernel trace's (sample_method "kernel-trace"): the events' figure of the same samples, the
+// activities of one launch and their summed durations, the records' unit, the host's cost.
+inline constexpr const char* event_latency_ms = "event_latency_ms";
+inline constexpr const char* kernel_count = "kernel_count";
+inline constexpr const char* kernel_sum_ms = "kernel_sum_ms";
+inline constexpr const char* record_resolution_us = "record_resolution_us";
+inline constexpr const char* trace_host_us = "trace_host_us";
 inline constexpr const char* regime = "regime";
 inline constexpr const char* regime_discarded = "regime_discarded";
 inline constexpr const char* settle_s = "settle_s";
@@ -106,6 +113,10 @@ inline constexpr const char* block_medians_ms = "block_medians_ms";
 inline constexpr const char* paired_blocks = "paired_blocks";
 inline constexpr const char* paired_method = "paired_method";
 inline constexpr const char* paired_phases = "paired_phases";
+// The host cost of one eager call (a provider's wall time per call over a run of launches on an
+// idle stream; docs/flaggems.md), and the row's: the candidate's and the baseline's.
+inline constexpr const char* host_ms = "host_ms";
+inline constexpr const char* host_base_ms = "host_base_ms";
 }  // namespace field
 
 // The fields of a provider's "tune" object.

@@ -245,6 +245,11 @@ void provider_fields(V& v, Row& p) {
   v(k::l2_method, p.l2_method);
   v(k::sample_method, p.sample_method);
   v(k::timer_resolution_us, p.timer_resolution_us);
+  v(k::event_latency_ms, p.event_latency_ms);
+  v(k::kernel_count, p.kernel_count);
+  v(k::kernel_sum_ms, p.kernel_sum_ms);
+  v(k::record_resolution_us, p.record_resolution_us);
+  v(k::trace_host_us, p.trace_host_us);
   v(k::regime, p.regime);
   v(k::regime_discarded, p.regime_discarded);
   v(k::settle_s, p.settle_s);
@@ -275,6 +280,7 @@ void provider_fields(V& v, Row& p) {
   v(k::paired_blocks, p.paired_blocks);
   v(k::paired_method, p.paired_method);
   v(k::paired_phases, p.paired_phases);
+  v(k::host_ms, p.host_ms);
 }
 
 // The case row's fields after "type".
@@ -305,6 +311,8 @@ void case_fields(V& v, Row& r) {
   v(k::error, r.error);
   v(k::reason, r.reason);
   v(k::providers, r.providers);
+  v(k::host_ms, r.host_ms);
+  v(k::host_base_ms, r.host_base_ms);
 }
 
 // The footer's fields after "type" ("parallel_warmup", null when there was none, apart).

@@ -72,6 +72,11 @@ struct ProviderRow {
   std::optional<std::string> l2_method;
   std::optional<std::string> sample_method;
   std::optional<double> timer_resolution_us;
+  std::optional<double> event_latency_ms;  // the kernel trace's fields (docs/run-log.md)
+  std::optional<int> kernel_count;
+  std::optional<double> kernel_sum_ms;
+  std::optional<double> record_resolution_us;
+  std::optional<double> trace_host_us;
   std::optional<std::string> regime;
   std::optional<int> regime_discarded;
   std::optional<double> settle_s;
@@ -107,6 +112,8 @@ struct ProviderRow {
   std::optional<std::string> paired_method;  // interleaved (one graph) | blocks (ABBA)
   // The placement phases the blocks split into, equal and consecutive (2: the crossover).
   std::optional<int> paired_phases;
+  // The host cost of one eager call in ms (docs/flaggems.md): what the device time leaves out.
+  std::optional<double> host_ms;
   nlohmann::json extra = nlohmann::json::object();
 };
 
@@ -136,6 +143,9 @@ struct CaseRow {
   std::optional<std::string> error;
   std::optional<std::string> reason;
   std::optional<std::vector<ProviderRow>> providers;
+  // The host cost of one eager call: the candidate's and the baseline's (docs/flaggems.md).
+  std::optional<double> host_ms;
+  std::optional<double> host_base_ms;
   nlohmann::json extra = nlohmann::json::object();
 };
 
