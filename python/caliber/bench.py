@@ -125,6 +125,7 @@ def _resolve_sample_method(value: Optional[str]) -> str:
     return value
 
 
+# Stays long: a dozen typed keywords one per line, then one call; splitting would scatter them.
 def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
             device: Optional[int] = None, timer: str = "auto", l2: str = "cold",
             clock: str = "sustained", return_mode: str = "median",
