@@ -15,12 +15,11 @@ namespace {
 void add_ab(CLI::App& root, int& exit_code) {
   auto* sub = root.add_subcommand(
       "ab",
-      "A/B of a switch or of two builds, R rounds into <ab dir>/A-<round> and B-<round>, then\n"
-      "compare of all A rounds against all B rounds. The switch: an environment variable (--env\n"
-      "NAME=A --env NAME=B), a run flag (--arg=--flag=x --arg=--flag=y) or two builds of the same\n"
-      "ops (--ops-lib-a before.so --ops-lib-b after.so): PAIRED, both libraries in one process a\n"
-      "round, A and B timed side by side on the same inputs (--isolate: a process per side).\n"
-      "How, and what the interval holds: docs/ab.md. Exit codes as compare; 128+N interrupted.");
+      "A/B of a switch or of two builds: R rounds into <ab dir>/A-<round> and B-<round>, then\n"
+      "compare of all A rounds against all B rounds. The switch: --env NAME=A --env NAME=B, a run\n"
+      "flag (--arg=--flag=x --arg=--flag=y) or two builds (--ops-lib-a before.so --ops-lib-b\n"
+      "after.so: PAIRED, both in one process a round; --isolate: a process per side). How, and\n"
+      "what the interval holds: docs/ab.md. Exit codes as compare; 128+N interrupted.");
   auto knobs = std::make_shared<KnobOptions>();
   knobs->add_to(*sub, {}, true, /*listed=*/false);  // named in the footer: ab's own flags first
   sub->footer(run_knobs_footer());

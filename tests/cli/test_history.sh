@@ -26,8 +26,10 @@ for l in open(sys.argv[1]):
     if r["type"] == "case" and r["node"] == sys.argv[2]:
         print([p["name"] for p in r["providers"] if p["role"] == "candidate"][0]); break' "$SEED/run.log" "$NODE")
 
-# (1) Three points, a +20% step planted at point 3 on one row's candidate.
-$PY "$LIB" "$SEED" "$T/three" 3 --plant "$NODE:$CAND:3:1.2" || fatal "synthetic points"
+# (1) Three points, a 3x step planted at point 3 on one row's candidate: large against the cpu
+# backend's calibrated run-to-run terms (share/caliber/calibration/cpu.yaml: 26% a side on a busy
+# 2-core host), which compare applies to these cpu runs.
+$PY "$LIB" "$SEED" "$T/three" 3 --plant "$NODE:$CAND:3:3.0" || fatal "synthetic points"
 "$CAL" history "$T/three" --format json > "$T/three.json" 2> "$T/three.err"
 rc=$?
 [ "$rc" -eq 0 ] || check_fail "history exit $rc: $(cat "$T/three.err")"
@@ -47,15 +49,15 @@ assert len(moved) == 1 and len(stepped) == 1, "exactly the planted row must move
 m = moved[0]
 assert m["op"] == op and m["provider"] == cand, m
 cp = m["change_point"]
-assert cp["at"] == 3 and cp["verdict"] == "SLOWER" and 1.15 < cp["ratio"] < 1.25, cp
+assert cp["at"] == 3 and cp["verdict"] == "SLOWER" and 2.8 < cp["ratio"] < 3.2, cp
 st = [s for s in m["steps"] if s["flagged"]]
-assert len(st) == 1 and st[0]["at"] == 3 and 1.15 < st[0]["ratio"] < 1.25, m["steps"]
-assert 1.15 < m["last/first"] < 1.25, m
+assert len(st) == 1 and st[0]["at"] == 3 and 2.8 < st[0]["ratio"] < 3.2, m["steps"]
+assert 2.8 < m["last/first"] < 3.2, m
 PY
 "$CAL" history "$T/three" --fail-on-regression 10 > "$T/gate.out" 2>&1
-[ $? -eq 1 ] || check_fail "--fail-on-regression 10 must exit 1 on the planted +20%: $(tail -5 "$T/gate.out")"
+[ $? -eq 1 ] || check_fail "--fail-on-regression 10 must exit 1 on the planted 3x: $(tail -5 "$T/gate.out")"
 grep -q "REGRESSION" "$T/gate.out" || check_fail "no REGRESSION line: $(tail -5 "$T/gate.out")"
-"$CAL" history "$T/three" --fail-on-regression 30 > /dev/null 2>&1 || check_fail "--fail-on-regression 30 must pass a +20% step"
+"$CAL" history "$T/three" --fail-on-regression 250 > /dev/null 2>&1 || check_fail "--fail-on-regression 250 must pass a +200% step"
 "$CAL" history "$T/three" > "$T/three.txt" 2>&1 || check_fail "history table"
 grep -q "1 of [0-9]* rows moved" "$T/three.txt" || check_fail "the table does not say one row moved: $(cat "$T/three.txt")"
 grep -q "SLOWER" "$T/three.txt" || check_fail "the table shows no SLOWER"
