@@ -112,7 +112,7 @@ decltype(auto) dispatch(DType t, F&& fn) {
     const bool done =
         ((t == Ts ? (out.emplace(fn.template operator()<storage_t<Ts>>()), true) : false) || ...);
     if (!done) throw CaseSkipped("dtype " + std::string(to_string(t)) + " is not dispatched here");
-    return *out;
+    return static_cast<R>(std::move(*out));
   }
 }
 

@@ -115,7 +115,7 @@ def _resolve_backend(backend: Optional[str]) -> str:
     return backend
 
 
-def _resolve_sample_method(value):
+def _resolve_sample_method(value: Optional[str]) -> str:
     """The sample method asked for: the argument, else CALIBER_SAMPLE_METHOD, else auto."""
     if value is None:
         value = os.environ.get("CALIBER_SAMPLE_METHOD") or "auto"
@@ -125,6 +125,7 @@ def _resolve_sample_method(value):
     return value
 
 
+# Stays long: a dozen typed keywords one per line, then one call; splitting would scatter them.
 def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
             device: Optional[int] = None, timer: str = "auto", l2: str = "cold",
             clock: str = "sustained", return_mode: str = "median",

@@ -15,23 +15,11 @@ namespace {
 void add_ab(CLI::App& root, int& exit_code) {
   auto* sub = root.add_subcommand(
       "ab",
-      "A/B of a switch or of two builds: R interleaved rounds (A B A B ...), each a full `caliber "
-      "run` into\n"
-      "<ab dir>/A-<round> or B-<round>, on the same device with everything else equal; then the\n"
-      "compare of all A rounds against all B rounds (rounds resampled, then samples: the spread\n"
-      "between rounds is in the interval; with fewer than 3 rounds --run-noise stands in for it).\n"
-      "The switch is an environment variable (--env NAME=A --env NAME=B; once: set on A, unset\n"
-      "on B), a run flag (--arg=--flag=x --arg=--flag=y; once: A only) and/or two builds of the\n"
-      "same ops (--ops-lib-a before.so --ops-lib-b after.so: the same op names, each side loads\n"
-      "its own library). Two libraries and no other switch: PAIRED in one process per round, each\n"
-      "case timed with both sides interleaved in one captured graph (else in short blocks, A B B\n"
-      "A ...), so both sides see the same clock and power state, and in two placement phases, the\n"
-      "second with each side set up in the other side's memory (--crossover); the interval comes\n"
-      "from the blocks' ratios (docs/ab.md); --isolate\n"
-      "runs a process per side instead. Every run flag is taken; --name names the A/B directory. "
-      "When no row\n"
-      "differs beyond noise it warns that the switch may not be live. Exit codes as compare;\n"
-      "128+N interrupted.");
+      "A/B of a switch or of two builds: R rounds into <ab dir>/A-<round> and B-<round>, then\n"
+      "compare of all A rounds against all B rounds. The switch: --env NAME=A --env NAME=B, a run\n"
+      "flag (--arg=--flag=x --arg=--flag=y) or two builds (--ops-lib-a before.so --ops-lib-b\n"
+      "after.so: PAIRED, both in one process a round; --isolate: a process per side). How, and\n"
+      "what the interval holds: docs/ab.md. Exit codes as compare; 128+N interrupted.");
   auto knobs = std::make_shared<KnobOptions>();
   knobs->add_to(*sub, {}, true, /*listed=*/false);  // named in the footer: ab's own flags first
   sub->footer(run_knobs_footer());

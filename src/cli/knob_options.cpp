@@ -51,11 +51,11 @@ void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool 
 
 std::string run_knobs_footer() {
   std::string out =
-      "Run knobs: every flag of `caliber run` applies to each round, with its meaning "
-      "there (caliber run --help):";
+      "Run knobs: every flag of `caliber run` applies to each round, with its meaning there\n"
+      "(caliber run --help):";
   std::size_t col = 100;
   for (const auto& spec : core::knob_table()) {
-    if (spec.flag.empty()) continue;
+    if (spec.flag.empty() || spec.name == "ops") continue;  // ops: the positional OP...
     if (col + spec.flag.size() + 1 > 96) {
       out += "\n ";
       col = 1;

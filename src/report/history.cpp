@@ -8,8 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "records/identity.hpp"
 #include "core/stats.hpp"
+#include "records/identity.hpp"
 #include "report/svg.hpp"
 
 namespace caliber::report {
@@ -259,11 +259,15 @@ void add_steps(const std::vector<HistoryPoint>& points, const HistoryOptions& op
 // returns the index of the first point after it, or nullopt with fewer than two values.
 struct Split {
   int at = 0;       // index of the first point after it
-  double diff = 0;  // mean log after - mean log before
+  double diff = 0;  // median log after - median log before (robust to one outlying run)
   int before = 0, after = 0;
 };
 
-std::optional<Split> best_split(const std::vector<std::optional<double>>& medians) {
+// min_segment: the fewest points a side of the split may have (3 where the series has a spread:
+// one or two points after a split cannot be told from an outlying run; the step rule judges
+// the newest point).
+std::optional<Split> best_split(const std::vector<std::optional<double>>& medians,
+                                std::size_t min_segment) {
   std::vector<int> idx;
   std::vector<double> y;
   for (std::size_t i = 0; i < medians.size(); ++i)
@@ -272,13 +276,14 @@ std::optional<Split> best_split(const std::vector<std::optional<double>>& median
       y.push_back(std::log(*medians[i]));
     }
   const std::size_t m = y.size();
-  if (m < 2) return std::nullopt;
+  if (m < 2 * min_segment) return std::nullopt;
   double total = 0;
   for (double v : y) total += v;
   double best = -1, before = 0;
   Split out;
   for (std::size_t k = 1; k < m; ++k) {
     before += y[k - 1];
+    if (k < min_segment || m - k < min_segment) continue;
     const double d = (total - before) / double(m - k) - before / double(k);
     const double t = std::abs(d) * std::sqrt(double(k) * double(m - k) / double(m));
     if (t > best) {
@@ -286,6 +291,9 @@ std::optional<Split> best_split(const std::vector<std::optional<double>>& median
       out = {idx[k], d, static_cast<int>(k), static_cast<int>(m - k)};
     }
   }
+  const auto k = static_cast<std::ptrdiff_t>(out.before);
+  out.diff = core::median(std::vector<double>(y.begin() + k, y.end())) -
+             core::median(std::vector<double>(y.begin(), y.begin() + k));
   return out;
 }
 
@@ -295,7 +303,7 @@ void add_change_points(const std::vector<HistoryPoint>& points, const HistoryOpt
                        HistoryResult& out) {
   std::map<int, CompareResult> at_split;
   for (auto& row : out.rows) {
-    const auto split = best_split(row.median_ms);
+    const auto split = best_split(row.median_ms, row.spread ? 3 : 1);
     if (!split) continue;
     const std::size_t at = std::size_t(split->at);
     auto it = at_split.find(split->at);
@@ -311,8 +319,10 @@ void add_change_points(const std::vector<HistoryPoint>& points, const HistoryOpt
     for (const auto& p : it->second.pairs) {
       if (pair_key(p) != key) continue;
       ChangePoint c{split->at, p.ratio, p.ci, p.verdict};
+      // A median's standard error is sqrt(pi / 2) = 1.2533 times a mean's.
       const double se =
-          row.spread ? *row.spread * std::sqrt(1.0 / split->before + 1.0 / split->after) : 0.0;
+          row.spread ? 1.2533 * *row.spread * std::sqrt(1.0 / split->before + 1.0 / split->after)
+                     : 0.0;
       c.z = se > 0               ? std::abs(split->diff) / se
             : split->diff != 0.0 ? std::numeric_limits<double>::infinity()
                                  : 0.0;

@@ -136,8 +136,10 @@ TEST(OpBuilder, DeclarationMistakesAreRefusedAtRegistration) {
                    .family("x")
                    .dtypes({DType::f64})
                    .register_for("cpu"));
-  EXPECT_FALSE(twice_op("builder_dup").baseline("loop", [](Run<Twice>&) {}).register_for("cpu"));
-  EXPECT_FALSE(twice_op("builder_prep").prepare("nope", [](Run<Twice>&) {}).register_for("cpu"));
+  EXPECT_FALSE(
+      twice_op("builder_dup").baseline("loop", [](caliber::Run<Twice>&) {}).register_for("cpu"));
+  EXPECT_FALSE(
+      twice_op("builder_prep").prepare("nope", [](caliber::Run<Twice>&) {}).register_for("cpu"));
   EXPECT_FALSE(twice_op("builder_shape").shapes({{0}}).register_for("cpu"));
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("op 'builder_none' is not registered: no provider"), std::string::npos) << err;

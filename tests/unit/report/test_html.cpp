@@ -152,8 +152,16 @@ TEST(Html, AnAbDirectoryGivesTheAbPage) {
   ASSERT_TRUE(sides);
   EXPECT_EQ(sides->first.size(), 2u);
   EXPECT_EQ(sides->second.size(), 1u);
+  // An ab.json without the sides' switches: titled by the letters and the rounds.
+  EXPECT_NE(html_report({ab}).find("caliber A/B: A vs B, 2 rounds"), std::string::npos);
+  // With them (what caliber ab writes): the title says what A and B were.
+  std::ofstream(ab / "ab.json") << R"({"a": {"switch": "X=0"}, "b": {"switch": "X=1"}})"
+                                << "\n";
   const std::string page = html_report({ab});
-  EXPECT_NE(page.find("caliber A/B: A-1-20261130-101011 vs B-1-20261130-101012"),
+  EXPECT_NE(page.find("caliber A/B: A (X=0) vs B (X=1), 2 rounds"), std::string::npos);
+  // Two sides named by hand: the first run of each and how many more.
+  EXPECT_NE(html_ab_report(sides->first, sides->second)
+                .find("caliber A/B: A = A-1-20261130-101011 and 1 more vs B = B-1-20261130-101012"),
             std::string::npos);
   EXPECT_EQ(count(page, "<svg class=\"chart\""), 1u);
 }
