@@ -320,17 +320,37 @@ json parallel_warmup(const RunRequest& req, const Setup& s, RunFiles& f, std::os
   return result;
 }
 
-// Phase 4: the device's peaks and the timer's floor, once per run (not in a profile run, which
-// times nothing), recorded in the identity.
-Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend, CaseRunner& runner,
+// Phase 4: the device's peaks and the timer's floor (not in a profile run, which times nothing),
+// recorded in the identity with where they came from: the device's peaks cache (peaks.hpp), or
+// measured now and stored there when every part was measured (--peaks refresh: measured always).
+Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend,
+                const backends::DeviceDesc& device, const std::string& timer, CaseRunner& runner,
                 RunFiles& f, std::ostream& out) {
   Peaks peaks;
   if (!k.peaks || k.profile != 0) return peaks;
-  peaks = measure_peaks(runner.device(), backend, runner.timing_options_for_probe());
+  const timing::TimingOptions probe = runner.timing_options_for_probe();
+  const fs::path file = peaks_cache_file(backend.name(), device);
+  const std::string policy = peaks_policy(timer, probe);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<Peaks> cached;
+  if (!k.peaks_refresh) cached = load_cached_peaks(file, policy);
+  std::string source = "cache";
+  if (cached) {
+    peaks = *cached;
+  } else {
+    peaks = measure_peaks(runner.device(), backend, probe);
+    source = "measured";
+    if (peaks.note.empty() && !store_cached_peaks(file, policy, peaks))
+      source = "measured, not cached";
+  }
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   f.identity["peaks"] = peaks.to_json();
+  f.identity["peaks_cache"] = {
+      {"path", file.string()}, {"policy", policy}, {"source", source}, {"seconds", took}};
   core::write_identity(f.dir, f.identity);
-  out << "  peaks: copy " << fmt(peaks.copy_gbps, 0) << " GB/s, " << peaks.gemm_case << " ("
-      << peaks.gemm_provider << ") " << fmt(peaks.gemm_tflops, 3) << " TFLOPS";
+  out << "  peaks (" << (cached ? "cached" : source) << ", " << fmt(took, 1) << " s): copy "
+      << fmt(peaks.copy_gbps, 0) << " GB/s, " << peaks.gemm_case << " (" << peaks.gemm_provider
+      << ") " << fmt(peaks.gemm_tflops, 3) << " TFLOPS";
   if (!peaks.note.empty()) out << " (" << peaks.note << ")";
   out << "\n  timer floor (an empty kernel): " << fmt(peaks.timer_floor_us, 2) << " us\n";
   return peaks;
@@ -396,6 +416,28 @@ std::vector<core::CaseRow> run_cases(const core::Knobs& k, const Selection& sel,
   return rows;
 }
 
+// The run's closing line on where its time went: the cases' phases summed, the time outside any
+// case (set-up, peaks, the footer), and how often the clock regime settled or was carried.
+std::string where_time_went(const core::RunLogFooter& f, double wall_s) {
+  const core::Phases& p = f.phases;
+  const double cases = f.cases_wall_s.value_or(0.0);
+  std::ostringstream o;
+  auto part = [&](const char* name, const std::optional<double>& v) {
+    o << " " << name << " " << core::fixed(v.value_or(0.0), 1);
+  };
+  o << "time: cases " << core::fixed(cases, 1) << " s (of which";
+  part("inputs", p.inputs_s);
+  part("prepare", p.prepare_s);
+  part("check", p.check_s);
+  part("settle", p.settle_s);
+  part("timing", p.timing_s);
+  part("other", p.other_s);
+  o << "), outside the cases " << core::fixed(std::max(0.0, wall_s - cases), 1)
+    << " s (set-up, peaks); clock regime settled " << f.settles.value_or(0) << "x, carried "
+    << f.carries.value_or(0) << "x";
+  return o.str();
+}
+
 // Phase 6: the run.log footer, the warnings and the closing table.
 void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_result,
                 const std::vector<core::CaseRow>& rows, double wall_s, core::RunLogWriter& log,
@@ -413,12 +455,17 @@ void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_res
   footer.tune = core::FooterTune{core::to_string(k.tune), tn.keys_tuned(), tn.sweep_seconds(),
                                  tn.cache_file().string()};
   footer.parallel_warmup = warmup_result;
+  for (const auto& r : rows) footer.phases.add(r.phases);
+  footer.cases_wall_s = footer.phases.wall_s.value_or(0.0);
+  footer.settles = runner.regime_carry().settled;
+  footer.carries = runner.regime_carry().carried;
   log.append_footer(footer);
   for (const auto& w : runner.warnings()) err << "caliber: WARNING: " << w << "\n";
 
   print_run_table(out, rows, k.columns, k.quantiles);
   out << "ok " << outcome.ok << ", failed " << outcome.failed << ", skipped " << outcome.skipped
       << " in " << fmt(wall_s, 1) << " s; run directory " << outcome.run_dir.string() << "\n";
+  out << where_time_went(footer, wall_s) << "\n";
 }
 
 // A paired run's rows, side A's and side B's, in case order.
@@ -511,7 +558,7 @@ RunOutcome run_paired(const RunRequest& req, std::ostream& out, std::ostream& er
       << (req.paired_crossover ? ", in two placement phases (crossover)" : "") << "\n";
   CaseRunner runner(*s.backend, s.dev_index, seed, k, s.timer, tune_settings(k, fa.dir));
   tune::Tuner tuner_b(tune_settings(kb, fb.dir));
-  const Peaks peaks = run_peaks(k, *s.backend, runner, fa, out);
+  const Peaks peaks = run_peaks(k, *s.backend, s.device, s.timer, runner, fa, out);
   if (fa.identity.contains("peaks")) {
     fb.identity["peaks"] = fa.identity["peaks"];
     core::write_identity(fb.dir, fb.identity);
@@ -557,7 +604,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   const json warmup_result = parallel_warmup(req, s, files, out, err);
 
   CaseRunner runner(*s.backend, s.dev_index, seed, k, s.timer, tune_settings(k, files.dir));
-  const Peaks peaks = run_peaks(k, *s.backend, runner, files, out);
+  const Peaks peaks = run_peaks(k, *s.backend, s.device, s.timer, runner, files, out);
   RunOutcome outcome;
   outcome.run_dir = files.dir;
   const std::vector<core::CaseRow> rows =

@@ -344,7 +344,7 @@ TEST(HostSort, OutputIsAscendingAndAPermutation) {
 TEST(HostTestOps, NamesAndFamily) {
   const auto names = caliber::testops::test_op_names();
   EXPECT_EQ(names, (std::vector<std::string>{"test_abort", "test_hang", "test_fail", "test_switch",
-                                             "test_cuda_guard"}));
+                                             "test_cuda_guard", "test_phases"}));
   for (const auto& n : names) {
     auto op = caliber::testops::make_test_op(n);
     ASSERT_NE(op, nullptr);
