@@ -9,6 +9,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <sstream>
 
@@ -24,6 +25,7 @@
 #include "plan/plan.hpp"
 #include "run/case_runner.hpp"
 #include "run/cases.hpp"
+#include "run/estimate.hpp"
 #include "run/peaks.hpp"
 #include "run/process.hpp"
 #include "run/py_ops.hpp"
@@ -359,7 +361,7 @@ Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend,
 // One progress line: "[i/n] node status  base .. ms  cand .. ms  x..  <error|reason>  eta ~..".
 void print_progress(std::ostream& out, const core::Knobs& k, const Case& c,
                     const core::CaseRow& row, const std::string& status, std::size_t i,
-                    std::size_t n, double elapsed) {
+                    std::size_t n, double elapsed, const std::vector<double>& est) {
   out << "[" << std::setw(std::to_string(n).size()) << (i + 1) << "/" << n << "] " << std::left
       << std::setw(44) << c.node_id() << std::right << " " << status;
   if (row.latency_base_ms) out << "  base " << fmt_ms(*row.latency_base_ms) << " ms";
@@ -372,11 +374,9 @@ void print_progress(std::ostream& out, const core::Knobs& k, const Case& c,
   if (row.reason) out << "  " << *row.reason;
   if (const std::string miss = stop_rule_miss(row); !miss.empty())
     out << "  " << kMarkerStopNotConverged << " (" << miss << ")";
-  // On a long run, when the rest should end: the mean time per case so far, times the cases
-  // left (cases differ in length, so it is a guide, said as such).
-  if (i + 1 < n && elapsed >= kEtaAfterS)
-    out << "  eta ~"
-        << duration_text(elapsed / static_cast<double>(i + 1) * static_cast<double>(n - i - 1));
+  // When the rest should end, from the first case: the estimate of the cases left, scaled by how
+  // the finished ones compared with theirs (run/estimate.hpp).
+  if (i + 1 < n) out << "  eta ~" << duration_text(eta_s(est, i + 1, elapsed));
   out << "\n";
   out.flush();
 }
@@ -397,7 +397,8 @@ std::string tally(RunOutcome& o, const core::CaseRow& row) {
 // starts, and counted into `outcome`.
 std::vector<core::CaseRow> run_cases(const core::Knobs& k, const Selection& sel, CaseRunner& runner,
                                      const Peaks& peaks, core::RunLogWriter& log,
-                                     RunOutcome& outcome, std::ostream& out) {
+                                     RunOutcome& outcome, std::ostream& out,
+                                     const std::vector<double>& est) {
   std::vector<core::CaseRow> rows;
   const std::size_t n = sel.cases.size();
   const auto cases_start = std::chrono::steady_clock::now();
@@ -410,7 +411,7 @@ std::vector<core::CaseRow> run_cases(const core::Knobs& k, const Selection& sel,
     const std::string status = tally(outcome, row);
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - cases_start).count();
-    print_progress(out, k, c, row, status, i, n, elapsed);
+    print_progress(out, k, c, row, status, i, n, elapsed, est);
     rows.push_back(std::move(row));
   }
   return rows;
@@ -481,6 +482,9 @@ PairedRows run_paired_cases(const core::Knobs& k, const Setup& s,
                             RunOutcome& oa, RunOutcome& ob, std::ostream& out, int blocks,
                             bool crossover) {
   PairedRows rows;
+  // A paired case runs both sides: twice the estimate.
+  std::vector<double> est = estimate_cases(cost_model(s.caps.host, k), s.sel, k);
+  for (double& e : est) e *= 2;
   const std::size_t n = s.sel.cases.size();
   const auto cases_start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < n; ++i) {
@@ -497,8 +501,8 @@ PairedRows run_paired_cases(const core::Knobs& k, const Setup& s,
     const std::string st_b = tally(ob, rb);
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - cases_start).count();
-    print_progress(out, k, c, ra, "A " + st_a, i, n, elapsed);
-    print_progress(out, k, c, rb, "B " + st_b, i, n, elapsed);
+    print_progress(out, k, c, ra, "A " + st_a, i, n, elapsed, est);
+    print_progress(out, k, c, rb, "B " + st_b, i, n, elapsed, est);
     rows.a.push_back(std::move(ra));
     rows.b.push_back(std::move(rb));
   }
@@ -591,6 +595,21 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
 
   if (!req.paired_lib.empty()) return run_paired(req, out, err);
   const Setup s = resolve_setup(req);
+  const CostModel model = cost_model(s.caps.host, k);
+  const std::vector<double> est = estimate_cases(model, s.sel, k);
+  if (req.dry_run) {
+    timing::TimingOptions probe;
+    probe.l2 = k.l2;
+    probe.regime.regime = k.clock;
+    const bool cached =
+        !k.peaks || k.profile != 0 ||
+        (!k.peaks_refresh && load_cached_peaks(peaks_cache_file(s.backend->name(), s.device),
+                                               peaks_policy(s.timer, probe)));
+    out << "caliber run --dry-run: backend " << s.backend->name() << ", device " << s.dev_index
+        << " (" << s.device.name << "), level " << k.level << "; nothing is run or written\n";
+    print_estimate(out, model, s.sel, est, cached);
+    return RunOutcome{};
+  }
   // A parallel-warmup child tunes its shard and measures nothing; it claims no run directory.
   if (!req.tune_shard.empty()) {
     RunOutcome shard;
@@ -601,6 +620,8 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   const std::uint64_t seed = k.seed != 0 ? k.seed : fresh_seed();
   RunFiles files = claim_run(k, s, seed, wall_start);
   print_banner(out, k, s, files.dir, seed);
+  out << "  estimate ~" << duration_text(std::accumulate(est.begin(), est.end(), 0.0))
+      << " in cases (caliber run --dry-run shows it per op)\n";
   const json warmup_result = parallel_warmup(req, s, files, out, err);
 
   CaseRunner runner(*s.backend, s.dev_index, seed, k, s.timer, tune_settings(k, files.dir));
@@ -608,7 +629,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   RunOutcome outcome;
   outcome.run_dir = files.dir;
   const std::vector<core::CaseRow> rows =
-      run_cases(k, s.sel, runner, peaks, *files.log, outcome, out);
+      run_cases(k, s.sel, runner, peaks, *files.log, outcome, out, est);
 
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
