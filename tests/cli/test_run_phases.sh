@@ -61,4 +61,11 @@ grep -q "peaks (cached" "$T/b.txt" || check_fail "the second run does not say it
 [ $? -eq 2 ] || check_fail "--peaks sometimes is not refused with exit 2"
 grep -q "refresh" "$T/bad.txt" || check_fail "the refusal does not list refresh: $(cat "$T/bad.txt")"
 [ ! -e "$T/bad" ] || [ -z "$(ls -A "$T/bad")" ] || check_fail "a refused run wrote a directory"
+# --dry-run: the estimate per op and in all, exit 0, nothing written.
+"$CAL" run add sum --backend cpu --dry-run --out "$T/dry" > "$T/dry.txt" 2>&1 || check_fail "--dry-run: $(tail -2 "$T/dry.txt")"
+grep -Eq '^estimate: [0-9]+ cases, [0-9.]+ s in cases' "$T/dry.txt" || check_fail "--dry-run says no estimate: $(cat "$T/dry.txt")"
+grep -Eq '^add +[0-9]+ +[0-9.]+ +[0-9.]+$' "$T/dry.txt" || check_fail "--dry-run has no per-op row for add: $(cat "$T/dry.txt")"
+[ ! -e "$T/dry" ] || check_fail "--dry-run wrote $T/dry"
+grep -q "estimate ~" "$T/a.txt" || check_fail "the run's banner has no estimate"
+grep -q "eta ~" "$T/a.txt" || check_fail "the progress lines have no eta"
 cli_done
