@@ -45,6 +45,20 @@ PY
 grep -Eq '^time: cases [0-9.]+ s \(of which inputs [0-9.]+ prepare [0-9.]+ check [0-9.]+ settle [0-9.]+ timing [0-9.]+ other [0-9.]+\), outside the cases [0-9.]+ s' "$T/a.txt" \
   || check_fail "the closing line does not say where the time went: $(tail -2 "$T/a.txt")"
 
+# summary totals the phases per op.
+"$CAL" summary "$A" --format json > "$T/sum.json" 2> /dev/null || check_fail "summary"
+python3 - "$T/sum.json" "$A" <<'PY' || check_fail "summary's phases table"
+import json, sys
+data = json.load(open(sys.argv[1]))
+cases = [json.loads(l) for l in open(sys.argv[2] + "/run.log") if json.loads(l)["type"] == "case"]
+rows = {r["op"]: r for r in data["phases"]["rows"]}
+for op in ("test_phases", "add", "(all)"):
+    assert op in rows, rows.keys()
+mine = [c for c in cases if c["op"] == "test_phases"]
+assert rows["test_phases"]["cases"] == len(mine), rows["test_phases"]
+assert abs(rows["test_phases"]["inputs_s"] - sum(c["inputs_s"] for c in mine)) < 1e-3, rows
+assert abs(rows["(all)"]["wall_s"] - sum(c["wall_s"] for c in cases)) < 1e-3, rows["(all)"]
+PY
 # The second run takes the peaks from the cache; --peaks refresh measures them again.
 "$CAL" run add --shape 4096 "${FAST[@]}" --out "$T/r2" --name b > "$T/b.txt" 2>&1 || fatal "run b"
 "$CAL" run add --shape 4096 "${FAST[@]}" --peaks refresh --out "$T/r3" --name c > "$T/c.txt" 2>&1 || fatal "run c"
