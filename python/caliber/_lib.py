@@ -108,7 +108,7 @@ def write(ptr, cap, message):
 
 
 def markers():
-    """The marker spellings of run.log (src/core/markers.hpp), from the library."""
+    """The marker spellings of run.log (src/records/markers.hpp), from the library."""
     buf = buffer(4096)
     lib().caliber_c_markers(buf, len(buf))
     return json.loads(text(buf))

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "core/knobs.hpp"
+#include "settings/knobs.hpp"
 
 namespace caliber::backends {
 namespace {

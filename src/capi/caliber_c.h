@@ -71,7 +71,7 @@ int caliber_c_ops_adopt(int64_t mark, const char* source, char* error, int64_t c
 /* Adds `key` with the JSON `value` to every run_identity.json this process writes. */
 int caliber_c_identity_extra(const char* key, const char* value);
 
-/* The marker spellings, as a JSON object (core/markers.hpp). */
+/* The marker spellings, as a JSON object (records/markers.hpp). */
 int caliber_c_markers(char* reply, int64_t cap);
 
 #ifdef __cplusplus

@@ -19,10 +19,10 @@
 #include "capi/host_device.hpp"
 #include "capi/host_op.hpp"
 #include "cli/commands.hpp"
-#include "core/identity.hpp"
-#include "core/markers.hpp"
+#include "proc/process.hpp"
+#include "records/identity.hpp"
+#include "records/markers.hpp"
 #include "run/cases.hpp"
-#include "run/process.hpp"
 #include "timing/timer.hpp"
 
 #define CALIBER_C_EXPORT extern "C" __attribute__((visibility("default")))

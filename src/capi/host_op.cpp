@@ -9,8 +9,8 @@
 
 #include "caliber/caliber.hpp"
 #include "capi/host_device.hpp"
-#include "core/shapes.hpp"
 #include "run/cases.hpp"
+#include "settings/shapes.hpp"
 #include "tune/tuner.hpp"
 
 namespace caliber::capi {

@@ -2,11 +2,11 @@
 //            [--rounds R] [run flags] [OP...]
 #include <iostream>
 
+#include "ab/ab.hpp"
 #include "cli/commands.hpp"
 #include "cli/compare_options.hpp"
 #include "cli/knob_options.hpp"
 #include "report/command.hpp"
-#include "run/ab.hpp"
 
 namespace caliber::cli {
 namespace {

@@ -1,11 +1,11 @@
 // caliber batch [OP...]: one `caliber run` child per op over the selected devices (ops_status.csv).
 #include <iostream>
 
+#include "batch/batch.hpp"
 #include "cli/commands.hpp"
 #include "cli/knob_options.hpp"
-#include "core/shapes.hpp"
-#include "run/batch.hpp"
 #include "run/driver.hpp"
+#include "settings/shapes.hpp"
 
 namespace caliber::cli {
 namespace {

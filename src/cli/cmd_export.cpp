@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "core/rundir.hpp"
+#include "records/rundir.hpp"
 #include "report/export.hpp"
 
 namespace caliber::cli {

@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "core/identity.hpp"
+#include "records/identity.hpp"
 #include "report/identity_view.hpp"
 
 namespace caliber::cli {

@@ -8,8 +8,8 @@
 #include "backends/registry.hpp"
 #include "cli/commands.hpp"
 #include "cli/knob_options.hpp"
-#include "core/shapes.hpp"
 #include "run/cases.hpp"
+#include "settings/shapes.hpp"
 
 namespace caliber::cli {
 namespace {

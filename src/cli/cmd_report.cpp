@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "core/rundir.hpp"
+#include "records/rundir.hpp"
 #include "report/command.hpp"
 #include "report/html.hpp"
 

@@ -1,13 +1,14 @@
 // caliber run [OP...]: the built-in corpus (or the named ops) on one device, one run directory.
 #include <iostream>
 
+#include "ab/paired_run.hpp"
+#include "batch/batch.hpp"
 #include "cli/commands.hpp"
 #include "cli/knob_options.hpp"
-#include "core/shapes.hpp"
-#include "run/batch.hpp"
+#include "proc/process.hpp"
 #include "run/driver.hpp"
-#include "run/process.hpp"
 #include "run/warmup_runner.hpp"
+#include "settings/shapes.hpp"
 
 namespace caliber::cli {
 namespace {
@@ -68,7 +69,7 @@ void add_run(CLI::App& root, int& exit_code) {
         exit_code =
             run::run_warmup_merge(req.knobs, *merge_dir, *merge_shards, std::cout, std::cerr);
       else
-        exit_code = run::run_benchmark(req, std::cout, std::cerr).exit_code;
+        exit_code = run::run_requested(req, std::cout, std::cerr).exit_code;
     } catch (const core::KnobError& e) {
       exit_code = usage_error(e.what());
     } catch (const run::UsageError& e) {

@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "core/knobs.hpp"
+#include "settings/knobs.hpp"
 
 namespace caliber::cli {
 

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
-#include "core/identity.hpp"
 #include "core/terminal.hpp"
+#include "records/identity.hpp"
 
 namespace caliber::cli {
 

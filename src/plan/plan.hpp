@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "backends/backend.hpp"
-#include "core/settings.hpp"
+#include "settings/settings.hpp"
 
 namespace caliber::plan {
 

@@ -4,8 +4,8 @@
 #include <iostream>
 #include <stdexcept>
 
-#include "core/knobs.hpp"
 #include "report/ab_report.hpp"
+#include "settings/knobs.hpp"
 
 namespace caliber::report {
 

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "core/knobs.hpp"
+#include "settings/knobs.hpp"
 
 namespace caliber::report {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "core/identity.hpp"
 #include "core/stats.hpp"
+#include "records/identity.hpp"
 #include "report/rundata.hpp"
 #include "report/table.hpp"
 

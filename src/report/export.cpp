@@ -1,6 +1,6 @@
 #include "report/export.hpp"
 
-#include "core/csv.hpp"
+#include "records/csv.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "report/identity_view.hpp"
 
-#include "core/identity.hpp"
+#include "records/identity.hpp"
 
 namespace caliber::report {
 

@@ -6,7 +6,7 @@
 #include <regex>
 #include <stdexcept>
 
-#include "core/identity.hpp"
+#include "records/identity.hpp"
 
 namespace fs = std::filesystem;
 

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/markers.hpp"
-#include "core/runlog.hpp"
+#include "records/markers.hpp"
+#include "records/runlog.hpp"
 
 namespace caliber::report {
 

@@ -1,7 +1,7 @@
 #include "report/table.hpp"
 
-#include "core/csv.hpp"
 #include "core/text_table.hpp"
+#include "records/csv.hpp"
 
 #include <algorithm>
 #include <cmath>

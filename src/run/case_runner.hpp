@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "core/runlog_rows.hpp"
+#include "records/runlog_rows.hpp"
 
 #include "backends/backend.hpp"
 #include "caliber/caliber.hpp"
-#include "core/knobs.hpp"
 #include "run/run_table.hpp"
+#include "settings/knobs.hpp"
 #include "timing/timer.hpp"
 
 #include "tune/tuner.hpp"
@@ -49,7 +49,7 @@ class CaseRunner {
   // A's row and B's row, ordinary run.log rows whose paired providers also carry block_medians_ms
   // (`blocks` a side, in time order; paired_phases says how many placement phases they split
   // into). Side B's tuned configs come from `tuner_b` (its own cache). Never throws for a failure
-  // of the case itself.
+  // of the case itself. The paired half is defined in ab/case_runner_paired.cpp.
   [[nodiscard]] std::pair<core::CaseRow, core::CaseRow> run_case_paired(const Op& a, const Op& b,
                                                                         const Case& c, int blocks,
                                                                         bool crossover,
@@ -84,7 +84,8 @@ class CaseRunner {
                        std::vector<core::ProviderRow>& prows);
   void profile_launch(const Case& c, Workload& w, const std::vector<ProviderInfo>& providers,
                       int launches, std::vector<core::ProviderRow>& prows);
-  // Paired A/B: times the providers of both sides (run_case_paired), pair by pair.
+  // Paired A/B: times the providers of both sides (run_case_paired), pair by pair
+  // (ab/case_runner_paired.cpp).
   struct PairSide;
   [[nodiscard]] timing::Measurement measure_side(PairSide& s, std::size_t p,
                                                  const timing::TimingOptions& o);

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "caliber/caliber.hpp"
-#include "core/knobs.hpp"
-#include "core/shapes.hpp"
+#include "settings/knobs.hpp"
+#include "settings/shapes.hpp"
 
 namespace caliber::run {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/knobs.hpp"
+#include "settings/knobs.hpp"
 
 namespace caliber::run {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/knobs.hpp"
 #include "run/cases.hpp"
+#include "settings/knobs.hpp"
 
 namespace caliber::run {
 

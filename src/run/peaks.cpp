@@ -5,8 +5,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/identity.hpp"
-#include "core/rundir.hpp"
+#include "records/identity.hpp"
+#include "records/rundir.hpp"
 #include "run/cases.hpp"
 
 namespace caliber::run {

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/runlog_rows.hpp"
+#include "records/runlog_rows.hpp"
 
 #include "backends/backend.hpp"
 #include "timing/timer.hpp"

@@ -8,8 +8,8 @@
 #include <map>
 #include <ostream>
 
+#include "proc/process.hpp"
 #include "run/driver.hpp"
-#include "run/process.hpp"
 
 namespace fs = std::filesystem;
 

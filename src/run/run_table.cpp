@@ -7,9 +7,9 @@
 #include <sstream>
 
 #include "core/format.hpp"
-#include "core/knobs.hpp"
-#include "core/runlog.hpp"
 #include "core/text_table.hpp"
+#include "records/runlog.hpp"
+#include "settings/knobs.hpp"
 
 namespace caliber::run {
 

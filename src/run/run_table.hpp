@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/format.hpp"
-#include "core/markers.hpp"
-#include "core/runlog_rows.hpp"
+#include "records/markers.hpp"
+#include "records/runlog_rows.hpp"
 
 namespace caliber::run {
 
@@ -23,7 +23,7 @@ void print_run_table(std::ostream& out, const std::vector<core::CaseRow>& rows,
 // Why a case row's stopping rule was missed: the first provider whose stop_reason is not
 // "converged" (or that says converged false, or carries STOP_NOT_CONVERGED); "" when none.
 [[nodiscard]] std::string stop_rule_miss(const core::CaseRow& row);
-// Spelled once, in core/markers.hpp.
+// Spelled once, in records/markers.hpp.
 inline constexpr const char* kMarkerStopNotConverged = core::markers::stop_missed;
 // On a long run, when the rest should end: "eta ~4m10s" from the mean time per case so far times
 // the cases left (cases differ in length: a guide, said with ~). "" before kEtaAfterS of cases

@@ -18,11 +18,11 @@
 #include <thread>
 #include <tuple>
 
-#include "core/identity.hpp"
-#include "core/rundir.hpp"
+#include "proc/exit_record.hpp"
+#include "proc/process.hpp"
+#include "records/identity.hpp"
+#include "records/rundir.hpp"
 #include "run/case_runner.hpp"
-#include "run/process.hpp"
-#include "run/slurm_job.hpp"
 #include "run/warmup_runner.hpp"
 
 namespace caliber::run {

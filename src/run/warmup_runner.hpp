@@ -15,6 +15,7 @@
 #include "run/cases.hpp"
 #include "run/driver.hpp"
 #include "tune/tune.hpp"
+#include "tune/warmup_settings.hpp"
 
 namespace caliber::run {
 
@@ -94,15 +95,5 @@ inline constexpr const char* kShardUnsetEnv[] = {"OP", "OP_FILE", "TEST_NODE", "
 // and shape stay on one shard (their variants share tune keys), groups balanced by `costs`.
 [[nodiscard]] std::vector<std::vector<std::size_t>> plan_warmup_shards(
     const std::vector<Case>& cases, const std::vector<double>& costs, int n_shards);
-
-// The tuner settings of a run (and of a shard child: a shard writes only its own cache, reading
-// the shared one in live mode; in record mode it is isolated from the shared cache too).
-[[nodiscard]] tune::Settings tune_settings(const core::Knobs& k,
-                                           const std::filesystem::path& run_dir);
-[[nodiscard]] tune::Settings shard_tune_settings(const core::Knobs& k,
-                                                 const std::filesystem::path& shard_cache);
-// The cache the merged winners go to: the shared cache (live) or <run_dir>/tune.db (record).
-[[nodiscard]] std::filesystem::path merge_target(const core::Knobs& k,
-                                                 const std::filesystem::path& run_dir);
 
 }  // namespace caliber::run

@@ -23,13 +23,13 @@
 #include <vector>
 
 #include "backends/backend.hpp"
-#include "core/markers.hpp"
-#include "core/settings.hpp"
 #include "core/stats.hpp"
+#include "records/markers.hpp"
+#include "settings/settings.hpp"
 
 namespace caliber::timing {
 
-// The run settings the timers take, spelled once in core/settings.hpp. ClockRegime
+// The run settings the timers take, spelled once in settings/settings.hpp. ClockRegime
 // (docs/timing.md): burst, a rested device at its top clock (samples the power limit slows are
 // discarded and re-taken after a rest); sustained, after the clock and board power have settled
 // under this very work (samples at a power-limited clock are the regime itself, kept).
@@ -39,7 +39,7 @@ using core::parse_clock_regime;
 using core::TimerKind;
 using core::to_string;
 
-// Marker strings: spelled once, in core/markers.hpp.
+// Marker strings: spelled once, in records/markers.hpp.
 inline constexpr const char* kMarkerDirectNoGraph = core::markers::direct_no_graph;
 inline constexpr const char* kMarkerCapturePoisoned = core::markers::capture_poisoned;
 inline constexpr const char* kMarkerTimerDirect = core::markers::timer_direct;

@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "caliber/config.hpp"
-#include "core/settings.hpp"
+#include "settings/settings.hpp"
 #include "tune/cache.hpp"
 
 namespace caliber::tune {
 
-// The autotune mode is a run setting, spelled once in core/settings.hpp.
+// The autotune mode is a run setting, spelled once in settings/settings.hpp.
 using Mode = core::TuneMode;
 using core::to_string;
 // "off", "live", "record", "replay"; nullopt for anything else.

@@ -3,8 +3,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "core/identity.hpp"
 #include "fuzz_util.hpp"
+#include "records/identity.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const auto dir = caliber::fuzz::scratch_dir();

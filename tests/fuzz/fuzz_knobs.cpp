@@ -7,7 +7,7 @@
 #include <string>
 
 #include "caliber/caliber.hpp"
-#include "core/knobs.hpp"
+#include "settings/knobs.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;

@@ -2,9 +2,9 @@
 #include <cstdint>
 #include <string>
 
-#include "core/knobs.hpp"
-#include "core/shapes.hpp"
 #include "run/cases.hpp"
+#include "settings/knobs.hpp"
+#include "settings/shapes.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   caliber::core::Knobs k;

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "run/batch.hpp"
+#include "batch/batch.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/runlog.hpp"
 #include "fuzz_util.hpp"
+#include "records/runlog.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

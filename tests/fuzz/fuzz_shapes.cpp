@@ -2,8 +2,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/shapes.hpp"
 #include "fuzz_util.hpp"
+#include "settings/shapes.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

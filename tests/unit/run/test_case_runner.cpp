@@ -4,9 +4,9 @@
 
 #include "backends/registry.hpp"
 #include "caliber/op.hpp"
-#include "core/knobs.hpp"
-#include "core/runlog.hpp"
+#include "records/runlog.hpp"
 #include "run/case_runner.hpp"
+#include "settings/knobs.hpp"
 #include "tune/tuner.hpp"
 #include "unit/timing/fake_device.hpp"
 #include "unit_ops.hpp"

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/runlog.hpp"
+#include "records/runlog.hpp"
 #include "run/driver.hpp"
 #include "temp_dir.hpp"
 #include "unit_ops.hpp"

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/knobs.hpp"
 #include "run/warmup_runner.hpp"
+#include "settings/knobs.hpp"
 
 namespace caliber::run {
 namespace {

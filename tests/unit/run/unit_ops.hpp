@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "caliber/op.hpp"
-#include "core/knobs.hpp"
+#include "settings/knobs.hpp"
 
 namespace caliber::run::test {
 

@@ -1,0 +1,585 @@
+#include "batch/batch.hpp"
+
+#include "records/csv.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/registry.hpp"
+#include "batch/scheduler.hpp"
+#include "records/identity.hpp"
+#include "records/rundir.hpp"
+#include "records/runlog.hpp"
+#include "run/cases.hpp"
+#include "run/py_ops.hpp"
+#include "settings/knobs.hpp"
+
+namespace fs = std::filesystem;
+
+namespace caliber::run {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const std::vector<std::string>& csv_columns() {
+  static const std::vector<std::string> cols = {"op",    "status", "backend",    "device",
+                                                "timer", "rows",   "duration_s", "reason"};
+  return cols;
+}
+
+using core::csv_field;
+
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+  std::string field;
+  bool quoted = false, any = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+      continue;
+    }
+    if (c == '"') {
+      quoted = true;
+      any = true;
+    } else if (c == ',') {
+      row.push_back(std::move(field));
+      field.clear();
+      any = true;
+    } else if (c == '\n') {
+      if (any || !field.empty()) {
+        row.push_back(std::move(field));
+        rows.push_back(std::move(row));
+      }
+      row.clear();
+      field.clear();
+      any = false;
+    } else if (c != '\r') {
+      field += c;
+      any = true;
+    }
+  }
+  if (any || !field.empty()) {
+    row.push_back(std::move(field));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+fs::path self_executable(const BatchOptions& opt) {
+  if (!opt.self_exe.empty()) return opt.self_exe;
+  return caliber_executable();
+}
+
+}  // namespace
+
+std::string one_line(std::string s, std::size_t max) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  if (s.size() > max) s = s.substr(0, max - 3) + "...";
+  return s;
+}
+
+std::string format_duration(double s) {
+  const long t = std::lround(std::max(0.0, s));
+  char buf[32];
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
+  return buf;
+}
+
+std::string last_log_line(const fs::path& log) {
+  std::ifstream in(log, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<long long>(in.tellg());
+  const long long from = std::max(0LL, size - 4096);
+  in.seekg(from);
+  std::string tail((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream lines(tail);
+  std::string line, last;
+  while (std::getline(lines, line)) {
+    const auto b = line.find_first_not_of(" \t\r");
+    if (b != std::string::npos) last = line.substr(b);
+  }
+  return one_line(last, 200);
+}
+
+std::string ops_status_csv(const std::vector<OpStatusRow>& rows) {
+  std::ostringstream o;
+  const auto& cols = csv_columns();
+  for (std::size_t i = 0; i < cols.size(); ++i) o << (i ? "," : "") << cols[i];
+  o << "\n";
+  for (const auto& r : rows) {
+    char dur[32];
+    std::snprintf(dur, sizeof dur, "%.3f", r.duration_s);
+    o << csv_field(r.op) << "," << csv_field(r.status) << "," << csv_field(r.backend) << ","
+      << csv_field(r.device) << "," << csv_field(r.timer) << "," << r.rows << "," << dur << ","
+      << csv_field(one_line(r.reason)) << "\n";
+  }
+  return o.str();
+}
+
+std::vector<OpStatusRow> parse_ops_status_csv(const std::string& text) {
+  const auto rows = parse_csv(text);
+  if (rows.empty()) throw std::runtime_error("ops_status.csv is empty");
+  std::map<std::string, std::size_t> col;
+  for (std::size_t i = 0; i < rows[0].size(); ++i) col[rows[0][i]] = i;
+  for (const char* needed : {"op", "status"})
+    if (!col.count(needed))
+      throw std::runtime_error(std::string("ops_status.csv has no '") + needed + "' column");
+  auto get = [&](const std::vector<std::string>& r, const char* name) -> std::string {
+    const auto it = col.find(name);
+    if (it == col.end() || it->second >= r.size()) return "";
+    return r[it->second];
+  };
+  std::vector<OpStatusRow> out;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    OpStatusRow s;
+    s.op = get(rows[i], "op");
+    if (s.op.empty()) continue;
+    s.status = get(rows[i], "status");
+    s.backend = get(rows[i], "backend");
+    s.device = get(rows[i], "device");
+    s.timer = get(rows[i], "timer");
+    try {
+      s.rows = std::stoi(get(rows[i], "rows"));
+    } catch (...) {
+      s.rows = 0;
+    }
+    try {
+      s.duration_s = std::stod(get(rows[i], "duration_s"));
+    } catch (...) {
+      s.duration_s = 0;
+    }
+    s.reason = get(rows[i], "reason");
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<OpStatusRow> read_ops_status(const fs::path& batch_dir) {
+  std::ifstream in(batch_dir / kOpsStatusFile);
+  if (!in) throw std::runtime_error("cannot read " + (batch_dir / kOpsStatusFile).string());
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_ops_status_csv(text.str());
+}
+
+void write_ops_status(const fs::path& batch_dir, const std::vector<OpStatusRow>& rows) {
+  core::write_file_atomic(batch_dir / kOpsStatusFile, ops_status_csv(rows));
+}
+
+Classified classify_exit(const ExitStatus& st, double timeout_s) {
+  switch (st.kind) {
+    case ExitKind::timeout: {
+      std::ostringstream o;
+      o << "no exit within the " << timeout_s << " s timeout; ended by " << signal_name(st.signal);
+      return {"timeout", o.str()};
+    }
+    case ExitKind::stopped:
+      return {"interrupted", "stopped by caliber (" + signal_name(st.signal) + ")"};
+    case ExitKind::signaled:
+      return {"crashed", "crashed: " + st.describe()};
+    case ExitKind::exited:
+      break;
+  }
+  if (st.code == 0) return {"ok", ""};
+  if (st.crashed()) return {"crashed", "crashed: " + st.describe()};
+  if (st.code == 1) return {"failed", "a case failed (exit 1)"};
+  if (st.code == 2) return {"failed", "bad usage or input (exit 2)"};
+  return {"failed", "exit " + std::to_string(st.code)};
+}
+
+std::set<fs::path> run_dirs_of(const fs::path& batch_dir, const std::string& op) {
+  std::set<fs::path> out;
+  std::error_code ec;
+  if (!fs::is_directory(batch_dir, ec)) return out;
+  const std::regex tail(R"(^-\d{8}-\d{6}(-\d+)?$)");
+  for (const auto& e : fs::directory_iterator(batch_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_directory() || name.size() <= op.size() || name.compare(0, op.size(), op) != 0)
+      continue;
+    if (std::regex_match(name.substr(op.size()), tail)) out.insert(e.path());
+  }
+  return out;
+}
+
+std::optional<fs::path> find_child_run_dir(const fs::path& batch_dir, const std::string& op,
+                                           const std::set<fs::path>& before) {
+  std::optional<fs::path> best;
+  std::pair<std::string, int> best_order;
+  const std::regex tail(R"(^-(\d{8}-\d{6})(?:-(\d+))?$)");
+  for (const auto& d : run_dirs_of(batch_dir, op)) {
+    if (before.count(d)) continue;
+    std::smatch m;
+    const std::string rest = d.filename().string().substr(op.size());
+    if (!std::regex_match(rest, m, tail)) continue;
+    const auto order = std::make_pair(m[1].str(), m[2].matched ? std::stoi(m[2].str()) : 1);
+    if (!best || best_order < order) {
+      best = d;
+      best_order = order;
+    }
+  }
+  return best;
+}
+
+core::Knobs run_knobs_of(const std::vector<std::string>& run_args) {
+  std::map<std::string, std::string> given;
+  for (const auto& a : run_args) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos) continue;
+    for (const auto& spec : core::knob_table())
+      if (spec.flag == a.substr(0, eq)) given[spec.name] = a.substr(eq + 1);
+  }
+  return core::resolve_knobs(given, core::process_env);
+}
+
+std::vector<std::string> read_op_file(const fs::path& file) {
+  // One op-file syntax for run and batch (run/cases.cpp); only the error type differs.
+  try {
+    return read_op_file(file.string());
+  } catch (const SelectionError& e) {
+    throw BatchUsageError(e.what());
+  }
+}
+
+void read_child_results(OpStatusRow& row, const std::optional<fs::path>& run_dir) {
+  if (!run_dir) return;
+  try {
+    const auto log = core::read_run_log(*run_dir / core::run_log_file);
+    row.rows = static_cast<int>(log.cases.size());
+    int skipped = 0;
+    std::string first_error, first_skip;
+    for (const auto& c : log.cases) {
+      const std::string st = core::status_of(c);
+      if (st == core::status::skipped) {
+        ++skipped;
+        if (first_skip.empty()) first_skip = c.reason.value_or("");
+      }
+      if (st == core::status::failed && first_error.empty())
+        first_error = c.node.value_or("") + ": " + c.error.value_or("failed");
+    }
+    if (row.status == "ok" && (row.rows == 0 || skipped == row.rows)) {
+      row.status = "skipped";
+      row.reason = row.rows == 0 ? "no cases ran" : "every case skipped: " + first_skip;
+    }
+    if (row.status == "failed" && !first_error.empty()) row.reason = first_error;
+  } catch (const std::exception&) {
+    // No readable run.log: the child died before writing one; rows stay 0.
+  }
+  try {
+    const auto id = core::read_identity(*run_dir);
+    const auto t = id.find("timer");
+    if (t != id.end() && t->is_string()) row.timer = t->get<std::string>();
+  } catch (const std::exception&) {
+  }
+}
+
+namespace {
+
+std::vector<std::string> default_ops(const fs::path& self, const std::string& backend) {
+  const auto r = run_capture({self.string(), "list", "--names", "--backend", backend}, 120);
+  if (!r.status.ok())
+    throw BatchUsageError("cannot list the ops (`caliber list --names --backend " + backend +
+                          "`: " + r.status.describe() + "); name the ops to run");
+  return core::split_list(r.out);
+}
+
+}  // namespace
+
+namespace {
+volatile sig_atomic_t g_term_received = 0;
+void on_term(int) {
+  g_term_received = 1;
+}
+}  // namespace
+
+void watch_batch_parent() {
+  const auto parent = core::process_env("CALIBER_BATCH_PARENT");
+  if (!parent || !core::process_env("CALIBER_BATCH_DIR")) return;
+  // SIGTERM (the batch's own interrupt, or the kernel's PR_SET_PDEATHSIG when the batch died) is
+  // caught here so that an orphan can first record its end; with a live parent it ends the run
+  // at once, as before.
+  struct sigaction sa {};
+  sa.sa_handler = on_term;
+  ::sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  std::thread([p = *parent] {
+    for (;;) {
+      const bool orphan = std::to_string(::getppid()) != p;
+      if (g_term_received || orphan) {
+        if (orphan) note_orphaned_batch_child(128 + SIGTERM);
+        ::signal(SIGTERM, SIG_DFL);
+        ::raise(SIGTERM);
+        ::_exit(128 + SIGTERM);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }).detach();
+}
+
+void note_orphaned_batch_child(int exit_code) {
+  const auto dir = core::process_env("CALIBER_BATCH_DIR");
+  const auto parent = core::process_env("CALIBER_BATCH_PARENT");
+  const auto op = core::process_env("CALIBER_BATCH_OP");
+  if (!dir || !parent || !op) return;
+  if (std::to_string(::getppid()) == *parent) return;  // the batch lives and records the outcome
+  const fs::path batch_dir = *dir;
+  // Children of one dead batch may end together: one read-modify-write at a time.
+  const int fd =
+      ::open((batch_dir / ".ops_status.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  ::flock(fd, LOCK_EX);
+  try {
+    auto rows = read_ops_status(batch_dir);
+    bool changed = false;
+    for (auto& r : rows) {
+      if (r.op != *op || r.status != "running") continue;
+      r.status = exit_code == 0 ? "ok" : "interrupted";
+      r.reason =
+          "the batch process ended while this op ran (killed?); the op ended with it "
+          "(exit " +
+          std::to_string(exit_code) + ")";
+      changed = true;
+    }
+    if (changed) write_ops_status(batch_dir, rows);
+  } catch (const std::exception&) {
+    // Nothing better to do for a batch directory that is gone or damaged.
+  }
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+}
+
+void print_finished(std::ostream& out, const OpStatusRow& row, const std::string& where) {
+  char dur[32];
+  std::snprintf(dur, sizeof dur, "%.1f", row.duration_s);
+  out << "[batch] " << row.op << ": " << row.status << " (" << row.rows << " rows, " << dur
+      << " s, " << where << ")" << (row.reason.empty() ? "" : ": " + row.reason) << std::endl;
+}
+
+namespace {
+
+bool slurm_flags_given(const slurm::SlurmOptions& s) {
+  return !s.partition.empty() || !s.account.empty() || s.gpus_per_task != 0 ||
+         !s.time_limit.empty() || !s.sbatch_args.empty();
+}
+
+// --resume: the batch's rows, and its settings unless given again now.
+void load_resumed_batch(BatchContext& ctx) {
+  BatchOptions& opt = ctx.opt;
+  ctx.batch_dir = opt.resume_dir;
+  const fs::path status_file = ctx.batch_dir / kOpsStatusFile;
+  if (!fs::is_regular_file(status_file))
+    throw BatchUsageError("--resume: '" + ctx.batch_dir.string() + "' holds no " + kOpsStatusFile);
+  try {
+    ctx.rows = read_ops_status(ctx.batch_dir);
+  } catch (const std::exception& e) {
+    throw BatchUsageError("--resume: '" + ctx.batch_dir.string() + "': " + e.what());
+  }
+  if (ctx.rows.empty())
+    throw BatchUsageError("--resume: '" + status_file.string() + "' lists no op");
+  std::set<std::string> listed;
+  for (const auto& r : ctx.rows)
+    if (!listed.insert(r.op).second)
+      throw BatchUsageError("--resume: '" + status_file.string() + "' lists op '" +
+                            one_line(r.op, 80) + "' twice");
+  nlohmann::json cfg;
+  std::ifstream cfg_in(ctx.batch_dir / kBatchConfigFile);
+  if (cfg_in) cfg = nlohmann::json::parse(cfg_in, nullptr, false);
+  if (!cfg.is_object()) cfg = nlohmann::json::object();
+  if (opt.backend.empty() || opt.backend == "auto") opt.backend = cfg.value("backend", opt.backend);
+  if (opt.devices.empty() && cfg.contains("devices"))
+    opt.devices = cfg["devices"].get<std::vector<int>>();
+  if (opt.run_args.empty() && cfg.contains("run_args"))
+    opt.run_args = cfg["run_args"].get<std::vector<std::string>>();
+  if (opt.timeout_per_op_s <= 0) opt.timeout_per_op_s = cfg.value("timeout_per_op_s", 0.0);
+  if (opt.scheduler.empty()) opt.scheduler = cfg.value("scheduler", std::string());
+  if (const auto s = cfg.find("slurm"); s != cfg.end() && s->is_object()) {
+    auto& so = opt.slurm;
+    if (so.partition.empty()) so.partition = s->value("partition", std::string());
+    if (so.account.empty()) so.account = s->value("account", std::string());
+    if (so.gpus_per_task == 0) so.gpus_per_task = s->value("gpus_per_task", 0);
+    if (so.time_limit.empty()) so.time_limit = s->value("time_limit", std::string());
+    if (so.sbatch_args.empty() && s->contains("sbatch_args"))
+      so.sbatch_args = (*s)["sbatch_args"].get<std::vector<std::string>>();
+  }
+  if (!opt.ops.empty() || !opt.op_file.empty())
+    throw BatchUsageError("--resume: the ops are those of the batch; do not name ops as well");
+}
+
+// --scheduler, else CALIBER_SCHEDULER, else the resumed batch's, else local.
+std::unique_ptr<BatchScheduler> choose_scheduler(BatchOptions& opt, bool slurm_given) {
+  if (opt.scheduler.empty()) opt.scheduler = core::process_env("CALIBER_SCHEDULER").value_or("");
+  if (opt.scheduler.empty()) opt.scheduler = "local";
+  if (slurm_given && opt.scheduler != "slurm")
+    throw BatchUsageError(
+        "--partition, --account, --gpus-per-task, --time-limit, --sbatch-arg: only with "
+        "--scheduler slurm, not '" +
+        opt.scheduler + "'");
+  if (opt.scheduler == "local") return make_local_scheduler();
+  if (opt.scheduler == "slurm") return make_slurm_scheduler();
+  throw BatchUsageError("--scheduler (CALIBER_SCHEDULER): '" + opt.scheduler +
+                        "' is not a scheduler; allowed: local, slurm");
+}
+
+const backends::Backend* resolve_batch_backend(const BatchOptions& opt) {
+  try {
+    return &backends::resolve_backend(opt.backend.empty() ? "auto" : opt.backend);
+  } catch (const std::invalid_argument& e) {
+    throw BatchUsageError(std::string("--backend: ") + e.what());
+  }
+}
+
+// The ops of a new batch: named, else --op-file, else OP / OP_FILE, else every op listed.
+std::vector<std::string> batch_ops(const BatchContext& ctx) {
+  const BatchOptions& opt = ctx.opt;
+  std::vector<std::string> ops = opt.ops;
+  if (!opt.op_file.empty()) {
+    const auto more = read_op_file(opt.op_file);
+    ops.insert(ops.end(), more.begin(), more.end());
+  }
+  if (ops.empty()) {
+    if (auto env_ops = core::process_env("OP"); env_ops && !env_ops->empty())
+      ops = core::split_list(*env_ops);
+    else if (auto env_file = core::process_env("OP_FILE"); env_file && !env_file->empty())
+      ops = read_op_file(*env_file);
+  }
+  if (ops.empty()) {
+    core::Knobs k = run_knobs_of(opt.run_args);
+    if (!k.py_ops.empty()) {  // the suites' ops, listed by a child in Python
+      k.backend = ctx.backend->name();
+      ops = check_py_suites(ctx.self, k, {});
+    } else {
+      ops = default_ops(ctx.self, ctx.backend->name());
+    }
+  }
+  if (ops.empty()) throw BatchUsageError("no ops to run");
+  return ops;
+}
+
+// A new batch: its rows, every op and run flag checked, then the batch directory and batch.json.
+void claim_new_batch(BatchContext& ctx, const BatchScheduler& scheduler) {
+  const BatchOptions& opt = ctx.opt;
+  const std::vector<std::string> ops = batch_ops(ctx);
+  std::set<std::string> seen;
+  for (const auto& op : ops) {
+    if (!seen.insert(op).second) continue;  // an op twice would race for its own directory
+    OpStatusRow r;
+    r.op = op;
+    r.backend = ctx.backend->name();
+    ctx.rows.push_back(std::move(r));
+  }
+  // Every op must be one of the corpus, and the run flags valid, before the batch directory
+  // exists: a name such as --help would otherwise reach a child as a flag.
+  if (opt.check_ops) opt.check_ops(ops);
+  try {
+    core::check_out_dir(opt.out);
+  } catch (const std::invalid_argument& e) {
+    throw BatchUsageError(std::string("--out: ") + e.what());
+  }
+  ctx.batch_dir = core::claim_run_dir(opt.out, opt.name);
+  nlohmann::json cfg = {{"backend", ctx.backend->name()},
+                        {"run_args", opt.run_args},
+                        {"timeout_per_op_s", opt.timeout_per_op_s},
+                        {"ops", ops}};
+  if (opt.scheduler != "local") cfg["scheduler"] = opt.scheduler;
+  const nlohmann::json settings = scheduler.settings(opt);  // items() does not keep it alive
+  for (const auto& [k, v] : settings.items()) cfg[k] = v;
+  core::write_file_atomic(ctx.batch_dir / kBatchConfigFile, cfg.dump(2) + "\n");
+}
+
+// Every op not ok is pending again; the line that says what the batch will do.
+void queue_pending(BatchContext& ctx, const BatchScheduler& scheduler, std::ostream& out) {
+  for (std::size_t i = 0; i < ctx.rows.size(); ++i)
+    if (ctx.rows[i].status != "ok") {
+      ctx.rows[i].status = "pending";
+      ctx.rows[i].reason.clear();
+      ctx.rows[i].backend = ctx.backend->name();
+      ctx.pending.push_back(i);
+    }
+  out << "batch: " << ctx.batch_dir.string() << " (" << ctx.pending.size() << " op(s) to run"
+      << (ctx.opt.resume_dir.empty() ? "" : ", resumed") << ", backend " << ctx.backend->name()
+      << ", " << scheduler.describe(ctx.opt) << ")" << std::endl;
+  write_ops_status(ctx.batch_dir, ctx.rows);
+}
+
+// The counts per status, the exit code, and how to resume.
+BatchOutcome summarize(const BatchContext& ctx, int sig, std::ostream& out) {
+  BatchOutcome outcome;
+  outcome.batch_dir = ctx.batch_dir;
+  std::size_t not_ok = 0;
+  std::map<std::string, int> counts;
+  for (const auto& r : ctx.rows) {
+    not_ok += r.status != "ok" && r.status != "skipped";
+    ++counts[r.status];
+  }
+  outcome.exit_code = sig != 0 ? 128 + sig : not_ok > 0 ? 1 : 0;
+  const std::string dir = ctx.batch_dir.string();
+  out << "batch: " << dir << ":";
+  for (const auto& [status, n] : counts) out << " " << status << " " << n;
+  out << " (" << kOpsStatusFile << ")" << std::endl;
+  if (outcome.exit_code != 0 && outcome.exit_code != 1)
+    out << "batch: resume with: caliber batch --resume " << dir << std::endl;
+  else if (not_ok > 0)
+    out << "batch: rerun what is not ok with: caliber batch --resume " << dir << std::endl;
+  outcome.statuses = ctx.rows;
+  return outcome;
+}
+
+}  // namespace
+
+BatchOutcome run_batch(const BatchOptions& in_opt, std::ostream& out, std::ostream& err) {
+  BatchContext ctx;
+  ctx.opt = in_opt;
+  ctx.self = self_executable(ctx.opt);
+  if (!ctx.opt.resume_dir.empty()) load_resumed_batch(ctx);
+  const auto scheduler = choose_scheduler(ctx.opt, slurm_flags_given(in_opt.slurm));
+  ctx.backend = resolve_batch_backend(ctx.opt);
+  // Everything the scheduler needs is checked before anything is claimed.
+  scheduler->check(ctx.opt, *ctx.backend);
+  if (!ctx.opt.resume_dir.empty()) {
+    if (ctx.opt.check_ops) {
+      std::vector<std::string> ops;
+      for (const auto& r : ctx.rows) ops.push_back(r.op);
+      ctx.opt.check_ops(ops);
+    }
+  } else {
+    claim_new_batch(ctx, *scheduler);
+  }
+  fs::create_directories(ctx.batch_dir / "logs");
+  queue_pending(ctx, *scheduler, out);
+
+  SignalGuard guard;
+  ctx.progress = ctx.opt.progress.value_or(::isatty(STDERR_FILENO) == 1);
+  const int sig = scheduler->execute(ctx, out, err);
+  return summarize(ctx, sig, out);
+}
+
+}  // namespace caliber::run

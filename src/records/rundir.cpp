@@ -1,0 +1,157 @@
+#include "records/rundir.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+#include <system_error>
+
+namespace caliber::core {
+
+namespace {
+
+std::string format_time(std::chrono::system_clock::time_point t, const char* fmt, bool utc) {
+  const std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  if (utc) {
+    gmtime_r(&tt, &tm);
+  } else {
+    localtime_r(&tt, &tm);
+  }
+  char buf[64];
+  const std::size_t n = std::strftime(buf, sizeof buf, fmt, &tm);
+  return std::string(buf, n);
+}
+
+// A name with a separator would claim a directory somewhere else than under `parent`.
+std::string safe_name(const std::string& name) {
+  std::string s = name.empty() ? std::string("run") : name;
+  for (char& c : s) {
+    if (c == '/' || c == '\\' || c == '\0') c = '_';
+  }
+  if (s == "." || s == "..") s = "run";
+  return s;
+}
+
+}  // namespace
+
+std::filesystem::path claim_run_dir(const std::filesystem::path& parent, const std::string& name,
+                                    std::chrono::system_clock::time_point when) {
+  std::error_code ec;
+  std::filesystem::create_directories(parent, ec);
+  if (ec && !std::filesystem::is_directory(parent)) {
+    throw std::runtime_error("cannot create " + parent.string() + ": " + ec.message());
+  }
+  const std::string base = safe_name(name) + "-" + format_time(when, "%Y%m%d-%H%M%S", false);
+  // mkdir either creates the directory or fails with EEXIST, atomically: two runs started in
+  // the same second can never both believe they own one directory.
+  constexpr int max_attempts = 100000;
+  for (int n = 1; n <= max_attempts; ++n) {
+    const std::filesystem::path candidate =
+        parent / (n == 1 ? base : base + "-" + std::to_string(n));
+    if (::mkdir(candidate.c_str(), 0777) == 0) return candidate;
+    if (errno != EEXIST) {
+      throw std::runtime_error("cannot create run directory " + candidate.string() + ": " +
+                               std::strerror(errno));
+    }
+  }
+  throw std::runtime_error("cannot claim a run directory under " + parent.string() + " for " +
+                           base + ": every suffix up to -" + std::to_string(max_attempts) +
+                           " is taken");
+}
+
+void check_out_dir(const std::filesystem::path& parent) {
+  const std::string text = parent.string();
+  if (text.empty()) throw std::invalid_argument("'' is empty; allowed: a directory path");
+  if (text.size() > kMaxOutPath)
+    throw std::invalid_argument("a path of " + std::to_string(text.size()) +
+                                " characters is too long (at most " + std::to_string(kMaxOutPath) +
+                                ")");
+  for (const auto& part : parent)
+    if (part.string().size() > 255)
+      throw std::invalid_argument("'" + text.substr(0, 80) + "...' has a name of " +
+                                  std::to_string(part.string().size()) +
+                                  " characters (at most 255)");
+  // The deepest part of the path that exists decides: a directory we may write into.
+  std::filesystem::path p =
+      parent.is_absolute() ? parent : std::filesystem::current_path() / parent;
+  p = p.lexically_normal();
+  while (true) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode))
+        throw std::invalid_argument("'" + text + "': " + p.string() + " is not a directory");
+      if (::access(p.c_str(), W_OK | X_OK) != 0)
+        throw std::invalid_argument("'" + text + "': " + p.string() + " is not writable (" +
+                                    std::strerror(errno) + ")");
+      return;
+    }
+    if (errno != ENOENT)
+      throw std::invalid_argument("'" + text + "': " + p.string() + ": " + std::strerror(errno));
+    if (!p.has_parent_path() || p.parent_path() == p) return;
+    p = p.parent_path();
+  }
+}
+
+void write_file_atomic(const std::filesystem::path& file, const std::string& content) {
+  static std::atomic<unsigned> counter{0};
+  // Never replace what is not a regular file: `--html /dev/null` run as root must not turn the
+  // device into a file, and a symbolic link is not followed and replaced.
+  struct stat st {};
+  if (::lstat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    throw std::runtime_error("cannot write " + file.string() + ": it exists and is not a regular " +
+                             "file (" +
+                             (S_ISLNK(st.st_mode)   ? "a symbolic link"
+                              : S_ISDIR(st.st_mode) ? "a directory"
+                                                    : "a device, fifo or socket") +
+                             "); refusing to replace it");
+  }
+  // Appending piece by piece: GCC 12 warns falsely (-Wrestrict) on `"." + std::string`.
+  std::string tmp_name = ".";
+  tmp_name += file.filename().string();
+  tmp_name += ".tmp.";
+  tmp_name += std::to_string(::getpid());
+  tmp_name += ".";
+  tmp_name += std::to_string(counter.fetch_add(1));
+  const std::filesystem::path tmp = file.parent_path() / tmp_name;
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    throw std::runtime_error("cannot write " + file.string() + ": " + std::strerror(errno));
+  }
+  const char* p = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    const ssize_t w = ::write(fd, p, left);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw std::runtime_error("cannot write " + file.string() + ": " + why);
+    }
+    p += w;
+    left -= static_cast<std::size_t>(w);
+  }
+  // Without the sync a crash after the rename can leave an empty file under the final name.
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write " + file.string() + ": " + why);
+  }
+  if (::rename(tmp.c_str(), file.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot replace " + file.string() + ": " + why);
+  }
+}
+
+std::string iso8601_utc(std::chrono::system_clock::time_point t) {
+  return format_time(t, "%Y-%m-%dT%H:%M:%SZ", true);
+}
+
+}  // namespace caliber::core

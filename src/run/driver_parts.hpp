@@ -1,0 +1,75 @@
+// The phases of one run that the paired A/B run (ab/paired_run.cpp) reuses: what phase 1
+// resolves, the run directory claimed in phase 2, the banner, the peaks, the progress line, the
+// tally and the closing footer and table. Internal to run/driver.cpp and ab/paired_run.cpp.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/backend.hpp"
+#include "records/runlog.hpp"
+#include "records/runlog_rows.hpp"
+#include "run/case_runner.hpp"
+#include "run/cases.hpp"
+#include "run/driver.hpp"
+#include "run/peaks.hpp"
+#include "settings/knobs.hpp"
+#include "tune/tuner.hpp"
+
+namespace caliber::run {
+
+namespace driver_parts {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// What phase 1 resolves before anything is written: the backend, the device, the cases, the timer.
+struct Setup {
+  const backends::Backend* backend = nullptr;
+  backends::Capabilities caps;
+  backends::DeviceDesc device;
+  int dev_index = 0;
+  Selection sel;
+  std::string timer;           // the resolved timer, "graph" or "direct"
+  std::string timer_note;      // why auto chose the direct timer on a device ("" otherwise)
+  bool sequence_mode = false;  // --quantiles or --return-mode all: repetition is skipped
+};
+
+// The run directory claimed in phase 2, with what is written into it as the run goes.
+struct RunFiles {
+  fs::path dir;
+  json identity;
+  std::unique_ptr<core::RunLogWriter> log;
+};
+
+[[nodiscard]] std::uint64_t fresh_seed();
+[[nodiscard]] Setup resolve_setup(const RunRequest& req);
+[[nodiscard]] RunFiles claim_run(const core::Knobs& k, const Setup& s, std::uint64_t seed,
+                                 std::chrono::system_clock::time_point wall_start,
+                                 const json& extra = json());
+void print_banner(std::ostream& out, const core::Knobs& k, const Setup& s, const fs::path& dir,
+                  std::uint64_t seed);
+[[nodiscard]] Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend,
+                              const backends::DeviceDesc& device, const std::string& timer,
+                              CaseRunner& runner, RunFiles& f, std::ostream& out);
+// One progress line, its ETA from the cases' estimates (run/estimate.hpp).
+void print_progress(std::ostream& out, const core::Knobs& k, const Case& c,
+                    const core::CaseRow& row, const std::string& status, std::size_t i,
+                    std::size_t n, double elapsed, const std::vector<double>& est);
+[[nodiscard]] std::string tally(RunOutcome& o, const core::CaseRow& row);
+void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_result,
+                const std::vector<core::CaseRow>& rows, double wall_s, core::RunLogWriter& log,
+                const RunOutcome& outcome, std::ostream& out, std::ostream& err,
+                tune::Tuner* tuner = nullptr);
+
+}  // namespace driver_parts
+
+}  // namespace caliber::run

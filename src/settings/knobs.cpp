@@ -1,0 +1,500 @@
+#include "settings/knobs.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "caliber/dtype.hpp"
+
+namespace caliber::core {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+[[noreturn]] void refuse(const std::string& name, const std::string& value,
+                         const std::string& why) {
+  const KnobSpec* spec = find_knob(name);
+  if (spec != nullptr) throw KnobError(knob_message(*spec, value, why));
+  throw KnobError(name + ": '" + value + "' " + why);
+}
+
+long long parse_int(const std::string& name, const std::string& value, long long lo, long long hi) {
+  long long v = 0;
+  const std::string t = trim(value);
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (t.empty() || ec != std::errc() || p != t.data() + t.size())
+    refuse(name, value, "is not an integer");
+  if (v < lo || v > hi)
+    refuse(name, value,
+           "is out of range (" + std::to_string(lo) + " to " + std::to_string(hi) + ")");
+  return v;
+}
+
+double parse_real(const std::string& name, const std::string& value, double lo, double hi,
+                  bool lo_open = false) {
+  const std::string t = trim(value);
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size() || errno != 0 || !std::isfinite(v))
+    refuse(name, value, "is not a number");
+  if (v < lo || v > hi || (lo_open && v == lo)) {
+    std::ostringstream os;
+    os << "is out of range (" << (lo_open ? "above " : "") << lo << " to " << hi << ")";
+    refuse(name, value, os.str());
+  }
+  return v;
+}
+
+// A path or name knob given explicitly: empty is a mistake, not "unset" (which runs everything).
+std::string not_empty(const std::string& name, const std::string& value) {
+  std::string t = trim(value);
+  if (t.empty()) refuse(name, value, "is empty");
+  return t;
+}
+
+std::string one_of(const std::string& name, const std::string& value,
+                   std::initializer_list<const char*> allowed) {
+  const std::string t = trim(value);
+  for (const char* a : allowed)
+    if (t == a) return t;
+  refuse(name, value, "is not allowed");
+}
+
+// Stays long: the knob table, one entry a knob (name, flag, env, default, help, parser) in --help's
+// order; data, with no phases to split.
+std::vector<KnobSpec> make_table() {
+  std::vector<KnobSpec> t;
+  auto add = [&](KnobSpec s) { t.push_back(std::move(s)); };
+  // --- Selection: what runs, and where.
+  add({"backend", "--backend", "ZL_BACKEND", "Selection", "auto",
+       "auto, cuda, rocm, musa, ascend, cpu (or an alias: nvidia, amd, hip, mthreads, moore, npu, "
+       "cann, huawei, host)",
+       "Accelerator family. auto: the first of cuda, rocm, musa, ascend with a device, else cpu.",
+       [](Knobs& k, const std::string& v) {
+         std::string s = trim(v);
+         std::transform(s.begin(), s.end(), s.begin(),
+                        [](unsigned char c) { return std::tolower(c); });
+         if (s.empty()) refuse("backend", v, "is empty");
+         k.backend = s;
+       }});
+  add({"devices", "--devices", "", "Selection", "first device",
+       "comma list of device indices as you see them (after your own visibility variable)",
+       "Devices to use (alias --gpus). A run uses the first; batch and parallel warmup use all.",
+       [](Knobs& k, const std::string& v) {
+         k.devices.clear();
+         for (const auto& item : split_list(v))
+           k.devices.push_back(static_cast<int>(parse_int("devices", item, 0, 4095)));
+         if (k.devices.empty()) refuse("devices", v, "names no device");
+         auto sorted = k.devices;
+         std::sort(sorted.begin(), sorted.end());
+         if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+           refuse("devices", v, "names a device twice");
+       }});
+  add({"ops", "OP...", "OP", "Selection", "all ops",
+       "op names (caliber list shows them), each at most 128 characters, at most 10000",
+       "Ops to run (positional arguments, or OP as a comma or space separated list).",
+       [](Knobs& k, const std::string& v) {
+         k.ops = split_list(v);
+         if (k.ops.size() > kMaxOps) refuse("ops", v, "names more than 10000 ops");
+         for (const auto& op : k.ops)
+           if (op.size() > kMaxNameChars) refuse("ops", op, "is longer than 128 characters");
+         // Given and empty ('' as an argument) is a mistake, not "every op".
+         if (k.ops.empty()) refuse("ops", v, "names no op");
+       }});
+  add({"op_file", "--op-file", "OP_FILE", "Selection", "",
+       "a readable file, one op per line, # comments", "Read the ops to run from a file.",
+       [](Knobs& k, const std::string& v) { k.op_file = not_empty("op_file", v); }});
+  add({"node", "--node", "TEST_NODE", "Selection", "",
+       "a node id (mm[bf16-M4096-N4096-K4096]) or an op name; * and ? match any text and any "
+       "one character (mm[bf16-*], *[f32-*]); at most 1024 characters",
+       "Run the cases whose node id matches (or one op), instead of OP/OP_FILE.",
+       [](Knobs& k, const std::string& v) {
+         k.node = not_empty("node", v);
+         if (k.node.size() > 1024) refuse("node", v, "is longer than 1024 characters");
+       }});
+  add({"shape", "--shape", "", "Selection", "the shape file's",
+       "DIMxDIM... of positive integers, as the shape file writes a shape (4096x4096; mm: "
+       "MxNxK or BxMxNxK); repeat the flag or give a comma list",
+       "Run the selected ops on these shapes instead of the shape file's.",
+       [](Knobs& k, const std::string& v) {
+         k.shapes.clear();
+         for (const auto& item : split_list(v)) {
+           std::vector<std::int64_t> shape;
+           for (const auto& d : split_fields(item, 'x')) {
+             const std::string t = trim(d);
+             long long n = 0;
+             auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+             if (t.empty() || ec != std::errc() || p != t.data() + t.size() || n < 1)
+               refuse("shape", item, "is not a shape (positive integers joined by x)");
+             shape.push_back(n);
+           }
+           if (shape.empty() || shape.size() > 8)
+             refuse("shape", item, "is not a shape (1 to 8 dimensions joined by x)");
+           if (std::find(k.shapes.begin(), k.shapes.end(), shape) == k.shapes.end())
+             k.shapes.push_back(std::move(shape));
+         }
+         if (k.shapes.empty()) refuse("shape", v, "names no shape");
+       }});
+  add({"dtypes", "--dtypes", "", "Selection", "each op's own list",
+       "f32, f16, bf16, f64, i32, i64, c64",
+       "Restrict the dtypes (comma list; torch spellings like float16 are accepted).",
+       [](Knobs& k, const std::string& v) {
+         k.dtypes.clear();
+         for (const auto& item : split_list(v)) {
+           auto d = parse_dtype(item);
+           if (!d) refuse("dtypes", item, "is not a dtype");
+           k.dtypes.emplace_back(to_string(*d));
+         }
+         if (k.dtypes.empty()) refuse("dtypes", v, "names no dtype");
+       }});
+  add({"level", "--level", "BENCH_LEVEL", "Selection", "core", "core, comprehensive",
+       "Shape level: core (each op's core list) or comprehensive (core plus the additions).",
+       [](Knobs& k, const std::string& v) {
+         k.level = one_of("level", v, {"core", "comprehensive"});
+       }});
+  add({"shape_mode", "--shape-mode", "SHAPE_MODE", "Selection", "file", "file, upstream",
+       "file: caliber's shapes/; upstream: the provider library's own core shapes where it has "
+       "them.",
+       [](Knobs& k, const std::string& v) {
+         k.shape_mode = one_of("shape_mode", v, {"file", "upstream"});
+       }});
+  add({"shapes_file", "--shapes", "", "Selection", "shapes/core.yaml (cpu: shapes/host/core.yaml)",
+       "a readable shape YAML file of at most 16 MiB (100000 shapes a list, 16 dims a shape, "
+       "includes 32 deep and 256 files; docs/limits.md)",
+       "Use another shape file.",
+       [](Knobs& k, const std::string& v) { k.shapes_file = not_empty("shapes_file", v); }});
+  add({"ops_lib", "--ops-lib", "CALIBER_OPS_LIB", "Selection", "",
+       "shared objects that register ops (comma list, or the flag repeated)",
+       "Load op libraries (their ops join the corpus; docs/writing-ops.md). An op name already "
+       "registered by the built-in corpus or another library is refused.",
+       [](Knobs& k, const std::string& v) {
+         std::string joined;
+         for (const auto& field : split_fields(v, ',')) {
+           const std::string path = trim(field);
+           if (path.empty()) refuse("ops_lib", v, "names an empty path");
+           joined += (joined.empty() ? "" : ",") + path;
+         }
+         k.ops_lib = joined;
+       }});
+  t.back().repeatable = true;
+  add({"py_ops", "--py-ops", "", "Selection", "",
+       "Python suite files (.py, existing; comma list, or the flag repeated)",
+       "Run the ops of Python op suites (docs/python.md). run and list hand the command to "
+       "Python (CALIBER_PYTHON, default python3 on PATH, with caliber's package); batch and ab "
+       "pass it to their runs. Default ops: the suites' own.",
+       [](Knobs& k, const std::string& v) {
+         std::string joined;
+         for (const auto& field : split_fields(v, ',')) {
+           const std::string path = trim(field);
+           if (path.empty()) refuse("py_ops", v, "names an empty path");
+           struct stat st {};
+           if (::stat(path.c_str(), &st) != 0) refuse("py_ops", path, "does not exist");
+           if (!S_ISREG(st.st_mode)) refuse("py_ops", path, "is not a regular file");
+           if (path.size() < 3 || path.compare(path.size() - 3, 3, ".py") != 0)
+             refuse("py_ops", path, "is not a .py file");
+           joined += (joined.empty() ? "" : ",") + path;
+         }
+         k.py_ops = joined;
+       }});
+  t.back().repeatable = true;
+  // --- Timing: how latencies are measured.
+  add({"timer", "--timer", "", "Timing", "auto", "auto, graph, direct",
+       "auto: graph where the backend's policy says so (cuda), direct elsewhere.",
+       [](Knobs& k, const std::string& v) {
+         k.timer = *parse_timer_kind(one_of("timer", v, {"auto", "graph", "direct"}));
+       }});
+  add({"repeat", "--repeat", "ZL_DIRECT_REPEAT", "Timing", "1", "an integer from 1 to 1000",
+       "Repeat the direct measurement N times and take the median of the call medians "
+       "(direct runs and fallback rows; skipped with --quantiles or --return-mode all).",
+       [](Knobs& k, const std::string& v) {
+         k.repeat = static_cast<int>(parse_int("repeat", v, 1, 1000));
+       }});
+  add({"quantiles", "--quantiles", "", "Timing", "", "comma list of at most 100 numbers in [0, 1]",
+       "Report these quantiles of the samples (repetition is then skipped).",
+       [](Knobs& k, const std::string& v) {
+         k.quantiles.clear();
+         for (const auto& item : split_list(v))
+           k.quantiles.push_back(parse_real("quantiles", item, 0, 1));
+         if (k.quantiles.empty()) refuse("quantiles", v, "names no quantile");
+         if (k.quantiles.size() > 100) refuse("quantiles", v, "names more than 100 quantiles");
+       }});
+  add({"return_mode", "--return-mode", "", "Timing", "median", "min, max, mean, median, all",
+       "Which statistic of the samples is the latency (all keeps the sequence; repetition "
+       "skipped).",
+       [](Knobs& k, const std::string& v) {
+         k.return_mode =
+             *parse_return_mode(one_of("return_mode", v, {"min", "max", "mean", "median", "all"}));
+       }});
+  add({"l2", "--l2", "", "Timing", "cold", "cold, warm",
+       "cold: evict the L2 before each sample (outside the timed region); warm: do not.",
+       [](Knobs& k, const std::string& v) {
+         k.l2 = *parse_l2_policy(one_of("l2", v, {"cold", "warm"}));
+       }});
+  add({"min_samples", "--min-samples", "", "Timing", "10", "an integer from 1 to 100000",
+       "Stopping rule: at least this many samples.", [](Knobs& k, const std::string& v) {
+         k.min_samples = static_cast<int>(parse_int("min_samples", v, 1, 100000));
+       }});
+  add({"min_time", "--min-time", "", "Timing", "0.01", "seconds, 0 to 60",
+       "Stopping rule: at least this much measured time.",
+       [](Knobs& k, const std::string& v) { k.min_time_s = parse_real("min_time", v, 0, 60); }});
+  add({"max_noise", "--max-noise", "", "Timing", "auto", "auto, or a fraction above 0, at most 1",
+       "Stopping rule: stop once the relative noise (robust standard error of the median) is at "
+       "most this. auto: 0.005 on a device, 0.02 on the cpu backend (docs/timing.md).",
+       [](Knobs& k, const std::string& v) {
+         k.max_noise = v == "auto" ? 0 : parse_real("max_noise", v, 0, 1, true);
+       }});
+  add({"timeout", "--timeout", "", "Timing", "1.0", "seconds above 0, at most 600",
+       "Stopping rule: seconds of sampling per provider, counted from its first sample; warmup, "
+       "settling and the case's other providers come on top (docs/timing.md). The row says which "
+       "condition was missed.",
+       [](Knobs& k, const std::string& v) {
+         k.timeout_s = parse_real("timeout", v, 0, 600, true);
+       }});
+  add({"warmup", "--warmup", "", "Timing", "0.02", "seconds, 0 to 60",
+       "Device-busy warmup before sampling, long enough for the SM clock to ramp from idle "
+       "(docs/measurements.md).",
+       [](Knobs& k, const std::string& v) { k.warmup_s = parse_real("warmup", v, 0, 60); }});
+  add({"clock", "--clock", "CALIBER_CLOCK", "Timing", "sustained", "sustained, burst",
+       "The clock regime every sample comes from. sustained: after the SM clock and board power "
+       "settled under the work itself (0.1 s more per provider, up to 5 s for power-hungry "
+       "kernels); burst: a rested device at its top clock (windows the power limit slows are "
+       "dropped, the device rests). Runs of different regimes are not compared (docs/timing.md).",
+       [](Knobs& k, const std::string& v) {
+         k.clock = *parse_clock_regime(one_of("clock", v, {"burst", "sustained"}));
+       }});
+  add({"throttle_fraction", "--throttle-fraction", "", "Timing", "0.75",
+       "a fraction above 0, at most 1",
+       "Discard samples taken while the SM clock is below this fraction of its maximum, unless "
+       "only the power limit holds it there (the work's own sustained speed: kept, marked "
+       "CLOCK_POWER_CAPPED).",
+       [](Knobs& k, const std::string& v) {
+         k.throttle_fraction = parse_real("throttle_fraction", v, 0, 1, true);
+       }});
+  add({"capture_deny", "--capture-deny", "", "Timing", "the backend's built-in list",
+       "comma list of at most 10000 ops",
+       "Ops never captured into a graph (their capture attempt is known to poison the context).",
+       [](Knobs& k, const std::string& v) {
+         k.capture_deny = split_list(v);
+         if (k.capture_deny.size() > kMaxOps)
+           refuse("capture_deny", v, "names more than 10000 ops");
+       }});
+  add({"peaks", "--peaks", "", "Timing", "on", "on, off, refresh",
+       "The device's copy bandwidth, mm rate and timer floor (run_identity.json 'peaks'), so rows "
+       "report percent of peak: measured once per device and timing policy and cached by device "
+       "UUID under ~/.cache/caliber/peaks (on), measured again into the cache (refresh), or not "
+       "at all (off).",
+       [](Knobs& k, const std::string& v) {
+         const std::string w = one_of("peaks", v, {"on", "off", "refresh"});
+         k.peaks = w != "off";
+         k.peaks_refresh = w == "refresh";
+       }});
+  add({"settle", "--settle", "", "Timing", "carry", "carry, each",
+       "carry: a measurement keeps the clock regime the previous one left (at most 0.25 s "
+       "before) while the work's power class and clock hold, and settles again when they change "
+       "(the row's settle: carried|settled); each: every measurement settles or rests on its own "
+       "(docs/timing.md).",
+       [](Knobs& k, const std::string& v) {
+         k.settle_carry = one_of("settle", v, {"carry", "each"}) == "carry";
+       }});
+  // --- Autotune.
+  add({"tune", "--tune", "", "Autotune", "live", "off, live, record, replay",
+       "off: default configs; live: the shared cache, tuning missing keys; record: tune into this "
+       "run's own tune.db; replay: only the configs recorded by --replay-from.",
+       [](Knobs& k, const std::string& v) {
+         k.tune = *parse_tune_mode(one_of("tune", v, {"off", "live", "record", "replay"}));
+       }});
+  add({"replay_from", "--replay-from", "REPLAY_FROM", "Autotune", "",
+       "a run directory that holds a tune.db",
+       "Replay the configs recorded by that run (implies --tune replay).",
+       [](Knobs& k, const std::string& v) { k.replay_from = not_empty("replay_from", v); }});
+  add({"parallel_warmup", "--parallel-warmup", "PARALLEL_WARMUP_GPUS", "Autotune", "unset",
+       "an integer from 1 to the number of devices selected",
+       "Shard the autotune sweep over N devices in child processes, then measure serially on one.",
+       [](Knobs& k, const std::string& v) {
+         k.parallel_warmup = static_cast<int>(parse_int("parallel_warmup", v, 1, 4096));
+       }});
+  add({"tune_cache", "--tune-cache", "CALIBER_TUNE_CACHE", "Autotune", "~/.cache/caliber/tune.db",
+       "a regular file path (created if missing)", "The shared config cache used by --tune live.",
+       [](Knobs& k, const std::string& v) {
+         k.tune_cache = not_empty("tune_cache", v);
+         // SQLite would write <file>-journal / -wal next to a device such as /dev/null.
+         struct stat st {};
+         if (::stat(k.tune_cache.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+           refuse("tune_cache", v, "is not a regular file");
+       }});
+  // --- Output.
+  add({"out", "--out", "", "Output", "runs", "a directory (created if missing)",
+       "Parent of run directories.", [](Knobs& k, const std::string& v) {
+         if (trim(v).empty()) refuse("out", v, "is empty");
+         k.out = trim(v);
+       }});
+  add({"name", "--name", "", "Output", "derived from the ops",
+       "letters, digits, '.', '_' and '-', at most 128 characters",
+       "Run directory name prefix (<out>/<name>-<YYYYmmdd-HHMMSS>).",
+       [](Knobs& k, const std::string& v) {
+         const std::string t = trim(v);
+         if (t.empty() || t.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                              "0123456789._-") != std::string::npos)
+           refuse("name", v, "is not allowed");
+         if (t.size() > kMaxNameChars) refuse("name", v, "is longer than 128 characters");
+         k.name = t;
+       }});
+  add({"profile", "--profile", "", "Timing", "off (--profile alone: 3)",
+       "an integer from 1 to 1000 (launches per provider)",
+       "Profile mode: launch each selected case and provider this many times inside a range "
+       "named <node>/<provider> (NVTX on cuda, for ncu --nvtx and nsys), with no timing loop. "
+       "The run is marked profile in run_identity.json and compare refuses it.",
+       [](Knobs& k, const std::string& v) {
+         k.profile = static_cast<int>(parse_int("profile", v, 1, 1000));
+       }});
+  add({"columns", "--columns", "", "Output",
+       "op,dtype,shape,base_ms,cand_ms,speedup,tflops,gbps,status",
+       "a comma list of: op, dtype, shape, node, base_ms, cand_ms, speedup, tflops, gbps, "
+       "pct_peak_bw, pct_peak_flops, noise, samples, quantiles, stop, timer, markers, status",
+       "Columns of the table printed at the end of a run (status shows a missed stopping rule "
+       "as STOP_NOT_CONVERGED).",
+       [](Knobs& k, const std::string& v) {
+         k.columns.clear();
+         for (const auto& item : split_list(v)) {
+           const auto& all = run_table_columns();
+           if (std::find(all.begin(), all.end(), item) == all.end())
+             refuse("columns", item, "is not a column");
+           if (std::find(k.columns.begin(), k.columns.end(), item) == k.columns.end())
+             k.columns.push_back(item);
+         }
+         if (k.columns.empty()) refuse("columns", v, "names no column");
+       }});
+  add({"seed", "--seed", "CALIBER_SEED", "Output", "fresh per run", "an integer from 1",
+       "Seed of the random inputs (recorded in run_identity.json).",
+       [](Knobs& k, const std::string& v) {
+         k.seed = static_cast<std::uint64_t>(parse_int("seed", v, 1, (1LL << 62)));
+       }});
+  return t;
+}
+
+}  // namespace
+
+std::vector<std::string> split_fields(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t at = s.find(sep, start);
+    out.emplace_back(s.substr(start, at == std::string_view::npos ? s.npos : at - start));
+    if (at == std::string_view::npos) return out;
+    start = at + 1;
+  }
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == ',' || std::isspace(static_cast<unsigned char>(c))) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+const std::vector<KnobSpec>& knob_table() {
+  static const std::vector<KnobSpec> table = make_table();
+  return table;
+}
+
+const KnobSpec* find_knob(const std::string& name) {
+  for (const auto& s : knob_table())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+std::string knob_message(const KnobSpec& spec, const std::string& value, const std::string& why) {
+  std::string who = spec.flag;
+  if (!spec.env.empty()) who += " (" + spec.env + ")";
+  // A hostile value (a 100 MB op name) is cut in the message: what was given is still clear.
+  std::string shown = value;
+  if (shown.size() > kMaxEchoChars)
+    shown = shown.substr(0, kMaxEchoChars) + "...(" + std::to_string(value.size()) + " bytes)";
+  std::string msg = who + ": '" + shown + "' " + (why.empty() ? "is not allowed" : why);
+  if (!spec.allowed.empty()) msg += "; allowed: " + spec.allowed;
+  return msg;
+}
+
+std::optional<std::string> process_env(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+const std::vector<std::string>& run_table_columns() {
+  static const std::vector<std::string> cols = {
+      "op",      "dtype",     "shape", "node",        "base_ms",        "cand_ms",
+      "speedup", "tflops",    "gbps",  "pct_peak_bw", "pct_peak_flops", "noise",
+      "samples", "quantiles", "stop",  "timer",       "markers",        "status"};
+  return cols;
+}
+
+const std::vector<std::string>& default_run_table_columns() {
+  static const std::vector<std::string> cols = {"op",      "dtype",  "shape", "base_ms", "cand_ms",
+                                                "speedup", "tflops", "gbps",  "status"};
+  return cols;
+}
+
+Knobs resolve_knobs(const std::map<std::string, std::string>& flags,
+                    const std::function<std::optional<std::string>(const std::string&)>& env) {
+  for (const auto& [name, value] : flags)
+    if (find_knob(name) == nullptr) throw KnobError("unknown knob '" + name + "'");
+  Knobs k;
+  bool tune_given = false;
+  for (const auto& spec : knob_table()) {
+    auto it = flags.find(spec.name);
+    if (it != flags.end()) {
+      spec.apply(k, it->second);
+      if (spec.name == "tune") tune_given = true;
+      continue;
+    }
+    if (spec.env.empty()) continue;
+    auto v = env(spec.env);
+    // An empty environment variable counts as unset (PARALLEL_WARMUP_GPUS= is a silent no-op).
+    if (v && !trim(*v).empty()) spec.apply(k, *v);
+  }
+  // Cross-knob rules.
+  if (!k.replay_from.empty() && !tune_given) k.tune = TuneMode::replay;
+  if (k.tune == TuneMode::replay && k.replay_from.empty())
+    throw KnobError(
+        "--tune: 'replay' needs --replay-from DIR (or REPLAY_FROM): the run whose configs to "
+        "replay");
+  if (k.tune != TuneMode::replay && !k.replay_from.empty())
+    throw KnobError("--replay-from: given with --tune " + std::string(to_string(k.tune)) +
+                    "; replaying needs --tune replay");
+  if (!k.node.empty() && (!k.ops.empty() || !k.op_file.empty()))
+    throw KnobError("--node (TEST_NODE): give either a node id or ops (OP/--op-file), not both");
+  if (k.parallel_warmup > 0 && k.tune == TuneMode::off)
+    throw KnobError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" +
+                    std::to_string(k.parallel_warmup) + "' needs tuning, but --tune is off");
+  // A measurement that must sample longer than its timeout allows can never meet its rule: every
+  // row would stop on the timeout (docs/timing.md, Stopping).
+  if (k.min_time_s >= k.timeout_s)
+    throw KnobError("--min-time: '" + std::to_string(k.min_time_s) +
+                    "' s of measured time cannot fit in --timeout '" + std::to_string(k.timeout_s) +
+                    "' s of sampling; give a --min-time below the --timeout");
+  return k;
+}
+
+}  // namespace caliber::core

@@ -1,0 +1,239 @@
+// The batch driver against a stand-in for `caliber run` (a shell script written by the test), so
+// scheduling, crash isolation, timeouts, interrupts and resume are tested without the run driver.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "batch/batch.hpp"
+#include "records/runlog.hpp"
+#include "temp_dir.hpp"
+
+namespace fs = std::filesystem;
+using namespace caliber::run;
+using caliber::testing::TempDir;
+
+namespace {
+
+// Stands in for `caliber run OP --out DIR --name OP ...`: claims DIR/OP-<stamp>[-N], writes an
+// identity and two case rows, then behaves as the op's name says. A file "<DIR>/<op>.fixed" makes
+// the next attempt succeed (resume tests).
+const char* kFakeCaliber = R"SH(#!/bin/sh
+[ "$1" = run ] || exit 2
+op=$2; shift 2
+out=""; while [ $# -gt 0 ]; do case "$1" in --out) out=$2; shift;; esac; shift; done
+base="$out/$op-$(date +%Y%m%d-%H%M%S)"; dir=$base; n=2
+while ! mkdir "$dir" 2>/dev/null; do dir="$base-$n"; n=$((n+1)); done
+echo '{"backend":"cpu","timer":"direct","level":"core"}' > "$dir/run_identity.json"
+echo '{"type":"header"}' > "$dir/run.log"
+echo "{\"type\":\"case\",\"op\":\"$op\",\"dtype\":\"f32\",\"shape\":\"1\",\"status\":\"ok\"}" >> "$dir/run.log"
+echo "{\"type\":\"case\",\"op\":\"$op\",\"dtype\":\"f32\",\"shape\":\"2\",\"status\":\"ok\"}" >> "$dir/run.log"
+echo "env pin: ${CALIBER_FAKE_SEEN:-none}"
+if [ -e "$out/$op.fixed" ]; then op=good; fi
+case "$op" in
+  crash*) echo "about to crash"; kill -SEGV $$ ;;
+  hang*) sleep 60 & wait ;;
+  fail*) echo "{\"type\":\"case\",\"op\":\"$op\",\"dtype\":\"f32\",\"shape\":\"3\",\"status\":\"failed\",\"node\":\"$op[f32-3]\",\"error\":\"made to fail\"}" >> "$dir/run.log"; exit 1 ;;
+  slow*) sleep 1 ;;
+esac
+echo '{"type":"footer"}' >> "$dir/run.log"
+exit 0
+)SH";
+
+fs::path write_fake(const fs::path& dir) {
+  const fs::path p = dir / "fake-caliber.sh";
+  std::ofstream(p) << kFakeCaliber;
+  fs::permissions(p, fs::perms::owner_all);
+  return p;
+}
+
+std::map<std::string, OpStatusRow> by_op(const std::vector<OpStatusRow>& rows) {
+  std::map<std::string, OpStatusRow> m;
+  for (const auto& r : rows) m[r.op] = r;
+  return m;
+}
+
+BatchOptions options(const TempDir& t) {
+  BatchOptions o;
+  o.self_exe = write_fake(t.path());
+  o.out = t.path() / "runs";
+  o.backend = "cpu";
+  o.progress = false;
+  o.grace_s = 1;
+  return o;
+}
+
+}  // namespace
+
+TEST(OpsStatus, CsvRoundTripWithQuoting) {
+  std::vector<OpStatusRow> rows(2);
+  rows[0] = {"add", "ok", "cpu", "0", "direct", 12, 1.5, ""};
+  rows[1] = {"mm", "crashed", "cpu", "1", "", 0, 0.25, "crashed: SIGSEGV, \"boom\"\nsecond line"};
+  const std::string csv = ops_status_csv(rows);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "op,status,backend,device,timer,rows,duration_s,reason");
+  const auto back = parse_ops_status_csv(csv);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].op, "add");
+  EXPECT_EQ(back[0].rows, 12);
+  EXPECT_DOUBLE_EQ(back[0].duration_s, 1.5);
+  EXPECT_EQ(back[1].status, "crashed");
+  EXPECT_EQ(back[1].reason, "crashed: SIGSEGV, \"boom\" second line");  // kept on one line
+}
+
+TEST(OpsStatus, MissingColumnsAreRefused) {
+  EXPECT_THROW((void)parse_ops_status_csv("name,state\nadd,ok\n"), std::runtime_error);
+  EXPECT_THROW((void)parse_ops_status_csv(""), std::runtime_error);
+}
+
+TEST(Batch, ClassifyExit) {
+  ExitStatus st;
+  st.kind = ExitKind::exited;
+  st.code = 0;
+  EXPECT_EQ(classify_exit(st, 0).status, "ok");
+  st.code = 1;
+  EXPECT_EQ(classify_exit(st, 0).status, "failed");
+  st.code = 2;
+  EXPECT_EQ(classify_exit(st, 0).status, "failed");
+  EXPECT_NE(classify_exit(st, 0).reason.find("usage"), std::string::npos);
+  st.kind = ExitKind::signaled;
+  st.signal = SIGABRT;
+  EXPECT_EQ(classify_exit(st, 0).status, "crashed");
+  EXPECT_NE(classify_exit(st, 0).reason.find("SIGABRT"), std::string::npos);
+  st.kind = ExitKind::timeout;
+  st.signal = SIGTERM;
+  EXPECT_EQ(classify_exit(st, 5).status, "timeout");
+  st.kind = ExitKind::stopped;
+  EXPECT_EQ(classify_exit(st, 5).status, "interrupted");
+}
+
+TEST(Batch, ChildRunDirIsTheNewestNewOneOfThatOp) {
+  TempDir t;
+  for (const char* d : {"add-20261129-100000", "add-20261129-100500", "add-20261129-100500-2",
+                        "add_rms-20261129-110000", "addx", "add-notastamp"})
+    fs::create_directories(t.path() / d);
+  auto found = find_child_run_dir(t.path(), "add", {});
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->filename(), "add-20261129-100500-2");
+  const auto before = run_dirs_of(t.path(), "add");
+  EXPECT_EQ(before.size(), 3u);
+  EXPECT_FALSE(find_child_run_dir(t.path(), "add", before));
+}
+
+TEST(Batch, UnknownDeviceIsBadUsageBeforeAnythingIsWritten) {
+  TempDir t;
+  auto o = options(t);
+  o.ops = {"good"};
+  o.devices = {4000};
+  std::ostringstream out, err;
+  EXPECT_THROW((void)run_batch(o, out, err), BatchUsageError);
+  EXPECT_FALSE(fs::exists(o.out));
+}
+
+TEST(Batch, OpFileWithComments) {
+  TempDir t;
+  std::ofstream(t.path() / "ops.txt") << "# the set\nadd\nsum, mm  # trailing\n\n  softmax\n";
+  EXPECT_EQ(read_op_file(t.path() / "ops.txt"),
+            (std::vector<std::string>{"add", "sum", "mm", "softmax"}));
+  EXPECT_THROW((void)read_op_file(t.path() / "missing.txt"), BatchUsageError);
+}
+
+TEST(Batch, CrashAndHangDoNotStopTheOthers) {
+  TempDir t;
+  auto o = options(t);
+  o.ops = {"good", "crash", "hang", "fail", "good2"};
+  ::setenv("CALIBER_CPU_DEVICES", "2", 1);  // two host devices, so two children run at once
+  o.devices = {0, 1};
+  o.timeout_per_op_s = 2;
+  std::ostringstream out, err;
+  const auto res = run_batch(o, out, err);
+  EXPECT_EQ(res.exit_code, 1) << out.str() << err.str();
+  const auto s = by_op(read_ops_status(res.batch_dir));
+  ASSERT_EQ(s.size(), 5u);
+  EXPECT_EQ(s.at("good").status, "ok");
+  EXPECT_EQ(s.at("good").rows, 2);
+  EXPECT_EQ(s.at("good").timer, "direct");
+  EXPECT_EQ(s.at("good").backend, "cpu");
+  EXPECT_EQ(s.at("good2").status, "ok");
+  EXPECT_EQ(s.at("crash").status, "crashed");
+  EXPECT_NE(s.at("crash").reason.find("SIGSEGV"), std::string::npos) << s.at("crash").reason;
+  EXPECT_EQ(s.at("crash").rows, 2);  // the rows written before the crash are not lost
+  EXPECT_EQ(s.at("hang").status, "timeout");
+  EXPECT_EQ(s.at("fail").status, "failed");
+  EXPECT_EQ(s.at("fail").rows, 3);
+  EXPECT_NE(s.at("fail").reason.find("made to fail"), std::string::npos) << s.at("fail").reason;
+  for (const auto& [op, row] : s) EXPECT_TRUE(row.device == "0" || row.device == "1") << op;
+  EXPECT_TRUE(fs::exists(res.batch_dir / "logs" / "crash.log"));
+  EXPECT_EQ(res.batch_dir.parent_path(), o.out);
+  EXPECT_EQ(res.batch_dir.filename().string().rfind("batch-", 0), 0u);
+}
+
+TEST(Batch, ResumeRerunsOnlyWhatIsNotOk) {
+  TempDir t;
+  auto o = options(t);
+  o.ops = {"good", "fail", "crash"};
+  std::ostringstream out, err;
+  const auto first = run_batch(o, out, err);
+  ASSERT_EQ(first.exit_code, 1);
+  const auto good_dirs = run_dirs_of(first.batch_dir, "good");
+  ASSERT_EQ(good_dirs.size(), 1u);
+  std::ofstream(first.batch_dir / "fail.fixed") << "";
+  std::ofstream(first.batch_dir / "crash.fixed") << "";
+  BatchOptions r;
+  r.self_exe = o.self_exe;
+  r.resume_dir = first.batch_dir;
+  r.progress = false;
+  const auto second = run_batch(r, out, err);
+  EXPECT_EQ(second.exit_code, 0) << out.str();
+  EXPECT_EQ(second.batch_dir, first.batch_dir);
+  const auto s = by_op(read_ops_status(first.batch_dir));
+  EXPECT_EQ(s.at("good").status, "ok");
+  EXPECT_EQ(s.at("fail").status, "ok");
+  EXPECT_EQ(s.at("crash").status, "ok");
+  EXPECT_EQ(run_dirs_of(first.batch_dir, "good"), good_dirs) << "an ok op must not rerun";
+  EXPECT_EQ(run_dirs_of(first.batch_dir, "fail").size(), 2u);
+}
+
+TEST(Batch, InterruptTerminatesChildrenAndMarksTheRest) {
+  TempDir t;
+  auto o = options(t);
+  o.ops = {"good", "hang1", "hang2", "later1", "later2"};
+  ::setenv("CALIBER_CPU_DEVICES", "2", 1);
+  o.devices = {0, 1};
+  std::thread killer([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    ::kill(::getpid(), SIGINT);
+  });
+  std::ostringstream out, err;
+  BatchOutcome res;
+  try {
+    res = run_batch(o, out, err);
+  } catch (...) {
+    killer.join();
+    throw;
+  }
+  killer.join();
+  EXPECT_EQ(res.exit_code, 128 + SIGINT);
+  const auto s = by_op(read_ops_status(res.batch_dir));
+  EXPECT_EQ(s.at("good").status, "ok");
+  EXPECT_EQ(s.at("hang1").status, "interrupted");
+  EXPECT_EQ(s.at("hang2").status, "interrupted");
+  EXPECT_EQ(s.at("hang1").rows, 2);  // the rows it wrote are kept
+  EXPECT_EQ(s.at("later1").status, "interrupted");
+  EXPECT_EQ(s.at("later2").status, "interrupted");
+  EXPECT_TRUE(live_children().empty());
+  // No process of the fake is left (its sleep would hold a device in real life).
+  int left = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::ifstream cmd(e.path() / "cmdline");
+    std::string c((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    if (c.find(o.self_exe.string()) != std::string::npos) ++left;
+  }
+  EXPECT_EQ(left, 0);
+  SignalGuard::reset();
+}

@@ -1,0 +1,334 @@
+// The knob table: validation and messages of every knob, the old runner's environment spellings,
+// precedence (flag > environment > default) and the rules that tie knobs together.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "settings/knobs.hpp"
+
+using namespace caliber::core;
+
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+std::function<std::optional<std::string>(const std::string&)> env_of(const Env& env) {
+  return [env](const std::string& name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+Knobs resolve(const std::map<std::string, std::string>& flags, const Env& env = {}) {
+  return resolve_knobs(flags, env_of(env));
+}
+
+// The KnobError message of resolving these inputs, or "" when they are accepted.
+std::string refusal(const std::map<std::string, std::string>& flags, const Env& env = {}) {
+  try {
+    (void)resolve(flags, env);
+  } catch (const KnobError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& hay, const std::string& needle) {
+  return hay.find(needle) != std::string::npos;
+}
+
+}  // namespace
+
+TEST(KnobTable, EveryKnobHasAFlagAGroupAndHelp) {
+  const std::set<std::string> groups = {"Selection", "Timing", "Autotune", "Output"};
+  std::set<std::string> names, flags, envs;
+  for (const auto& s : knob_table()) {
+    EXPECT_TRUE(groups.count(s.group)) << s.name << " is in group '" << s.group << "'";
+    EXPECT_FALSE(s.help.empty()) << s.name;
+    EXPECT_FALSE(s.flag.empty()) << s.name;
+    EXPECT_TRUE(s.apply) << s.name;
+    EXPECT_TRUE(names.insert(s.name).second) << "knob named twice: " << s.name;
+    EXPECT_TRUE(flags.insert(s.flag).second) << "flag used twice: " << s.flag;
+    if (!s.env.empty()) {
+      EXPECT_TRUE(envs.insert(s.env).second) << "env used twice: " << s.env;
+    }
+    EXPECT_EQ(find_knob(s.name), &s);
+  }
+  EXPECT_EQ(find_knob("no_such_knob"), nullptr);
+  // Each of the four groups holds at least one knob, so the grouped --help has no empty section.
+  for (const auto& g : groups) {
+    EXPECT_TRUE(std::any_of(knob_table().begin(), knob_table().end(), [&](const KnobSpec& s) {
+      return s.group == g;
+    })) << g;
+  }
+}
+
+// The old runner's environment names are kept letter for letter (the old runner's, README.md).
+TEST(KnobTable, EnvironmentSpellingsOfTheOldRunner) {
+  const std::map<std::string, std::pair<std::string, std::string>> expected = {
+      {"backend", {"--backend", "ZL_BACKEND"}},
+      {"level", {"--level", "BENCH_LEVEL"}},
+      {"shape_mode", {"--shape-mode", "SHAPE_MODE"}},
+      {"ops", {"OP...", "OP"}},
+      {"op_file", {"--op-file", "OP_FILE"}},
+      {"node", {"--node", "TEST_NODE"}},
+      {"repeat", {"--repeat", "ZL_DIRECT_REPEAT"}},
+      {"replay_from", {"--replay-from", "REPLAY_FROM"}},
+      {"parallel_warmup", {"--parallel-warmup", "PARALLEL_WARMUP_GPUS"}},
+  };
+  for (const auto& [name, fe] : expected) {
+    const KnobSpec* s = find_knob(name);
+    ASSERT_NE(s, nullptr) << name;
+    EXPECT_EQ(s->flag, fe.first) << name;
+    EXPECT_EQ(s->env, fe.second) << name;
+  }
+  // Knobs the old runner had no variable for take no environment spelling of their own.
+  for (const char* name : {"devices", "dtypes", "timer", "l2", "tune", "out", "shapes_file"}) {
+    const KnobSpec* s = find_knob(name);
+    ASSERT_NE(s, nullptr) << name;
+    EXPECT_TRUE(s->env.empty()) << name << " reads " << s->env;
+  }
+  EXPECT_EQ(find_knob("level")->group, "Selection");
+  EXPECT_EQ(find_knob("repeat")->group, "Timing");
+  EXPECT_EQ(find_knob("tune")->group, "Autotune");
+  EXPECT_EQ(find_knob("out")->group, "Output");
+}
+
+TEST(KnobDefaults, NothingGivenGivesTheContractDefaults) {
+  const Knobs k = resolve({});
+  EXPECT_EQ(k.backend, "auto");
+  EXPECT_TRUE(k.devices.empty());
+  EXPECT_TRUE(k.ops.empty());
+  EXPECT_TRUE(k.node.empty());
+  EXPECT_TRUE(k.dtypes.empty());
+  EXPECT_EQ(k.level, "core");
+  EXPECT_EQ(k.shape_mode, "file");
+  EXPECT_EQ(k.timer, TimerKind::automatic);
+  EXPECT_EQ(k.repeat, 1);
+  EXPECT_EQ(k.return_mode, ReturnMode::median);
+  EXPECT_EQ(k.l2, L2Policy::cold);
+  EXPECT_EQ(k.tune, TuneMode::live);
+  EXPECT_TRUE(k.replay_from.empty());
+  EXPECT_EQ(k.parallel_warmup, 0);
+  EXPECT_EQ(k.out, "runs");
+}
+
+TEST(KnobMessage, NamesFlagEnvValueAndAllowed) {
+  EXPECT_EQ(knob_message(*find_knob("level"), "bogus"),
+            "--level (BENCH_LEVEL): 'bogus' is not allowed; allowed: core, comprehensive");
+  EXPECT_EQ(knob_message(*find_knob("timer"), "x", "is odd"),
+            "--timer: 'x' is odd; allowed: auto, graph, direct");
+}
+
+// One bad value for every knob that validates: the refusal is a KnobError on one line naming
+// the flag and the value as given.
+TEST(KnobValidation, EveryValidatingKnobRefusesABadValue) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"backend", " "},
+      {"devices", "x"},
+      {"devices", "-1"},
+      {"devices", "0,0"},
+      {"devices", ","},
+      {"dtypes", "f8"},
+      {"dtypes", ","},
+      {"level", "bogus"},
+      {"level", "Core"},
+      {"shape_mode", "remote"},
+      {"timer", "cupti"},
+      {"repeat", "0"},
+      {"repeat", "1001"},
+      {"repeat", "abc"},
+      {"repeat", "2.5"},
+      {"repeat", ""},
+      {"quantiles", "1.5"},
+      {"quantiles", "-0.1"},
+      {"quantiles", "half"},
+      {"return_mode", "p50"},
+      {"l2", "hot"},
+      {"min_samples", "0"},
+      {"min_time", "-1"},
+      {"max_noise", "0"},
+      {"max_noise", "2"},
+      {"timeout", "0"},
+      {"timeout", "nan"},
+      {"warmup", "inf"},
+      {"throttle_fraction", "0"},
+      {"tune", "sometimes"},
+      {"parallel_warmup", "0"},
+      {"parallel_warmup", "two"},
+      {"out", ""},
+      {"name", "a/b"},
+      {"name", "has space"},
+      {"seed", "0"},
+      {"shape", "4096xa"},
+      {"shape", "0x4"},
+      {"shape", "4x-1"},
+      {"shape", "x"},
+      {"shape", "1x2x3x4x5x6x7x8x9"},
+  };
+  for (const auto& [name, value] : bad) {
+    const std::string msg = refusal({{name, value}});
+    const KnobSpec* s = find_knob(name);
+    ASSERT_NE(s, nullptr) << name;
+    EXPECT_FALSE(msg.empty()) << name << "='" << value << "' was accepted";
+    EXPECT_TRUE(contains(msg, s->flag)) << msg;
+    EXPECT_TRUE(contains(msg, value)) << msg;
+    EXPECT_FALSE(contains(msg, "\n")) << msg;
+  }
+}
+
+TEST(KnobValidation, ShapesAreParsedDeduplicatedAndInOrder) {
+  const Knobs k = resolve({{"shape", "4096x4096, 1x2x3\n4096x4096,7"}});
+  EXPECT_EQ(k.shapes, (std::vector<std::vector<std::int64_t>>{{4096, 4096}, {1, 2, 3}, {7}}));
+  EXPECT_TRUE(resolve({}).shapes.empty());
+}
+
+TEST(KnobValidation, LevelNamesBothLevels) {
+  const std::string msg = refusal({{"level", "bogus"}});
+  EXPECT_TRUE(contains(msg, "core")) << msg;
+  EXPECT_TRUE(contains(msg, "comprehensive")) << msg;
+  EXPECT_TRUE(contains(msg, "BENCH_LEVEL")) << msg;
+}
+
+TEST(KnobValidation, GoodValuesAreParsed) {
+  const Knobs k = resolve({{"backend", " NVIDIA "},
+                           {"devices", "0, 2,5"},
+                           {"dtypes", "float16,bf16 f32"},
+                           {"level", "comprehensive"},
+                           {"shape_mode", "upstream"},
+                           {"timer", "direct"},
+                           {"repeat", " 7 "},
+                           {"quantiles", "0.2,0.5,0.8"},
+                           {"return_mode", "min"},
+                           {"l2", "warm"},
+                           {"max_noise", "1"},
+                           {"tune", "record"},
+                           {"parallel_warmup", "2"},
+                           {"out", "/tmp/x"},
+                           {"name", "my_run-1.a"},
+                           {"seed", "42"}});
+  EXPECT_EQ(k.backend, "nvidia");  // lowercased; alias resolution belongs to the registry
+  EXPECT_EQ(k.devices, (std::vector<int>{0, 2, 5}));
+  EXPECT_EQ(k.dtypes, (std::vector<std::string>{"f16", "bf16", "f32"}));
+  EXPECT_EQ(k.level, "comprehensive");
+  EXPECT_EQ(k.shape_mode, "upstream");
+  EXPECT_EQ(k.timer, TimerKind::direct);
+  EXPECT_EQ(k.repeat, 7);
+  EXPECT_EQ(k.quantiles, (std::vector<double>{0.2, 0.5, 0.8}));
+  EXPECT_EQ(k.return_mode, ReturnMode::min);
+  EXPECT_EQ(k.l2, L2Policy::warm);
+  EXPECT_DOUBLE_EQ(k.max_noise, 1.0);
+  EXPECT_EQ(k.tune, TuneMode::record);
+  EXPECT_EQ(k.parallel_warmup, 2);
+  EXPECT_EQ(k.out, "/tmp/x");
+  EXPECT_EQ(k.name, "my_run-1.a");
+  EXPECT_EQ(k.seed, 42u);
+}
+
+TEST(KnobValidation, OpsSplitOnCommasAndSpaces) {
+  EXPECT_EQ(resolve({{"ops", "add,sum"}}).ops, (std::vector<std::string>{"add", "sum"}));
+  EXPECT_EQ(resolve({}, {{"OP", "add sum, mm"}}).ops,
+            (std::vector<std::string>{"add", "sum", "mm"}));
+}
+
+TEST(KnobValidation, UnknownKnobIsRefused) {
+  EXPECT_TRUE(contains(refusal({{"levle", "core"}}), "levle"));
+}
+
+TEST(KnobPrecedence, FlagBeatsEnvironmentBeatsDefault) {
+  EXPECT_EQ(resolve({}, {{"BENCH_LEVEL", "comprehensive"}}).level, "comprehensive");
+  EXPECT_EQ(resolve({{"level", "core"}}, {{"BENCH_LEVEL", "comprehensive"}}).level, "core");
+  EXPECT_EQ(resolve({}, {{"ZL_DIRECT_REPEAT", "5"}}).repeat, 5);
+  EXPECT_EQ(resolve({{"repeat", "3"}}, {{"ZL_DIRECT_REPEAT", "5"}}).repeat, 3);
+  EXPECT_EQ(resolve({}, {{"ZL_BACKEND", "cpu"}}).backend, "cpu");
+  EXPECT_EQ(resolve({{"backend", "cuda"}}, {{"ZL_BACKEND", "cpu"}}).backend, "cuda");
+  EXPECT_EQ(resolve({}, {{"TEST_NODE", "add[f32-65536]"}}).node, "add[f32-65536]");
+  EXPECT_EQ(resolve({}, {{"OP_FILE", "/x/ops.txt"}}).op_file, "/x/ops.txt");
+  EXPECT_EQ(resolve({}, {{"SHAPE_MODE", "upstream"}}).shape_mode, "upstream");
+  EXPECT_EQ(resolve({}, {{"PARALLEL_WARMUP_GPUS", "4"}}).parallel_warmup, 4);
+  // The flag shadows a bad environment value: it is never read.
+  EXPECT_EQ(resolve({{"level", "core"}}, {{"BENCH_LEVEL", "bogus"}}).level, "core");
+  // A name that is not the knob's environment spelling is ignored.
+  EXPECT_EQ(resolve({}, {{"LEVEL", "comprehensive"}}).level, "core");
+}
+
+TEST(KnobPrecedence, BadEnvironmentValueNamesTheVariable) {
+  std::string msg = refusal({}, {{"BENCH_LEVEL", "bogus"}});
+  EXPECT_TRUE(contains(msg, "BENCH_LEVEL")) << msg;
+  EXPECT_TRUE(contains(msg, "bogus")) << msg;
+  msg = refusal({}, {{"ZL_DIRECT_REPEAT", "abc"}});
+  EXPECT_TRUE(contains(msg, "ZL_DIRECT_REPEAT")) << msg;
+  EXPECT_TRUE(contains(msg, "abc")) << msg;
+  msg = refusal({}, {{"PARALLEL_WARMUP_GPUS", "-3"}});
+  EXPECT_TRUE(contains(msg, "PARALLEL_WARMUP_GPUS")) << msg;
+}
+
+TEST(KnobPrecedence, EmptyEnvironmentIsUnset) {
+  // PARALLEL_WARMUP_GPUS= must stay a silent no-op, as in the old runner.
+  EXPECT_EQ(resolve({}, {{"PARALLEL_WARMUP_GPUS", ""}}).parallel_warmup, 0);
+  EXPECT_EQ(resolve({}, {{"BENCH_LEVEL", "  "}}).level, "core");
+  EXPECT_EQ(resolve({}, {{"ZL_DIRECT_REPEAT", ""}}).repeat, 1);
+}
+
+TEST(KnobCrossRules, ReplayFromImpliesReplay) {
+  EXPECT_EQ(resolve({{"replay_from", "/r/run-1"}}).tune, TuneMode::replay);
+  EXPECT_EQ(resolve({}, {{"REPLAY_FROM", "/r/run-1"}}).tune, TuneMode::replay);
+  const Knobs k = resolve({{"tune", "replay"}, {"replay_from", "/r/run-1"}});
+  EXPECT_EQ(k.tune, TuneMode::replay);
+  EXPECT_EQ(k.replay_from, "/r/run-1");
+}
+
+TEST(KnobCrossRules, ReplayNeedsASource) {
+  const std::string msg = refusal({{"tune", "replay"}});
+  EXPECT_TRUE(contains(msg, "--tune")) << msg;
+  EXPECT_TRUE(contains(msg, "--replay-from")) << msg;
+}
+
+TEST(KnobCrossRules, ReplaySourceWithAnotherModeIsRefused) {
+  const std::string msg = refusal({{"tune", "live"}, {"replay_from", "/r/run-1"}});
+  EXPECT_TRUE(contains(msg, "--replay-from")) << msg;
+  EXPECT_TRUE(contains(msg, "live")) << msg;
+  // The environment's source meets an explicit --tune the same way.
+  EXPECT_FALSE(refusal({{"tune", "record"}}, {{"REPLAY_FROM", "/r"}}).empty());
+}
+
+TEST(KnobCrossRules, NodeExcludesOps) {
+  EXPECT_TRUE(contains(refusal({{"node", "add"}, {"ops", "sum"}}), "--node"));
+  EXPECT_TRUE(contains(refusal({{"node", "add"}, {"op_file", "/x"}}), "--node"));
+  EXPECT_FALSE(refusal({}, {{"TEST_NODE", "add"}, {"OP", "sum"}}).empty());
+  EXPECT_EQ(resolve({{"node", "mm[f32-M128-N128-K128]"}}).node, "mm[f32-M128-N128-K128]");
+}
+
+TEST(KnobCrossRules, ParallelWarmupNeedsTuning) {
+  const std::string msg = refusal({{"parallel_warmup", "2"}, {"tune", "off"}});
+  EXPECT_TRUE(contains(msg, "PARALLEL_WARMUP_GPUS")) << msg;
+  EXPECT_TRUE(contains(msg, "off")) << msg;
+  EXPECT_EQ(resolve({{"parallel_warmup", "2"}, {"tune", "record"}}).parallel_warmup, 2);
+}
+
+TEST(KnobCrossRules, MinTimeMustFitInTheTimeout) {
+  const std::string msg = refusal({{"min_time", "2"}, {"timeout", "1"}});
+  EXPECT_TRUE(contains(msg, "--min-time")) << msg;
+  EXPECT_TRUE(contains(msg, "--timeout")) << msg;
+  EXPECT_EQ(resolve({{"min_time", "0.5"}, {"timeout", "1"}}).min_time_s, 0.5);
+}
+
+TEST(KnobTiming, ClockRegimeAndNoiseAuto) {
+  EXPECT_EQ(resolve({}).clock, ClockRegime::sustained);
+  EXPECT_EQ(resolve({}, {{"CALIBER_CLOCK", "burst"}}).clock, ClockRegime::burst);
+  const std::string msg = refusal({{"clock", "turbo"}});
+  EXPECT_TRUE(contains(msg, "turbo")) << msg;
+  EXPECT_TRUE(contains(msg, "burst")) << msg;
+  EXPECT_EQ(resolve({}).max_noise, 0);  // auto: the backend's default
+  EXPECT_EQ(resolve({{"max_noise", "auto"}}).max_noise, 0);
+  EXPECT_EQ(resolve({{"max_noise", "0.01"}}).max_noise, 0.01);
+}
+
+TEST(Lists, SplitListDropsEmptiesSplitFieldsKeepsThem) {
+  EXPECT_EQ(split_list("a, b  c,,d"), (std::vector<std::string>{"a", "b", "c", "d"}));
+  EXPECT_EQ(split_fields("a,,b ", ','), (std::vector<std::string>{"a", "", "b "}));
+  EXPECT_EQ(split_fields("", ','), (std::vector<std::string>{""}));
+  EXPECT_EQ(split_fields(",", ','), (std::vector<std::string>{"", ""}));
+}
