@@ -1,21 +1,17 @@
-// my_axpy_cuda: y = alpha * x + y in place, f32. Baseline: cublasSaxpy. Candidate: a grid-stride
-// kernel tuned over block size and vector width (float4 loads where the config asks for them).
+// my_axpy_cuda: y = alpha * x + y in place, f32, written with the op builder
+// (caliber/builder.hpp). Baseline: cublasSaxpy. Candidate: a grid-stride kernel tuned over block
+// size and vector width (float4 loads where the config asks for them).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include <caliber/caliber.hpp>
-#include <caliber/check.hpp>
+#include <caliber/builder.hpp>
 
 namespace {
 using namespace caliber;
 constexpr float kAlpha = 1.5f;
-
-void cuda_ok(cudaError_t e, const char* api) {
-  if (e != cudaSuccess) throw NativeError(static_cast<int>(e), api, cudaGetErrorString(e));
-}
 
 template <int V>
 __global__ void axpy_kernel(const float* __restrict__ x, float* __restrict__ y, long long n) {
@@ -32,94 +28,93 @@ __global__ void axpy_kernel(const float* __restrict__ x, float* __restrict__ y, 
   }
 }
 
-class Axpy final : public Workload {
- public:
+struct Axpy {  // one case: x, y0 (y's fresh values) and y, the cuBLAS handle, the launch geometry
   Axpy(DeviceContext& ctx, const Case& c)
-      : ctx_(ctx), n_(c.numel()), x_(ctx, n_ * 4), y0_(ctx, n_ * 4), y_(ctx, n_ * 4) {
-    check::fill_random(ctx, x_.get(), DType::f32, n_, -1, 1, 0);
-    check::fill_random(ctx, y0_.get(), DType::f32, n_, -1, 1, 1);
-    ctx.copy(y_.get(), y0_.get(), n_ * 4, CopyKind::device_to_device);
+      : n(c.numel()), x(ctx, n * 4), y0(ctx, n * 4), y(ctx, n * 4) {
+    check::fill_random(ctx, x.get(), DType::f32, n, -1, 1, 0);
+    check::fill_random(ctx, y0.get(), DType::f32, n, -1, 1, 1);
+    ctx.copy(y.get(), y0.get(), n * 4, CopyKind::device_to_device);
   }
-  ~Axpy() override {
-    if (handle_ != nullptr) cublasDestroy(handle_);
+  Axpy(Axpy&& o) noexcept
+      : n(o.n), x(std::move(o.x)), y0(std::move(o.y0)), y(std::move(o.y)), handle(o.handle) {
+    o.handle = nullptr;
   }
-  std::vector<ProviderInfo> providers() const override {
-    ConfigSpace space;
-    for (int block : {128, 256, 512})
-      for (int vec : {1, 4}) space.configs.push_back(Config{{{"block", block}, {"vec", vec}}});
-    space.default_config = Config{{{"block", 256}, {"vec", 4}}};
-    space.key = {{"n", n_, KeyStrategy::log2}};
-    return {{"cublas", Role::baseline, "1", "cublasSaxpy", {}},
-            {"grid_stride", Role::candidate, "1", "grid-stride, float4", space}};
+  ~Axpy() {
+    if (handle != nullptr) cublasDestroy(handle);
   }
-  void prepare(std::size_t p, const Config& c) override {  // never timed
-    if (p == 0 && handle_ == nullptr) {
-      if (cublasCreate(&handle_) != CUBLAS_STATUS_SUCCESS)
-        throw NativeError(1, "cublasCreate", "failed");
-      cublasSetStream(handle_, static_cast<cudaStream_t>(ctx_.stream()));
-    }
-    if (p == 0) return;  // the baseline has no config
-    block_ = static_cast<int>(c.get("block", 256));
-    vec_ = static_cast<int>(c.get("vec", 4));
-    if (block_ < 32 || block_ > 1024 || (vec_ != 1 && vec_ != 4))
-      throw ConfigRejected("my_axpy_cuda: no kernel for " + c.str());
-    const long long per_block = static_cast<long long>(block_) * vec_;
-    grid_ = static_cast<unsigned>(std::clamp<long long>((n_ + per_block - 1) / per_block, 1,
-                                                        8LL * std::max(ctx_.props().sm_count, 1)));
-  }
-  void launch(std::size_t p) override {  // enqueue only, on the context's stream
-    auto s = static_cast<cudaStream_t>(ctx_.stream());
-    if (p == 0) {
-      const cublasStatus_t st =
-          cublasSaxpy(handle_, static_cast<int>(n_), &kAlpha, x_.as<float>(), 1, y_.as<float>(), 1);
-      if (st != CUBLAS_STATUS_SUCCESS) throw NativeError(st, "cublasSaxpy", "failed");
-    } else if (vec_ == 4) {
-      axpy_kernel<4><<<grid_, block_, 0, s>>>(x_.as<float>(), y_.as<float>(), n_);
-    } else {
-      axpy_kernel<1><<<grid_, block_, 0, s>>>(x_.as<float>(), y_.as<float>(), n_);
-    }
-    cuda_ok(cudaGetLastError(), "axpy launch");
-  }
-  Accuracy check(std::size_t p) override {  // y = y0 again, one launch, against float64
-    ctx_.copy(y_.get(), y0_.get(), n_ * 4, CopyKind::device_to_device);
-    launch(p);
-    auto x = check::download(ctx_, x_.get(), DType::f32, n_);
-    auto y0 = check::download(ctx_, y0_.get(), DType::f32, n_);
-    // float64 reference; the error scale of one rounding of each term (y can cancel alpha x)
-    std::vector<double> ref(n_), scale(n_);
-    for (std::size_t i = 0; i < n_; ++i) {
-      ref[i] = double{kAlpha} * x[i] + y0[i];
-      scale[i] = std::fabs(double{kAlpha} * x[i]) + std::fabs(y0[i]);
-    }
-    return check::compare_device(ctx_, y_.get(), DType::f32, n_, ref,
-                                 check::pointwise_tolerance(DType::f32), "axpy vs float64", &scale);
-  }
-  double flops() const override { return 2.0 * n_; }
-  double bytes() const override { return 12.0 * n_; }  // read x and y, write y
-
- private:
-  DeviceContext& ctx_;
-  long long n_;
-  Buffer x_, y0_, y_;
-  cublasHandle_t handle_ = nullptr;
-  int block_ = 256, vec_ = 4;
-  unsigned grid_ = 1;
+  long long n;
+  Buffer x, y0, y;
+  cublasHandle_t handle = nullptr;
+  int block = 256, vec = 4;
+  unsigned grid = 1;
 };
 
-class AxpyOp final : public Op {
- public:
-  OpInfo info() const override {
-    return {"my_axpy_cuda", "pointwise", {DType::f32}, {}, false, false, "y = alpha x + y"};
-  }
-  std::size_t bytes_needed(const Case& c) const override { return 12 * c.numel(); }
-  std::optional<std::string> skip_reason(const Case& c, const DeviceContext&) const override {
-    if (c.numel() > (1LL << 31) - 1) return "cublasSaxpy takes an int length";
-    return std::nullopt;
-  }
-  std::unique_ptr<Workload> setup(DeviceContext& ctx, const Case& c) const override {
-    return std::make_unique<Axpy>(ctx, c);
-  }
-};
+void prepare_cublas(Run<Axpy>& r) {  // never timed
+  if (r.data.handle != nullptr) return;
+  native_ok(cublasCreate(&r.data.handle), "cublasCreate", cublasGetStatusString);
+  native_ok(cublasSetStream(r.data.handle, r.stream<cudaStream_t>()), "cublasSetStream",
+            cublasGetStatusString);
+}
 
-CALIBER_REGISTER_OP("cuda", AxpyOp);
+void prepare_grid(Run<Axpy>& r) {  // never timed; a config without a kernel is rejected
+  auto& d = r.data;
+  d.block = r.config.get<int>("block");
+  d.vec = r.config.get<int>("vec");
+  if (d.block < 32 || d.block > 1024 || (d.vec != 1 && d.vec != 4))
+    throw ConfigRejected("my_axpy_cuda: no kernel for " + r.config.str());
+  const long long per_block = static_cast<long long>(d.block) * d.vec;
+  d.grid = static_cast<unsigned>(std::clamp<long long>(
+      (d.n + per_block - 1) / per_block, 1, 8LL * std::max(r.ctx.props().sm_count, 1)));
+}
+
+void launch_grid_stride(Run<Axpy>& r) {  // enqueue only, on the context's stream
+  auto& d = r.data;
+  if (d.vec == 4)
+    axpy_kernel<4><<<d.grid, d.block, 0, r.stream<cudaStream_t>()>>>(d.x.as<float>(),
+                                                                     d.y.as<float>(), d.n);
+  else
+    axpy_kernel<1><<<d.grid, d.block, 0, r.stream<cudaStream_t>()>>>(d.x.as<float>(),
+                                                                     d.y.as<float>(), d.n);
+  native_ok(cudaGetLastError(), "axpy launch", cudaGetErrorString);
+}
+
+Accuracy check_axpy(Run<Axpy>& r) {  // y = y0 again, one launch, against float64
+  r.ctx.copy(r.data.y.get(), r.data.y0.get(), r.data.n * 4, CopyKind::device_to_device);
+  r.launch();
+  const auto x = r.download(r.data.x), y0 = r.download(r.data.y0);
+  // float64 reference; the error scale of one rounding of each term (y can cancel alpha x)
+  std::vector<double> ref(x.size()), scale(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    ref[i] = double{kAlpha} * x[i] + y0[i];
+    scale[i] = std::fabs(double{kAlpha} * x[i]) + std::fabs(y0[i]);
+  }
+  return r.compare(r.data.y, ref, "axpy vs float64", std::nullopt, &scale);
+}
+
+[[maybe_unused]] const bool registered =
+    op_builder<Axpy>("my_axpy_cuda")
+        .family("pointwise")
+        .dtypes({DType::f32})
+        .description("y = alpha x + y")
+        .shapes({{1 << 20}, {1 << 24}})  // a --shapes file with an entry for my_axpy_cuda wins
+        .baseline("cublas",
+                  [](Run<Axpy>& r) {
+                    native_ok(cublasSaxpy(r.data.handle, static_cast<int>(r.data.n), &kAlpha,
+                                          r.data.x.as<float>(), 1, r.data.y.as<float>(), 1),
+                              "cublasSaxpy", cublasGetStatusString);
+                  })
+        .prepare("cublas", prepare_cublas)
+        .candidate("grid_stride",
+                   Tunable{{{"block", {128, 256, 512}}, {"vec", {1, 4}}},
+                           Config{{{"block", 256}, {"vec", 4}}}},
+                   launch_grid_stride)
+        .prepare("grid_stride", prepare_grid)
+        .check(check_axpy)
+        .flops([](const Case& c) { return 2.0 * c.numel(); })
+        .bytes([](const Case& c) { return 12.0 * c.numel(); })  // read x and y, write y
+        .skip_if([](const Case& c, const DeviceContext&) -> std::optional<std::string> {
+          if (c.numel() > (1LL << 31) - 1) return "cublasSaxpy takes an int length";
+          return std::nullopt;
+        })
+        .register_for("cuda");
 }  // namespace

@@ -3,8 +3,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -15,6 +17,20 @@ struct Config {
   std::vector<std::pair<std::string, std::int64_t>> values;
 
   [[nodiscard]] std::int64_t get(std::string_view name, std::int64_t fallback = 0) const;
+  // The value of `name` as T, c.get<int>("block"): a key the config does not have throws
+  // std::invalid_argument naming it and the keys it has (a typo fails the case; it never runs a
+  // fallback).
+  template <class T>
+  requires std::is_integral_v<T>
+  [[nodiscard]] T get(std::string_view name) const {
+    std::string keys;
+    for (const auto& [key, value] : values) {
+      if (key == name) return static_cast<T>(value);
+      keys += (keys.empty() ? "" : ", ") + key;
+    }
+    throw std::invalid_argument("config '" + str() + "' has no key '" + std::string(name) +
+                                "' (its keys: " + (keys.empty() ? "none" : keys) + ")");
+  }
   [[nodiscard]] bool has(std::string_view name) const;
   [[nodiscard]] std::string str() const;  // "block=256,vec=4"; "" for the empty config
   [[nodiscard]] static std::optional<Config> parse(std::string_view s);

@@ -119,6 +119,13 @@ struct RegisteredOp {
 // Every op registered so far, in registration order.
 [[nodiscard]] const std::vector<RegisteredOp>& registered_ops();
 
+// Shapes an op carries itself (the op builder's .shapes): used at every level where the shape
+// file has no entry of the op's own name; --shape still wins. Returns true to seed a static.
+bool register_op_shapes(const std::string& op, std::vector<std::vector<std::int64_t>> shapes);
+// The shapes registered for `op`, or nullptr.
+[[nodiscard]] const std::vector<std::vector<std::int64_t>>* registered_op_shapes(
+    const std::string& op);
+
 }  // namespace caliber
 
 #define CALIBER_CAT_INNER(a, b) a##b

@@ -1,5 +1,6 @@
-// add: out = a + b over any shape. Memory bound: it measures how close a loop gets to the host's
-// memory bandwidth.
+// add: out = a + b over any shape, written with the op builder (caliber/builder.hpp). Memory
+// bound: it measures how close a loop gets to the host's memory bandwidth.
+#include "caliber/builder.hpp"
 #include "host/host_common.hpp"
 
 namespace caliber::host {
@@ -21,73 +22,73 @@ void add_unrolled(const T* __restrict a, const T* __restrict b, T* __restrict ou
   for (; i < n; ++i) out[i] = a[i] + b[i];
 }
 
-template <class T>
-class AddWorkload final : public HostWorkload {
- public:
-  AddWorkload(DeviceContext& ctx, const Case& c)
-      : n_(static_cast<std::size_t>(c.numel())), a_(ctx, n_), b_(ctx, n_), out_(ctx, n_) {
-    fill(ctx, a_, -1.0, 1.0, 0);
-    fill(ctx, b_, -1.0, 1.0, 1);
+struct AddData {  // one case: a and b from fresh random data, the output
+  AddData(DeviceContext& ctx, const Case& c)
+      : n(static_cast<std::size_t>(c.numel())),
+        a(ctx, n * size_of(c.dtype)),
+        b(ctx, n * size_of(c.dtype)),
+        out(ctx, n * size_of(c.dtype)) {
+    check::fill_random(ctx, a.get(), c.dtype, n, -1.0, 1.0, 0);
+    check::fill_random(ctx, b.get(), c.dtype, n, -1.0, 1.0, 1);
   }
-  [[nodiscard]] std::vector<ProviderInfo> providers() const override {
-    return {{"loop", Role::baseline, "1", kHostBaselineLabel, {}},
-            {"unrolled", Role::candidate, "1", "restrict pointers, 8 lanes per step", {}}};
-  }
-  void prepare(std::size_t, const Config&) override {}
-  void launch(std::size_t p) override {
-    if (p == 0) {
-      add_plain(a_.data(), b_.data(), out_.data(), n_);
-    } else {
-      add_unrolled(a_.data(), b_.data(), out_.data(), n_);
-    }
-  }
-  [[nodiscard]] double flops() const override { return static_cast<double>(n_); }
-  [[nodiscard]] double bytes() const override { return 3.0 * static_cast<double>(n_ * sizeof(T)); }
-
-  void poison_output() override { poison(out_); }
-  [[nodiscard]] Accuracy verify() override {
-    if (ref_.empty()) {
-      ref_.resize(n_);
-      for (std::size_t i = 0; i < n_; ++i) {
-        ref_[i] = static_cast<double>(a_[i]) + static_cast<double>(b_[i]);
-      }
-    }
-    return compare(out_.data(), ref_, nullptr, 1.0, "add");
-  }
-  [[nodiscard]] void* output_data() const override { return out_.data(); }
-  [[nodiscard]] std::size_t output_count() const override { return n_; }
-
- private:
-  std::size_t n_;
-  HostTensor<T> a_, b_, out_;
-  std::vector<double> ref_;
+  std::size_t n;
+  Buffer a, b, out;
 };
 
-class AddOp final : public Op {
- public:
-  [[nodiscard]] OpInfo info() const override {
-    return {"add", "pointwise", {DType::f32, DType::f64},       {},
-            false, false,       "elementwise a + b on the host"};
-  }
-  [[nodiscard]] std::size_t bytes_needed(const Case& c) const override {
-    return 3 * static_cast<std::size_t>(c.numel()) * size_of(c.dtype);
-  }
-  [[nodiscard]] std::unique_ptr<Workload> setup(DeviceContext& ctx, const Case& c) const override {
-    require_host(ctx, c);
-    require_positive(c);
-    switch (c.dtype) {
-      case DType::f32:
-        return std::make_unique<AddWorkload<float>>(ctx, c);
-      case DType::f64:
-        return std::make_unique<AddWorkload<double>>(ctx, c);
-      default:
-        throw CaseSkipped("add: dtype " + std::string(to_string(c.dtype)) +
-                          " is not implemented on the host");
-    }
-  }
-};
+// The dtypes add runs on the host; another one skips its case.
+template <class F>
+void on_dtype(const Run<AddData>& r, F&& f) {
+  dispatch<DType::f32, DType::f64>(r.dtype(), std::forward<F>(f));
+}
 
-CALIBER_REGISTER_OP("cpu", AddOp);
+// The float64 reference; one rounding of the output (the host's per-element bound, no norm gate).
+std::vector<double> add_reference(Run<AddData>& r) {
+  const auto a = r.download(r.data.a), b = r.download(r.data.b);
+  std::vector<double> ref(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) ref[i] = a[i] + b[i];
+  return ref;
+}
+
+check::Tolerance add_tolerance(const Case& c) {
+  check::Tolerance tol;
+  tol.rtol = check::pointwise_tolerance(c.dtype).rtol;
+  tol.norm_rel = std::numeric_limits<double>::infinity();
+  return tol;
+}
+
+[[maybe_unused]] const bool registered =
+    op_builder<AddData>("add")
+        .family("pointwise")
+        .dtypes({DType::f32, DType::f64})
+        .description("elementwise a + b on the host")
+        .baseline("loop",
+                  [](Run<AddData>& r) {
+                    on_dtype(r, [&]<class T>() {
+                      add_plain(r.data.a.as<T>(), r.data.b.as<T>(), r.data.out.as<T>(), r.data.n);
+                    });
+                  })
+        .label("loop", kHostBaselineLabel)
+        .candidate("unrolled",
+                   [](Run<AddData>& r) {
+                     on_dtype(r, [&]<class T>() {
+                       add_unrolled(r.data.a.as<T>(), r.data.b.as<T>(), r.data.out.as<T>(),
+                                    r.data.n);
+                     });
+                   })
+        .label("unrolled", "restrict pointers, 8 lanes per step")
+        .reference(&AddData::out, add_reference, add_tolerance)
+        .flops([](const Case& c) { return static_cast<double>(c.numel()); })
+        .bytes(
+            [](const Case& c) { return 3.0 * static_cast<double>(c.numel() * size_of(c.dtype)); })
+        .skip_if([](const Case& c, const DeviceContext& ctx) -> std::optional<std::string> {
+          if (!ctx.props().host) return c.op + ": a host op needs host memory (the cpu backend)";
+          if (c.numel() <= 0) return c.op + ": empty shape " + c.size_detail();
+          if (c.dtype != DType::f32 && c.dtype != DType::f64)
+            return "add: dtype " + std::string(to_string(c.dtype)) +
+                   " is not implemented on the host";
+          return std::nullopt;
+        })
+        .register_for("cpu");
 
 }  // namespace
 }  // namespace caliber::host

@@ -14,10 +14,13 @@
 Exit codes as caliber's: 0 ok, 1 the work ran and something failed, 2 bad input.
 """
 
+from __future__ import annotations
+
 import os
 import shutil
 import subprocess
 import sys
+from typing import List, Optional
 
 from . import _lib
 from .suite import SuiteError, identity_extra, register_suite
@@ -31,7 +34,7 @@ USAGE = ("usage: python3 -m caliber run --py-ops SUITE.py [OP...] [knobs...]   (
 _EXECUTABLE_COMMANDS = ("batch", "ab")
 
 
-def _py_ops(args):
+def _py_ops(args: List[str]) -> List[str]:
     """The --py-ops values among the arguments (--py-ops X, --py-ops=X; comma lists)."""
     out = []
     i = 0
@@ -48,11 +51,11 @@ def _py_ops(args):
     return [s.strip() for s in out if s.strip()]
 
 
-def _has(rest, flag):
+def _has(rest: List[str], flag: str) -> bool:
     return any(a == flag or a.startswith(flag + "=") for a in rest)
 
 
-def _legacy(argv):
+def _legacy(argv: List[str]) -> List[str]:
     """`run SUITE.py ...` and `batch SUITE.py ...` (the first spelling): --py-ops SUITE.py."""
     if len(argv) > 1 and argv[0] in ("run", "batch", "ab", "list") and \
             not argv[1].startswith("-"):
@@ -64,7 +67,7 @@ def _legacy(argv):
     return argv
 
 
-def executable():
+def executable() -> Optional[str]:
     """The caliber executable: CALIBER_EXE (set when the executable handed a command to this
     interpreter), else beside this package (<prefix>/bin/caliber for an install,
     <build>/caliber for a build tree), else caliber on PATH."""
@@ -77,16 +80,22 @@ def executable():
         cand = os.path.normpath(cand)
         if os.path.isfile(cand) and os.access(cand, os.X_OK):
             return cand
+    recorded = _lib.where("EXE")  # a pip-installed copy: the executable of its build or prefix
+    if recorded and os.path.isfile(recorded) and os.access(recorded, os.X_OK):
+        return recorded
     return shutil.which("caliber")
 
 
-def run_in_executable(argv):
+def run_in_executable(argv: List[str]) -> int:
     """batch and ab: the caliber executable runs them (its children run the suite in this same
     interpreter: CALIBER_PYTHON)."""
     exe = executable()
     if not exe:
         raise SuiteError("%s: the caliber executable is not beside this package and not on PATH; "
                          "set CALIBER_EXE" % argv[0])
+    if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+        raise SuiteError("%s: CALIBER_EXE: '%s' is not an executable file; allowed: the caliber "
+                         "executable" % (argv[0], exe[:200]))
     env = dict(os.environ, CALIBER_PYTHON=os.environ.get("CALIBER_PYTHON") or sys.executable)
     env.pop("CALIBER_PY_HANDOFF", None)
     sys.stdout.flush()
@@ -94,7 +103,7 @@ def run_in_executable(argv):
     return subprocess.call([exe] + argv, env=env)
 
 
-def run_here(argv):
+def run_here(argv: List[str]) -> int:
     """Registers the suites --py-ops names, then runs the caliber CLI in this process: the run
     directory, run.log, shapes.yaml and exit codes are caliber run's."""
     suites = _py_ops(argv[1:])
@@ -109,11 +118,15 @@ def run_here(argv):
     if suites:
         identity_extra(suites[0] if len(suites) == 1 else suites)
         if argv[0] == "run" and not _has(argv[1:], "--name"):
-            argv = argv + ["--name", os.path.splitext(os.path.basename(suites[0]))[0]]
+            # The run's name from the suite's file name, in the characters --name allows.
+            stem = os.path.splitext(os.path.basename(suites[0]))[0]
+            name = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_"
+                           for c in stem)[:128] or "suite"
+            argv = argv + ["--name", name]
     return _lib.cli(argv)
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)

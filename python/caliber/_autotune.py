@@ -14,11 +14,14 @@ or a config is given; this module is the Python half:
   reports what it tried and chose.
 """
 
+from __future__ import annotations
+
 import math
 import time
+from typing import Any, Dict, List, Literal, Optional, Tuple
 
 
-def find(obj):
+def find(obj: Any) -> Any:
     """`obj` when it looks like a Triton autotuner (configs, a dict cache, keys), else None.
     `best_config` is not required: Triton sets it only after the first call."""
     if obj is None:
@@ -35,7 +38,7 @@ def find(obj):
     return None
 
 
-def _value(name, v):
+def _value(name: str, v: Any) -> Tuple[str, int]:
     """(name, int) for caliber's config: ints as they are, bools 0/1, anything else folded into
     the name (name:value=1) so different values stay different."""
     if isinstance(v, bool):
@@ -48,7 +51,7 @@ def _value(name, v):
     return "%s:%s" % (name, text), 1
 
 
-def config_str(cfg):
+def config_str(cfg: Any) -> str:
     """A Triton Config (kwargs, num_warps, num_stages, num_ctas, maxnreg) as
     "BLOCK=1024,num_warps=4,num_stages=3,num_ctas=1"; a plain dict as its items."""
     if isinstance(cfg, dict):
@@ -62,7 +65,7 @@ def config_str(cfg):
     return ",".join("%s=%d" % _value(str(k), v) for k, v in items)
 
 
-def configs(tuner):
+def configs(tuner: Any) -> List[str]:
     """The autotuner's configs as caliber config strings, in its order (the first is the
     default), each once."""
     out = []
@@ -73,7 +76,7 @@ def configs(tuner):
     return out
 
 
-def kernel_version(tuner):
+def kernel_version(tuner: Any) -> str:
     """The provider version in the cache key: a hash of the kernel's source where the autotuner
     wraps a @triton.jit function (its `src`), so an edited kernel is tuned anew; else "1"."""
     import hashlib
@@ -98,13 +101,13 @@ class _Cache(dict):
     """Stands for the autotuner's cache during one prepare: the first key looked up is seeded
     (seed given) or swept afresh (no seed); later lookups are plain."""
 
-    def __init__(self, base, seed):
+    def __init__(self, base: Dict[Any, Any], seed: Any) -> None:
         super().__init__(base)
         self.seed = seed
-        self.first = None
+        self.first: Optional[object] = None
         self.looked_up = False
 
-    def __contains__(self, key):
+    def __contains__(self, key: object) -> bool:
         if not self.looked_up:
             self.looked_up = True
             self.first = key
@@ -120,24 +123,24 @@ class Prepared:
     """with Prepared(tuner, seed): provider's prepare. seed: a config of tuner.configs, or None
     to let the autotuner sweep."""
 
-    def __init__(self, tuner, seed=None):
+    def __init__(self, tuner: Any, seed: Any = None) -> None:
         self.tuner = tuner
         self.seed = seed
-        self.trials = []
+        self.trials: List[Any] = []
         self.sweep_s = 0.0
 
-    def __enter__(self):
+    def __enter__(self) -> "Prepared":
         t = self.tuner
         self.base = t.cache
         self.spy = _Cache(self.base, self.seed)
         t.cache = self.spy
         self.saved = getattr(t, "__dict__", {}).get("_bench", _MISSING)
         self.counting = False
-        bench = getattr(t, "_bench", None)
+        bench: Any = getattr(t, "_bench", None)
         if callable(bench) and self.seed is None:
             self.counting = True
 
-            def counted(*args, **kwargs):
+            def counted(*args: Any, **kwargs: Any) -> Any:
                 cfg = kwargs.get("config")
                 t0 = time.perf_counter()
                 try:
@@ -162,7 +165,7 @@ class Prepared:
             t._bench = counted
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> Literal[False]:
         t = self.tuner
         # The autotuner keeps its own dict object: the choices made here go into it.
         self.base.clear()
@@ -175,7 +178,7 @@ class Prepared:
                 t._bench = self.saved
         return False
 
-    def result(self):
+    def result(self) -> Dict[str, Any]:
         """The prepare reply's "tune" object (caliber_c.h): the config the autotuner will launch
         for the key it looked up, what its sweep tried, and that key."""
         key = self.spy.first
@@ -191,7 +194,7 @@ class Prepared:
                 "trials": self.trials, "sweep_s": self.sweep_s, "detail": detail}
 
 
-def seed_for(tuner, text):
+def seed_for(tuner: Any, text: str) -> Any:
     """The autotuner's config spelled `text`, or None: one of its configs, or one it chose in
     this process (a pruning hook may make configs of its own)."""
     for c in list(tuner.configs) + list(tuner.cache.values()):

@@ -5,10 +5,13 @@ ctypes, not a compiled extension module: one library serves every Python 3 (CI r
 from, so a Python process times with the same timers and writes the same run directories.
 """
 
+from __future__ import annotations
+
 import ctypes
 import json
 import os
 import sys
+from typing import Any, Dict, List, Optional, Sequence
 
 LAUNCH_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_int64,
                              ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p, ctypes.c_int64)
@@ -20,14 +23,25 @@ CAPTURE_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
 ABI_VERSION = 1
 REPLY_BYTES = 1 << 22  # a measurement with every sample (return_mode="all") fits
 
-_lib = None
+_lib: Optional[ctypes.CDLL] = None
 
 
 class CaliberError(RuntimeError):
     """A measurement that failed, or caliber refusing its input."""
 
 
-def library_path():
+def where(name: str) -> Optional[str]:
+    """A path CMake recorded beside the package (_where.py: EXE, SHAPES_DIR), for a copy of the
+    package that pip installed away from its build tree or prefix; None without one."""
+    try:
+        from . import _where  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    value = getattr(_where, name, None)
+    return value if isinstance(value, str) and value else None
+
+
+def library_path() -> str:
     """CALIBER_PY_LIB, else libcaliber_py.so beside this file (build tree and install alike)."""
     env = os.environ.get("CALIBER_PY_LIB")
     if env:
@@ -35,7 +49,7 @@ def library_path():
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "libcaliber_py.so")
 
 
-def lib():
+def lib() -> ctypes.CDLL:
     """The loaded library, loaded once. torch, when installed, is imported first, so that the
     CUDA runtime its libraries load is the one this library then shares."""
     global _lib
@@ -54,6 +68,8 @@ def lib():
         here = os.path.dirname(os.path.abspath(__file__))
         shapes = os.path.normpath(os.path.join(here, "..", "..", "..", "..", "share", "caliber",
                                                "shapes"))
+        if not os.path.isdir(shapes):
+            shapes = where("SHAPES_DIR") or ""  # a copy pip installed elsewhere (a venv)
         if os.path.isdir(shapes):
             os.environ["CALIBER_SHAPES_DIR"] = shapes
     path = library_path()
@@ -91,15 +107,15 @@ def lib():
     return handle
 
 
-def buffer(size=REPLY_BYTES):
+def buffer(size: int = REPLY_BYTES) -> Any:
     return ctypes.create_string_buffer(size)
 
 
-def text(buf):
+def text(buf: Any) -> str:
     return buf.value.decode("utf-8", "replace")
 
 
-def write(ptr, cap, message):
+def write(ptr: Any, cap: int, message: str) -> None:
     """Writes `message` (cut to cap - 1 bytes) NUL-terminated at a callback's buffer."""
     if not ptr or cap <= 0:
         return
@@ -107,14 +123,14 @@ def write(ptr, cap, message):
     ctypes.memmove(ptr, data, len(data))
 
 
-def markers():
+def markers() -> Dict[str, Any]:
     """The marker spellings of run.log (src/records/markers.hpp), from the library."""
     buf = buffer(4096)
     lib().caliber_c_markers(buf, len(buf))
     return json.loads(text(buf))
 
 
-def cli(args):
+def cli(args: Sequence[str]) -> int:
     """Runs the caliber CLI in this process; returns its exit code."""
     argv = [b"caliber"] + [a.encode() for a in args]
     arr = (ctypes.c_char_p * (len(argv) + 1))(*argv, None)

@@ -15,7 +15,10 @@
   classify them (refused capture, fatal sticky error) as it does its own.
 """
 
+from __future__ import annotations
+
 import contextlib
+from typing import Any, Dict, Iterator
 
 from . import _lib
 
@@ -39,7 +42,7 @@ _CUDA_TEXTS = (
 )
 
 
-def native_code(exc):
+def native_code(exc: BaseException) -> int:
     """The CUDA error code an exception stands for, 0 when it is not a runtime error."""
     code = getattr(exc, "error_code", None)
     if isinstance(code, int) and code > 0:
@@ -51,26 +54,26 @@ def native_code(exc):
     return 0
 
 
-def available():
+def available() -> bool:
     return torch is not None and torch.cuda.is_available()
 
 
 class _Capture:
     """The capture hooks: one capture at a time (the timer captures one graph per measurement)."""
 
-    def __init__(self):
-        self.graphs = {}
+    def __init__(self) -> None:
+        self.graphs: Dict[int, Any] = {}
         self.next_id = 1
         self.active = None
         self.saved_rng = None
         self.cb = _lib.CAPTURE_FN(self._hook)
 
-    def _restore_rng(self):
+    def _restore_rng(self) -> None:
         if self.saved_rng is not None:
             torch.cuda.set_rng_state(self.saved_rng)
             self.saved_rng = None
 
-    def _hook(self, what, graph, code_ptr, msg, cap):
+    def _hook(self, what: int, graph: int, code_ptr: Any, msg: Any, cap: int) -> int:
         try:
             if what == 1:  # begin, on the current stream (caliber's)
                 self.saved_rng = torch.cuda.get_rng_state()
@@ -113,7 +116,7 @@ class _Capture:
 _capture = None
 
 
-def install_hooks():
+def install_hooks() -> None:
     """Routes caliber's graph capture through torch (once per process)."""
     global _capture
     if _capture is None:
@@ -124,7 +127,7 @@ def install_hooks():
 _streams = {}
 
 
-def external_stream(handle, index):
+def external_stream(handle: int, index: int) -> Any:
     key = (handle, index)
     if key not in _streams:
         _streams[key] = torch.cuda.ExternalStream(handle, device=torch.device("cuda", index))
@@ -132,7 +135,7 @@ def external_stream(handle, index):
 
 
 @contextlib.contextmanager
-def on_stream(handle, index):
+def on_stream(handle: int, index: int) -> Iterator[None]:
     """torch's current device and stream set to caliber's while the block runs."""
     with torch.cuda.device(index):
         with torch.cuda.stream(external_stream(handle, index)):
@@ -140,7 +143,7 @@ def on_stream(handle, index):
 
 
 @contextlib.contextmanager
-def rng_guard():
+def rng_guard() -> Iterator[None]:
     """The default CUDA generator as the caller left it, whatever the block draws."""
     state = torch.cuda.get_rng_state()
     try:
@@ -149,7 +152,7 @@ def rng_guard():
         torch.cuda.set_rng_state(state)
 
 
-def versions():
+def versions() -> Dict[str, Any]:
     out = {}
     if torch is not None:
         out["torch"] = torch.__version__

@@ -1,16 +1,19 @@
 """caliber.bench and caliber.measure: time one Python callable with caliber's timers."""
 
+from __future__ import annotations
+
 import json
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _lib
 from ._lib import CaliberError
 
 _RETURN_MODES = ("min", "max", "mean", "median", "all")
 _TIMERS = ("auto", "graph", "direct")
+_SAMPLE_METHODS = ("auto", "trace", "events")
 
 
 @dataclass
@@ -35,19 +38,26 @@ class Measurement:
     failure: str = "ok"
     backend: str = ""
     device: str = ""
-    clock: Optional[dict] = None
-    raw: dict = field(default_factory=dict, repr=False)
+    clock: Optional[Dict[str, Any]] = None
+    # "kernel-trace" where the device's own activity records timed it, else the events' method;
+    # with the trace, event_latency_ms is the events' figure of the same samples (a cross-check),
+    # kernel_count the activities of one call and kernel_sum_ms their summed durations.
+    sample_method: str = ""
+    event_latency_ms: float = 0.0
+    kernel_count: int = 0
+    kernel_sum_ms: float = 0.0
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 
 # Callables being timed, by id, for the one launch trampoline (a ctypes callback per call would
 # be rebuilt every time; one per process is enough).
-_targets = {}
-_errors = {}
+_targets: Dict[int, Callable[[], Any]] = {}
+_errors: Dict[int, BaseException] = {}
 _next = [1]
 _lock = threading.Lock()
 
 
-def _trampoline(target, provider, code_ptr, msg, cap):
+def _trampoline(target: int, provider: int, code_ptr: Any, msg: Any, cap: int) -> int:
     try:
         _targets[target]()
         return 0
@@ -64,7 +74,7 @@ def _trampoline(target, provider, code_ptr, msg, cap):
 _LAUNCH = _lib.LAUNCH_FN(_trampoline)
 
 
-def _native_code(e):
+def _native_code(e: BaseException) -> int:
     try:
         from . import _torch
         return _torch.native_code(e)
@@ -72,10 +82,10 @@ def _native_code(e):
         return 0
 
 
-_devices = {}
+_devices: Dict[Tuple[str, int], Tuple[int, Dict[str, Any]]] = {}
 
 
-def _device(backend, index):
+def _device(backend: str, index: int) -> Tuple[int, Dict[str, Any]]:
     key = (backend, index)
     if key not in _devices:
         if backend != "cpu":
@@ -90,13 +100,13 @@ def _device(backend, index):
     return _devices[key]
 
 
-def _install_torch_hooks():
+def _install_torch_hooks() -> None:
     from . import _torch
     if _torch.available():
         _torch.install_hooks()
 
 
-def _resolve_backend(backend):
+def _resolve_backend(backend: Optional[str]) -> str:
     if backend is None:
         backend = os.environ.get("ZL_BACKEND") or "auto"
     if backend == "auto":
@@ -105,10 +115,16 @@ def _resolve_backend(backend):
     return backend
 
 
-def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="sustained",
-            return_mode="median", quantiles=None, repeat=1, warmup_s=None, timeout_s=None,
-            min_samples=None, min_time_s=None, max_noise=None, rng=False, name=None,
-            grad_to_none=None, keep_samples=200, per_launch=True, settle_window_s=None):
+def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
+            device: Optional[int] = None, timer: str = "auto", l2: str = "cold",
+            clock: str = "sustained", return_mode: str = "median",
+            quantiles: Optional[Sequence[float]] = None, repeat: int = 1,
+            warmup_s: Optional[float] = None, timeout_s: Optional[float] = None,
+            min_samples: Optional[int] = None, min_time_s: Optional[float] = None,
+            max_noise: Optional[float] = None, rng: bool = False, name: Optional[str] = None,
+            grad_to_none: Optional[Iterable[Any]] = None, keep_samples: int = 200,
+            per_launch: bool = True, settle_window_s: Optional[float] = None,
+            sample_method: Optional[str] = None) -> Measurement:
     """Times fn() (which only enqueues work, on torch's current stream on CUDA) and returns a
     Measurement. backend: "auto" (cuda when torch sees a GPU, else cpu), "cpu", "cuda", or
     ZL_BACKEND. On CUDA, fn runs with torch's current stream set to caliber's; a graph capture
@@ -116,7 +132,11 @@ def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="su
     to the direct timer with BENCHMARK_DIRECT_NO_CUDAGRAPH. An exception fn raises outside any
     capture is raised here. per_launch=False makes the graph timer time a replay of K
     back-to-back launches divided by K (do_bench_cudagraph's method) instead of each launch
-    between event nodes of its own (docs/python.md)."""
+    between event nodes of its own (docs/python.md). sample_method: "auto" (the device's own
+    activity records where it has them, else events), "trace" or "events", or
+    CALIBER_SAMPLE_METHOD; while another activity subscriber (torch.profiler) is active the
+    records cannot be had and the measurement is timed by events, marked
+    SAMPLE_METHOD_EVENTS_NO_TRACE."""
     if not callable(fn):
         raise TypeError("caliber.measure: fn must be callable, got %r" % (fn,))
     if return_mode not in _RETURN_MODES:
@@ -124,6 +144,11 @@ def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="su
                          (return_mode, ", ".join(_RETURN_MODES)))
     if timer not in _TIMERS:
         raise ValueError("caliber: timer '%s'; allowed: %s" % (timer, ", ".join(_TIMERS)))
+    if sample_method is None:
+        sample_method = os.environ.get("CALIBER_SAMPLE_METHOD") or "auto"
+    if sample_method not in _SAMPLE_METHODS:
+        raise ValueError("caliber: sample_method '%s'; allowed: %s" %
+                         (sample_method, ", ".join(_SAMPLE_METHODS)))
     backend = _resolve_backend(backend)
     from . import _torch
     torch_dev = backend != "cpu" and _torch.available()
@@ -133,7 +158,8 @@ def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="su
     torch_dev = torch_dev and not info.get("host", False)
     opts = {"timer": timer, "l2": l2, "clock": clock, "return_mode": return_mode,
             "repeat": repeat, "rng": bool(rng), "op": name or getattr(fn, "__name__", "fn"),
-            "max_kept_samples": keep_samples, "graph_per_launch": bool(per_launch)}
+            "max_kept_samples": keep_samples, "graph_per_launch": bool(per_launch),
+            "sample_method": sample_method}
     if quantiles is not None:
         opts["quantiles"] = [float(q) for q in quantiles]
     for key, value in (("warmup_s", warmup_s), ("timeout_s", timeout_s),
@@ -143,8 +169,10 @@ def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="su
             opts[key] = value
     call = fn
     if grad_to_none is not None:
-        def call():
-            for x in grad_to_none:
+        grads = list(grad_to_none)
+
+        def call() -> None:
+            for x in grads:
                 x.grad = None
             fn()
     with _lock:
@@ -179,11 +207,17 @@ def measure(fn, *, backend=None, device=None, timer="auto", l2="cold", clock="su
                        launches_per_sample=reply["launches_per_sample"], wall_s=reply["wall_s"],
                        note=reply["note"], error=reply["error"], failure=reply["failure"],
                        backend=info.get("backend", backend), device=info.get("name", ""),
-                       clock=reply.get("clock"), raw=reply)
+                       clock=reply.get("clock"), sample_method=reply.get("sample_method", ""),
+                       event_latency_ms=reply.get("event_latency_ms", 0.0),
+                       kernel_count=reply.get("kernel_count", 0),
+                       kernel_sum_ms=reply.get("kernel_sum_ms", 0.0), raw=reply)
 
 
-def bench(fn, warmup=None, rep=None, grad_to_none=None, quantiles=None, return_mode="mean",
-          l2="warm", per_launch=False, **kw):
+def bench(fn: Callable[[], Any], warmup: Optional[float] = None, rep: Optional[float] = None,
+          grad_to_none: Optional[Iterable[Any]] = None,
+          quantiles: Optional[Sequence[float]] = None, return_mode: str = "mean",
+          l2: str = "warm", per_launch: bool = False,
+          **kw: Any) -> Union[float, List[float]]:
     """A drop-in for triton.testing.do_bench / do_bench_cudagraph on caliber's timers.
 
     Same arguments and return values: milliseconds per call of fn; with `quantiles`, the list

@@ -28,13 +28,19 @@ A suite is a Python file with a list OPS; each entry is a caliber.Op or a dict o
     backends     the caliber backends to register for (default: cpu and cuda)
 """
 
+from __future__ import annotations
+
 import contextlib
+import dataclasses
 import importlib.util
 import json
 import math
 import os
+import re
 import sys
 import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _autotune, _lib
 
@@ -48,21 +54,66 @@ _FIELDS = ("name", "family", "dtypes", "inputs", "baseline", "candidate", "refer
            "backends", "description", "autotune")
 
 
+Provider = Callable[..., Any]
+ProviderSpec = Union[Provider, Tuple[str, Provider], Mapping[str, Provider]]
+Tolerance = Tuple[float, float]
+Prov = Tuple[str, Provider, str]  # (name, callable, role)
+
+
 class SuiteError(ValueError):
     """Bad input in a suite: the message names the op and the field (exit 2)."""
 
 
-class Op(dict):
-    """One op of a suite: caliber.Op(name=..., family=..., ...); the fields above."""
+@dataclass(kw_only=True)
+class Op:
+    """One op of a suite: caliber.Op(name=..., family=..., ...); the fields above.
 
-    def __init__(self, **fields):
-        super().__init__(**fields)
+    Every field defaults to None so that a missing required one is reported by validate() with
+    the op's name and the field's, as a dict's would be; an unknown keyword is refused by load()
+    the same way ("unknown field"). Field order and names are _FIELDS'."""
+
+    name: Optional[str] = None
+    family: Optional[str] = None
+    dtypes: Optional[Sequence[str]] = None
+    inputs: Optional[Callable[["Case"], Any]] = None
+    baseline: Optional[ProviderSpec] = None
+    candidate: Optional[ProviderSpec] = None
+    reference: Optional[Callable[..., Any]] = None
+    tolerance: Optional[Union[Tolerance, Dict[str, Tolerance]]] = None
+    shapes: Optional[Sequence[Sequence[int]]] = None
+    dim_names: Optional[Sequence[str]] = None
+    prepare: Optional[Callable[[str, Callable[..., Any], Tuple[Any, ...]], Any]] = None
+    flops: Optional[Callable[["Case"], float]] = None
+    bytes: Optional[Callable[["Case"], float]] = None
+    bytes_needed: Optional[Callable[["Case"], int]] = None
+    rng: Optional[bool] = None
+    backends: Optional[Sequence[str]] = None
+    description: Optional[str] = None
+    autotune: Any = None
+
+    def fields(self) -> Dict[str, Any]:
+        """The fields that were given (not None), as the dict form of the op."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) is not None}
+
+    # The dict an Op used to be: op["name"], op.get("shapes") keep working.
+    def __getitem__(self, key: str) -> Any:
+        if key not in _FIELDS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = getattr(self, key, None) if key in _FIELDS else None
+        return default if value is None else value
+
+    def keys(self) -> List[str]:
+        return list(self.fields())
 
 
 class Case:
     """A case as the input maker sees it."""
 
-    def __init__(self, d, host, device_index):
+    def __init__(self, d: Mapping[str, Any], host: bool, device_index: int) -> None:
         self.op = d["op"]
         self.dtype = d["dtype"]
         self.shape = list(d["shape"])
@@ -73,34 +124,34 @@ class Case:
         self.device = "cpu" if host else "cuda:%d" % device_index
 
     @property
-    def dims(self):
+    def dims(self) -> Dict[str, int]:
         return dict(zip(self.dim_names, self.shape))
 
     @property
-    def numel(self):
+    def numel(self) -> int:
         n = 1
         for s in self.shape:
             n *= s
         return n
 
     @property
-    def torch_dtype(self):
+    def torch_dtype(self) -> Any:
         import torch
         return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
                 "f64": torch.float64, "i32": torch.int32, "i64": torch.int64,
                 "c64": torch.complex64}[self.dtype]
 
     @property
-    def numpy_dtype(self):
+    def numpy_dtype(self) -> Any:
         import numpy
         return {"f32": numpy.float32, "f16": numpy.float16, "f64": numpy.float64,
                 "i32": numpy.int32, "i64": numpy.int64, "c64": numpy.complex64}[self.dtype]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Case(%s)" % self.node
 
 
-def _providers(op, field, role):
+def _providers(op: Mapping[str, Any], field: str, role: str) -> List[Prov]:
     v = op.get(field)
     if v is None:
         return []
@@ -127,7 +178,7 @@ def _providers(op, field, role):
     return out
 
 
-def autotuners(op, provs):
+def autotuners(op: Mapping[str, Any], provs: List[Prov]) -> Dict[int, Any]:
     """{provider index: Triton autotuner} of the op's candidates: those the field 'autotune'
     names, and candidates that are autotuners themselves. Raises SuiteError naming the field."""
     who = "op '%s': field 'autotune'" % op.get("name")
@@ -158,7 +209,7 @@ def autotuners(op, provs):
     return out
 
 
-def validate(op, index):
+def validate(op: Any, index: int) -> List[Prov]:
     """The op's fields checked; returns its providers. Raises SuiteError naming op and field."""
     if not isinstance(op, dict):
         raise SuiteError("OPS[%d] is a %s, not a caliber.Op or dict" % (index, type(op).__name__))
@@ -217,21 +268,32 @@ def validate(op, index):
     return provs
 
 
-def load(path):
+def load(path: str) -> List[Tuple[Dict[str, Any], List[Prov]]]:
     """Imports the suite file; returns its OPS validated, as (op, providers) pairs."""
     if not os.path.isfile(path):
         raise SuiteError("suite '%s' does not exist" % path)
     name = "caliber_suite_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
     spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None:
+    if spec is None or spec.loader is None:
         raise SuiteError("suite '%s' is not a Python file" % path)
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     try:
         spec.loader.exec_module(module)
+    except TypeError as e:
+        unknown = re.search(r"Op\.__init__\(\) got an unexpected keyword argument '(\w+)'",
+                            str(e))
+        if unknown is None:
+            raise SuiteError("suite '%s' does not import: TypeError: %s (in %s)"
+                             % (path, e, sys.executable))
+        raise SuiteError("suite '%s': caliber.Op: unknown field '%s'; fields: %s"
+                         % (path, unknown.group(1), ", ".join(_FIELDS)))
     except Exception as e:
         tb = traceback.format_exception_only(type(e), e)[-1].strip()
-        raise SuiteError("suite '%s' does not import: %s" % (path, tb))
+        # The interpreter matters (torch or triton installed in another one): name it, and the
+        # variable that picks another.
+        raise SuiteError("suite '%s' does not import: %s (in %s; CALIBER_PYTHON names another "
+                         "interpreter)" % (path, tb, sys.executable))
     finally:
         sys.path.pop(0)
     ops = getattr(module, "OPS", None)
@@ -241,6 +303,8 @@ def load(path):
     out = []
     seen = set()
     for i, op in enumerate(ops):
+        if isinstance(op, Op):
+            op = op.fields()
         provs = validate(op, i)
         if op["name"] in seen:
             raise SuiteError("op '%s': field 'name' is used twice in the suite" % op["name"])
@@ -252,7 +316,7 @@ def load(path):
 # ---------------------------------------------------------------------------------------------
 # Comparison of an output with the reference.
 
-def _flat(x):
+def _flat(x: Any) -> List[Any]:
     if isinstance(x, (list, tuple)):
         out = []
         for v in x:
@@ -261,7 +325,8 @@ def _flat(x):
     return [complex(x) if isinstance(x, complex) else float(x)]
 
 
-def compare(out, ref, dtype, tolerance):
+def compare(out: Any, ref: Any, dtype: str,
+            tolerance: Any) -> Tuple[bool, float, float, str]:
     """(passed, max_abs_err, rel_err, detail) of out against ref."""
     tol = tolerance.get(dtype) if isinstance(tolerance, dict) else tolerance
     torch = sys.modules.get("torch")
@@ -328,31 +393,32 @@ def compare(out, ref, dtype, tolerance):
 # The workloads the run driver asks for, through the C ABI.
 
 class _Workload:
-    def __init__(self, op, provs, case, args):
+    def __init__(self, op: Dict[str, Any], provs: List[Prov], case: Case,
+                 args: Tuple[Any, ...]) -> None:
         self.op = op
         self.provs = provs
         self.case = case
         self.args = args
-        self.ref = None
+        self.ref: Any = None
 
 
 class Registry:
     """The suite's ops as the C++ run driver sees them: one call and one launch trampoline."""
 
-    def __init__(self):
-        self.ops = []  # (op, providers)
-        self.tuners = []  # per op: {provider index: Triton autotuner}
-        self.workloads = {}
+    def __init__(self) -> None:
+        self.ops: List[Tuple[Dict[str, Any], List[Prov]]] = []
+        self.tuners: List[Dict[int, Any]] = []  # per op: {provider index: Triton autotuner}
+        self.workloads: Dict[int, _Workload] = {}
         self.next_id = 1
         self.call_cb = _lib.CALL_FN(self._call)
         self.launch_cb = _lib.LAUNCH_FN(self._launch)
 
-    def _err(self, op, what, e):
+    def _err(self, op: Mapping[str, Any], what: str, e: BaseException) -> Dict[str, Any]:
         from .bench import _native_code
         return {"status": "error", "native_code": _native_code(e),
                 "message": "op '%s': %s raised %s: %s" % (op["name"], what, type(e).__name__, e)}
 
-    def _call(self, target, request, reply, cap):
+    def _call(self, target: int, request: bytes, reply: Any, cap: int) -> int:
         try:
             req = json.loads(request.decode())
             answer = self._answer(target, req)
@@ -361,7 +427,7 @@ class Registry:
         _lib.write(reply, cap, json.dumps(answer))
         return 0
 
-    def _answer(self, target, req):
+    def _answer(self, target: int, req: Dict[str, Any]) -> Dict[str, Any]:
         op, provs = self.ops[target]
         what = req.get("call")
         if what == "bytes_needed":
@@ -402,9 +468,10 @@ class Registry:
             self.next_id += 1
             self.workloads[wid] = w
             return {"status": "ok", "workload": wid, "flops": flops, "bytes": bytes_}
-        w = self.workloads.get(req.get("workload"))
+        wid = int(req.get("workload") or 0)
+        w = self.workloads.get(wid)  # type: ignore[assignment]
         if what == "release":
-            self.workloads.pop(req.get("workload"), None)
+            self.workloads.pop(wid, None)
             return {"status": "ok"}
         if w is None:
             return {"status": "error", "message": "no such workload"}
@@ -457,8 +524,11 @@ class Registry:
                     "rel_err": rel, "detail": detail}
         return {"status": "error", "message": "unknown call '%s'" % what}
 
-    def _launch(self, target, provider, code_ptr, msg, cap):
+    def _launch(self, target: int, provider: int, code_ptr: Any, msg: Any, cap: int) -> int:
         w = self.workloads.get(target)
+        if w is None:
+            _lib.write(msg, cap, "no such workload %d" % target)
+            return 2
         try:
             w.provs[provider][1](*w.args)
             return 0
@@ -472,7 +542,7 @@ class Registry:
                 return 1
             return 2
 
-    def register(self, ops, source):
+    def register(self, ops: List[Tuple[Dict[str, Any], List[Prov]]], source: str) -> None:
         lib = _lib.lib()
         mark = lib.caliber_c_ops_mark()
         err = _lib.buffer(4096)
@@ -483,7 +553,7 @@ class Registry:
             self.tuners.append(tuners)
             providers = []
             for i, (n, _fn, r) in enumerate(provs):
-                entry = {"name": n, "role": r}
+                entry: Dict[str, Any] = {"name": n, "role": r}
                 if i in tuners:
                     # caliber's tuner keeps Triton's choice in its cache (docs/python.md)
                     entry.update(configs=_autotune.configs(tuners[i]), swept_by="triton",
@@ -503,16 +573,16 @@ class Registry:
             raise SuiteError(_lib.text(err))
 
 
-def _sync(case):
+def _sync(case: Case) -> None:
     if not case.host:
         import torch
         torch.cuda.current_stream().synchronize()
 
 
-_registry = None
+_registry: Optional[Registry] = None
 
 
-def register_suite(path):
+def register_suite(path: str) -> List[str]:
     """Loads the suite and registers its ops with caliber; returns their names."""
     global _registry
     ops = load(path)
@@ -522,11 +592,11 @@ def register_suite(path):
     return [op["name"] for op, _ in ops]
 
 
-def identity_extra(path):
+def identity_extra(path: Union[str, Sequence[str]]) -> None:
     """run_identity.json's "python" entry; `path` is the suite (or a list of suites)."""
     from . import _torch
-    suite = [os.path.abspath(p) for p in path] if isinstance(path, (list, tuple)) else \
-        os.path.abspath(path)
-    info = {"version": sys.version.split()[0], "executable": sys.executable, "suite": suite}
+    suite: Union[str, List[str]] = [os.path.abspath(p) for p in path] \
+        if not isinstance(path, str) else os.path.abspath(path)
+    info: Dict[str, Any] = {"version": sys.version.split()[0], "executable": sys.executable, "suite": suite}
     info.update(_torch.versions())
     _lib.lib().caliber_c_identity_extra(b"python", json.dumps(info).encode())

@@ -9,6 +9,7 @@
 #include "proc/process.hpp"
 #include "records/rundir.hpp"
 #include "run/py_ops.hpp"
+#include "settings/library_file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -29,9 +30,10 @@ void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std
                        (lib_a.empty() ? "--ops-lib-a" : "--ops-lib-b") +
                        "; allowed: both (A's library and B's) or neither");
   for (const auto& [flag, lib] : {std::pair{"--ops-lib-a", lib_a}, std::pair{"--ops-lib-b", lib_b}})
-    if (!lib.empty() && !fs::is_regular_file(lib))
-      throw AbUsageError(std::string(flag) + ": '" + lib +
-                         "' is not a regular file; allowed: a shared library of ops");
+    if (!lib.empty())
+      if (const auto why = core::shared_library_problem(lib))
+        throw AbUsageError(std::string(flag) + ": '" + lib + "' " + *why +
+                           "; allowed: a shared library of ops");
   if (!lib_a.empty()) {
     // Absolute, so that each side's runs load exactly the file named here.
     a.args.push_back("--ops-lib=" + fs::absolute(lib_a).lexically_normal().string());
@@ -96,6 +98,16 @@ void check_sides(const AbOptions& opt, const fs::path& self) {
   for (const AbSide* side : {&opt.a, &opt.b}) {
     std::vector<std::string> args = opt.run_args;
     args.insert(args.end(), side->args.begin(), side->args.end());
+    // ab gives every round its own --out and --name (and a paired round its --paired-*): a
+    // switch that sets them would make each round's run refuse its flags after the A/B
+    // directory exists.
+    for (const auto& a : side->args) {
+      const std::string flag = a.substr(0, a.find('='));
+      if (flag == "--out" || flag == "--name" || flag.rfind("--paired-", 0) == 0)
+        throw AbUsageError("--arg: '" + a.substr(0, 200) +
+                           "' sets a flag ab gives each round itself; allowed: a run flag "
+                           "other than --out, --name and --paired-*");
+    }
     const core::Knobs k = run_knobs_of(args);
     if (!k.py_ops.empty()) (void)check_py_suites(self, k, opt.ops);
   }

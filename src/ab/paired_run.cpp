@@ -135,6 +135,8 @@ RunOutcome run_paired(const RunRequest& req, std::ostream& out, std::ostream& er
   ob.run_dir = fb.dir;
   PairedRows rows = run_paired_cases(k, s, side_b, runner, tuner_b, peaks, fa, fb, oa, ob, out,
                                      req.paired_blocks, req.paired_crossover);
+  record_end_load(fa);
+  record_end_load(fb);
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   out << "side A:\n";

@@ -24,6 +24,27 @@ struct Capabilities {
   bool graph_event_nodes = false;
   // The stream can be held (hold_stream) so that what is enqueued meanwhile runs back to back.
   bool stream_hold = false;
+  // The device can report its own activity records (trace_open ... trace_collect): the start and
+  // end of every kernel, copy and memset, graph-launched ones included, on its own clock. Whether
+  // a trace really opens is decided at run time (the tracer library, another subscriber).
+  bool kernel_trace = false;
+};
+
+// One activity the device recorded while a trace was open (Device::trace_collect).
+struct TraceRecord {
+  enum class Kind { kernel, memcpy, memset };
+  Kind kind = Kind::kernel;
+  std::uint64_t start_ns = 0;  // the device's own timestamps
+  std::uint64_t end_ns = 0;
+  // The backend's own work (the L2 flush, the stream hold, a trace boundary): it separates the
+  // timed launches in the records and is never part of one.
+  bool own = false;
+};
+
+// Whether a trace opened, and why not.
+struct TraceOpen {
+  bool ok = false;
+  std::string why;  // when !ok: no tracer library, another activity subscriber active, ...
 };
 
 struct DeviceDesc {
@@ -139,6 +160,20 @@ class Device : public caliber::DeviceContext {
   virtual void launch_empty() {}
   // The resolution of elapsed_ms, in microseconds (0 when unknown).
   [[nodiscard]] virtual double timer_resolution_us() const { return 0; }
+  // Kernel trace (capabilities().kernel_trace). trace_open starts collecting the device's activity
+  // records, or says why it cannot; trace_collect returns, ordered by start, the records of the
+  // work that completed since the last collect (call it after synchronizing on that work);
+  // trace_close stops collecting and lets other subscribers (a profiler) in. trace_boundary
+  // enqueues, or captures into a graph, a tiny activity of the backend's own (TraceRecord::own)
+  // that separates two launches in the records where nothing else of the backend's does.
+  [[nodiscard]] virtual TraceOpen trace_open() {
+    return {false, "this backend has no kernel trace"};
+  }
+  [[nodiscard]] virtual std::vector<TraceRecord> trace_collect() { return {}; }
+  virtual void trace_close() {}
+  virtual void trace_boundary() {}
+  // The unit of the records' timestamps, in microseconds (0 when unknown).
+  [[nodiscard]] virtual double trace_resolution_us() const { return 0; }
   // The SM clock now, when the backend can read it.
   [[nodiscard]] virtual std::optional<ClockSample> clocks() = 0;
   // Is the context still usable? (after a capture attempt, a cheap probe launch)

@@ -15,6 +15,7 @@
 #include <iostream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -192,8 +193,25 @@ std::vector<OpStatusRow> read_ops_status(const fs::path& batch_dir) {
   return parse_ops_status_csv(text.str());
 }
 
+namespace {
+// The last rewrite of ops_status.csv that failed (a full disk), or "": a batch goes on and writes
+// it again after the next op, and summarize() tries once more at the end.
+std::string& status_write_error() {
+  static std::string error;
+  return error;
+}
+}  // namespace
+
 void write_ops_status(const fs::path& batch_dir, const std::vector<OpStatusRow>& rows) {
-  core::write_file_atomic(batch_dir / kOpsStatusFile, ops_status_csv(rows));
+  try {
+    core::write_file_atomic(batch_dir / kOpsStatusFile, ops_status_csv(rows));
+    status_write_error().clear();
+  } catch (const std::runtime_error& e) {
+    if (status_write_error().empty())
+      std::cerr << "caliber batch: " << e.what()
+                << "; the batch goes on and writes it again after the next op\n";
+    status_write_error() = e.what();
+  }
 }
 
 Classified classify_exit(const ExitStatus& st, double timeout_s) {
@@ -391,6 +409,8 @@ bool slurm_flags_given(const slurm::SlurmOptions& s) {
          !s.time_limit.empty() || !s.sbatch_args.empty();
 }
 
+void apply_stored_settings(const nlohmann::json& cfg, BatchOptions& opt);
+
 // --resume: the batch's rows, and its settings unless given again now.
 void load_resumed_batch(BatchContext& ctx) {
   BatchOptions& opt = ctx.opt;
@@ -414,11 +434,73 @@ void load_resumed_batch(BatchContext& ctx) {
   std::ifstream cfg_in(ctx.batch_dir / kBatchConfigFile);
   if (cfg_in) cfg = nlohmann::json::parse(cfg_in, nullptr, false);
   if (!cfg.is_object()) cfg = nlohmann::json::object();
+  try {
+    apply_stored_settings(cfg, opt);
+  } catch (const nlohmann::json::exception&) {
+    throw BatchUsageError("--resume: '" + (ctx.batch_dir / kBatchConfigFile).string() +
+                          "' holds a field of the wrong type (devices: a list of numbers, "
+                          "run_args: a list of strings, timeout_per_op_s: a number, slurm: an "
+                          "object); it was not written by caliber batch");
+  }
+  if (!opt.ops.empty() || !opt.op_file.empty())
+    throw BatchUsageError("--resume: the ops are those of the batch; do not name ops as well");
+}
+
+// The flags that make two runs comparable or not (what `compare` checks, and what it selects):
+// a resumed batch keeps its own, so its ops all ran under one caliber.
+bool changes_caliber(const std::string& flag) {
+  static const std::set<std::string> flags = {
+      "--level",  "--timer",       "--repeat", "--l2",          "--clock",
+      "--tune",   "--replay-from", "--shapes", "--shape-mode",  "--shape",
+      "--dtypes", "--ops-lib",     "--py-ops", "--return-mode", "--capture-deny"};
+  return flags.count(flag) > 0;
+}
+
+std::string flag_of(const std::string& arg) {
+  return arg.substr(0, arg.find('='));
+}
+
+}  // namespace
+
+std::vector<std::string> merge_resumed_args(const std::vector<std::string>& stored,
+                                            const std::vector<std::string>& given) {
+  std::vector<std::string> out = stored;
+  for (const auto& g : given) {
+    const std::string flag = flag_of(g);
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const std::string& s) { return flag_of(s) == flag; });
+    if (it == out.end()) {
+      if (changes_caliber(flag))
+        throw BatchUsageError("--resume: '" + g +
+                              "' changes the caliber of the batch (its first ops ran without "
+                              "it); resume with the batch's own flags, or start a new batch");
+      out.push_back(g);
+      continue;
+    }
+    if (*it == g) continue;
+    if (changes_caliber(flag))
+      throw BatchUsageError("--resume: '" + g +
+                            "' changes the caliber of the batch (its ops ran "
+                            "with '" +
+                            *it +
+                            "'); resume with the batch's own flags, or start a "
+                            "new batch");
+    *it = g;  // a flag that does not change the caliber (--min-time, --timeout) is replaced
+  }
+  return out;
+}
+
+namespace {
+
+// batch.json's settings into `opt` where they were not given again now; a field of the wrong
+// type throws nlohmann::json::exception.
+void apply_stored_settings(const nlohmann::json& cfg, BatchOptions& opt) {
   if (opt.backend.empty() || opt.backend == "auto") opt.backend = cfg.value("backend", opt.backend);
   if (opt.devices.empty() && cfg.contains("devices"))
     opt.devices = cfg["devices"].get<std::vector<int>>();
-  if (opt.run_args.empty() && cfg.contains("run_args"))
-    opt.run_args = cfg["run_args"].get<std::vector<std::string>>();
+  if (cfg.contains("run_args"))
+    opt.run_args =
+        merge_resumed_args(cfg["run_args"].get<std::vector<std::string>>(), opt.run_args);
   if (opt.timeout_per_op_s <= 0) opt.timeout_per_op_s = cfg.value("timeout_per_op_s", 0.0);
   if (opt.scheduler.empty()) opt.scheduler = cfg.value("scheduler", std::string());
   if (const auto s = cfg.find("slurm"); s != cfg.end() && s->is_object()) {
@@ -430,8 +512,6 @@ void load_resumed_batch(BatchContext& ctx) {
     if (so.sbatch_args.empty() && s->contains("sbatch_args"))
       so.sbatch_args = (*s)["sbatch_args"].get<std::vector<std::string>>();
   }
-  if (!opt.ops.empty() || !opt.op_file.empty())
-    throw BatchUsageError("--resume: the ops are those of the batch; do not name ops as well");
 }
 
 // --scheduler, else CALIBER_SCHEDULER, else the resumed batch's, else local.
@@ -534,13 +614,21 @@ void queue_pending(BatchContext& ctx, const BatchScheduler& scheduler, std::ostr
 BatchOutcome summarize(const BatchContext& ctx, int sig, std::ostream& out) {
   BatchOutcome outcome;
   outcome.batch_dir = ctx.batch_dir;
+  // The final statuses once more: a rewrite that failed on a full disk must not leave an op at
+  // `running`. If even this fails, the statuses go to stderr and the batch is not ok.
+  write_ops_status(ctx.batch_dir, ctx.rows);
+  const bool unwritten = !status_write_error().empty();
+  if (unwritten)
+    std::cerr << "caliber batch: " << kOpsStatusFile << " could not be written ("
+              << status_write_error() << "); the final statuses are:\n"
+              << ops_status_csv(ctx.rows);
   std::size_t not_ok = 0;
   std::map<std::string, int> counts;
   for (const auto& r : ctx.rows) {
     not_ok += r.status != "ok" && r.status != "skipped";
     ++counts[r.status];
   }
-  outcome.exit_code = sig != 0 ? 128 + sig : not_ok > 0 ? 1 : 0;
+  outcome.exit_code = sig != 0 ? 128 + sig : not_ok > 0 || unwritten ? 1 : 0;
   const std::string dir = ctx.batch_dir.string();
   out << "batch: " << dir << ":";
   for (const auto& [status, n] : counts) out << " " << status << " " << n;

@@ -64,6 +64,12 @@ struct Classified {
 // Ops from a file: one per line (or comma separated), '#' starts a comment.
 [[nodiscard]] std::vector<std::string> read_op_file(const std::filesystem::path& file);
 
+// A resumed batch's run flags: the stored ones, each replaced by the same flag given again now,
+// and new flags appended; a given flag that changes the caliber (--level, --timer, --tune, ...)
+// and differs from the stored one throws BatchUsageError, so every op runs under one caliber.
+[[nodiscard]] std::vector<std::string> merge_resumed_args(const std::vector<std::string>& stored,
+                                                          const std::vector<std::string>& given);
+
 struct BatchOptions {
   std::vector<std::string> ops;  // empty: --op-file, else OP / OP_FILE, else `<self> list --names`
   std::string op_file;

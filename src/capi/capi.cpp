@@ -63,11 +63,10 @@ json device_json(const backends::Backend& b, backends::Device& d) {
   j["backend"] = b.name();
   j["stream"] = reinterpret_cast<std::uintptr_t>(d.stream());
   j["host"] = d.props().host;
-  j["capabilities"] = {{"graph_capture", caps.graph_capture},
-                       {"graph_event_nodes", caps.graph_event_nodes},
-                       {"stream_hold", caps.stream_hold},
-                       {"default_rng", caps.default_rng},
-                       {"host", caps.host}};
+  j["capabilities"] = {
+      {"graph_capture", caps.graph_capture}, {"graph_event_nodes", caps.graph_event_nodes},
+      {"stream_hold", caps.stream_hold},     {"kernel_trace", caps.kernel_trace},
+      {"default_rng", caps.default_rng},     {"host", caps.host}};
   return j;
 }
 
@@ -87,6 +86,11 @@ timing::TimingOptions parse_options(const json& o, const backends::Capabilities&
   if (l2 != "cold" && l2 != "warm")
     throw std::invalid_argument("l2: '" + l2 + "'; allowed: cold, warm");
   t.l2 = l2 == "warm" ? timing::L2Policy::warm : timing::L2Policy::cold;
+  const std::string method = o.value("sample_method", std::string("auto"));
+  const auto sm = core::parse_sample_method(method);
+  if (!sm)
+    throw std::invalid_argument("sample_method: '" + method + "'; allowed: auto, trace, events");
+  t.sample_method = *sm;
   const std::string clock = o.value("clock", std::string("sustained"));
   const auto regime = timing::parse_clock_regime(clock);
   if (!regime) throw std::invalid_argument("clock: '" + clock + "'; allowed: sustained, burst");
@@ -148,6 +152,11 @@ json measurement_json(const timing::Measurement& m) {
             {"l2_method", m.l2_method},
             {"sample_method", m.sample_method},
             {"timer_resolution_us", m.timer_resolution_us},
+            {"event_latency_ms", m.event_latency_ms},
+            {"kernel_count", m.kernel_count},
+            {"kernel_sum_ms", m.kernel_sum_ms},
+            {"record_resolution_us", m.record_resolution_us},
+            {"trace_host_us", m.trace_host_us},
             {"settle_s", m.settle_s},
             {"settled", m.settled},
             {"failure", backends::to_string(m.failure)},
@@ -294,7 +303,8 @@ CALIBER_C_EXPORT int caliber_c_markers(char* reply, int64_t cap) {
            {"capture_poisoned", mk::capture_poisoned},
            {"timer_direct", mk::timer_direct},
            {"power_capped", mk::power_capped},
-           {"stop_missed", mk::stop_missed}}
+           {"stop_missed", mk::stop_missed},
+           {"events_no_trace", mk::events_no_trace}}
           .dump());
   return 0;
 }

@@ -98,6 +98,11 @@ class HostCaptureDevice final : public backends::Device {
   bool hold_gave_up() override { return in_->hold_gave_up(); }
   void launch_empty() override { in_->launch_empty(); }
   double timer_resolution_us() const override { return in_->timer_resolution_us(); }
+  backends::TraceOpen trace_open() override { return in_->trace_open(); }
+  std::vector<backends::TraceRecord> trace_collect() override { return in_->trace_collect(); }
+  void trace_close() override { in_->trace_close(); }
+  void trace_boundary() override { in_->trace_boundary(); }
+  double trace_resolution_us() const override { return in_->trace_resolution_us(); }
   std::optional<backends::ClockSample> clocks() override { return in_->clocks(); }
   bool healthy() noexcept override { return !capturing_ && in_->healthy(); }
   int take_last_error() noexcept override { return in_->take_last_error(); }

@@ -33,7 +33,8 @@ void add_ab(CLI::App& root, int& exit_code) {
       "differs beyond noise it warns that the switch may not be live. Exit codes as compare;\n"
       "128+N interrupted.");
   auto knobs = std::make_shared<KnobOptions>();
-  knobs->add_to(*sub);
+  knobs->add_to(*sub, {}, true, /*listed=*/false);  // named in the footer: ab's own flags first
+  sub->footer(run_knobs_footer());
   auto envs = std::make_shared<std::vector<std::string>>();
   auto args = std::make_shared<std::vector<std::string>>();
   auto lib_a = std::make_shared<std::string>();
@@ -54,15 +55,16 @@ void add_ab(CLI::App& root, int& exit_code) {
       ->group("A/B");
   sub->add_option("--rounds", *rounds, "Interleaved rounds per side (default 3; 1 to 1000)")
       ->group("A/B")
-      ->check(CLI::Range(1, 1000).description("an integer from 1 to 1000"));
+      ->check(CLI::Range(1, 1000).description(""));  // the help says 1 to 1000 once
   sub->add_flag("--isolate", *isolate,
                 "Two libraries: a process per side and round instead of the paired A/B in one "
                 "process")
       ->group("A/B");
-  sub->add_option("--blocks", *blocks,
-                  "Paired A/B: timed blocks per side and case, A and B alternately (default 8)")
+  sub->add_option(
+         "--blocks", *blocks,
+         "Paired A/B: timed blocks per side and case, A and B alternately (default 8; 2 to 1000)")
       ->group("A/B")
-      ->check(CLI::Range(2, 1000).description("an integer from 2 to 1000"));
+      ->check(CLI::Range(2, 1000).description(""));
   sub->add_option("--crossover", *crossover,
                   "Paired A/B: on (default): time each case in two placement phases, the second "
                   "with each side in the other side's memory, so that where the buffers landed "

@@ -1,4 +1,6 @@
 // caliber batch [OP...]: one `caliber run` child per op over the selected devices (ops_status.csv).
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include "batch/batch.hpp"
@@ -35,7 +37,15 @@ void add_batch(CLI::App& root, int& exit_code) {
   sub->add_option("--timeout-per-op", *timeout,
                   "Seconds an op's child may run before it is terminated (status timeout); 0: none")
       ->group("Batch")
-      ->check(CLI::NonNegativeNumber);
+      ->check([](const std::string& v) {
+        // CLI::NonNegativeNumber lets NaN through (NaN < 0 is false): a NaN timeout is none.
+        char* end = nullptr;
+        const double d = std::strtod(v.c_str(), &end);
+        return v.empty() || end != v.c_str() + v.size() || !std::isfinite(d) || d < 0 || d > 1e7
+                   ? std::string("'" + v.substr(0, 200) +
+                                 "' is not allowed; allowed: seconds from 0 to 1e7 (0: none)")
+                   : std::string();
+      });
   auto* resume_opt =
       sub->add_option("--resume", *resume,
                       "Rerun only the ops of this batch directory whose status is not ok, in place")

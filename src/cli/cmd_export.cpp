@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "records/output_path.hpp"
 #include "records/rundir.hpp"
 #include "report/export.hpp"
 
@@ -21,8 +22,11 @@ void add_export(CLI::App& root, int& exit_code) {
   auto out = std::make_shared<std::string>();
   sub->add_option("dirs", *dirs, "Run or batch directories")->required();
   sub->add_option("--format", *format, "csv, json or gbench (default csv)");
-  sub->add_option("--out", *out, "Output file (default: standard output)");
-  sub->callback([dirs, format, out, &exit_code] {
+  auto* out_opt = sub->add_option(
+      "--out", *out,
+      "Output file (default: standard output); never an input, a link, a read-only file or "
+      "anything but a regular file");
+  sub->callback([dirs, format, out, out_opt, &exit_code] {
     const auto f = report::parse_export_format(*format);
     if (!f) {
       exit_code = usage_error("--format: '" + *format + "' is not allowed (" +
@@ -32,13 +36,14 @@ void add_export(CLI::App& root, int& exit_code) {
     report::ExportResult r;
     try {
       std::vector<std::filesystem::path> paths(dirs->begin(), dirs->end());
+      if (out_opt->count() > 0) core::check_output_file(*out, "--out", core::inputs_of(paths));
       r = report::export_dirs(paths, *f);
     } catch (const std::exception& e) {
       exit_code = usage_error(std::string("export: ") + e.what());
       return;
     }
     try {
-      if (out->empty())
+      if (out_opt->count() == 0)
         std::cout << r.text;
       else
         core::write_file_atomic(*out, r.text);

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "records/output_path.hpp"
 #include "records/rundir.hpp"
 #include "report/command.hpp"
 #include "report/html.hpp"
@@ -27,39 +28,48 @@ void add_report(CLI::App& root, int& exit_code) {
   sub->add_option("--ab", *ab,
                   "An A/B page of two sides (A B); a side may be several runs, comma-separated")
       ->expected(2);
-  sub->add_option("--html", *out,
-                  "Output file (default: report.html in the first directory, or in A)");
-  sub->callback([dirs, ab, out, &exit_code] {
+  auto* out_opt = sub->add_option(
+      "--html", *out,
+      "Output file (default: report.html in the first directory, or in A); never an input, a "
+      "link, a read-only file or anything but a regular file");
+  sub->callback([dirs, ab, out, out_opt, &exit_code] {
     if (ab->empty() == dirs->empty()) {
       exit_code = usage_error(ab->empty() ? "report: name at least one run, batch or ab directory"
                                           : "report --ab A B takes no other directories");
       return;
     }
-    try {
-      std::string page;
-      std::filesystem::path first;
-      if (!ab->empty()) {
-        const auto a = report::CompareCommand::side_paths((*ab)[0]);
-        const auto b = report::CompareCommand::side_paths((*ab)[1]);
-        if (a.empty() || b.empty()) {
-          exit_code = usage_error("report --ab: each side needs a directory");
-          return;
-        }
-        page = report::html_ab_report(a, b);
-        first = a.front();
-      } else {
-        std::vector<std::filesystem::path> paths(dirs->begin(), dirs->end());
-        page = report::html_report(paths);
-        first = paths.front();
+    std::vector<std::filesystem::path> a, b, inputs;
+    if (!ab->empty()) {
+      a = report::CompareCommand::side_paths((*ab)[0]);
+      b = report::CompareCommand::side_paths((*ab)[1]);
+      if (a.empty() || b.empty()) {
+        exit_code = usage_error("report --ab: each side needs a directory");
+        return;
       }
-      const std::filesystem::path file =
-          out->empty() ? first / "report.html" : std::filesystem::path(*out);
-      core::write_file_atomic(file, page);
-      std::cout << "report: " << file.string() << "\n";
-      exit_code = kExitOk;
+      inputs = a;
+      inputs.insert(inputs.end(), b.begin(), b.end());
+    } else {
+      inputs.assign(dirs->begin(), dirs->end());
+    }
+    const std::filesystem::path file =
+        out_opt->count() == 0 ? inputs.front() / "report.html" : std::filesystem::path(*out);
+    std::string page;
+    try {
+      core::check_output_file(file, "--html", core::inputs_of(inputs));
+      page = ab->empty() ? report::html_report(inputs) : report::html_ab_report(a, b);
     } catch (const std::exception& e) {
       exit_code = usage_error(std::string("report: ") + e.what());
+      return;
     }
+    try {
+      core::write_file_atomic(file, page);
+    } catch (const std::exception& e) {
+      std::cerr << "caliber: report: " << e.what() << "\n";
+      exit_code = kExitFailed;  // the input was good; the page could not be written
+      return;
+    }
+    std::cout << "report: " << file.string() << "\n";
+    exit_code = kExitOk;
   });
 }
 

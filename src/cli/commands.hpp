@@ -24,6 +24,10 @@ inline constexpr int kExitUsage = 2;
 // --help wrapped to the terminal's width, for `app` and the subcommands added to it afterwards.
 void use_wrapping_help(CLI::App& app);
 
+// The CLI's single exit point: standard output is flushed and checked (a write error is exit 1
+// with a message, never a silent 0), and a code outside 0/1/2 (and 128+signal) becomes 1.
+[[nodiscard]] int finish_exit(int exit_code);
+
 // Prints "caliber: <message>" on stderr and returns kExitUsage.
 int usage_error(const std::string& message);
 

@@ -10,8 +10,15 @@ namespace caliber::cli {
 
 // --format, --noise-band, --device-band, --run-noise, --fail-on-regression and, unless `ab` (whose
 // rounds share one caliber by construction), --allow-mismatch.
+// An explicitly empty value (`--min-effect ""`) is a mistake, not the default.
+inline std::string refuse_empty(const std::string& v) {
+  return v.empty() ? std::string("is empty; give a value or leave the flag out") : std::string();
+}
+
 inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool ab = false) {
-  sub.add_option("--format", cmp.format, "Output: table, md, csv, json")->group("Output");
+  sub.add_option("--format", cmp.format, "Output: table, md, csv, json")
+      ->check(refuse_empty)
+      ->group("Output");
   sub.add_option("--min-effect", cmp.min_effect_pct,
                  "The smallest change in percent called FASTER/SLOWER (default 0.5). The rule: "
                  "FASTER/SLOWER\nwhen the 95% CI of the ratio excludes 1 and the effect is at "
@@ -20,35 +27,40 @@ inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool
                  "run-to-run terms below, so the same code on both sides comes\nout "
                  "FASTER/SLOWER only where it moved more than any calibration pair of its class "
                  "did;\ndetection power measured on the H200: docs/ab.md")
+      ->check(refuse_empty)
       ->group("Compare");
   sub.add_option("--noise-band", cmp.noise_band_pct,
                  "Equivalence band in percent: a CI wholly inside +/- it is SAME (default 3)")
+      ->check(refuse_empty)
       ->group("Compare");
   sub.add_option("--device-band", cmp.device_band_pct,
                  "Equivalence band in percent when A and B ran on different physical devices "
                  "(default 6; why:\ndocs/measurements.md)")
+      ->check(refuse_empty)
       ->group("Compare");
   sub.add_option("--run-noise", cmp.run_noise,
-                 std::string("Run-to-run noise per side in percent, added to the CI (divided by "
-                             "sqrt(runs) for a\nside of several runs): "
-                             "PCT[,CLASS=PCT...][,floor_us=US], CLASS a family, a provider or "
-                             "fallback (a direct-timer\nfallback row); a pair takes the largest "
-                             "that applies, in quadrature with US / its median.\nDefault ") +
-                     report::kDefaultRunNoise + ", " + report::kRunNoiseDerivation)
+                 "Run-to-run noise per side in percent, added to the CI (divided by sqrt(runs) "
+                 "for a\nside of several runs): PCT[,CLASS=PCT...][,floor_us=US], CLASS a family, "
+                 "a provider or fallback\n(a direct-timer fallback row); a pair takes the largest "
+                 "that applies, in quadrature with\nUS / its median. Default: the calibration "
+                 "file of the runs' device model\n(share/caliber/calibration/<model>.yaml; a "
+                 "device without one takes the largest terms of\nall files; docs/ab.md)")
+      ->check(refuse_empty)
       ->group("Compare");
-  sub.add_option("--paired-noise", cmp.paired_noise,
-                 std::string("Paired A/B (one process per round, A and B block by block): the "
-                             "residual per round in\npercent added to the blocks' interval, "
-                             "PCT[,CLASS=PCT...][,floor_us=US] as --run-noise,\ndivided by "
-                             "sqrt(rounds); a given term holds for every paired pair. Default "
-                             "for a pair timed\nin two placement phases (the crossover) ") +
-                     report::kDefaultPairedNoise + ", " + report::kPairedNoiseDerivation +
-                     ".\nDefault for a pair timed in one phase (--crossover off, Python suites) " +
-                     report::kDefaultPairedNoiseOnePhase + ", " +
-                     report::kPairedNoiseOnePhaseDerivation)
+  sub.add_option(
+         "--paired-noise", cmp.paired_noise,
+         "Paired A/B (one process per round, A and B block by block): the residual per "
+         "round in\npercent added to the blocks' interval, PCT[,CLASS=PCT...][,floor_us=US] "
+         "as --run-noise,\ndivided by sqrt(rounds); a given term holds for every paired "
+         "pair. Default: the\ncalibration file's, one for pairs timed in two placement "
+         "phases (the crossover) and one\nfor pairs timed in one (--crossover off, "
+         "Python suites)")
+      ->check(refuse_empty)
       ->group("Compare");
   sub.add_option("--fail-on-regression", cmp.fail_on_regression_pct,
-                 "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100 (for CI)")
+                 "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100 (for CI); a "
+                 "percentage from 0 (NaN, inf and negative values are refused)")
+      ->check(refuse_empty)
       ->group("Compare");
   if (!ab)
     sub.add_flag("--allow-mismatch", cmp.allow_mismatch,

@@ -4,9 +4,12 @@
 
 namespace caliber::cli {
 
-void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool with_ops) {
+void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool with_ops,
+                         bool listed) {
   for (const auto& spec : core::knob_table()) {
     if (skip.count(spec.name)) continue;
+    // CLI11 leaves an option of the empty group out of --help and still parses it.
+    const std::string group = listed ? spec.group : std::string();
     // The help line, then one line of facts: environment spelling, default, what is allowed.
     std::vector<std::string> facts;
     if (!spec.env.empty()) facts.push_back("env " + spec.env);
@@ -15,7 +18,7 @@ void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool 
     std::string desc = spec.help;
     for (std::size_t i = 0; i < facts.size(); ++i) desc += (i == 0 ? "\n  " : "; ") + facts[i];
     if (spec.name == "ops") {
-      if (with_ops) app.add_option("ops", positional_ops, desc)->group(spec.group);
+      if (with_ops) app.add_option("ops", positional_ops, desc)->group(spec.group);  // listed
       continue;
     }
     std::string names = spec.flag;
@@ -23,14 +26,16 @@ void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool 
     CLI::Option* opt = nullptr;
     if (spec.repeatable) {
       opt = app.add_option(names, repeated[spec.name], desc)
-                ->group(spec.group)
+                ->group(group)
                 ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
                 ->allow_extra_args(false);
     } else if (spec.name == "profile") {
       // --profile alone means 3 launches; --profile=N picks N.
-      opt = app.add_flag(names + "{3}", values[spec.name], desc)->group(spec.group);
+      opt = app.add_flag(names + "{3}", values[spec.name], desc)
+                ->group(group)
+                ->multi_option_policy(CLI::MultiOptionPolicy::Throw);  // given twice: refused
     } else {
-      opt = app.add_option(names, values[spec.name], desc)->group(spec.group);
+      opt = app.add_option(names, values[spec.name], desc)->group(group);
     }
     if (!spec.allowed.empty() && spec.allowed.find(',') != std::string::npos &&
         spec.allowed.find(' ') != std::string::npos)
@@ -40,7 +45,25 @@ void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool 
     options[spec.name] = opt;
   }
   if (!skip.count("quiet"))
-    options["quiet"] = app.add_flag("--quiet", quiet, "No tuning progress line")->group("Output");
+    options["quiet"] =
+        app.add_flag("--quiet", quiet, "No tuning progress line")->group(listed ? "Output" : "");
+}
+
+std::string run_knobs_footer() {
+  std::string out =
+      "Run knobs: every flag of `caliber run` applies to each round, with its meaning "
+      "there (caliber run --help):";
+  std::size_t col = 100;
+  for (const auto& spec : core::knob_table()) {
+    if (spec.flag.empty()) continue;
+    if (col + spec.flag.size() + 1 > 96) {
+      out += "\n ";
+      col = 1;
+    }
+    out += " " + spec.flag;
+    col += spec.flag.size() + 1;
+  }
+  return out + " --quiet";
 }
 
 std::map<std::string, std::string> KnobOptions::given() const {
@@ -50,7 +73,9 @@ std::map<std::string, std::string> KnobOptions::given() const {
     auto rep = repeated.find(name);
     if (rep == repeated.end()) {
       std::string v = values.at(name);
-      std::replace(v.begin(), v.end(), '\n', ',');  // a joined repeated flag (--shape)
+      // CLI11 joins a repeated --shape with newlines; any other value keeps its newline, which
+      // the knob table refuses (a path with a newline must not become two items).
+      if (name == "shape" && opt->count() > 1) std::replace(v.begin(), v.end(), '\n', ',');
       out[name] = v;
       continue;
     }

@@ -22,7 +22,10 @@ struct KnobOptions {
 
   // Adds every knob except those in `skip` (and the positional ops unless `with_ops`), and
   // --quiet. run, batch and ab all register their run flags here, so each takes every one.
-  void add_to(CLI::App& app, const std::set<std::string>& skip = {}, bool with_ops = true);
+  // listed = false: the knobs are taken but left out of --help (ab lists them by name in one
+  // paragraph, run_knobs_footer, so its own flags come first and its help stays short).
+  void add_to(CLI::App& app, const std::set<std::string>& skip = {}, bool with_ops = true,
+              bool listed = true);
   // The raw values actually given on the command line (positional ops as "ops").
   [[nodiscard]] std::map<std::string, std::string> given() const;
   // Resolves against the process environment; throws core::KnobError.
@@ -30,5 +33,9 @@ struct KnobOptions {
   // The given flags as arguments again (for child processes), skipping `skip`.
   [[nodiscard]] std::vector<std::string> as_args(const std::set<std::string>& skip = {}) const;
 };
+
+// "Every knob of `caliber run` applies, with its meaning there (caliber run --help): --backend
+// --level ...", wrapped at 100 columns.
+[[nodiscard]] std::string run_knobs_footer();
 
 }  // namespace caliber::cli

@@ -1,6 +1,9 @@
 // caliber: benchmarks GPU operator libraries honestly, on any accelerator vendor.
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -9,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "core/terminal.hpp"
 #include "records/identity.hpp"
+#include "records/output_path.hpp"
 
 namespace caliber::cli {
 
@@ -57,6 +61,31 @@ void use_wrapping_help(CLI::App& app) {
   app.formatter(std::make_shared<WrappingFormatter>(caliber::core::terminal_columns()));
 }
 
+int finish_exit(int exit_code) {
+  // Output that did not reach its file is not a result: a full disk under `> out.json` must not
+  // pass for a complete export. std::cout writes through stdio's stdout here.
+  std::cout.flush();
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int why = errno;
+  if (!flushed || std::ferror(stdout) != 0 || !std::cout.good()) {
+    std::cerr << "caliber: cannot write standard output"
+              << (why != 0 ? std::string(" (") + std::strerror(why) + ")" : std::string())
+              << "; the output is incomplete\n";
+    std::clearerr(stdout);
+    std::cout.clear();
+    return exit_code == kExitUsage ? kExitUsage : kExitFailed;
+  }
+  // The contract has three codes and 128+N for a run ended by signal N (SIGINT: 130); anything
+  // else (a child's own code passed up) is a failure.
+  const bool by_signal = exit_code > 128 && exit_code < 128 + 65;
+  if (exit_code != kExitOk && exit_code != kExitFailed && exit_code != kExitUsage && !by_signal) {
+    std::cerr << "caliber: exit code " << exit_code << " is not caliber's; exiting 1\n";
+    return kExitFailed;
+  }
+  return exit_code;
+}
+
 int usage_error(const std::string& message) {
   std::cerr << "caliber: " << message << "\n";
   return kExitUsage;
@@ -64,7 +93,44 @@ int usage_error(const std::string& message) {
 
 }  // namespace caliber::cli
 
+namespace {
+
+// Where a caliber executable that handed this command to Python wants to hear how far the CLI
+// got (run/py_ops.cpp): "started" here, "done N" at the exit point. Read once and cleared, so the
+// children this process starts do not write into it.
+std::string& handoff_status_file() {
+  static std::string file = [] {
+    const char* v = std::getenv("CALIBER_PY_HANDOFF_STATUS");
+    std::string f = v != nullptr ? v : "";
+    ::unsetenv("CALIBER_PY_HANDOFF_STATUS");
+    return f;
+  }();
+  return file;
+}
+
+void note_handoff(const std::string& line) {
+  const std::string& file = handoff_status_file();
+  if (file.empty()) return;
+  if (std::FILE* f = std::fopen(file.c_str(), "ae")) {
+    std::fputs((line + "\n").c_str(), f);
+    std::fclose(f);
+  }
+}
+
+int run_cli(int argc, char** argv);
+
+}  // namespace
+
 int caliber_cli_main(int argc, char** argv) {
+  note_handoff("started");
+  const int rc = caliber::cli::finish_exit(run_cli(argc, argv));
+  note_handoff("done " + std::to_string(rc));
+  return rc;
+}
+
+namespace {
+
+int run_cli(int argc, char** argv) {
   using namespace caliber::cli;
   CLI::App app{
       "caliber: benchmark operator libraries against their vendor baselines, honestly.\n"
@@ -77,6 +143,18 @@ int caliber_cli_main(int argc, char** argv) {
   std::stable_sort(list.begin(), list.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& [order, add] : list) add(app, exit_code);
+  if (argc > 1 && argv[1][0] != '-') {
+    // CLI11 would say "A subcommand is required" of a misspelt one.
+    std::string names;
+    bool known = false;
+    for (const auto* sub : app.get_subcommands({})) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known = known || sub->get_name() == argv[1];
+    }
+    if (!known)
+      return usage_error("'" + caliber::core::shown_path(argv[1]) +
+                         "' is not a subcommand; allowed: " + names);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -97,6 +175,15 @@ int caliber_cli_main(int argc, char** argv) {
               << what.substr(at + std::string(": At Most 1 required but received ").size())
               << " times; give it once\n";
     return kExitUsage;
+  } catch (const CLI::ExtrasError& e) {
+    // CLI11 says only "The following argument was not expected: --ops"; ops are positional.
+    const std::string what = e.what();
+    app.exit(e);
+    if (what.find(" --ops") != std::string::npos || what.find(" --op ") != std::string::npos ||
+        what.find(" --op=") != std::string::npos || what.find(" --ops=") != std::string::npos)
+      std::cerr << "caliber: there is no --ops flag: ops are positional (caliber run add sum; "
+                   "--op-file FILE lists them in a file)\n";
+    return kExitUsage;
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return kExitUsage;  // CLI11 would return its own codes; the contract says 2 for bad usage
@@ -104,6 +191,7 @@ int caliber_cli_main(int argc, char** argv) {
     std::cerr << "caliber: " << e.what() << "\n";
     return kExitFailed;
   }
-  std::fflush(stdout);
   return exit_code;
 }
+
+}  // namespace

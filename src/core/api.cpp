@@ -2,6 +2,7 @@
 // registry.
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <sstream>
 
 #include "caliber/caliber.hpp"
@@ -224,6 +225,23 @@ bool register_op(const std::string& backend, OpFactory factory) {
 
 const std::vector<RegisteredOp>& registered_ops() {
   return op_list();
+}
+
+namespace {
+std::map<std::string, std::vector<std::vector<std::int64_t>>>& op_shape_lists() {
+  static std::map<std::string, std::vector<std::vector<std::int64_t>>> shapes;
+  return shapes;
+}
+}  // namespace
+
+bool register_op_shapes(const std::string& op, std::vector<std::vector<std::int64_t>> shapes) {
+  op_shape_lists()[op] = std::move(shapes);
+  return true;
+}
+
+const std::vector<std::vector<std::int64_t>>* registered_op_shapes(const std::string& op) {
+  const auto it = op_shape_lists().find(op);
+  return it == op_shape_lists().end() ? nullptr : &it->second;
 }
 
 }  // namespace caliber

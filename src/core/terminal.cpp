@@ -98,4 +98,18 @@ std::string wrap_text(std::string_view text, std::size_t width) {
   return out;
 }
 
+std::string terminal_safe(std::string text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      text[i] = '?';
+    } else if (c == 0xc2 && i + 1 < text.size() &&
+               static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      text.replace(i, 2, "?");  // a C1 control in UTF-8 (0xc2 0x9b is a CSI)
+    }
+  }
+  return text;
+}
+
 }  // namespace caliber::core

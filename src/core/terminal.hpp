@@ -19,4 +19,9 @@ namespace caliber::core {
 // Continuation lines keep the indent of the line they continue.
 [[nodiscard]] std::string wrap_text(std::string_view text, std::size_t width);
 
+// `text` with every control character but the line break and the tab (ESC, BEL, CR, DEL, the C1
+// controls U+0080..U+009F) shown as '?': an op name or a note read from a run.log cannot move the
+// cursor, retitle the terminal or hide a line when printed.
+[[nodiscard]] std::string terminal_safe(std::string text);
+
 }  // namespace caliber::core

@@ -16,6 +16,8 @@
 #include <system_error>
 #include <thread>
 
+#include "records/output_path.hpp"
+
 extern char** environ;
 
 namespace caliber::run {
@@ -127,11 +129,8 @@ ExitStatus decode(int wstatus, double duration) {
 // The log file's descriptor (appended to), or -1 when the spec has none.
 int open_log(const SpawnSpec& spec) {
   if (spec.log_file.empty()) return -1;
-  const int fd = ::open(spec.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw std::system_error(errno, std::generic_category(),
-                            "cannot open log file " + spec.log_file.string());
-  return fd;
+  // Never through a symbolic link (a planted logs/OP.log -> ~/.bashrc) nor into a fifo.
+  return core::open_append_regular(spec.log_file);
 }
 
 // What the child needs between fork and exec, prepared before the fork (no allocation after it).

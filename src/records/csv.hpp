@@ -1,6 +1,7 @@
 // CSV quoting, one rule for every CSV caliber writes (ops_status.csv, --format csv, export).
 #pragma once
 
+#include <exception>
 #include <string>
 
 namespace caliber::core {
@@ -15,6 +16,26 @@ namespace caliber::core {
     out += c;
   }
   return out + "\"";
+}
+
+// A text cell of a CSV meant for spreadsheets (export, --format csv): a value a spreadsheet would
+// run as a formula (=HYPERLINK(...), +cmd, @SUM, -2+3) gets a leading apostrophe, which shows as
+// text; a number such as -1.5 and a lone "-" stay as they are. Not for ops_status.csv, which
+// caliber reads back.
+[[nodiscard]] inline std::string csv_text_cell(const std::string& s) {
+  if (s.empty()) return csv_field(s);
+  const char c = s[0];
+  bool formula = c == '=' || c == '+' || c == '@' || c == '\t' || c == '\r';
+  if (c == '-' && s.size() > 1) {
+    std::size_t used = 0;
+    try {
+      (void)std::stod(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    formula = used != s.size();
+  }
+  return csv_field(formula ? "'" + s : s);
 }
 
 }  // namespace caliber::core

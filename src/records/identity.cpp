@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 
@@ -57,6 +59,9 @@ nlohmann::json read_identity(const std::filesystem::path& run_dir) {
   std::error_code ec;
   if (std::filesystem::exists(file, ec) && !std::filesystem::is_regular_file(file, ec))
     throw std::runtime_error("cannot read " + file.string() + ": not a regular file");
+  if (!std::filesystem::exists(file, ec))  // file_size would say (uintmax_t)-1 bytes
+    throw std::runtime_error("cannot read " + file.string() +
+                             ": it does not exist (is this a run directory?)");
   if (std::filesystem::file_size(file, ec) > kMaxIdentityBytes)
     throw std::runtime_error("cannot read " + file.string() + ": larger than " +
                              std::to_string(kMaxIdentityBytes) + " bytes");
@@ -158,6 +163,41 @@ std::string node_of(const nlohmann::json& identity) {
   const auto h = identity.find("host");
   if (h != identity.end() && h->is_string()) return h->get<std::string>();
   return "";
+}
+
+nlohmann::json host_load() {
+  nlohmann::json j = {{"load1", nullptr}, {"load5", nullptr}, {"load15", nullptr}};
+  double avg[3] = {};
+  if (::getloadavg(avg, 3) == 3) {
+    j["load1"] = avg[0];
+    j["load5"] = avg[1];
+    j["load15"] = avg[2];
+  }
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  j["cores"] = cores > 0 ? nlohmann::json(cores) : nlohmann::json(nullptr);
+  return j;
+}
+
+std::vector<std::string> loaded_host_readings(const nlohmann::json& identity) {
+  std::vector<std::string> out;
+  if (!identity.is_object()) return out;
+  const auto hl = identity.find("host_load");
+  if (hl == identity.end() || !hl->is_object()) return out;
+  for (const char* when : {"start", "end"}) {
+    const auto r = hl->find(when);
+    if (r == hl->end() || !r->is_object()) continue;
+    const auto load = r->find("load1");
+    const auto cores = r->find("cores");
+    if (load == r->end() || cores == r->end() || !load->is_number() || !cores->is_number())
+      continue;
+    const double l = load->get<double>();
+    const double c = cores->get<double>();
+    if (c <= 0 || !(l > c)) continue;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s: load %.2f on %.0f cores", when, l, c);
+    out.emplace_back(buf);
+  }
+  return out;
 }
 
 }  // namespace caliber::core

@@ -55,4 +55,13 @@ void set_identity_extra(const std::string& key, nlohmann::json value);
 // The machine a run ran on: its Slurm node name, else its host name; "" when neither is recorded.
 [[nodiscard]] std::string node_of(const nlohmann::json& identity);
 
+// The host's load now: {"load1", "load5", "load15" (the kernel's load averages), "cores" (online
+// processors)}; the load fields are null where the system gives none. A run records it at its
+// start and end (run_identity.json "host_load": {"start": ..., "end": ...}).
+[[nodiscard]] nlohmann::json host_load();
+// A host was loaded when a recorded one-minute load average exceeded its core count. Returns one
+// phrase per loaded reading ("start: load 3.10 on 2 cores"); empty when none was (or none was
+// recorded: an older run).
+[[nodiscard]] std::vector<std::string> loaded_host_readings(const nlohmann::json& identity);
+
 }  // namespace caliber::core

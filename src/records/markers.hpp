@@ -16,6 +16,10 @@ inline constexpr const char* timer_direct = "timer=direct";
 inline constexpr const char* power_capped = "CLOCK_POWER_CAPPED";
 // The stopping rule was not met: the measurement stopped on its timeout or its sample cap.
 inline constexpr const char* stop_missed = "STOP_NOT_CONVERGED";
+// The kernel trace was the sample method (asked, or the default where the backend has one) but
+// could not be used: no tracer library, another activity subscriber (a profiler) active, or
+// records missing for a timed launch; the row is timed by its events instead.
+inline constexpr const char* events_no_trace = "SAMPLE_METHOD_EVENTS_NO_TRACE";
 // A skip guard of the op was lifted by one of the backend's compat rules (the case row's own).
 inline constexpr const char* compat_lifted = "compat_lifted";
 

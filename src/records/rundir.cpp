@@ -111,6 +111,13 @@ void write_file_atomic(const std::filesystem::path& file, const std::string& con
                                                     : "a device, fifo or socket") +
                              "); refusing to replace it");
   }
+  const bool exists = ::lstat(file.c_str(), &st) == 0;
+  // A file the user made read-only is kept, not replaced (rename would succeed in a writable
+  // folder, and root passes access(W_OK) whatever the mode).
+  if (exists &&
+      ((st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0 || ::access(file.c_str(), W_OK) != 0))
+    throw std::runtime_error("cannot write " + file.string() +
+                             ": it is read-only; refusing to replace it");
   // Appending piece by piece: GCC 12 warns falsely (-Wrestrict) on `"." + std::string`.
   std::string tmp_name = ".";
   tmp_name += file.filename().string();
@@ -123,6 +130,7 @@ void write_file_atomic(const std::filesystem::path& file, const std::string& con
   if (fd < 0) {
     throw std::runtime_error("cannot write " + file.string() + ": " + std::strerror(errno));
   }
+  if (exists) ::fchmod(fd, st.st_mode & 07777);  // the replacement keeps the file's mode
   const char* p = content.data();
   std::size_t left = content.size();
   while (left > 0) {

@@ -80,6 +80,13 @@ inline constexpr const char* launches_per_sample = "launches_per_sample";
 inline constexpr const char* l2_method = "l2_method";
 inline constexpr const char* sample_method = "sample_method";
 inline constexpr const char* timer_resolution_us = "timer_resolution_us";
+// The kernel trace's (sample_method "kernel-trace"): the events' figure of the same samples, the
+// activities of one launch and their summed durations, the records' unit, the host's cost.
+inline constexpr const char* event_latency_ms = "event_latency_ms";
+inline constexpr const char* kernel_count = "kernel_count";
+inline constexpr const char* kernel_sum_ms = "kernel_sum_ms";
+inline constexpr const char* record_resolution_us = "record_resolution_us";
+inline constexpr const char* trace_host_us = "trace_host_us";
 inline constexpr const char* regime = "regime";
 inline constexpr const char* regime_discarded = "regime_discarded";
 inline constexpr const char* settle_s = "settle_s";

@@ -248,6 +248,11 @@ void provider_fields(V& v, Row& p) {
   v(k::l2_method, p.l2_method);
   v(k::sample_method, p.sample_method);
   v(k::timer_resolution_us, p.timer_resolution_us);
+  v(k::event_latency_ms, p.event_latency_ms);
+  v(k::kernel_count, p.kernel_count);
+  v(k::kernel_sum_ms, p.kernel_sum_ms);
+  v(k::record_resolution_us, p.record_resolution_us);
+  v(k::trace_host_us, p.trace_host_us);
   v(k::regime, p.regime);
   v(k::regime_discarded, p.regime_discarded);
   v(k::settle_s, p.settle_s);

@@ -75,6 +75,11 @@ struct ProviderRow {
   std::optional<std::string> l2_method;
   std::optional<std::string> sample_method;
   std::optional<double> timer_resolution_us;
+  std::optional<double> event_latency_ms;  // the kernel trace's fields (docs/run-log.md)
+  std::optional<int> kernel_count;
+  std::optional<double> kernel_sum_ms;
+  std::optional<double> record_resolution_us;
+  std::optional<double> trace_host_us;
   std::optional<std::string> regime;
   std::optional<int> regime_discarded;
   std::optional<double> settle_s;

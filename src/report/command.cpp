@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 
 #include "report/ab_report.hpp"
@@ -26,23 +27,32 @@ std::vector<std::filesystem::path> CompareCommand::side_paths(const std::string&
   return out;
 }
 
+namespace {
+// A percentage knob in [0, hi): a NaN, an infinity or a negative value is refused, never read as
+// "off" (a gate that turns itself off on NaN passes every regression). The value is shown with
+// six significant digits, so 1e308 is "1e+308", not 309 digits.
+double percentage(const char* flag, double v, double hi, const char* allowed) {
+  if (std::isfinite(v) && v >= 0 && v < hi) return v;
+  std::ostringstream shown;
+  shown << v;
+  throw std::invalid_argument(std::string(flag) + ": '" + shown.str() + "' is not allowed (" +
+                              allowed + ")");
+}
+}  // namespace
+
 CompareOptions CompareCommand::options() const {
   CompareOptions o;
-  if (!std::isfinite(noise_band_pct) || noise_band_pct < 0 || noise_band_pct >= 100)
-    throw std::invalid_argument("--noise-band: '" + std::to_string(noise_band_pct) +
-                                "' is not allowed (a percentage from 0 to below 100)");
-  o.noise_band = noise_band_pct / 100.0;
-  if (!std::isfinite(device_band_pct) || device_band_pct < 0 || device_band_pct >= 100)
-    throw std::invalid_argument("--device-band: '" + std::to_string(device_band_pct) +
-                                "' is not allowed (a percentage from 0 to below 100)");
-  o.device_band = device_band_pct / 100.0;
-  if (!std::isfinite(min_effect_pct) || min_effect_pct < 0 || min_effect_pct >= 100)
-    throw std::invalid_argument("--min-effect: '" + std::to_string(min_effect_pct) +
-                                "' is not allowed (a percentage from 0 to below 100)");
-  o.min_effect = min_effect_pct / 100.0;
-  parse_run_noise(run_noise, o);
+  o.noise_band =
+      percentage("--noise-band", noise_band_pct, 100, "a percentage from 0 to below 100") / 100.0;
+  o.device_band =
+      percentage("--device-band", device_band_pct, 100, "a percentage from 0 to below 100") / 100.0;
+  o.min_effect =
+      percentage("--min-effect", min_effect_pct, 100, "a percentage from 0 to below 100") / 100.0;
+  if (!run_noise.empty()) parse_run_noise(run_noise, o);
   if (!paired_noise.empty()) parse_paired_noise(paired_noise, o);
-  if (fail_on_regression_pct >= 0) o.fail_on_regression_pct = fail_on_regression_pct;
+  if (fail_on_regression_pct)
+    o.fail_on_regression_pct = percentage("--fail-on-regression", *fail_on_regression_pct, 1e6,
+                                          "a percentage from 0 to below 1000000");
   o.allow_mismatch = allow_mismatch;
   return o;
 }

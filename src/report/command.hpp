@@ -20,13 +20,13 @@ struct CompareCommand {
   double min_effect_pct = 0.5;  // the smallest effect called FASTER/SLOWER  // band when the sides
                                 // ran on different physical devices
   // Run-to-run noise per side, percent: the default, then CLASS=PCT (a family, a provider or
-  // fallback).
-  std::string run_noise = kDefaultRunNoise;
+  // fallback). Empty: the calibration file of the runs' device model (report/calibration.hpp).
+  std::string run_noise;
   // Paired A/B's residual per round, percent (docs/ab.md): PCT[,CLASS=PCT...][,floor_us=US].
-  // Empty: the defaults, kDefaultPairedNoise for crossed pairs and kDefaultPairedNoiseOnePhase
-  // for one-phase ones; a given term holds for both.
+  // Empty: the calibration file's, for crossed and for one-phase pairs; a given term holds for
+  // both.
   std::string paired_noise;
-  double fail_on_regression_pct = -1;  // < 0: not given
+  std::optional<double> fail_on_regression_pct;  // absent: not given
   bool allow_mismatch = false;
 
   // "A1,A2,A3" -> the directories of one side (repeated runs of the same code). Empty items are

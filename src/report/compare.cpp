@@ -26,65 +26,73 @@ const char* to_string(Verdict v) noexcept {
   return "UNSURE";
 }
 
-namespace {
-void parse_noise_terms(const std::string& spec, const std::string& knob, double& def_out,
-                       std::map<std::string, double>& classes, double& floor_out) {
-  const std::string allowed =
-      "a comma list of PCT (the default), CLASS=PCT (a family, a provider or fallback) and "
-      "floor_us=US "
-      "(microseconds), each from 0 to below 100, e.g. 2.2,blas=4.5,fallback=4.3,floor_us=0.15";
-  std::map<std::string, double> fam;
-  std::optional<double> def, floor_us;
-  for (const std::string& item : core::split_fields(spec, ',')) {
-    const std::size_t eq = item.find('=');
-    const std::string name = eq == std::string::npos ? "" : item.substr(0, eq);
-    const std::string num = eq == std::string::npos ? item : item.substr(eq + 1);
-    double v = 0;
-    std::size_t used = 0;
-    bool ok = !num.empty() && (eq == std::string::npos || !name.empty());
-    for (const char ch : name)
-      ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '_');
-    if (ok) {
-      try {
-        v = std::stod(num, &used);
-      } catch (const std::exception&) {
-        ok = false;
-      }
-    }
-    ok = ok && used == num.size() && std::isfinite(v) && v >= 0 && v < 100;
-    if (!ok)
-      throw std::invalid_argument(knob + ": '" + spec + "' is not allowed (" + allowed + ")");
-    if (name.empty())
-      def = v / 100.0;
-    else if (name == "floor_us")
-      floor_us = v;
-    else
-      fam[name] = v / 100.0;
-  }
-  if (def) def_out = *def;
-  floor_out = floor_us.value_or(0.0);
-  classes = std::move(fam);
-}
-}  // namespace
-
-CompareOptions::CompareOptions() {
-  parse_run_noise(kDefaultRunNoise, *this);
-  parse_paired_noise(kDefaultPairedNoise, *this);
-  parse_noise_terms(kDefaultPairedNoiseOnePhase, "--paired-noise", paired_one_phase,
-                    paired_one_phase_class, paired_one_phase_floor_us);
+void parse_run_noise(const std::string& spec, NoiseModel& opt) {
+  const NoiseTerms t = parse_noise_terms(spec, "--run-noise");
+  if (t.pct_given) opt.run_noise = t.pct;
+  opt.run_noise_class = t.classes;
+  opt.run_noise_floor_us = t.floor_us;
+  opt.run_noise_given = true;
+  opt.run_noise_pct_given = opt.run_noise_pct_given || t.pct_given;
 }
 
-void parse_run_noise(const std::string& spec, CompareOptions& opt) {
-  parse_noise_terms(spec, "--run-noise", opt.run_noise, opt.run_noise_class,
-                    opt.run_noise_floor_us);
-}
-
-void parse_paired_noise(const std::string& spec, CompareOptions& opt) {
-  parse_noise_terms(spec, "--paired-noise", opt.paired_noise, opt.paired_noise_class,
-                    opt.paired_noise_floor_us);
+void parse_paired_noise(const std::string& spec, NoiseModel& opt) {
+  const NoiseTerms t = parse_noise_terms(spec, "--paired-noise");
+  if (t.pct_given) opt.paired_noise = t.pct;
+  opt.paired_noise_class = t.classes;
+  opt.paired_noise_floor_us = t.floor_us;
   opt.paired_one_phase = opt.paired_noise;
   opt.paired_one_phase_class = opt.paired_noise_class;
   opt.paired_one_phase_floor_us = opt.paired_noise_floor_us;
+  opt.paired_noise_given = true;
+  opt.paired_noise_pct_given = opt.paired_noise_pct_given || t.pct_given;
+}
+
+namespace {
+// The devices of a side's runs as their identities name them.
+void device_keys(const std::vector<RunData>& runs, std::vector<DeviceKey>& out) {
+  for (const auto& r : runs) {
+    DeviceKey k;
+    if (r.identity.is_object()) {
+      k.backend = r.identity.value("backend", std::string());
+      if (const auto d = r.identity.find("device"); d != r.identity.end() && d->is_object())
+        if (const auto n = d->find("name"); n != d->end() && n->is_string())
+          k.model = n->get<std::string>();
+    }
+    out.push_back(std::move(k));
+  }
+}
+}  // namespace
+
+void calibrate(NoiseModel& noise, const std::vector<RunData>& a, const std::vector<RunData>& b) {
+  if (noise.run_noise_given && noise.run_noise_pct_given && noise.paired_noise_given &&
+      noise.paired_noise_pct_given)
+    return;  // every term is the user's: no file is read
+  std::vector<DeviceKey> devices;
+  device_keys(a, devices);
+  device_keys(b, devices);
+  const CalibrationChoice ch = choose_calibration(devices);
+  if (!noise.run_noise_given) {
+    noise.run_noise_class = ch.run_noise.terms.classes;
+    noise.run_noise_floor_us = ch.run_noise.terms.floor_us;
+  }
+  if (!noise.run_noise_pct_given) {
+    noise.run_noise = ch.run_noise.terms.pct;
+    noise.run_noise_from = ch.run_noise.from;
+  }
+  if (!noise.paired_noise_given) {
+    noise.paired_noise_class = ch.paired.terms.classes;
+    noise.paired_noise_floor_us = ch.paired.terms.floor_us;
+    noise.paired_one_phase = ch.paired_one_phase.terms.pct;
+    noise.paired_one_phase_class = ch.paired_one_phase.terms.classes;
+    noise.paired_one_phase_floor_us = ch.paired_one_phase.terms.floor_us;
+    noise.paired_one_phase_from = ch.paired_one_phase.from;
+  }
+  if (!noise.paired_noise_pct_given) {
+    noise.paired_noise = ch.paired.terms.pct;
+    noise.paired_from = ch.paired.from;
+    if (noise.paired_noise_given) noise.paired_one_phase = noise.paired_noise;
+  }
+  noise.calibration_notes = ch.notes;
 }
 
 bool CompareResult::any_difference() const noexcept {
@@ -531,9 +539,43 @@ void compare_case(const std::string& key, const SideCase& ca, const SideCase& cb
 
 }  // namespace
 
+namespace {
+// "A 2 of 3 run(s) (a-...: end: load 17.04 on 2 cores)" for a side whose run_identity.json
+// recorded a load average above its cores; "" when none did.
+std::string loaded_side(const char* side, const std::vector<RunData>& runs) {
+  int loaded = 0;
+  std::string first;
+  for (const auto& r : runs) {
+    const auto readings = core::loaded_host_readings(r.identity);
+    if (readings.empty()) continue;
+    if (loaded++ == 0) {
+      first = r.dir.filename().string() + ": " + readings.front();
+      for (std::size_t i = 1; i < readings.size(); ++i) first += ", " + readings[i];
+    }
+  }
+  if (loaded == 0) return "";
+  return std::string(side) + " in " + std::to_string(loaded) + " of " +
+         std::to_string(runs.size()) + " run(s) (" + first + ")";
+}
+
+// One line when either side's host was loaded.
+std::string loaded_hosts(const std::vector<RunData>& a, const std::vector<RunData>& b) {
+  const std::string la = loaded_side("A", a);
+  const std::string lb = loaded_side("B", b);
+  if (la.empty() && lb.empty()) return "";
+  return "the host was loaded (one-minute load average above its cores) on side " + la +
+         (la.empty() || lb.empty() ? "" : "; side ") + lb +
+         ": other work's noise is in those timings and may exceed the calibrated terms";
+}
+}  // namespace
+
 CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<RunData>& b,
-                             const CompareOptions& opt) {
+                             const CompareOptions& given) {
+  CompareOptions opt = given;
+  calibrate(opt, a, b);
   CompareResult out;
+  out.noise = static_cast<const NoiseModel&>(opt);
+  out.loaded_host = loaded_hosts(a, b);
   out.runs_a = static_cast<int>(a.size());
   out.runs_b = static_cast<int>(b.size());
   check_identities(a, b, out);
@@ -605,7 +647,7 @@ CompareResult compare_dirs(const std::vector<std::filesystem::path>& a,
   check_side("B", runs_b, b);
   refuse_profile_runs(runs_a);
   refuse_profile_runs(runs_b);
-  return compare_loaded(std::move(runs_a), std::move(runs_b), opt);
+  return compare_loaded(runs_a, runs_b, opt);
 }
 
 std::vector<std::string> mismatch_lines(const CompareResult& r) {
@@ -638,16 +680,21 @@ std::string crossover_summary(const CompareResult& r) {
 
 namespace {
 
+// "from share/caliber/calibration/x.yaml (...)" or "given", for the notes of a set of terms.
+std::string terms_source(const std::string& from) {
+  return from.empty() ? std::string("as given") : "from " + from;
+}
+
 // The paired pairs' notes under the table: the residual they take, the crossover's summary, and
 // the one-phase pairs' own residual.
-void add_paired_notes(const CompareResult& r, const CompareOptions& opt,
-                      std::vector<std::string>& notes) {
-  // Whether one-phase pairs take terms of their own (the defaults; a given term holds for all).
-  const bool own = opt.paired_one_phase != opt.paired_noise ||
-                   opt.paired_one_phase_class != opt.paired_noise_class ||
-                   opt.paired_one_phase_floor_us != opt.paired_noise_floor_us;
+void add_paired_notes(const CompareResult& r, std::vector<std::string>& notes) {
+  const NoiseModel& n = r.noise;
+  // Whether one-phase pairs take terms of their own (the file's; a given term holds for all).
+  const bool own = n.paired_one_phase != n.paired_noise ||
+                   n.paired_one_phase_class != n.paired_noise_class ||
+                   n.paired_one_phase_floor_us != n.paired_noise_floor_us;
   std::string pfams;
-  for (const auto& [f, v] : opt.paired_noise_class) pfams += ", " + f + " " + fmt(v * 100, 3) + "%";
+  for (const auto& [f, v] : n.paired_noise_class) pfams += ", " + f + " " + fmt(v * 100, 3) + "%";
   notes.push_back(
       "paired A/B (" + std::to_string(r.paired_rounds) +
       " round(s), A and B in one process, interleaved in one graph or block by block): a pair "
@@ -655,27 +702,26 @@ void add_paired_notes(const CompareResult& r, const CompareOptions& opt,
       "over the blocks' log ratios; "
       "with 3+ rounds, also over the rounds' means), widened by the paired residual " +
       std::string(own ? "of a pair timed in two placement phases " : "") +
-      "(--paired-noise: " + fmt(opt.paired_noise * 100, 3) + "%" + pfams + " in quadrature with " +
-      fmt(opt.paired_noise_floor_us, 3) +
-      " us / the median, divided by sqrt(rounds)) instead "
-      "of the run-to-run terms; the default was " +
-      kPairedNoiseDerivation);
+      "(--paired-noise: " + fmt(n.paired_noise * 100, 3) + "%" + pfams + " in quadrature with " +
+      fmt(n.paired_noise_floor_us, 3) +
+      " us / the median, divided by sqrt(rounds)) instead of the run-to-run terms; " +
+      terms_source(n.paired_from));
   if (const std::string x = crossover_summary(r); !x.empty()) notes.push_back(x);
   const auto one_phase = std::count_if(r.pairs.begin(), r.pairs.end(), [](const PairResult& p) {
     return p.paired && p.phases != 2;
   });
   if (one_phase > 0 && own) {
     std::string ofams;
-    for (const auto& [f, v] : opt.paired_one_phase_class)
+    for (const auto& [f, v] : n.paired_one_phase_class)
       ofams += ", " + f + " " + fmt(v * 100, 3) + "%";
     notes.push_back(
         std::to_string(one_phase) +
         " paired pair(s) were timed in one placement phase (--crossover off, or no crossover "
         "possible): where their buffers landed is in their ratio, so they take the one-phase "
         "residual " +
-        fmt(opt.paired_one_phase * 100, 3) + "%" + ofams + " in quadrature with " +
-        fmt(opt.paired_one_phase_floor_us, 3) + " us / the median; the default was " +
-        kPairedNoiseOnePhaseDerivation);
+        fmt(n.paired_one_phase * 100, 3) + "%" + ofams + " in quadrature with " +
+        fmt(n.paired_one_phase_floor_us, 3) + " us / the median; " +
+        terms_source(n.paired_one_phase_from));
   }
 }
 
@@ -712,15 +758,17 @@ Table pairs_table(const CompareResult& r, const CompareOptions& opt) {
       "% (--noise-band); else UNSURE. Same code on both sides gives FASTER/SLOWER only where it "
       "moved more than the run-to-run terms allow (0 of the calibration pairs by construction)");
   {
+    const NoiseModel& n = r.noise;
     std::string fams;
-    for (const auto& [f, v] : opt.run_noise_class) fams += ", " + f + " " + fmt(v * 100, 3) + "%";
+    for (const auto& [f, v] : n.run_noise_class) fams += ", " + f + " " + fmt(v * 100, 3) + "%";
     pairs.notes.push_back(
-        "the CI includes run-to-run noise (--run-noise: " + fmt(opt.run_noise * 100, 3) + "%" +
-        fams + " per side, in quadrature with " + fmt(opt.run_noise_floor_us, 3) +
+        "the CI includes run-to-run noise (--run-noise: " + fmt(n.run_noise * 100, 3) + "%" + fams +
+        " per side, in quadrature with " + fmt(n.run_noise_floor_us, 3) +
         " us / the median (the timer floor's jitter); fallback: a direct-timer fallback row), "
-        "divided by sqrt(runs) for a side of several runs; the defaults were " +
-        kRunNoiseDerivation);
-    if (r.paired_rounds > 0) add_paired_notes(r, opt, pairs.notes);
+        "divided by sqrt(runs) for a side of several runs; " +
+        terms_source(n.run_noise_from));
+    for (const auto& line : n.calibration_notes) pairs.notes.push_back(line);
+    if (r.paired_rounds > 0) add_paired_notes(r, pairs.notes);
     if (r.unsure_by_run_noise > 0)
       pairs.notes.push_back(
           std::to_string(r.unsure_by_run_noise) +
@@ -801,6 +849,7 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
   rep.tables.push_back(pairs_table(r, opt));
   rep.tables.push_back(ops_table(r));
   rep.tables.push_back(pairing_table(r));
+  if (!r.loaded_host.empty()) rep.warnings.push_back(r.loaded_host);
   for (const auto& reg : r.regressions) rep.warnings.push_back("REGRESSION: " + reg);
   if (r.paired == 0) rep.warnings.push_back("no case could be paired: nothing was compared");
   return rep;

@@ -135,7 +135,7 @@ std::string csv_cell(const json& v) {
     std::snprintf(buf, sizeof buf, "%.10g", v.get<double>());
     return buf;
   }
-  if (v.is_string()) return csv_field(v.get<std::string>());
+  if (v.is_string()) return core::csv_text_cell(v.get<std::string>());
   return csv_field(v.dump());
 }
 

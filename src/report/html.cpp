@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -402,9 +403,33 @@ ab_sides(const std::filesystem::path& dir) {
   return std::make_pair(a, b);
 }
 
+namespace {
+// "caliber A/B: A (CALIBER_X=0) vs B (CALIBER_X=1), 3 rounds": what the sides were, from ab.json.
+std::string ab_dir_title(const std::filesystem::path& dir, std::size_t rounds) {
+  std::string a = "A", b = "B";
+  try {
+    std::ifstream in(dir / "ab.json");
+    const auto j = nlohmann::json::parse(in);
+    const auto side = [&](const char* k) {
+      const auto& s = j.at(k).at("switch");
+      return s.is_string() ? " (" + s.get<std::string>() + ")" : std::string();
+    };
+    a += side("a");
+    b += side("b");
+  } catch (const std::exception&) {
+    // an ab.json without the descriptions: the page still opens, titled by side letters
+  }
+  return "caliber A/B: " + a + " vs " + b + ", " + std::to_string(rounds) + " round" +
+         (rounds == 1 ? "" : "s");
+}
+}  // namespace
+
 std::string html_report(const std::vector<std::filesystem::path>& dirs) {
   if (dirs.size() == 1)
-    if (auto sides = ab_sides(dirs.front())) return html_ab_report(sides->first, sides->second);
+    if (auto sides = ab_sides(dirs.front())) {
+      const std::string title = ab_dir_title(dirs.front(), sides->first.size());
+      return html_ab_report(sides->first, sides->second, {}, title);
+    }
   const auto runs = load_runs(expand_run_dirs(dirs));
   if (runs.empty()) throw std::invalid_argument("no run directory under the given paths");
   Report r = summary_report(summarize(dirs));
@@ -419,7 +444,8 @@ std::string html_report(const std::vector<std::filesystem::path>& dirs) {
 }
 
 std::string html_ab_report(const std::vector<std::filesystem::path>& a,
-                           const std::vector<std::filesystem::path>& b, const CompareOptions& opt) {
+                           const std::vector<std::filesystem::path>& b, const CompareOptions& opt,
+                           const std::string& page_title) {
   const auto runs_a = load_runs(a);
   const auto runs_b = load_runs(b);
   refuse_profile_runs(runs_a);
@@ -434,8 +460,12 @@ std::string html_ab_report(const std::vector<std::filesystem::path>& a,
   all.insert(all.end(), runs_b.begin(), runs_b.end());
   r.tables.insert(r.tables.begin(), caliber_table(all));
   auto figures = compare_figures(res);
-  std::string title =
-      "caliber A/B: " + a.front().filename().string() + " vs " + b.front().filename().string();
+  const auto side = [](const std::vector<std::filesystem::path>& s) {
+    return s.front().filename().string() +
+           (s.size() > 1 ? " and " + std::to_string(s.size() - 1) + " more" : std::string());
+  };
+  const std::string title =
+      page_title.empty() ? "caliber A/B: A = " + side(a) + " vs B = " + side(b) : page_title;
   return render_html(r, title, figures, 1);
 }
 

@@ -44,9 +44,11 @@ struct Figure {
 [[nodiscard]] std::string html_report(const std::vector<std::filesystem::path>& dirs);
 // The A/B page (`caliber report --ab A B`): the comparison's tables and its ratio chart, then each
 // side's charts. A caliber mismatch is shown as a banner, not refused: the page says what differs.
+// `title` empty: "caliber A/B: A = <first run> [and N more] vs B = ...".
 [[nodiscard]] std::string html_ab_report(const std::vector<std::filesystem::path>& a,
                                          const std::vector<std::filesystem::path>& b,
-                                         const CompareOptions& opt = {});
+                                         const CompareOptions& opt = {},
+                                         const std::string& title = "");
 // The sides of a `caliber ab` directory (run directories named A-<round>-... and B-<round>-...);
 // nullopt when `dir` holds no ab.json.
 [[nodiscard]] std::optional<

@@ -35,9 +35,15 @@ SummaryGroup finish(Accumulator& a, const SummaryOptions& opt) {
   g.with_speedup = static_cast<int>(a.speedups.size());
   if (!a.speedups.empty()) {
     g.geomean = core::geomean(a.speedups);
-    const auto ci = core::bootstrap_geomean_ci(a.speedups, opt.confidence, opt.resamples, opt.seed);
-    g.ci_lo = ci.lo;
-    g.ci_hi = ci.hi;
+    // One row has no interval (a bootstrap of one value is that value: "1.518-1.518").
+    if (a.speedups.size() >= 2) {
+      const auto ci =
+          core::bootstrap_geomean_ci(a.speedups, opt.confidence, opt.resamples, opt.seed);
+      g.ci_lo = ci.lo;
+      g.ci_hi = ci.hi;
+    } else {
+      g.ci_lo = g.ci_hi = std::nullopt;
+    }
     g.min = *std::min_element(a.speedups.begin(), a.speedups.end());
     g.max = *std::max_element(a.speedups.begin(), a.speedups.end());
   }
@@ -153,7 +159,8 @@ Report summary_report(const Summary& s) {
     stop_missed += o.stop_missed;
   }
   for (; gi < s.groups.size(); ++gi) add(s.groups[gi]);
-  t.notes.push_back("geomean and its bootstrap 95% CI are over the speedup_rows only");
+  t.notes.push_back(
+      "geomean and its bootstrap 95% CI are over the speedup_rows only (no CI for one row)");
   if (excluded > 0)
     t.notes.push_back(std::to_string(excluded) +
                       " row(s) have no speedup (baseline-only ops, failed accuracy, failed or "

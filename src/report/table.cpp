@@ -1,5 +1,6 @@
 #include "report/table.hpp"
 
+#include "core/terminal.hpp"
 #include "core/text_table.hpp"
 #include "records/csv.hpp"
 
@@ -85,8 +86,8 @@ std::string csv_value(const Cell& c) {
     return buf;
   }
   if (c.value.is_number()) return c.value.dump();
-  if (c.value.is_string()) return csv_field(c.value.get<std::string>());
-  return csv_field(c.text);
+  if (c.value.is_string()) return core::csv_text_cell(c.value.get<std::string>());
+  return core::csv_text_cell(c.text);
 }
 
 }  // namespace
@@ -198,22 +199,24 @@ nlohmann::json render_json(const Report& r) {
 }
 
 Rendered render_streams(const Report& r, Format f) {
-  if (f == Format::csv) return {render_csv(r), render_csv_side(r)};
+  if (f == Format::csv) return {render(r, f), core::terminal_safe(render_csv_side(r))};
   return {render(r, f), ""};
 }
 
+// Every format but JSON (whose encoder escapes control characters itself) goes through
+// core::terminal_safe: cells and notes come from files anyone may have written.
 std::string render(const Report& r, Format f) {
   switch (f) {
     case Format::table:
-      return render_text(r);
+      return core::terminal_safe(render_text(r));
     case Format::md:
-      return render_markdown(r);
+      return core::terminal_safe(render_markdown(r));
     case Format::csv:
-      return render_csv(r);
+      return core::terminal_safe(render_csv(r));
     case Format::json:
       return render_json(r).dump(2) + "\n";
   }
-  return render_text(r);
+  return core::terminal_safe(render_text(r));
 }
 
 }  // namespace caliber::report

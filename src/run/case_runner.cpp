@@ -54,6 +54,13 @@ void write_timing(ProviderRow& prow, const timing::Measurement& m, double flops,
   prow.l2_method = m.l2_method;
   prow.sample_method = m.sample_method;
   prow.timer_resolution_us = m.timer_resolution_us;
+  if (m.sample_method == "kernel-trace") {
+    prow.event_latency_ms = m.event_latency_ms;
+    prow.kernel_count = m.kernel_count;
+    prow.kernel_sum_ms = m.kernel_sum_ms;
+    prow.record_resolution_us = m.record_resolution_us;
+    prow.trace_host_us = m.trace_host_us;
+  }
   prow.regime = m.regime;
   if (m.regime_discarded > 0) prow.regime_discarded = m.regime_discarded;
   if (m.settle_s > 0) prow.settle_s = m.settle_s;
@@ -202,6 +209,7 @@ timing::TimingOptions CaseRunner::timing_options(const OpInfo& info, bool short_
   o.return_mode = knobs_.return_mode;
   o.quantiles = knobs_.quantiles;
   o.l2 = knobs_.l2;
+  o.sample_method = knobs_.sample_method;
   o.stop.min_samples = knobs_.min_samples;
   o.stop.min_time_s = knobs_.min_time_s;
   o.stop.max_noise = timing::resolved_max_noise(knobs_.max_noise, backend_.capabilities());
@@ -224,6 +232,10 @@ timing::TimingOptions CaseRunner::timing_options(const OpInfo& info, bool short_
     o.stop.max_noise = std::max(o.stop.max_noise, 0.02);
     o.stop.timeout_s = std::min(o.stop.timeout_s, 0.25);
     o.stop.warmup_s = std::min(o.stop.warmup_s, 0.005);
+    // Settle windows of 20 ms: a sweep's configs follow each other, so after the first the
+    // regime is carried in one or two windows (docs/timing.md), and 50 ms windows made the
+    // settle most of a config's cost.
+    o.regime.settle_window_s = std::min(o.regime.settle_window_s, 0.02);
   }
   return o;
 }

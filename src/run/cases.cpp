@@ -1,18 +1,32 @@
 #include "run/cases.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <set>
 
+#include "records/output_path.hpp"
 #include "run/py_ops.hpp"
+#include "settings/library_file.hpp"
 
 namespace caliber::run {
 
 namespace fs = std::filesystem;
+
+namespace {
+constexpr off_t kMaxOpFileBytes = 16 << 20;
+}  // namespace
 
 namespace {
 // Each loaded library's first index in registered_ops(), in load order: registrations before the
@@ -45,14 +59,57 @@ bool from_paired_library(std::size_t index) {
 }
 }  // namespace
 
+namespace {
+// dlopen of a library whose constructor aborts or faults kills this process, and nothing here can
+// catch it: the library is loaded first in a child, which must come back alive. A constructor
+// that crashes only sometimes, or one that hangs past the probe's limit, still reaches dlopen or
+// is refused as hanging (docs/limits.md).
+std::optional<std::string> probe_in_child(const std::string& abs) {
+  constexpr double kProbeLimitS = 30;
+  const pid_t pid = ::fork();
+  if (pid < 0) return std::nullopt;  // no probe: dlopen decides
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      ::dup2(null, STDOUT_FILENO);
+      ::dup2(null, STDERR_FILENO);
+    }
+    ::_exit(::dlopen(abs.c_str(), RTLD_NOW | RTLD_LOCAL) != nullptr ? 0 : 3);
+  }
+  int status = 0;
+  for (double waited = 0;; waited += 0.01) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) return std::nullopt;
+    if (waited > kProbeLimitS) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return "did not finish loading within 30 s in a probe process (a constructor that "
+             "hangs?)";
+    }
+    ::usleep(10000);
+  }
+  if (WIFSIGNALED(status))
+    return std::string("killed a probe process that loaded it (") + ::strsignal(WTERMSIG(status)) +
+           " in a constructor of the library); it is not loaded";
+  return std::nullopt;  // loaded, or failed with a message dlopen gives again below
+}
+}  // namespace
+
+void check_loadable(const std::string& path, const std::string& knob) {
+  if (const auto why = core::shared_library_problem(path))
+    throw SelectionError(knob + ": '" + path + "' " + *why);
+  if (const auto why = probe_in_child(fs::absolute(path).lexically_normal().string()))
+    throw SelectionError(knob + ": '" + path + "' " + *why);
+}
+
 void load_ops_library(const std::string& path) {
   auto& libs = loaded_libraries();
   const std::string abs = fs::absolute(path).lexically_normal().string();
   if (path.empty() ||
       std::any_of(libs.begin(), libs.end(), [&](const LoadedLibrary& l) { return l.path == abs; }))
     return;
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw SelectionError("--ops-lib: '" + path + "' does not exist");
+  check_loadable(path, "--ops-lib");
   const std::size_t first = registered_ops().size();
   // RTLD_LOCAL: one library's symbols never stand in for another's (two libraries may share
   // helper names); both still resolve the public API from the caliber binary.
@@ -68,6 +125,19 @@ void load_ops_library(const std::string& path) {
                          "' registers no op (CALIBER_REGISTER_OP at namespace scope registers one; "
                          "or the library was already loaded under another path)");
   check_unique_names(first, abs, "--ops-lib");
+}
+
+std::optional<std::string> op_name_problem(const std::string& name) {
+  const auto ok = [](unsigned char c) { return std::isalnum(c) != 0 || c == '_'; };
+  if (name.empty()) return "is empty";
+  if (name.size() > 128) return "is longer than 128 characters";
+  if (!ok(static_cast<unsigned char>(name[0])))
+    return "does not start with a letter, a digit or '_' (a name such as '--help' would reach "
+           "a batch child as a flag)";
+  for (const unsigned char c : name)
+    if (!ok(c) && c != '.' && c != '-' && c != '+')
+      return "holds a character other than letters, digits, '_', '.', '-' and '+'";
+  return std::nullopt;
 }
 
 void check_unique_names(std::size_t first, const std::string& source, const std::string& knob) {
@@ -86,6 +156,10 @@ void check_unique_names(std::size_t first, const std::string& source, const std:
       throw SelectionError(knob + ": an op of '" + op_source(i) +
                            "' throws when it describes itself: " + e.what());
     }
+    if (i >= first)
+      if (const auto why = op_name_problem(name))
+        throw SelectionError(knob + ": an op of '" + op_source(i) + "' is named '" +
+                             core::shown_path(name) + "', which " + *why);
     auto [it, fresh] = seen.emplace(std::make_pair(all[i].backend, name), i);
     if (fresh || i < first) continue;
     const std::string earlier = op_source(it->second);
@@ -122,9 +196,7 @@ void load_paired_library(const std::string& path) {
     throw SelectionError(knob + ": '" + path +
                          "' is already loaded as side A's library; allowed: another file (a copy "
                          "of the same build is fine)");
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec))
-    throw SelectionError(knob + ": '" + path + "' is not a regular file");
+  check_loadable(path, knob);
   const std::size_t first = registered_ops().size();
   void* h = ::dlopen(abs.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
@@ -200,8 +272,21 @@ fs::path default_shapes_file(bool host_backend) {
 }
 
 std::vector<std::string> read_op_file(const std::string& path) {
+  const std::string knob = "--op-file (OP_FILE): '" + core::shown_path(path) + "' ";
+  // A fifo would block the open forever, a directory reads as empty.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw SelectionError(knob + "cannot be read (" + std::strerror(errno) + ")");
+  if (S_ISDIR(st.st_mode))
+    throw SelectionError(knob + "is a directory; allowed: a file of op names");
+  if (!S_ISREG(st.st_mode))
+    throw SelectionError(knob +
+                         "is not a regular file (a fifo or device); allowed: a file of op "
+                         "names");
+  if (st.st_size > kMaxOpFileBytes)
+    throw SelectionError(knob + "is larger than 16 MiB; allowed: a file of op names");
   std::ifstream in(path);
-  if (!in) throw SelectionError("--op-file (OP_FILE): '" + path + "' cannot be read");
+  if (!in) throw SelectionError(knob + "cannot be read");
   std::vector<std::string> ops;
   std::string line;
   while (std::getline(in, line)) {
@@ -209,7 +294,7 @@ std::vector<std::string> read_op_file(const std::string& path) {
     if (hash != std::string::npos) line.resize(hash);
     for (auto& op : core::split_list(line)) ops.push_back(std::move(op));
   }
-  if (ops.empty()) throw SelectionError("--op-file (OP_FILE): '" + path + "' names no op");
+  if (ops.empty()) throw SelectionError(knob + "names no op");
   return ops;
 }
 
@@ -284,6 +369,10 @@ Wanted wanted_ops(const core::Knobs& k, const std::vector<OpEntry>& all,
   if (k.node.empty()) return with_suite_ops(std::move(w), k, all, backend);
   auto br = k.node.find('[');
   const std::string op_part = k.node.substr(0, br);
+  if (op_part.empty())
+    throw SelectionError("--node (TEST_NODE): '" + core::shown_path(k.node) +
+                         "' names no op before its '['; allowed: OP or OP[ID], '*' and '?' "
+                         "matching");
   if (has_wildcard(op_part)) {
     // An op glob (m*, *[f32-*]): every op of the corpus whose name matches.
     w.names.clear();
@@ -311,7 +400,7 @@ std::vector<OpEntry> pick_ops(std::vector<OpEntry> all, const std::vector<std::s
       bool dup = std::any_of(ops.begin(), ops.end(),
                              [&](const OpEntry& e) { return e.info.name == name; });
       if (dup) continue;
-      throw SelectionError("unknown op '" + name + "' for backend " + backend +
+      throw SelectionError("unknown op '" + core::shown_path(name) + "' for backend " + backend +
                            "; ops: " + op_names(corpus(backend)));
     }
     ops.push_back(std::move(*it));
@@ -340,9 +429,12 @@ bool add_op_cases(Selection& sel, const OpEntry& e, const core::Knobs& k,
   auto& used = sel.used_shapes[e.info.name];
   std::set<core::Shape> used_set(used.begin(), used.end());  // linear scans made 40k shapes 11 s
   const auto own = own_shapes().find(e.info.name);
-  const auto op_shapes = !k.shapes.empty() ? k.shapes
-                         : own != own_shapes().end()
-                             ? own->second
+  // An op builder's inline shapes: the shape file's list of the op's own name still wins.
+  const auto* built = registered_op_shapes(e.info.name);
+  const auto op_shapes = !k.shapes.empty()           ? k.shapes
+                         : own != own_shapes().end() ? own->second
+                         : built != nullptr && !shapes.names_op(e.info.name)
+                             ? *built
                              : shapes.shapes_for(e.info.name, e.info.family, sel.level);
   for (const auto& raw : op_shapes) {
     auto shape = e.op->canonical_shape(raw);
@@ -374,13 +466,16 @@ bool add_op_cases(Selection& sel, const OpEntry& e, const core::Knobs& k,
 // A selection that names something yet runs nothing is a mistake: say which knob selected what.
 void refuse_empty_parts(const Selection& sel, const core::Knobs& k, const Wanted& w,
                         bool any_dtype) {
-  if (!w.names.empty() && w.node_filter.empty() && any_dtype) {
+  if (w.node_filter.empty() && any_dtype) {
     for (const auto& e : sel.ops)
-      if (std::none_of(sel.cases.begin(), sel.cases.end(),
+      // Named ops, and every op of a library or suite (the built-in corpus may leave an op
+      // without shapes at a level): no shapes is a mistake, not 0 cases.
+      if ((!w.names.empty() || e.source != kBuiltinSource) && !kept_dtypes(e, k).empty() &&
+          std::none_of(sel.cases.begin(), sel.cases.end(),
                        [&](const Case& c) { return c.op == e.info.name; }))
         throw SelectionError("op '" + e.info.name + "' has no shapes at level " + k.level + " in " +
                              sel.shapes_file.string() + " (neither its own list nor family '" +
-                             e.info.family + "')");
+                             e.info.family + "'; an op builder's .shapes(...) gives it its own)");
   }
   if (!k.dtypes.empty() && !any_dtype) {
     std::string list;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -39,9 +40,18 @@ struct Selection {
 
 // The source of the built-in corpus in listings and errors.
 inline constexpr const char* kBuiltinSource = "built-in";
-// Loads one op library (once per path and process). Throws SelectionError when it cannot be
-// loaded, or when it registers an op whose name (for the same backend) the built-in corpus or an
-// earlier library already registered: the message names the op and both sources.
+// Why `name` may not name an op (empty, over 128 characters, not starting with a letter, digit or
+// '_', or holding a character other than letters, digits, '_', '.', '-', '+'); nullopt when it
+// may. Every registration (an --ops-lib library, a Python suite) is checked against it.
+[[nodiscard]] std::optional<std::string> op_name_problem(const std::string& name);
+// Throws SelectionError (naming `knob`) when `path` is no loadable library: its ELF headers are
+// checked (core::shared_library_problem), then it is loaded once in a child process, which must
+// survive its constructors.
+void check_loadable(const std::string& path, const std::string& knob);
+// Loads one op library (once per path and process), after check_loadable. Throws SelectionError
+// when it cannot be loaded, or when it registers an op whose name (for the same backend) the
+// built-in corpus or an earlier library already registered: the message names the op and both
+// sources.
 void load_ops_library(const std::string& path);
 // Paired A/B in one process (caliber ab --ops-lib-a A --ops-lib-b B, docs/ab.md): loads side B's
 // library apart from everything else. Its ops may carry the names side A's library (or the corpus)

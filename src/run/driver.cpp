@@ -219,6 +219,7 @@ json make_identity(const core::Knobs& k, const Setup& s, std::uint64_t seed,
       {"git_commit", core::caliber_git_commit()},
       {"start_time", core::iso8601_utc(wall_start)},
       {"host", core::host_name()},
+      {"host_load", {{"start", core::host_load()}}},
       {"slurm", core::slurm_identity(core::process_env)},
       {"capabilities",
        {{"graph_capture", caps.graph_capture},
@@ -337,7 +338,12 @@ Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend,
       << fmt(peaks.copy_gbps, 0) << " GB/s, " << peaks.gemm_case << " (" << peaks.gemm_provider
       << ") " << fmt(peaks.gemm_tflops, 3) << " TFLOPS";
   if (!peaks.note.empty()) out << " (" << peaks.note << ")";
-  out << "\n  timer floor (an empty kernel): " << fmt(peaks.timer_floor_us, 2) << " us\n";
+  // Below 0.1 us in ns: a 1.7 ns host floor must not read "0.00 us".
+  const double floor_us = peaks.timer_floor_us;
+  out << "\n  timer floor (an empty kernel): "
+      << (floor_us > 0 && floor_us < 0.1 ? fmt(floor_us * 1000, 1) + " ns"
+                                         : fmt(floor_us, 2) + " us")
+      << "\n";
   return peaks;
 }
 
@@ -423,6 +429,11 @@ std::string where_time_went(const core::RunLogFooter& f, double wall_s) {
 }
 
 // Phase 6: the run.log footer, the warnings and the closing table.
+void record_end_load(RunFiles& f) {
+  f.identity["host_load"]["end"] = core::host_load();
+  core::write_identity(f.dir, f.identity);
+}
+
 void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_result,
                 const std::vector<core::CaseRow>& rows, double wall_s, core::RunLogWriter& log,
                 const RunOutcome& outcome, std::ostream& out, std::ostream& err,
@@ -495,6 +506,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   outcome.run_dir = files.dir;
   const std::vector<core::CaseRow> rows =
       run_cases(k, s.sel, runner, peaks, *files.log, outcome, out, est);
+  record_end_load(files);
 
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();

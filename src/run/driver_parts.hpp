@@ -65,6 +65,9 @@ void print_progress(std::ostream& out, const core::Knobs& k, const Case& c,
                     const core::CaseRow& row, const std::string& status, std::size_t i,
                     std::size_t n, double elapsed, const std::vector<double>& est);
 [[nodiscard]] std::string tally(RunOutcome& o, const core::CaseRow& row);
+// The host's load when the cases are done, beside the one at the start (run_identity.json
+// "host_load"; compare warns about a side whose host was loaded).
+void record_end_load(RunFiles& f);
 void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_result,
                 const std::vector<core::CaseRow>& rows, double wall_s, core::RunLogWriter& log,
                 const RunOutcome& outcome, std::ostream& out, std::ostream& err,

@@ -1,13 +1,22 @@
 #include "run/py_ops.hpp"
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <ostream>
+#include <thread>
 
+#include "core/format.hpp"
 #include "proc/process.hpp"
 #include "run/driver.hpp"
 
@@ -18,6 +27,12 @@ namespace caliber::run {
 namespace {
 
 constexpr const char* kHandoffGuard = "CALIBER_PY_HANDOFF";
+constexpr const char* kHandoffStatus = "CALIBER_PY_HANDOFF_STATUS";
+
+std::string how_it_ended(int st) {
+  if (WIFSIGNALED(st)) return std::string("was killed by ") + ::strsignal(WTERMSIG(st));
+  return "exited " + std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
 
 fs::path this_executable() {
   std::error_code ec;
@@ -80,6 +95,118 @@ std::string strip_prefix(std::string s) {
   if (nl != std::string::npos) s = s.substr(nl + 1);
   if (s.rfind(p, 0) == 0) s = s.substr(p.size());
   return s;
+}
+
+// The hand-off's record of how far the CLI got in the Python process: caliber_cli_main writes
+// "started" when it begins and "done N" at its exit point (note_handoff_*), so an interpreter
+// that exits on its own (sys.exit at a suite's import, os._exit mid-run, CALIBER_PYTHON=/bin/true)
+// is never passed off as caliber's verdict.
+struct Progress {
+  bool started = false;
+  std::optional<int> done;
+};
+
+Progress read_progress(const std::string& file) {
+  Progress p;
+  std::ifstream in(file);
+  std::string word;
+  while (in >> word) {
+    if (word == "started") p.started = true;
+    int code = 0;
+    if (word == "done" && in >> code) p.done = code;
+  }
+  return p;
+}
+
+// The seconds a suite may take to import before its interpreter is stopped (a suite that sleeps
+// or blocks at import): CALIBER_PY_IMPORT_TIMEOUT, default 300.
+double import_timeout_s() {
+  const char* v = std::getenv("CALIBER_PY_IMPORT_TIMEOUT");
+  char* end = nullptr;
+  const double t = v != nullptr ? std::strtod(v, &end) : 0;
+  return v != nullptr && end != v && *end == '\0' && t > 0 && t < 1e6 ? t : 300.0;
+}
+
+// caliber's exit code for the interpreter's wait status `st` and how far the CLI got in it.
+int handed_off_exit(int st, const Progress& p, bool timed_out, const std::string& python,
+                    const std::function<void(const std::string&)>& refuse) {
+  if (timed_out) {
+    refuse("did not import within " + core::general(import_timeout_s(), 6) +
+           " s (CALIBER_PY_IMPORT_TIMEOUT); the interpreter was stopped");
+    return 2;
+  }
+  if (!p.started) {
+    // Exit 2 from caliber's package before the CLI: it refused the suite and said why.
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 2) return 2;
+    refuse("does not import: " + python + " " + how_it_ended(st) +
+           " before caliber ran (a suite that exits at import, or CALIBER_PYTHON not a python3 "
+           "with caliber's package)");
+    return 2;
+  }
+  if (!p.done) {
+    std::cerr << "caliber: the Python process " << how_it_ended(st)
+              << " before the run finished (os._exit or a crash in a suite?): its output is "
+                 "incomplete\n";
+    return 1;
+  }
+  return *p.done;
+}
+
+// Waits for the interpreter, stopping it when the CLI has not started within the import
+// timeout. Returns its wait status; `timed_out` says it was stopped.
+int wait_python(pid_t pid, const std::string& status_file, bool& timed_out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const double limit = import_timeout_s();
+  int st = 0;
+  while (true) {
+    const pid_t r = ::waitpid(pid, &st, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) return st;
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!timed_out && waited > limit && !read_progress(status_file).started) {
+      timed_out = true;
+      ::kill(pid, SIGTERM);
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      ::kill(pid, SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// Runs the interpreter (argv) as a child, SIGINT and SIGQUIT left to it as a shell would, and
+// turns what it did into caliber's exit code.
+int run_handed_off(const std::vector<std::string>& args,
+                   const std::function<void(const std::string&)>& refuse) {
+  std::string status_file = (fs::temp_directory_path() / "caliber-handoff-XXXXXX").string();
+  const int fd = ::mkstemp(status_file.data());
+  if (fd < 0)
+    return refuse("cannot create a temporary file (" + std::string(std::strerror(errno)) + ")"), 2;
+  ::close(fd);
+  ::setenv(kHandoffStatus, status_file.c_str(), 1);
+  std::vector<std::string> copy = args;
+  std::vector<char*> cargs;
+  for (auto& a : copy) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  struct sigaction ign {
+  }, old_int{}, old_quit{};
+  ign.sa_handler = SIG_IGN;
+  ::sigaction(SIGINT, &ign, &old_int);
+  ::sigaction(SIGQUIT, &ign, &old_quit);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGQUIT, &old_quit, nullptr);
+    ::execv(cargs[0], cargs.data());
+    ::_exit(127);
+  }
+  bool timed_out = false;
+  const int st = pid > 0 ? wait_python(pid, status_file, timed_out) : 0;
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGQUIT, &old_quit, nullptr);
+  const Progress p = read_progress(status_file);
+  ::unlink(status_file.c_str());
+  if (pid < 0) return refuse("could not start " + args[0]), 2;
+  return handed_off_exit(st, p, timed_out, args[0], refuse);
 }
 
 }  // namespace
@@ -149,14 +276,10 @@ std::optional<int> hand_off_to_python(int argc, char** argv, std::ostream& err) 
   ::setenv(kHandoffGuard, "1", 1);
   std::vector<std::string> args = {python->string(), "-m", "caliber"};
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
-  std::vector<char*> cargs;
-  for (auto& a : args) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
   std::cout.flush();
-  ::execv(python->c_str(), cargs.data());
-  err << "caliber: " << core::knob_message(spec, *suites, "could not start " + python->string())
-      << "\n";
-  return 2;
+  return run_handed_off(args, [&](const std::string& why) {
+    err << "caliber: " << core::knob_message(spec, *suites, why) << "\n";
+  });
 }
 
 std::string py_suite_source(const std::string& path) {

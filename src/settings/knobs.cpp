@@ -7,10 +7,13 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #include "caliber/dtype.hpp"
+#include "settings/library_file.hpp"
 
 namespace caliber::core {
 
@@ -56,6 +59,17 @@ double parse_real(const std::string& name, const std::string& value, double lo, 
     refuse(name, value, os.str());
   }
   return v;
+}
+
+// True when `file` begins with the 16 bytes every SQLite database begins with.
+bool starts_with_sqlite_header(const std::string& file) {
+  static constexpr char kHeader[] = "SQLite format 3";  // and its terminating NUL: 16 bytes
+  std::FILE* f = std::fopen(file.c_str(), "rbe");
+  if (f == nullptr) return true;  // unreadable: the cache reports it, read-only, untouched
+  char buf[sizeof kHeader] = {};
+  const std::size_t n = std::fread(buf, 1, sizeof buf, f);
+  std::fclose(f);
+  return n == sizeof buf && std::memcmp(buf, kHeader, sizeof buf) == 0;
 }
 
 // A path or name knob given explicitly: empty is a mistake, not "unset" (which runs everything).
@@ -185,6 +199,8 @@ std::vector<KnobSpec> make_table() {
          for (const auto& field : split_fields(v, ',')) {
            const std::string path = trim(field);
            if (path.empty()) refuse("ops_lib", v, "names an empty path");
+           // A truncated library faults inside dlopen, a fifo blocks it: refused here, first.
+           if (const auto why = shared_library_problem(path)) refuse("ops_lib", path, *why);
            joined += (joined.empty() ? "" : ",") + path;
          }
          k.ops_lib = joined;
@@ -215,6 +231,15 @@ std::vector<KnobSpec> make_table() {
        "auto: graph where the backend's policy says so (cuda), direct elsewhere.",
        [](Knobs& k, const std::string& v) {
          k.timer = *parse_timer_kind(one_of("timer", v, {"auto", "graph", "direct"}));
+       }});
+  add({"sample_method", "--sample-method", "CALIBER_SAMPLE_METHOD", "Timing", "auto",
+       "auto, trace, events",
+       "auto: the device's own activity records (kernel trace) where the backend has them, else "
+       "events; trace: the records (events, marked SAMPLE_METHOD_EVENTS_NO_TRACE, where they "
+       "cannot be had); events: event pairs.",
+       [](Knobs& k, const std::string& v) {
+         k.sample_method =
+             *parse_sample_method(one_of("sample_method", v, {"auto", "trace", "events"}));
        }});
   add({"repeat", "--repeat", "ZL_DIRECT_REPEAT", "Timing", "1", "an integer from 1 to 1000",
        "Repeat the direct measurement N times and take the median of the call medians "
@@ -330,10 +355,18 @@ std::vector<KnobSpec> make_table() {
        "a regular file path (created if missing)", "The shared config cache used by --tune live.",
        [](Knobs& k, const std::string& v) {
          k.tune_cache = not_empty("tune_cache", v);
-         // SQLite would write <file>-journal / -wal next to a device such as /dev/null.
+         // SQLite would write <file>-journal / -wal next to a device such as /dev/null, and a
+         // file that is no SQLite database would be set aside as corrupt: only a regular file
+         // that is empty or starts with the SQLite header may be a tune cache.
          struct stat st {};
-         if (::stat(k.tune_cache.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-           refuse("tune_cache", v, "is not a regular file");
+         if (::lstat(k.tune_cache.c_str(), &st) != 0) return;
+         if (S_ISLNK(st.st_mode))
+           refuse("tune_cache", v, "is a symbolic link; caliber never writes through one");
+         if (!S_ISREG(st.st_mode)) refuse("tune_cache", v, "is not a regular file");
+         if (st.st_size > 0 && !starts_with_sqlite_header(k.tune_cache))
+           refuse("tune_cache", v,
+                  "is not an SQLite database (its first bytes are not the SQLite header); "
+                  "caliber neither moves nor replaces it");
        }});
   // --- Output.
   add({"out", "--out", "", "Output", "runs", "a directory (created if missing)",
@@ -428,9 +461,16 @@ std::string knob_message(const KnobSpec& spec, const std::string& value, const s
   std::string who = spec.flag;
   if (!spec.env.empty()) who += " (" + spec.env + ")";
   // A hostile value (a 100 MB op name) is cut in the message: what was given is still clear.
-  std::string shown = value;
-  if (shown.size() > kMaxEchoChars)
-    shown = shown.substr(0, kMaxEchoChars) + "...(" + std::to_string(value.size()) + " bytes)";
+  std::string shown;
+  for (const unsigned char c : value.substr(0, kMaxEchoChars)) {
+    if (c < 0x20 || c == 0x7f) {
+      static constexpr char hex[] = "0123456789abcdef";
+      shown += std::string("\\x") + hex[c >> 4] + hex[c & 15];
+    } else {
+      shown += static_cast<char>(c);
+    }
+  }
+  if (value.size() > kMaxEchoChars) shown += "...(" + std::to_string(value.size()) + " bytes)";
   std::string msg = who + ": '" + shown + "' " + (why.empty() ? "is not allowed" : why);
   if (!spec.allowed.empty()) msg += "; allowed: " + spec.allowed;
   return msg;
@@ -465,6 +505,11 @@ Knobs resolve_knobs(const std::map<std::string, std::string>& flags,
   for (const auto& spec : knob_table()) {
     auto it = flags.find(spec.name);
     if (it != flags.end()) {
+      // A newline or another control character in a value is a mistake (a path with a newline
+      // once became two comma-separated items); every knob refuses it, here, once.
+      if (std::any_of(it->second.begin(), it->second.end(),
+                      [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; }))
+        refuse(spec.name, it->second, "holds a newline or another control character");
       spec.apply(k, it->second);
       if (spec.name == "tune") tune_given = true;
       continue;
@@ -472,7 +517,12 @@ Knobs resolve_knobs(const std::map<std::string, std::string>& flags,
     if (spec.env.empty()) continue;
     auto v = env(spec.env);
     // An empty environment variable counts as unset (PARALLEL_WARMUP_GPUS= is a silent no-op).
-    if (v && !trim(*v).empty()) spec.apply(k, *v);
+    if (v && !trim(*v).empty()) {
+      if (std::any_of(v->begin(), v->end(),
+                      [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; }))
+        refuse(spec.name, *v, "holds a newline or another control character");
+      spec.apply(k, *v);
+    }
   }
   // Cross-knob rules.
   if (!k.replay_from.empty() && !tune_given) k.tune = TuneMode::replay;

@@ -46,6 +46,7 @@ struct Knobs {
   std::string py_ops;   // comma list of Python suite files (docs/python.md; "" none)
   // timing
   TimerKind timer = TimerKind::automatic;
+  SampleMethod sample_method = SampleMethod::automatic;
   int repeat = 1;
   std::vector<double> quantiles;
   ReturnMode return_mode = ReturnMode::median;

@@ -63,4 +63,23 @@ std::optional<TuneMode> parse_tune_mode(std::string_view s) noexcept {
   return std::nullopt;
 }
 
+const char* to_string(SampleMethod m) noexcept {
+  switch (m) {
+    case SampleMethod::trace:
+      return "trace";
+    case SampleMethod::events:
+      return "events";
+    case SampleMethod::automatic:
+      break;
+  }
+  return "auto";
+}
+
+std::optional<SampleMethod> parse_sample_method(std::string_view s) noexcept {
+  if (s == "auto") return SampleMethod::automatic;
+  if (s == "trace") return SampleMethod::trace;
+  if (s == "events") return SampleMethod::events;
+  return std::nullopt;
+}
+
 }  // namespace caliber::core

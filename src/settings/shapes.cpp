@@ -3,7 +3,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -28,6 +30,16 @@ std::string where(const std::string& source, const YAML::Node& n) {
   const YAML::Mark m = n.Mark();
   if (m.is_null() || m.line < 0) return source;
   return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+}
+
+// A value of the file quoted in a message only where it looks like a shape file's own word (a
+// name or a number); anything else (the line of a file that is no shape file, /etc/shadow) is
+// described, never echoed.
+std::string quoted(const std::string& v) {
+  const bool plain = !v.empty() && v.size() <= 64 && std::all_of(v.begin(), v.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.';
+  });
+  return plain ? "'" + v + "'" : "(a value of " + std::to_string(v.size()) + " bytes, not shown)";
 }
 
 [[noreturn]] void fail(const std::string& source, const YAML::Node& n, const std::string& what) {
@@ -74,17 +86,17 @@ std::int64_t parse_dim(const YAML::Node& n, const std::string& source) {
   const bool digits =
       !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (!digits) {
-    fail(source, n, "dimension '" + s + "' is not a positive integer");
+    fail(source, n, "dimension " + quoted(s) + " is not a positive integer");
   }
   std::int64_t v = 0;
   for (char c : s) {
     const int d = c - '0';
     if (v > (std::numeric_limits<std::int64_t>::max() - d) / 10) {
-      fail(source, n, "dimension '" + s + "' is too large");
+      fail(source, n, "dimension " + quoted(s) + " is too large");
     }
     v = v * 10 + d;
   }
-  if (v <= 0) fail(source, n, "dimension '" + s + "' is not positive");
+  if (v <= 0) fail(source, n, "dimension " + quoted(s) + " is not positive");
   return v;
 }
 
@@ -168,7 +180,8 @@ class ShapeLoader {
         if (!v.IsScalar()) fail(source, v, "source must be a file name");
       } else {
         fail(source, kv.first,
-             "unknown key '" + key + "' (allowed: families, ops, comprehensive, level, source)");
+             "unknown key " + quoted(key) +
+                 " (allowed: families, ops, comprehensive, level, source)");
       }
     }
     return set;
@@ -222,13 +235,41 @@ class ShapeLoader {
         if (!v.IsSequence()) fail(source, v, "include must be a list of file names");
         for (const auto& f : v) {
           if (!f.IsScalar()) fail(source, f, "include: expected a file name");
-          include(base_dir / f.Scalar(), set, stack);
+          include(confined(base_dir, f, source), set, stack);
         }
       } else {
         fail(source, kv.first,
-             "unknown key '" + key + "' in the additions (allowed: families, ops, include)");
+             "unknown key " + quoted(key) + " in the additions (allowed: families, ops, include)");
       }
     }
+  }
+
+  // An included file lies in the including file's directory tree: a relative name without
+  // `..`, and no symbolic link on the way out of the tree, unless CALIBER_SHAPES_INCLUDE_ANY=1
+  // allows any path (a shape file from elsewhere must not read /etc/shadow as a shape list).
+  static std::filesystem::path confined(const std::filesystem::path& base_dir, const YAML::Node& f,
+                                        const std::string& source) {
+    const std::filesystem::path name = f.Scalar();
+    const std::filesystem::path file = base_dir / name;
+    const char* any = std::getenv("CALIBER_SHAPES_INCLUDE_ANY");
+    if (any != nullptr && std::string(any) == "1") return file;
+    const auto refuse = [&](const std::string& why) {
+      fail(source, f,
+           "include: '" + name.string().substr(0, 200) + "' " + why +
+               "; allowed: a file in this file's folder or below (CALIBER_SHAPES_INCLUDE_ANY=1 "
+               "allows any path)");
+    };
+    if (name.is_absolute()) refuse("is an absolute path");
+    for (const auto& part : name)
+      if (part == "..") refuse("leaves this file's folder (..)");
+    std::error_code ec;
+    const auto dir = std::filesystem::weakly_canonical(base_dir.empty() ? "." : base_dir, ec);
+    const auto real = std::filesystem::weakly_canonical(file, ec);
+    auto d = dir.begin();
+    auto r = real.begin();
+    for (; d != dir.end(); ++d, ++r)
+      if (r == real.end() || *r != *d) refuse("leads out of this file's folder (a symbolic link)");
+    return file;
   }
 
   static void include(const std::filesystem::path& file, ShapeSet& set, Includes& inc) {

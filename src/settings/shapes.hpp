@@ -60,6 +60,10 @@ class ShapeSet {
   // comprehensive the additions, in order, without duplicates.
   [[nodiscard]] std::vector<Shape> shapes_for(const std::string& op, const std::string& family,
                                               Level level) const;
+  // Whether the file has a list of the op's own name (at core or among the additions).
+  [[nodiscard]] bool names_op(const std::string& op) const {
+    return core_.ops.count(op) > 0 || extra_.ops.count(op) > 0;
+  }
 
   // YAML of exactly the shapes used, with the level written in it (the archived shapes.yaml).
   [[nodiscard]] static std::string archive_yaml(

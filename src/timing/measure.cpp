@@ -4,12 +4,14 @@
 #include <cmath>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "timing/sampler.hpp"
 #include "timing/timer.hpp"
+#include "timing/trace.hpp"
 
 namespace caliber::timing {
 
@@ -73,6 +75,8 @@ TimerChoice choose_timer(const backends::Capabilities& caps, TimerKind requested
 namespace {
 
 using detail::Clock;
+using detail::Tracer;
+using detail::TraceRecorder;
 
 // How a row ended up on the direct timer, which decides its markers and how errors are read.
 enum class DirectMode { chosen, fallback, denied };
@@ -177,13 +181,31 @@ void finish_markers(Measurement& m) {
   if (!m.converged) m.markers.push_back(kMarkerStopMissed);
 }
 
+// A sample's value: the summed spans of its `k` launches' own records where the trace reads them
+// (`runs` separate spans: k where the backend's own work separates the launches, 1 for a replay of
+// k launches back to back), else its events' interval `event_ms`; both are kept for the row.
+double traced_or_events(Tracer& tr, TraceRecorder& rec, double event_ms, int k, int runs) {
+  if (!tr.active()) {
+    rec.add(event_ms / k, nullptr, k);
+    return event_ms;
+  }
+  const auto launches = tr.take(runs);
+  rec.add(event_ms / k, launches ? &*launches : nullptr, k);
+  if (!launches) return event_ms;
+  double sum = 0;
+  for (const detail::LaunchTrace& t : *launches) sum += t.span_ms;
+  return sum;
+}
+
 // One whole call of the direct timer: warmup, then an event pair around each launch; where the
 // backend can hold its stream, each sample is enqueued behind a hold and released at once, so the
 // host's launch gap stays outside the events.
 detail::SampleRun direct_call(backends::Device& dev, const std::function<void()>& launch,
                               const TimingOptions& opt, const Clock& now, double& estimate_ms,
-                              bool& hold, int& launches_per_sample) {
+                              bool& hold, int& launches_per_sample, Tracer& tr,
+                              TraceRecorder& rec) {
   const detail::WarmupResult w = detail::warmup(dev, launch, opt.stop, now);
+  tr.discard();  // the warmup's records are no sample's
   estimate_ms = w.estimate_ms;
   // On the host a launch is the work itself (no launch gap, no event cost), and a host clock
   // reading around one launch of a microsecond measures mostly the scheduler's jitter: a sample
@@ -207,9 +229,10 @@ detail::SampleRun direct_call(backends::Device& dev, const std::function<void()>
     // A launch that waits on the device waited on the hold too, until it gave up: this sample
     // holds the gap after all, and holding the next ones would only cost that wait again.
     if (held && dev.hold_gave_up()) hold = false;
-    return ms;
+    return traced_or_events(tr, rec, ms, k, k);
   };
-  return detail::sample_until_stop(dev, one, k, w.estimate_ms * k, opt, now);
+  return detail::sample_until_stop(dev, one, k, w.estimate_ms * k, opt, now,
+                                   [&rec](bool kept) { rec.window(kept); });
 }
 
 Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& backend,
@@ -227,12 +250,16 @@ Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& b
   const int calls = m.repeat_skipped ? 1 : asked;
   m.repeat = calls;
   std::vector<std::vector<double>> samples;
+  std::vector<TraceRecorder> recs(static_cast<std::size_t>(calls));
   std::string first_timeout;
+  std::optional<Tracer> tr;
   try {
+    tr.emplace(dev, opt, now);
     for (int i = 0; i < calls; ++i) {
       double estimate = 0;
       int k = 1;
-      detail::SampleRun r = direct_call(dev, launch, opt, now, estimate, hold, k);
+      detail::SampleRun r = direct_call(dev, launch, opt, now, estimate, hold, k, *tr,
+                                        recs[static_cast<std::size_t>(i)]);
       if (i == 0) m.estimate_ms = estimate;
       m.launches_per_sample = std::max(m.launches_per_sample, k);
       absorb(m, r);
@@ -263,6 +290,11 @@ Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& b
   m.stop_reason = first_timeout.empty() ? "converged" : first_timeout;
   m.converged = first_timeout.empty();
   m.sample_method = hold ? "held" : "unheld";
+  TraceRecorder all;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    detail::choose_samples(*tr, recs[i], samples[i]);
+    all.append(recs[i]);
+  }
   if (m.launches_per_sample > 1) {
     m.sample_method = "host-batch";  // K launches between two host clock readings
     if (opt.l2 == L2Policy::cold) m.l2_method = "flush-per-sample";
@@ -278,6 +310,7 @@ Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& b
   } else {
     m.markers = {kMarkerDirectNoGraph, kMarkerTimerDirect, repeat_marker(calls)};
   }
+  detail::trace_outcome(m, *tr, all, dev.trace_resolution_us());
   finish_markers(m);
   return m;
 }
@@ -341,13 +374,16 @@ Capture capture_of(backends::Device& dev, const TimingOptions& opt,
 
 // Per launch, each launch sits between two event nodes of its own (cold: behind a flush node of
 // its own); marks holds those events, two a launch.
+// Traced (`boundaries`) and warm, a boundary of the backend's own precedes each launch instead of
+// the flush, so that the replay's records show where one launch ends and the next begins.
 Capture capture_launches(backends::Device& dev, const std::function<void()>& launch,
-                         const TimingOptions& opt, int k, bool per_launch,
+                         const TimingOptions& opt, int k, bool per_launch, bool boundaries,
                          const std::vector<std::unique_ptr<backends::Event>>& marks) {
   return capture_of(dev, opt, [&] {
     for (int i = 0; i < k; ++i) {
       if (per_launch) {
         if (opt.l2 == L2Policy::cold) dev.flush_l2();
+        if (opt.l2 != L2Policy::cold && boundaries) dev.trace_boundary();
         dev.record_in_graph(*marks[2 * i]);
       }
       launch();
@@ -399,7 +435,8 @@ Measurement after_failed_capture(backends::Device& dev, const backends::Backend&
 detail::SampleRun replay_samples(backends::Device& dev, backends::Graph& graph,
                                  const TimingOptions& opt, const Clock& now, int k,
                                  double estimate_ms, bool per_launch,
-                                 const std::vector<std::unique_ptr<backends::Event>>& marks) {
+                                 const std::vector<std::unique_ptr<backends::Event>>& marks,
+                                 Tracer& tr, TraceRecorder& rec) {
   auto start = dev.create_event();
   auto end = dev.create_event();
   const bool cold = opt.l2 == L2Policy::cold;
@@ -409,16 +446,18 @@ detail::SampleRun replay_samples(backends::Device& dev, backends::Graph& graph,
     graph.launch();
     dev.record(*end);
     const double whole = dev.elapsed_ms(*start, *end);
-    if (!per_launch) return whole;
+    if (!per_launch) return traced_or_events(tr, rec, whole, k, 1);
     double sum = 0;
     for (int i = 0; i < k; ++i) sum += dev.elapsed_ms(*marks[2 * i], *marks[2 * i + 1]);
-    return sum;
+    return traced_or_events(tr, rec, sum, k, k);
   };
   dev.record(*start);
   graph.launch();
   dev.record(*end);
   (void)dev.elapsed_ms(*start, *end);
-  return detail::sample_until_stop(dev, one, k, estimate_ms * k, opt, now);
+  tr.discard();
+  return detail::sample_until_stop(dev, one, k, estimate_ms * k, opt, now,
+                                   [&rec](bool kept) { rec.window(kept); });
 }
 
 // The graph timer: warm up, size a replay, capture it, replay it until the stopping rule ends.
@@ -450,17 +489,23 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
     marks.reserve(2 * static_cast<std::size_t>(k));
     for (int i = 0; i < 2 * k; ++i) marks.push_back(dev.create_event());
   }
-  Capture c = capture_launches(dev, launch, opt, k, per_launch, marks);
+  // Opened before the capture: the graph's kernels are then recorded in every replay.
+  std::optional<Tracer> tr;
+  tr.emplace(dev, opt, now);
+  Capture c = capture_launches(dev, launch, opt, k, per_launch, tr->active(), marks);
   if (c.code != 0 || c.refused || !c.graph) {
+    tr.reset();  // the fallback opens its own
     return after_failed_capture(dev, backend, launch, opt, now, std::move(m), std::move(c));
   }
   detail::SampleRun r;
+  TraceRecorder rec;
   try {
-    r = replay_samples(dev, *c.graph, opt, now, k, w.estimate_ms, per_launch, marks);
+    r = replay_samples(dev, *c.graph, opt, now, k, w.estimate_ms, per_launch, marks, *tr, rec);
   } catch (const NativeError& e) {
     fail_classified(m, backend, e, "graph replay failed");
     return m;
   }
+  detail::choose_samples(*tr, rec, r.per_launch_ms);
   absorb(m, r);
   m.noise = r.noise;
   m.stop_reason = r.stop_reason;
@@ -470,14 +515,39 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
     return m;
   }
   summarize(m, {r.per_launch_ms}, opt);
+  detail::trace_outcome(m, *tr, rec, dev.trace_resolution_us());
   finish_markers(m);
   return m;
+}
+
+// A refused capture can leave its code behind where the device cannot clear it: an op library
+// linked with its own copy of the runtime keeps a last-error state of its own, set by the call
+// that refused the capture (a synchronize), and the op's next error check reads it (the common
+// `cudaGetLastError()` after a launch), perhaps in another provider of the same library timed
+// later. Outside any capture such a code cannot be the launch's own, and that read cleared it:
+// the launch runs again, once per measurement. A launch that fails so twice fails as before.
+std::function<void()> forgiving_capture_leftover(backends::Device& dev,
+                                                 const backends::Backend& backend,
+                                                 const std::function<void()>& launch) {
+  auto spent = std::make_shared<bool>(false);
+  return [&dev, &backend, &launch, spent] {
+    try {
+      launch();
+    } catch (const NativeError& e) {
+      if (*spent || dev.capturing() || backend.classify(e.code()) != Failure::refused_capture)
+        throw;
+      *spent = true;
+      (void)dev.take_last_error();
+      launch();
+    }
+  };
 }
 
 }  // namespace
 
 Measurement measure(backends::Device& dev, const backends::Backend& backend,
-                    const std::function<void()>& launch, const TimingOptions& opt) {
+                    const std::function<void()>& raw_launch, const TimingOptions& opt) {
+  const std::function<void()> launch = forgiving_capture_leftover(dev, backend, raw_launch);
   const Clock now = detail::clock_of(opt);
   const double t0 = now();
   backends::Capabilities caps = backend.capabilities();

@@ -36,6 +36,7 @@ namespace caliber::timing {
 using core::ClockRegime;
 using core::L2Policy;
 using core::parse_clock_regime;
+using core::SampleMethod;
 using core::TimerKind;
 using core::to_string;
 
@@ -45,6 +46,7 @@ inline constexpr const char* kMarkerCapturePoisoned = core::markers::capture_poi
 inline constexpr const char* kMarkerTimerDirect = core::markers::timer_direct;
 inline constexpr const char* kMarkerPowerCapped = core::markers::power_capped;
 inline constexpr const char* kMarkerStopMissed = core::markers::stop_missed;
+inline constexpr const char* kMarkerEventsNoTrace = core::markers::events_no_trace;
 // "repeat=N"
 [[nodiscard]] std::string repeat_marker(int n);
 
@@ -175,6 +177,9 @@ struct TimingOptions {
   bool graph_per_launch = true;
   // The direct timer holds the stream while it enqueues a sample, where the backend can.
   bool direct_hold = true;
+  // How a sample's device time is read: the backend's kernel trace (each timed launch's own
+  // activity records) or event pairs (docs/timing.md).
+  SampleMethod sample_method = SampleMethod::automatic;
   // On a host backend, the direct timer puts as many launches into one sample as fill about this
   // long (one launch of a few microseconds between two host clock readings is mostly jitter).
   double host_sample_ms = 0.2;
@@ -222,10 +227,20 @@ struct Measurement {
   // "events-per-replay" (graph, a replay divided by K), "held" (direct, enqueued behind a stream
   // hold: no launch gap inside the events), "unheld" (direct, the host's launch gap included),
   // "host-batch" (direct on a host backend: K launches between two host clock readings)
+  // "kernel-trace" (the span of each timed launch's own activity records, either timer).
   std::string sample_method;
   double timer_resolution_us = 0;  // of the device's event timer, 0 when unknown
-  bool converged = false;          // the stopping rule was met (else kMarkerStopMissed)
-  std::string regime;              // "burst" or "sustained"
+  // Kernel trace only (sample_method "kernel-trace"; 0 otherwise): the event figure of the same
+  // samples (a cross-check), the activities of one launch (kernels, copies, memsets) and the
+  // median of their summed durations, the records' time unit, and the host time the tracing
+  // added per timed launch (collecting and reading the records).
+  double event_latency_ms = 0;
+  int kernel_count = 0;
+  double kernel_sum_ms = 0;
+  double record_resolution_us = 0;
+  double trace_host_us = 0;
+  bool converged = false;  // the stopping rule was met (else kMarkerStopMissed)
+  std::string regime;      // "burst" or "sustained"
   ClockSummary clock;
   double settle_s = 0;  // sustained: time spent settling; burst: resting
   bool settled = true;  // sustained: the clock and power settled within the bound

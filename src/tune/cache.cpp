@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <system_error>
@@ -233,6 +235,16 @@ std::string timestamp() {
 
 // Moves the corrupt file (and its -wal/-shm, which would otherwise be replayed into the fresh
 // file) to <file>.corrupt-<timestamp>[-N]. Returns the new name, or empty when it could not.
+bool has_sqlite_header(const fs::path& file) {
+  static constexpr char kHeader[] = "SQLite format 3";  // with its NUL: the 16-byte header
+  std::FILE* f = std::fopen(file.c_str(), "rbe");
+  if (f == nullptr) return false;
+  char buf[sizeof kHeader] = {};
+  const std::size_t n = std::fread(buf, 1, sizeof buf, f);
+  std::fclose(f);
+  return n == sizeof buf && std::memcmp(buf, kHeader, sizeof buf) == 0;
+}
+
 fs::path set_aside(const fs::path& file) {
   const std::string base = file.string() + ".corrupt-" + timestamp();
   fs::path target = base;
@@ -355,7 +367,19 @@ std::unique_ptr<ConfigCache> ConfigCache::open(const fs::path& file, Access acce
     if (rc != SQLITE_OK && is_corruption(rc)) {
       const std::string why = err;
       const bool other = (rc & 0xff) == kOtherSchema;
-      fs::path aside = set_aside(file);
+      // Only a damaged SQLite database is ours to move: any other file (a run.log, a text file
+      // named by mistake) is left exactly where it is.
+      fs::path aside = has_sqlite_header(file) ? set_aside(file) : fs::path();
+      if (aside.empty()) {
+        warnings.push_back("tune cache " + file.string() + " is not an SQLite database (" + why +
+                           "); it is left untouched and tuning results of this run are kept in "
+                           "memory only");
+        if (c->db_) sqlite3_close_v2(c->db_);
+        c->db_ = nullptr;
+        std::string mem_err;
+        if (open_read_write(":memory:", &c->db_, mem_err) == SQLITE_OK) c->in_memory_ = true;
+        return c;
+      }
       if (!aside.empty()) {
         err.clear();
         rc = open_read_write(file, &c->db_, err);

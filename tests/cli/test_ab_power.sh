@@ -64,6 +64,26 @@ for mode in paired isolate; do
       grep -Eq -- "--paired-noise [0-9.]+,$fam=[0-9.]+,floor_us=" "$T/fitc.txt" &&
         grep -q "needed per family (rows >= 20 us): $fam " "$T/fitc.txt" ||
         { cat "$T/fitc.txt"; fail "fit --classes $fam: no class term or per-family line"; }
+      # --write: a new file needs all three sections (this fit has only the crossed one: exit 2,
+      # nothing written); an existing file gets the fitted section and keeps the others.
+      AP="$(dirname "${BASH_SOURCE[0]}")/../../scripts/ab-power"
+      python3 "$AP" --caliber "$CAL" --residual "$(ls -d "$T"/same/same-*)" \
+        --write "$T/new.yaml" > "$T/w1.txt" 2>&1; rc=$?
+      [ "$rc" -eq 2 ] && [ ! -e "$T/new.yaml" ] && grep -q 'needs all three sections' "$T/w1.txt" ||
+        { cat "$T/w1.txt"; fail "--write of a new file with one section: want exit 2, got $rc"; }
+      cp "$(dirname "${BASH_SOURCE[0]}")/../../share/caliber/calibration/cpu.yaml" "$T/cal.yaml"
+      python3 "$AP" --caliber "$CAL" --residual "$(ls -d "$T"/same/same-*)" \
+        --write "$T/cal.yaml" > "$T/w2.txt" 2>&1 || { cat "$T/w2.txt"; fail "--write an update"; }
+      spec=$(sed -n 's/.*term (quantile 1.0): --paired-noise //p' "$T/w2.txt")
+      python3 - "$T/cal.yaml" "$spec" "$(dirname "${BASH_SOURCE[0]}")/../../share/caliber/calibration/cpu.yaml" <<'PY' ||
+import sys, yaml
+new, old = (yaml.safe_load(open(f)) for f in (sys.argv[1], sys.argv[3]))
+assert new["paired_noise"]["terms"] == sys.argv[2], (new["paired_noise"], sys.argv[2])
+assert new["paired_noise"]["derivation"]["pairs"] > 0
+assert new["run_noise"] == old["run_noise"], "the run_noise section must be kept"
+assert new["paired_noise_one_phase"] == old["paired_noise_one_phase"]
+PY
+        fail "--write: the updated file is not the fit plus the kept sections"
     else
       [ "$npaired" -eq 0 ] || fail "--isolate: $npaired pairs were paired"
     fi

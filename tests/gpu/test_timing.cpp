@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -161,6 +162,118 @@ TEST_F(CudaTiming, RefusedCaptureFallsBackWithTheMarkers) {
   const Measurement after = time_spin(20.0, TimerKind::graph);
   ASSERT_TRUE(after.ok) << after.error;
   EXPECT_EQ(after.timer, "graph");
+}
+
+// One regime per row after a refusal (the H200 regression of 2026-12-01): the baseline graph-timed,
+// the candidate refused and timed direct, then the baseline again by the direct timer; its launch
+// reads the runtime's last error (launch_spin's cudaGetLastError) and must not meet the refusal.
+TEST_F(CudaTiming, BaselineRetimedDirectAfterARefusalReadsNoLeftoverError) {
+  const Measurement ref_graph = time_spin(37.0, TimerKind::graph, L2Policy::cold);
+  ASSERT_TRUE(ref_graph.ok) << ref_graph.error;
+  TimingOptions opt;
+  opt.timer = TimerKind::graph;
+  opt.op = "spin_sync";
+  void* stream = dev->stream();
+  const Measurement cand = measure(
+      *dev, *backend, [stream] { gt::launch_spin_then_sync(stream, 37.0); }, opt);
+  ASSERT_TRUE(cand.ok) << cand.error;
+  ASSERT_EQ(cand.timer, "direct");
+  const Measurement ref = time_spin(37.0, TimerKind::direct, L2Policy::cold);
+  ASSERT_TRUE(ref.ok) << ref.error;
+  EXPECT_EQ(ref.timer, "direct");
+}
+
+// The kernel trace (the default sample method on cuda): CUPTI's records arrive for direct launches
+// and for the kernels of a graph replay, and read a spin of known length within 2% (a spin
+// overshoots its target by up to one tick of %globaltimer, about 0.5 us), without the event floor.
+TEST_F(CudaTiming, KernelTraceReadsSpinsWithinTwoPercentUnderBothTimers) {
+  for (TimerKind timer : {TimerKind::graph, TimerKind::direct}) {
+    for (L2Policy l2 : {L2Policy::cold, L2Policy::warm}) {
+      for (double us : {37.0, 333.0}) {
+        TimingOptions opt;
+        opt.timer = timer;
+        opt.l2 = l2;
+        opt.sample_method = SampleMethod::trace;
+        opt.op = "spin";
+        void* stream = dev->stream();
+        const Measurement m = measure(
+            *dev, *backend, [stream, us] { gt::launch_spin(stream, us); }, opt);
+        const std::string what = std::string(timer == TimerKind::graph ? "graph " : "direct ") +
+                                 (l2 == L2Policy::cold ? "cold " : "warm ") + std::to_string(us) +
+                                 " us";
+        ASSERT_TRUE(m.ok) << what << ": " << m.error;
+        ASSERT_EQ(m.sample_method, "kernel-trace") << what << ": " << m.note;
+        const double got_us = m.latency_ms * 1e3;
+        EXPECT_GE(got_us, us) << what;
+        EXPECT_LE(got_us, us * 1.02) << what;
+        EXPECT_EQ(m.kernel_count, 1) << what;
+        EXPECT_NEAR(m.kernel_sum_ms, m.latency_ms, 1e-4) << what;
+        EXPECT_GT(m.event_latency_ms, m.latency_ms) << what << ": the events see their floor";
+        EXPECT_GT(m.trace_host_us, 0) << what;
+      }
+    }
+  }
+}
+
+// A provider of two kernels is one span over both, and two activities.
+TEST_F(CudaTiming, KernelTraceCoversAProviderOfSeveralKernels) {
+  for (TimerKind timer : {TimerKind::graph, TimerKind::direct}) {
+    TimingOptions opt;
+    opt.timer = timer;
+    opt.sample_method = SampleMethod::trace;
+    void* stream = dev->stream();
+    const Measurement m = measure(
+        *dev, *backend,
+        [stream] {
+          gt::launch_spin(stream, 20.0);
+          gt::launch_spin(stream, 30.0);
+        },
+        opt);
+    ASSERT_TRUE(m.ok) << m.error;
+    ASSERT_EQ(m.sample_method, "kernel-trace") << m.note;
+    EXPECT_EQ(m.kernel_count, 2);
+    EXPECT_GE(m.latency_ms * 1e3, 50.0);
+    EXPECT_LE(m.latency_ms * 1e3, 50.0 * 1.02 + 3.0);  // the gap between the two kernels
+    EXPECT_GE(m.kernel_sum_ms * 1e3, 50.0);
+    EXPECT_LE(m.kernel_sum_ms, m.latency_ms);
+  }
+}
+
+// CALIBER_CUPTI_LIB naming no library: events, marked, in a child process (the library is
+// loaded once per process).
+TEST_F(CudaTiming, KernelTraceWithoutLibcuptiFallsBackWithTheMarker) {
+  if (std::getenv(kChildEnv) != nullptr) return;
+  char exe[4096];
+  const ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  ASSERT_GT(len, 0);
+  exe[len] = '\0';
+  const std::string self = exe;
+  const std::string cmd = "CALIBER_CUPTI_LIB=/nonexistent/libcupti.so " + std::string(kChildEnv) +
+                          "=nolib " + self +
+                          " --gtest_filter=CudaTiming.KernelTraceNoLibChild 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string out;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, f) != nullptr) out += buf;
+  const int rc = pclose(f);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("[  PASSED  ] 1 test"), std::string::npos) << out;
+}
+
+TEST_F(CudaTiming, KernelTraceNoLibChild) {
+  if (std::getenv(kChildEnv) == nullptr || std::string(std::getenv(kChildEnv)) != "nolib")
+    GTEST_SKIP() << "run by KernelTraceWithoutLibcuptiFallsBackWithTheMarker";
+  TimingOptions opt;
+  opt.timer = TimerKind::graph;
+  void* stream = dev->stream();
+  const Measurement m = measure(
+      *dev, *backend, [stream] { gt::launch_spin(stream, 20.0); }, opt);
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_NE(m.sample_method, "kernel-trace");
+  EXPECT_NE(std::find(m.markers.begin(), m.markers.end(), "SAMPLE_METHOD_EVENTS_NO_TRACE"),
+            m.markers.end());
+  EXPECT_NE(m.note.find("libcupti"), std::string::npos) << m.note;
 }
 
 TEST_F(CudaTiming, RngGuardRestoresTheGeneratorAroundCapture) {

@@ -1,7 +1,8 @@
 // A second test op library, for the tests of several --ops-lib (tests/cli/test_ops_lib.sh): one
 // correct op, test_scale (out = 2 x), whose name can be changed at load time with
 // CALIBER_TEST_SECOND_NAME so that a test can make it collide with a built-in op or another
-// library's.
+// library's (or carry a name no op may have). With CALIBER_TEST_SECOND_ABORT=1 its constructor
+// calls abort() as the library loads (tests/cli/test_adversarial.sh).
 #include <cstdlib>
 #include <string>
 
@@ -11,6 +12,12 @@
 namespace {
 
 using namespace caliber;
+
+[[maybe_unused]] const bool aborts_on_load = [] {
+  const char* v = std::getenv("CALIBER_TEST_SECOND_ABORT");
+  if (v != nullptr && std::string(v) == "1") std::abort();
+  return false;
+}();
 
 std::string op_name() {
   const char* v = std::getenv("CALIBER_TEST_SECOND_NAME");

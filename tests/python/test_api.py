@@ -121,6 +121,26 @@ class BenchApi(unittest.TestCase):
         with self.assertRaisesRegex(caliber.CaliberError, "nosuch"):
             caliber.measure(work, backend="nosuch")
 
+    def test_sample_method_trace_without_one_falls_back_with_the_marker(self):
+        # The cpu backend has no kernel trace: asked for, the events (the host timer) time it and
+        # the row says so; by default (auto) nothing is marked.
+        marker = caliber.markers()["events_no_trace"]
+        self.assertEqual(marker, "SAMPLE_METHOD_EVENTS_NO_TRACE")
+        m = caliber.measure(work, sample_method="trace", **FAST)
+        self.assertTrue(m.ok, m.error)
+        self.assertIn(marker, m.markers)
+        self.assertIn("no kernel trace", m.note)
+        self.assertNotEqual(m.sample_method, "kernel-trace")
+        plain = caliber.measure(work, **FAST)
+        self.assertNotIn(marker, plain.markers)
+        os.environ["CALIBER_SAMPLE_METHOD"] = "trace"
+        try:
+            self.assertIn(marker, caliber.measure(work, **FAST).markers)
+        finally:
+            del os.environ["CALIBER_SAMPLE_METHOD"]
+        with self.assertRaisesRegex(ValueError, "sample_method 'cupti'"):
+            caliber.measure(work, sample_method="cupti", **FAST)
+
     def test_marker_spellings_come_from_the_library(self):
         mk = caliber.markers()
         self.assertEqual(mk["direct_no_graph"], "BENCHMARK_DIRECT_NO_CUDAGRAPH")

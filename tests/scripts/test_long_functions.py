@@ -82,6 +82,34 @@ class Scan(unittest.TestCase):
                "enum class E {\n" + "".join(f"  e{i},\n" for i in range(100)) + "};\n")
         self.assertEqual(self.scan(src), (0, "", ""))
 
+    def scan_py(self, text, name="f.py", *extra):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, name), "w") as f:
+                f.write(text)
+            r = subprocess.run([sys.executable, SCRIPT, *extra, d], capture_output=True, text=True)
+        return r.returncode, r.stdout, r.stderr
+
+    def test_python_functions_count_from_their_decorator_and_hold_their_nested_defs(self):
+        lines = "".join(f"    x += {i}\n" for i in range(80))
+        src = ("import functools\n\n\n@functools.cache\ndef grow(x):\n    def inner():\n"
+               "        return 1\n" + lines + "    return x\n\n\nclass K:\n"
+               "    def fits(self):\n        return 1\n")
+        code, out, err = self.scan_py(src)
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("f.py:4: grow 85 lines (no reason given)", out)
+        self.assertEqual(out.count("lines"), 1, out)  # inner is part of grow
+        # A script without an extension is Python when its first line says so.
+        code, out, _ = self.scan_py("#!/usr/bin/env python3\n" + src, "tool")
+        self.assertIn("tool:5: grow 85 lines", out)
+        self.assertEqual(self.scan_py(src, "f.txt")[0], 0)  # neither C++ nor Python
+
+    def test_a_python_reason_is_a_comment_above(self):
+        lines = "".join(f"        x += {i}\n" for i in range(85))
+        src = "class K:\n    # Stays long: a table.\n    def table(self, x):\n" + lines
+        self.assertEqual(self.scan_py(src)[0], 0)
+        code, out, _ = self.scan_py(src.replace("# Stays long: a table.", "# A table."))
+        self.assertIn("f.py:3: K.table 86 lines (no reason given)", out)
+
     def test_bad_arguments_exit_2(self):
         self.assertEqual(self.scan("", "--limit", "0")[0], 2)
         r = subprocess.run([sys.executable, SCRIPT, "/nonexistent/src"], capture_output=True,

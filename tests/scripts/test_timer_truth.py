@@ -130,6 +130,31 @@ class Judge(unittest.TestCase):
                          ("NO TRUTH", []))
 
 
+def trace_summary(kernel_sum, spread=0.0, cost=0.02, methods=("kernel-trace",)):
+    return {"latency_us": kernel_sum, "kernel_sum_us": kernel_sum, "kernel_sum_spread": spread,
+            "cost_s": cost, "sample_methods": list(methods)}
+
+
+class JudgeTrace(unittest.TestCase):
+    def test_pass_within_two_percent_or_a_tenth(self):
+        s = {"graph": trace_summary(37.5 * 1.019), "direct": trace_summary(37.5 * 0.981)}
+        self.assertEqual(tt.judge_trace(37.5, s), ("PASS", []))
+        s = {"graph": trace_summary(3.59), "direct": trace_summary(3.41)}  # 2% of 3.5 < 0.1 us
+        self.assertEqual(tt.judge_trace(3.5, s)[0], "PASS")
+        s = {"graph": trace_summary(3.61), "direct": trace_summary(3.5)}
+        self.assertEqual(tt.judge_trace(3.5, s)[0], "FAIL")
+
+    def test_spread_cost_and_method(self):
+        s = {"graph": trace_summary(10, spread=0.006), "direct": trace_summary(10, cost=0.06)}
+        self.assertEqual(tt.judge_trace(10.0, s),
+                         ("FAIL", ["graph: spread 0.60% > 0.5%", "direct: cost 0.060 s > 0.05 s"]))
+        s = {"graph": trace_summary(200, cost=0.1),
+             "direct": trace_summary(200, methods=("held",))}
+        verdict, misses = tt.judge_trace(200.0, s)
+        self.assertEqual(verdict, "FAIL")
+        self.assertEqual(misses, ["direct: sample methods ['held'], not the trace"])
+
+
 FAKE_BIN = r'''#!/usr/bin/env python3
 import json, sys
 a = sys.argv[1:]

@@ -8,6 +8,10 @@
 #endif
 
 #include "backends/cuda/cuda_common.hpp"
+#if !defined(CALIBER_USE_HIP) && !defined(CALIBER_USE_MUSA)
+#include "backends/cuda/cupti_trace.hpp"
+#define CALIBER_HAVE_CUPTI 1
+#endif
 #include "backends/cuda/cuda_kernels.hpp"
 #include "backends/cuda/nvml.hpp"
 
@@ -110,6 +114,7 @@ CudaDevice::CudaDevice(int ordinal, DeviceDesc desc, std::uint64_t seed)
 
 CudaDevice::~CudaDevice() {
   if (capturing_) abort_capture();
+  if (tracing_) trace_close();
   (void)cudaStreamSynchronize(stream_);
   if (l2_buffer_ != nullptr) (void)cudaFree(l2_buffer_);
   if (flush_sink_ != nullptr) (void)cudaFree(flush_sink_);
@@ -199,6 +204,9 @@ Capabilities CudaDevice::capabilities() const {
 #if !defined(CALIBER_USE_HIP) && !defined(CALIBER_USE_MUSA)
   c.graph_event_nodes = true;
   c.stream_hold = hold_words_ != nullptr;
+#endif
+#if defined(CALIBER_HAVE_CUPTI)
+  c.kernel_trace = true;  // whether libcupti is there is found out when a trace opens
 #endif
   return c;
 }
@@ -305,6 +313,43 @@ bool CudaDevice::hold_gave_up() {
 
 void CudaDevice::launch_empty() {
   check(launch_probe(stream_), "empty kernel launch");
+}
+
+// The kernel trace: CUPTI's activity records (cupti_trace.cpp). The boundary is a kernel of the
+// backend's own, enqueued or, inside a capture, captured as a node each replay runs.
+TraceOpen CudaDevice::trace_open() {
+#if defined(CALIBER_HAVE_CUPTI)
+  if (tracing_) return {true, ""};
+  activate();
+  const TraceOpen o = CuptiTrace::get().open(ordinal_);
+  tracing_ = o.ok;
+  return o;
+#else
+  return {false, "this runtime has no kernel trace"};
+#endif
+}
+
+std::vector<TraceRecord> CudaDevice::trace_collect() {
+#if defined(CALIBER_HAVE_CUPTI)
+  if (tracing_) return CuptiTrace::get().collect();
+#endif
+  return {};
+}
+
+void CudaDevice::trace_close() {
+#if defined(CALIBER_HAVE_CUPTI)
+  if (tracing_) CuptiTrace::get().close();
+#endif
+  tracing_ = false;
+}
+
+void CudaDevice::trace_boundary() {
+  check(launch_trace_mark(stream_), "trace boundary launch");
+}
+
+double CudaDevice::trace_resolution_us() const {
+  // CUPTI's timestamps are in nanoseconds; the device's timer behind them may tick more coarsely.
+  return 0.001;
 }
 
 double CudaDevice::timer_resolution_us() const {

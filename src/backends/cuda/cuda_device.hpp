@@ -53,6 +53,11 @@ class CudaDevice final : public Device {
   std::optional<ClockSample> clocks() override;
   bool healthy() noexcept override;
   int take_last_error() noexcept override;
+  TraceOpen trace_open() override;
+  std::vector<TraceRecord> trace_collect() override;
+  void trace_close() override;
+  void trace_boundary() override;
+  double trace_resolution_us() const override;
   void range_push(const std::string& name) override;
   void range_pop() override;
 
@@ -72,6 +77,7 @@ class CudaDevice final : public Device {
   volatile int* hold_words_ = nullptr;
   volatile int* hold_words_dev_ = nullptr;
   bool capturing_ = false;
+  bool tracing_ = false;   // this device holds the process's kernel trace (cupti_trace.hpp)
   int pending_error_ = 0;  // an error seen (and cleared) by healthy(), kept for take_last_error
   void* nvml_handle_ = nullptr;
   bool static_read_ = false;  // sm_max_mhz_ and power_limit_mw_ hold NVML's values

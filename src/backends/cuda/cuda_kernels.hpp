@@ -22,6 +22,9 @@ cudaError_t launch_l2_evict(const void* buf, std::size_t bytes, unsigned* sink, 
 // *gave_up says which. `release` and `gave_up` are device pointers to mapped host memory.
 cudaError_t launch_hold(volatile int* release, volatile int* gave_up, double timeout_s,
                         cudaStream_t stream);
+// An empty kernel of the backend's own (its name says so to the kernel trace): a boundary
+// between two timed launches in the records.
+cudaError_t launch_trace_mark(cudaStream_t stream);
 // An empty kernel: the cheapest proof that the context still launches.
 cudaError_t launch_probe(cudaStream_t stream);
 

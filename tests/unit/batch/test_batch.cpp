@@ -41,6 +41,8 @@ case "$op" in
   hang*) sleep 60 & wait ;;
   fail*) echo "{\"type\":\"case\",\"op\":\"$op\",\"dtype\":\"f32\",\"shape\":\"3\",\"status\":\"failed\",\"node\":\"$op[f32-3]\",\"error\":\"made to fail\"}" >> "$dir/run.log"; exit 1 ;;
   slow*) sleep 1 ;;
+  jam*) rm -f "$out/ops_status.csv"; mkdir "$out/ops_status.csv" ;;
+  unjam*) rmdir "$out/ops_status.csv" ;;
 esac
 echo '{"type":"footer"}' >> "$dir/run.log"
 exit 0
@@ -236,4 +238,46 @@ TEST(Batch, InterruptTerminatesChildrenAndMarksTheRest) {
   }
   EXPECT_EQ(left, 0);
   SignalGuard::reset();
+}
+
+// --resume DIR --min-time 0 keeps every stored run flag (it used to drop --peaks=off and
+// --warmup=0) and refuses a flag that changes the caliber of the batch.
+TEST(BatchResume, StoredRunFlagsAreMergedAndTheCaliberKept) {
+  const std::vector<std::string> stored = {"--peaks=off", "--warmup=0", "--level=core",
+                                           "--min-time=0.5"};
+  const auto merged = merge_resumed_args(stored, {"--min-time=0"});
+  EXPECT_EQ(merged,
+            (std::vector<std::string>{"--peaks=off", "--warmup=0", "--level=core", "--min-time=0"}));
+  EXPECT_EQ(merge_resumed_args(stored, {"--level=core"}), stored);  // the same value: fine
+  EXPECT_EQ(merge_resumed_args(stored, {"--seed=3"}).back(), "--seed=3");
+  EXPECT_THROW((void)merge_resumed_args(stored, {"--level=comprehensive"}), BatchUsageError);
+  EXPECT_THROW((void)merge_resumed_args(stored, {"--timer=direct"}), BatchUsageError);
+}
+
+// A rewrite of ops_status.csv that fails (a full disk; here a directory planted at its name) does
+// not end the batch with an op left at `running`: the batch goes on, and the next write that
+// succeeds records every op's final status. One that never succeeds is exit 1 with the statuses on
+// stderr.
+TEST(Batch, AFailedStatusRewriteLeavesNoOpRunning) {
+  TempDir t;
+  auto o = options(t);
+  o.ops = {"jam", "unjam"};
+  ::setenv("CALIBER_CPU_DEVICES", "1", 1);
+  o.devices = {0};
+  std::ostringstream out, err;
+  BatchOutcome res;
+  ASSERT_NO_THROW(res = run_batch(o, out, err)) << out.str();
+  EXPECT_EQ(res.exit_code, 0) << out.str() << err.str();
+  const auto s = by_op(read_ops_status(res.batch_dir));
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s.at("jam").status, "ok");
+  EXPECT_EQ(s.at("unjam").status, "ok");
+
+  TempDir t2;
+  auto o2 = options(t2);
+  o2.ops = {"jam"};
+  o2.devices = {0};
+  ASSERT_NO_THROW(res = run_batch(o2, out, err));
+  EXPECT_EQ(res.exit_code, 1);  // the op ran, but its status could not be recorded
+  EXPECT_TRUE(fs::is_directory(res.batch_dir / "ops_status.csv"));
 }

@@ -6,11 +6,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <sstream>
 #include <string>
 
 #include "backends/cpu/cpu_device.hpp"
+#include "caliber/builder.hpp"
 #include "caliber/caliber.hpp"
 #include "host/host_common.hpp"
 #include "op_case.hpp"
@@ -43,14 +45,32 @@ std::unique_ptr<caliber::Op> find_host_op(const std::string& name) {
   return nullptr;
 }
 
-HostWorkload& host(caliber::Workload& w) {
-  auto* h = dynamic_cast<HostWorkload*>(&w);
-  if (h == nullptr) throw std::runtime_error("not a host workload");
-  return *h;
+// What the tests corrupt and verify again: a HostWorkload's output, or the .reference output of
+// an op built with the op builder (caliber/builder.hpp; add is one).
+struct Output {
+  void* data = nullptr;
+  std::size_t count = 0;
+  std::function<caliber::Accuracy()> verify;
+  std::function<void()> poison;
+  [[nodiscard]] std::size_t output_count() const { return count; }
+  [[nodiscard]] void* output_data() const { return data; }
+};
+
+Output host(caliber::Workload& w, DType t) {
+  if (auto* h = dynamic_cast<HostWorkload*>(&w))
+    return {h->output_data(), h->output_count(), [h] { return h->verify(); },
+            [h] { h->poison_output(); }};
+  if (auto* b = dynamic_cast<caliber::ReferenceChecked*>(&w)) {
+    caliber::Buffer& out = b->output();
+    auto* ctx = &out;
+    return {out.get(), out.bytes() / caliber::size_of(t), [b] { return b->verify(); },
+            [ctx] { std::memset(ctx->get(), caliber::check::kPoisonByte, ctx->bytes()); }};
+  }
+  throw std::runtime_error("neither a host workload nor a built op with a .reference");
 }
 
 // Adds one to an element of the output: far outside any tolerance, for floats and integers.
-void corrupt(HostWorkload& w, DType t, std::size_t i) {
+void corrupt(const Output& w, DType t, std::size_t i) {
   void* p = w.output_data();
   switch (t) {
     case DType::f32:
@@ -70,7 +90,7 @@ void corrupt(HostWorkload& w, DType t, std::size_t i) {
   }
 }
 
-void set_nan(HostWorkload& w, DType t, std::size_t i) {
+void set_nan(const Output& w, DType t, std::size_t i) {
   if (t == DType::f32) static_cast<float*>(w.output_data())[i] = std::nanf("");
   if (t == DType::f64) static_cast<double*>(w.output_data())[i] = std::nan("");
 }
@@ -176,7 +196,7 @@ TEST_P(HostOpCase, ACorruptedOutputFailsTheCheck) {
   ASSERT_NE(op, nullptr);
   auto dev = make_device();
   auto w = op->setup(*dev, case_of(*op, p.dtype, p.shape, p.params));
-  auto& h = host(*w);
+  const auto h = host(*w, p.dtype);
   w->prepare(1, w->providers()[1].space.default_config);
   ASSERT_TRUE(w->check(1).passed);
   // First, middle and last elements: edges are where a blocked kernel goes wrong.
@@ -194,8 +214,8 @@ TEST_P(HostOpCase, AnUnwrittenOrNaNOutputFailsTheCheck) {
   ASSERT_NE(op, nullptr);
   auto dev = make_device();
   auto w = op->setup(*dev, case_of(*op, p.dtype, p.shape, p.params));
-  auto& h = host(*w);
-  h.poison_output();
+  const auto h = host(*w, p.dtype);
+  h.poison();
   EXPECT_FALSE(h.verify().passed) << "a poisoned output passed";
   if (p.dtype == DType::f32 || p.dtype == DType::f64) {
     ASSERT_TRUE(w->check(1).passed);
@@ -217,8 +237,8 @@ TEST_P(HostOpCase, FreshInputsAreNeverZeroAndDependOnTheSeed) {
   // The baseline's output is a pure function of the inputs: different seeds, different outputs.
   w1->launch(0);
   w2->launch(0);
-  auto& h1 = host(*w1);
-  auto& h2 = host(*w2);
+  const auto h1 = host(*w1, p.dtype);
+  const auto h2 = host(*w2, p.dtype);
   const std::size_t bytes = h1.output_count() * caliber::size_of(p.dtype);
   EXPECT_NE(std::memcmp(h1.output_data(), h2.output_data(), bytes), 0);
 }
@@ -351,7 +371,9 @@ TEST(HostMm, ColumnMajorBChangesTheResult) {
   auto col = op->setup(*dev, case_of(*op, DType::f64, {16, 16, 16}, {{"B", "col"}}));
   row->launch(1);
   col->launch(1);
-  EXPECT_NE(std::memcmp(host(*row).output_data(), host(*col).output_data(), 16 * 16 * 8), 0);
+  EXPECT_NE(std::memcmp(host(*row, DType::f64).output_data(), host(*col, DType::f64).output_data(),
+                        16 * 16 * 8),
+            0);
   EXPECT_TRUE(col->check(0).passed);
   EXPECT_TRUE(col->check(1).passed);
 }
@@ -362,7 +384,7 @@ TEST(HostSort, OutputIsAscendingAndAPermutation) {
   auto w = op->setup(*dev, case_of(*op, DType::f32, {2, 5000}));
   w->prepare(1, {});
   w->launch(1);
-  const auto* out = static_cast<const float*>(host(*w).output_data());
+  const auto* out = static_cast<const float*>(host(*w, DType::f32).output_data());
   for (std::size_t r = 0; r < 2; ++r) {
     EXPECT_TRUE(std::is_sorted(out + r * 5000, out + (r + 1) * 5000));
   }

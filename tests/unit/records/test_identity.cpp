@@ -156,3 +156,22 @@ TEST(Identity, NewerSchemaRefused) {
       << nlohmann::json{{"level", "core"}}.dump();
   EXPECT_EQ(caliber::core::read_identity(dir.path())["level"], "core");
 }
+
+// The host's load: a reading has the load averages and the core count; a reading above its
+// cores is "loaded", at or below is not, and an older identity without one says nothing.
+TEST(Identity, HostLoad) {
+  const nlohmann::json now = host_load();
+  ASSERT_TRUE(now["cores"].is_number());
+  EXPECT_GE(now["cores"].get<int>(), 1);
+  EXPECT_TRUE(now["load1"].is_number());
+  nlohmann::json id = {
+      {"host_load",
+       {{"start", {{"load1", 2.0}, {"cores", 2}}}, {"end", {{"load1", 2.01}, {"cores", 2}}}}}};
+  const auto r = loaded_host_readings(id);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0], "end: load 2.01 on 2 cores");
+  EXPECT_TRUE(loaded_host_readings(nlohmann::json{{"host", "x"}}).empty());
+  EXPECT_TRUE(loaded_host_readings(nlohmann::json{{"host_load", "junk"}}).empty());
+  id["host_load"]["start"]["load1"] = "high";  // not a number: ignored
+  EXPECT_EQ(loaded_host_readings(id).size(), 1u);
+}

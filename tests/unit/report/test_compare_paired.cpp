@@ -140,7 +140,6 @@ TEST(ComparePaired, AProviderClassWidensOnlyThatProvider) {
   TempDir t;
   const auto [da, db] = write_paired_round(t.path());
   CompareOptions opt;
-  EXPECT_EQ(opt.paired_one_phase_class.count("thrust"), 1u);  // the one-phase default's class
   parse_paired_noise("0.88,mine=5,floor_us=0.15", opt);
   const auto r = compare_dirs({da}, {db}, opt);
   int seen = 0;

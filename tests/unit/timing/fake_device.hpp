@@ -46,7 +46,20 @@ class FakeDevice : public backends::Device {
   long throw_after = 0;
   bool unhealthy_after_abort = false;
   int poison_code_after_abort = 0;  // uncaptured launches throw this after an abort
+  // A launch refused under capture leaves its code in the op's own copy of the runtime's
+  // last-error state (an op library linked with its own runtime), which the device's
+  // take_last_error cannot reach: the next uncaptured launch whose own error check reads that
+  // state (kernel(f, true)) throws it, and that read clears it, as cudaGetLastError does.
+  bool refusal_leaves_op_error = false;
+  int op_runtime_error = 0;  // what that state holds now
   std::function<std::optional<backends::ClockSample>(int call)> clock_script;
+  // The kernel trace (caps_.kernel_trace turns it on): every kernel execution, direct or in a
+  // replay, leaves a record of its own start and end; flushes and boundaries leave own records.
+  // What events read beyond the kernel: each recorded event adds this much device time (the
+  // event floor the trace does not see).
+  double event_floor_ms = 0;
+  std::string trace_refusal;     // non-empty: trace_open fails with this (no library, a subscriber)
+  long drop_records_after = -1;  // >= 0: kernel records stop after this many (records go missing)
   bool has_generator = true;
 
   // --- what happened ---
@@ -56,22 +69,35 @@ class FakeDevice : public backends::Device {
   long captured_launches = 0;
   int captures = 0, aborts = 0, replays = 0, flushes = 0, clock_calls = 0, events_created = 0;
   int holds = 0, graph_event_records = 0;
+  int stale_errors_read = 0;  // launches that threw op_runtime_error
+  int trace_opens = 0, trace_closes = 0, trace_collects = 0, boundaries = 0;
+  long kernel_records = 0;
+  bool tracing = false;
   double slept_s = 0;
   long allocs = 0, frees = 0;
   GeneratorState gen{42, 0};
 
   // What a test's launch function calls: one kernel launch on the stream, `factor` times as long
   // as kernel_ms says (two builds of one op: the same script, one of them slower).
-  void kernel(double factor = 1.0) {
+  // `checks_error`: the launch reads its runtime's last error afterwards (the op's own
+  // cudaGetLastError idiom).
+  void kernel(double factor = 1.0, bool checks_error = true) {
     if (capturing_) {
       if (has_generator) gen.advance(1);  // a captured RNG op reserves offsets at capture time
       ++pending_;
       nodes_.push_back({Node::kernel, nullptr, factor});
       ++captured_launches;
       if (throw_in_capture != 0 && pending_ >= std::max(1, throw_at_captured)) {
+        if (refusal_leaves_op_error) op_runtime_error = throw_in_capture;
         throw NativeError(throw_in_capture, "fakeLaunch", "operation not permitted when capturing");
       }
       return;
+    }
+    if (checks_error && op_runtime_error != 0) {
+      const int code = op_runtime_error;
+      op_runtime_error = 0;
+      ++stale_errors_read;
+      throw NativeError(code, "fakeLaunch", "operation not permitted when stream is capturing");
     }
     if (poison_code_after_abort != 0 && aborts > 0) {
       throw NativeError(poison_code_after_abort, "fakeLaunch", "context is dead");
@@ -85,8 +111,27 @@ class FakeDevice : public backends::Device {
     run_kernel(factor);
   }
   void run_kernel(double factor = 1.0) {
+    const double t0 = now_ms;
     now_ms += factor * kernel_ms(executions++) + (l2_cold_ ? cold_extra_ms : 0);
     l2_cold_ = false;
+    if (tracing && (drop_records_after < 0 || kernel_records < drop_records_after)) {
+      ++kernel_records;
+      trace_record(t0, now_ms, false);
+    }
+  }
+  void trace_record(double t0_ms, double t1_ms, bool own) {
+    backends::TraceRecord r;
+    r.start_ns = static_cast<std::uint64_t>(t0_ms * 1e6 + 0.5);
+    r.end_ns = static_cast<std::uint64_t>(t1_ms * 1e6 + 0.5);
+    r.own = own;
+    records_.push_back(r);
+  }
+  void run_flush() {
+    ++flushes;
+    const double t0 = now_ms;
+    now_ms += flush_ms;
+    l2_cold_ = true;
+    if (tracing) trace_record(t0, now_ms, true);
   }
   [[nodiscard]] double wall_s() const { return now_ms * 1e-3; }
 
@@ -97,7 +142,10 @@ class FakeDevice : public backends::Device {
     ++events_created;
     return std::make_unique<FakeEvent>();
   }
-  void record(backends::Event& e) override { static_cast<FakeEvent&>(e).t = now_ms; }
+  void record(backends::Event& e) override {
+    now_ms += event_floor_ms;
+    static_cast<FakeEvent&>(e).t = now_ms;
+  }
   void record_in_graph(backends::Event& e) override {
     if (!capturing_ || !caps_.graph_event_nodes) return record(e);
     ++graph_event_records;
@@ -137,10 +185,33 @@ class FakeDevice : public backends::Device {
       nodes_.push_back({Node::flush, nullptr, 1.0});
       return;
     }
-    ++flushes;
-    now_ms += flush_ms;
-    l2_cold_ = true;
+    run_flush();
   }
+  [[nodiscard]] backends::TraceOpen trace_open() override {
+    if (!trace_refusal.empty()) return {false, trace_refusal};
+    ++trace_opens;
+    tracing = true;
+    return {true, ""};
+  }
+  [[nodiscard]] std::vector<backends::TraceRecord> trace_collect() override {
+    ++trace_collects;
+    std::vector<backends::TraceRecord> out;
+    out.swap(records_);
+    return out;
+  }
+  void trace_close() override {
+    ++trace_closes;
+    tracing = false;
+  }
+  void trace_boundary() override {
+    ++boundaries;
+    if (capturing_) {
+      nodes_.push_back({Node::boundary, nullptr, 1.0});
+      return;
+    }
+    if (tracing) trace_record(now_ms, now_ms, true);
+  }
+  [[nodiscard]] double trace_resolution_us() const override { return 0.001; }
   [[nodiscard]] std::optional<backends::ClockSample> clocks() override {
     const int call = clock_calls++;
     if (clock_script) return clock_script(call);
@@ -180,7 +251,7 @@ class FakeDevice : public backends::Device {
     double t = 0;
   };
   struct Node {
-    enum Kind { kernel, flush, event } kind;
+    enum Kind { kernel, flush, event, boundary } kind;
     FakeEvent* ev;
     double factor = 1.0;
   };
@@ -191,12 +262,12 @@ class FakeDevice : public backends::Device {
       if (!dev.held_) dev.now_ms += dev.launch_gap_ms;  // one gap per replay, not per node
       for (const Node& n : nodes) {
         if (n.kind == Node::kernel) dev.run_kernel(n.factor);
-        if (n.kind == Node::flush) {
-          ++dev.flushes;
-          dev.now_ms += dev.flush_ms;
-          dev.l2_cold_ = true;
+        if (n.kind == Node::flush) dev.run_flush();
+        if (n.kind == Node::boundary && dev.tracing) dev.trace_record(dev.now_ms, dev.now_ms, true);
+        if (n.kind == Node::event) {
+          dev.now_ms += dev.event_floor_ms;
+          n.ev->t = dev.now_ms;
         }
-        if (n.kind == Node::event) n.ev->t = dev.now_ms;
       }
     }
     FakeDevice& dev;
@@ -205,6 +276,7 @@ class FakeDevice : public backends::Device {
   std::vector<Node> nodes_;
   bool l2_cold_ = false;
   bool held_ = false;
+  std::vector<backends::TraceRecord> records_;
 
   backends::DeviceDesc desc_;
   DeviceProps props_;

@@ -200,6 +200,58 @@ TEST_F(Fallback, HostErrorUnderCaptureFallsBackLikeARefusal) {
   EXPECT_DOUBLE_EQ(m.latency_ms, 1.0);
 }
 
+// The regression of a refused capture's leftover error (H200, 2026-12-01): the baseline is
+// graph-timed, the candidate's capture is refused (it synchronizes inside its launch) and it is
+// timed direct; then the one-regime-per-row re-timing of the baseline by the direct timer met the
+// refusal's code through the baseline's own last-error check, in the op's copy of the runtime the
+// device cannot clear, and failed the case. A refused-capture code outside any capture is that
+// leftover: the launch's own read cleared it, and the launch is run again.
+TEST_F(Fallback, RefusedCapturesLeftoverErrorDoesNotFailTheNextProvidersDirectTiming) {
+  opt.timer = TimerKind::graph;
+  const Measurement ref_graph = measure(
+      dev, backend, [this] { dev.kernel(); }, opt);
+  ASSERT_TRUE(ref_graph.ok) << ref_graph.error;
+  ASSERT_EQ(ref_graph.timer, "graph");
+  dev.throw_in_capture = 900;
+  dev.refusal_leaves_op_error = true;
+  // The candidate checks its synchronize's code, not the runtime's last error.
+  const Measurement cand = measure(
+      dev, backend, [this] { dev.kernel(1.0, false); }, opt);
+  ASSERT_TRUE(cand.ok) << cand.error;
+  EXPECT_EQ(cand.timer, "direct");
+  ASSERT_EQ(dev.op_runtime_error, 900);  // left behind, out of the device's reach
+  TimingOptions direct = opt;
+  direct.timer = TimerKind::direct;
+  const Measurement ref = measure(
+      dev, backend, [this] { dev.kernel(); }, direct);
+  ASSERT_TRUE(ref.ok) << ref.error;
+  EXPECT_EQ(ref.timer, "direct");
+  EXPECT_EQ(dev.stale_errors_read, 1);
+  EXPECT_DOUBLE_EQ(ref.latency_ms, 1.0);
+}
+
+// The same leftover read by the refused candidate's own first direct launch: a fallback, not a
+// capture that poisoned the context.
+TEST_F(Fallback, RefusedCapturesLeftoverReadByTheFallbackItselfIsNoPoison) {
+  opt.timer = TimerKind::graph;
+  dev.throw_in_capture = 900;
+  dev.refusal_leaves_op_error = true;
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.markers, (Markers{"BENCHMARK_DIRECT_NO_CUDAGRAPH", "timer=direct", "repeat=1"}));
+  EXPECT_EQ(dev.stale_errors_read, 1);
+}
+
+// A launch that keeps failing with a refused-capture code outside any capture fails its case:
+// the leftover is forgiven once, not every error.
+TEST_F(Fallback, ARefusedCodeEveryDirectLaunchStillFails) {
+  opt.timer = TimerKind::direct;
+  dev.throw_on_launch = 900;
+  const Measurement m = run();
+  EXPECT_FALSE(m.ok);
+  EXPECT_NE(m.error.find("code 900"), std::string::npos) << m.error;
+}
+
 TEST_F(Fallback, FallbackRowCarriesTheRepeatCount) {
   opt.timer = TimerKind::graph;
   opt.repeat = 3;

@@ -130,6 +130,20 @@ TEST_F(Truth, WarmupDoesNotEatTheTimeout) {
   EXPECT_TRUE(m.converged) << m.stop_reason;
 }
 
+TEST_F(Truth, TheTimeoutDoesNotCutTheWarmup) {
+  // --warmup 5 --timeout 0.5: the warmup keeps its 5 s of device-busy time (it used to stop at
+  // the timeout's 0.5 s, timing a machine that had warmed for a tenth of what was asked).
+  opt.timer = TimerKind::direct;
+  dev.kernel_ms = [](long) { return 1.0; };
+  opt.stop.warmup_s = 5.0;
+  opt.stop.timeout_s = 0.5;
+  opt.stop.min_samples = 3;
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_GE(dev.uncaptured_launches, 5000);         // 5 s of 1 ms launches before the first sample
+  EXPECT_LT(dev.uncaptured_launches, 5000 + 2000);  // and at most the timeout's worth after it
+}
+
 backends::ClockSample clock(int mhz, double watts, std::vector<std::string> reasons = {}) {
   backends::ClockSample c;
   c.sm_mhz = mhz;

@@ -1,0 +1,162 @@
+// The kernel-trace sample method's policy: which records belong to which timed launch, when the
+// trace is used and what a row says when it is not (docs/timing.md).
+#include "timing/trace.hpp"
+
+#include <algorithm>
+
+#include "core/stats.hpp"
+
+namespace caliber::timing::detail {
+
+std::vector<LaunchTrace> split_launches(std::span<const backends::TraceRecord> recs) {
+  std::vector<LaunchTrace> out;
+  bool in_run = false;
+  std::uint64_t first = 0, last = 0;
+  auto close_run = [&] {
+    if (!in_run) return;
+    out.back().span_ms = static_cast<double>(last - first) * 1e-6;
+    in_run = false;
+  };
+  for (const backends::TraceRecord& r : recs) {
+    if (r.own) {
+      close_run();
+      continue;
+    }
+    if (!in_run) {
+      out.emplace_back();
+      first = r.start_ns;
+      last = r.end_ns;
+      in_run = true;
+    }
+    first = std::min(first, r.start_ns);
+    last = std::max(last, r.end_ns);
+    LaunchTrace& t = out.back();
+    ++t.activities;
+    if (r.end_ns > r.start_ns) t.busy_ms += static_cast<double>(r.end_ns - r.start_ns) * 1e-6;
+  }
+  close_run();
+  return out;
+}
+
+TraceWish trace_wish(const backends::Capabilities& caps, const TimingOptions& opt) {
+  TraceWish w;
+  if (opt.sample_method == SampleMethod::events) return w;
+  if (opt.sample_method == SampleMethod::trace) {
+    w.wanted = true;
+    w.marked = true;
+    return w;
+  }
+  // auto: where the backend has a trace; a backend without one times by events, unmarked.
+  w.wanted = caps.kernel_trace && !caps.host;
+  w.marked = w.wanted;
+  return w;
+}
+
+Tracer::Tracer(backends::Device& dev, const TimingOptions& opt, const Clock& now)
+    : dev_(dev), now_(now) {
+  const backends::Capabilities caps = dev.capabilities();
+  const TraceWish w = trace_wish(caps, opt);
+  wanted_ = w.wanted;
+  marked_ = w.marked;
+  if (!wanted_) return;
+  if (!caps.kernel_trace) {
+    why_ = "this backend has no kernel trace";
+    return;
+  }
+  const backends::TraceOpen o = dev.trace_open();
+  if (!o.ok) {
+    why_ = o.why.empty() ? "the kernel trace did not open" : o.why;
+    return;
+  }
+  active_ = true;
+  (void)dev.trace_collect();  // nothing from before belongs to this measurement
+}
+
+Tracer::~Tracer() {
+  if (active_) dev_.trace_close();
+}
+
+std::optional<std::vector<LaunchTrace>> Tracer::take(int expected) {
+  if (!active_ || lost_) return std::nullopt;
+  const double t0 = now_();
+  const std::vector<backends::TraceRecord> recs = dev_.trace_collect();
+  std::vector<LaunchTrace> launches = split_launches(recs);
+  host_s_ += now_() - t0;
+  launches_ += expected;
+  if (static_cast<int>(launches.size()) != expected) {
+    lost_ = true;
+    why_ = "the device's records showed " + std::to_string(launches.size()) + " launches where " +
+           std::to_string(expected) + " were timed";
+    return std::nullopt;
+  }
+  return launches;
+}
+
+void Tracer::discard() {
+  if (active_ && !lost_) (void)dev_.trace_collect();
+}
+
+bool Tracer::marked_fallback() const noexcept {
+  return wanted_ && marked_ && (!active_ || lost_);
+}
+
+double Tracer::host_us_per_launch() const noexcept {
+  return launches_ > 0 ? host_s_ * 1e6 / static_cast<double>(launches_) : 0;
+}
+
+void TraceRecorder::add(double event_ms_per_launch, const std::vector<LaunchTrace>* launches,
+                        int k) {
+  pending_events.push_back(event_ms_per_launch);
+  if (launches == nullptr || launches->empty()) return;
+  double acts = 0, busy = 0;
+  for (const LaunchTrace& t : *launches) {
+    acts += t.activities;
+    busy += t.busy_ms;
+  }
+  const auto n = static_cast<double>(std::max(1, k));
+  pending_activities.push_back(acts / n);
+  pending_busy.push_back(busy / n);
+}
+
+void TraceRecorder::window(bool kept) {
+  if (kept) {
+    events_ms.insert(events_ms.end(), pending_events.begin(), pending_events.end());
+    activities.insert(activities.end(), pending_activities.begin(), pending_activities.end());
+    busy_ms.insert(busy_ms.end(), pending_busy.begin(), pending_busy.end());
+  }
+  pending_events.clear();
+  pending_activities.clear();
+  pending_busy.clear();
+}
+
+void TraceRecorder::append(const TraceRecorder& o) {
+  events_ms.insert(events_ms.end(), o.events_ms.begin(), o.events_ms.end());
+  activities.insert(activities.end(), o.activities.begin(), o.activities.end());
+  busy_ms.insert(busy_ms.end(), o.busy_ms.begin(), o.busy_ms.end());
+}
+
+void choose_samples(const Tracer& tr, const TraceRecorder& rec,
+                    std::vector<double>& per_launch_ms) {
+  if (tr.used_throughout() || !tr.marked_fallback()) return;
+  if (rec.events_ms.size() == per_launch_ms.size()) per_launch_ms = rec.events_ms;
+}
+
+void trace_outcome(Measurement& m, const Tracer& tr, const TraceRecorder& rec,
+                   double record_resolution_us) {
+  if (tr.used_throughout()) {
+    m.sample_method = "kernel-trace";
+    if (!rec.events_ms.empty()) m.event_latency_ms = core::median(rec.events_ms);
+    if (!rec.activities.empty())
+      m.kernel_count = static_cast<int>(core::median(rec.activities) + 0.5);
+    if (!rec.busy_ms.empty()) m.kernel_sum_ms = core::median(rec.busy_ms);
+    m.record_resolution_us = record_resolution_us;
+    m.trace_host_us = tr.host_us_per_launch();
+    return;
+  }
+  if (!tr.marked_fallback()) return;
+  m.markers.push_back(kMarkerEventsNoTrace);
+  const std::string why = "kernel trace not used (" + tr.why_not() + "): timed by events";
+  m.note = m.note.empty() ? why : m.note + "; " + why;
+}
+
+}  // namespace caliber::timing::detail

@@ -1,0 +1,206 @@
+// The kernel-trace sample method on the scripted fake device: each timed launch's device time from
+// its own records (several kernels a launch, flushes excluded, graph replays), the events kept as
+// a cross-check, and the fallback to events with its marker (records missing, another subscriber,
+// no trace on the backend).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "fake_device.hpp"
+#include "timing/timer.hpp"
+#include "timing/trace.hpp"
+
+namespace caliber::timing {
+namespace {
+
+using test::FakeBackend;
+using test::FakeDevice;
+using Markers = std::vector<std::string>;
+
+bool has(const Markers& ms, const std::string& m) {
+  return std::find(ms.begin(), ms.end(), m) != ms.end();
+}
+
+struct Trace : ::testing::Test {
+  FakeDevice dev;
+  FakeBackend backend;
+  TimingOptions opt = test::fake_options(dev);
+  void SetUp() override {
+    dev.caps_.kernel_trace = true;
+    dev.event_floor_ms = 0.5;  // what only the events see
+  }
+  Measurement run(const std::function<void()>& launch) {
+    return measure(dev, backend, launch, opt);
+  }
+};
+
+TEST_F(Trace, DirectReadsTheLaunchsOwnSpanOverSeveralKernels) {
+  opt.timer = TimerKind::direct;
+  dev.flush_ms = 4.0;  // a flush record before every launch: excluded
+  const Measurement m = run([this] {
+    dev.kernel();
+    dev.kernel(0.5);
+  });
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.sample_method, "kernel-trace");
+  EXPECT_DOUBLE_EQ(m.latency_ms, 1.5);
+  EXPECT_EQ(m.kernel_count, 2);
+  EXPECT_DOUBLE_EQ(m.kernel_sum_ms, 1.5);
+  EXPECT_DOUBLE_EQ(m.event_latency_ms, 2.0);  // the event floor on top
+  EXPECT_DOUBLE_EQ(m.record_resolution_us, 0.001);
+  EXPECT_FALSE(has(m.markers, kMarkerEventsNoTrace));
+  EXPECT_EQ(dev.trace_opens, 1);
+  EXPECT_EQ(dev.trace_closes, 1);  // closed after the measurement: other subscribers may come in
+}
+
+// Cold graph: every launch follows a flush node of its own; the flush's records separate the
+// launches of a replay and are nobody's, so the span is the cold kernel alone, with no floor.
+TEST_F(Trace, GraphColdExcludesTheFlushes) {
+  opt.timer = TimerKind::graph;
+  dev.flush_ms = 0.25;
+  dev.cold_extra_ms = 0.25;
+  dev.kernel_ms = [](long) { return 0.125; };
+  const Measurement m = run([this] { dev.kernel(); });
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.timer, "graph");
+  EXPECT_EQ(m.sample_method, "kernel-trace");
+  EXPECT_GT(m.launches_per_sample, 1);
+  EXPECT_DOUBLE_EQ(m.latency_ms, 0.375);
+  EXPECT_DOUBLE_EQ(m.event_latency_ms, 0.875);
+  EXPECT_EQ(dev.boundaries, 0);  // cold: the flushes are the boundaries
+}
+
+// Warm graph: nothing of the backend's between launches, so a boundary node precedes each one.
+TEST_F(Trace, GraphWarmSeparatesLaunchesByBoundaries) {
+  opt.timer = TimerKind::graph;
+  opt.l2 = L2Policy::warm;
+  dev.kernel_ms = [](long n) { return n % 2 == 0 ? 0.25 : 0.125; };
+  const Measurement m = run([this] {
+    dev.kernel();
+    dev.kernel();
+  });
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.sample_method, "kernel-trace");
+  EXPECT_EQ(dev.boundaries, m.launches_per_sample);
+  EXPECT_DOUBLE_EQ(m.latency_ms, 0.375);
+  EXPECT_EQ(m.kernel_count, 2);
+}
+
+// A replay of K launches back to back (caliber.bench's default, do_bench_cudagraph's method): the
+// span of the replay's records divided by K, with no boundary and no event floor.
+TEST_F(Trace, GraphPerReplayReadsTheReplaysSpanOverK) {
+  opt.timer = TimerKind::graph;
+  opt.l2 = L2Policy::warm;
+  opt.graph_per_launch = false;
+  dev.kernel_ms = [](long) { return 0.125; };
+  const Measurement m = run([this] { dev.kernel(); });
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.sample_method, "kernel-trace");
+  EXPECT_GT(m.launches_per_sample, 1);
+  EXPECT_EQ(dev.boundaries, 0);
+  EXPECT_DOUBLE_EQ(m.latency_ms, 0.125);
+  EXPECT_EQ(m.kernel_count, 1);
+  EXPECT_DOUBLE_EQ(m.event_latency_ms, 0.125 + 0.5 / m.launches_per_sample);
+}
+
+TEST_F(Trace, MissingRecordsFallBackToTheEventsWithTheMarker) {
+  opt.timer = TimerKind::direct;
+  dev.drop_records_after = 30;  // some samples in, the records stop
+  const Measurement m = run([this] { dev.kernel(); });
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_NE(m.sample_method, "kernel-trace");
+  EXPECT_TRUE(has(m.markers, kMarkerEventsNoTrace));
+  EXPECT_NE(m.note.find("records"), std::string::npos) << m.note;
+  // Every kept sample is the events' (1 ms + the floor): none of the trace's mixed in.
+  EXPECT_DOUBLE_EQ(m.latency_ms, 1.5);
+  for (double x : m.samples_ms) EXPECT_DOUBLE_EQ(x, 1.5);
+  EXPECT_EQ(m.kernel_count, 0);
+  EXPECT_EQ(dev.trace_closes, 1);
+}
+
+TEST_F(Trace, GraphReplayWithMissingRecordsFallsBackToo) {
+  opt.timer = TimerKind::graph;
+  dev.drop_records_after = 3;
+  const Measurement m = run([this] { dev.kernel(); });
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.timer, "graph");
+  EXPECT_TRUE(has(m.markers, kMarkerEventsNoTrace));
+  EXPECT_DOUBLE_EQ(m.latency_ms, 1.5);
+}
+
+// Another activity subscriber (torch.profiler, nsys, ncu) holds the tracer: the trace does not
+// open, nothing of the other's is touched (no close), and the row says why.
+TEST_F(Trace, ASubscriberConflictFallsBackWithTheMarker) {
+  opt.timer = TimerKind::graph;
+  dev.trace_refusal = "another activity subscriber is active (a profiler)";
+  const Measurement m = run([this] { dev.kernel(); });
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_TRUE(has(m.markers, kMarkerEventsNoTrace));
+  EXPECT_NE(m.note.find("another activity subscriber"), std::string::npos) << m.note;
+  EXPECT_EQ(m.sample_method, "events-per-launch");
+  EXPECT_DOUBLE_EQ(m.latency_ms, 1.5);
+  EXPECT_EQ(dev.trace_opens, 0);
+  EXPECT_EQ(dev.trace_closes, 0);
+  EXPECT_FALSE(dev.tracing);
+}
+
+TEST_F(Trace, EventsOnRequestOpenNoTraceAndCarryNoMarker) {
+  opt.timer = TimerKind::graph;
+  opt.sample_method = SampleMethod::events;
+  const Measurement m = run([this] { dev.kernel(); });
+  ASSERT_TRUE(m.ok);
+  EXPECT_EQ(m.sample_method, "events-per-launch");
+  EXPECT_FALSE(has(m.markers, kMarkerEventsNoTrace));
+  EXPECT_EQ(dev.trace_opens, 0);
+  EXPECT_DOUBLE_EQ(m.event_latency_ms, 0);
+}
+
+TEST_F(Trace, ABackendWithoutTraceTimesByEventsMarkedOnlyWhenAsked) {
+  dev.caps_.kernel_trace = false;
+  opt.timer = TimerKind::direct;
+  const Measurement plain = run([this] { dev.kernel(); });
+  EXPECT_FALSE(has(plain.markers, kMarkerEventsNoTrace));
+  opt.sample_method = SampleMethod::trace;
+  const Measurement asked = run([this] { dev.kernel(); });
+  EXPECT_TRUE(has(asked.markers, kMarkerEventsNoTrace));
+  EXPECT_NE(asked.note.find("no kernel trace"), std::string::npos) << asked.note;
+}
+
+// A refused capture: the graph's trace is closed before the direct fallback opens its own, and
+// the fallback is traced.
+TEST_F(Trace, RefusedCaptureFallsBackToATracedDirectTimer) {
+  opt.timer = TimerKind::graph;
+  dev.throw_in_capture = 900;
+  const Measurement m = run([this] { dev.kernel(); });
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.timer, "direct");
+  EXPECT_EQ(m.sample_method, "kernel-trace");
+  EXPECT_DOUBLE_EQ(m.latency_ms, 1.0);
+  EXPECT_EQ(dev.trace_opens, 2);
+  EXPECT_EQ(dev.trace_closes, 2);
+}
+
+TEST(SplitLaunches, RunsBetweenOwnRecordsAreLaunches) {
+  using backends::TraceRecord;
+  auto rec = [](std::uint64_t a, std::uint64_t b, bool own) {
+    TraceRecord r;
+    r.start_ns = a;
+    r.end_ns = b;
+    r.own = own;
+    return r;
+  };
+  const std::vector<TraceRecord> recs = {rec(0, 10, true),   rec(12, 20, false),
+                                         rec(25, 40, false), rec(41, 60, true),
+                                         rec(61, 62, true),  rec(70, 1070, false)};
+  const auto ls = detail::split_launches(recs);
+  ASSERT_EQ(ls.size(), 2u);
+  EXPECT_DOUBLE_EQ(ls[0].span_ms, 28e-6);  // 12 .. 40: the gap between its kernels included
+  EXPECT_EQ(ls[0].activities, 2);
+  EXPECT_DOUBLE_EQ(ls[0].busy_ms, 23e-6);
+  EXPECT_DOUBLE_EQ(ls[1].span_ms, 1000e-6);
+}
+
+}  // namespace
+}  // namespace caliber::timing
