@@ -5,6 +5,9 @@
         driver: one run directory (run.log, run_identity.json with the Python, torch and Triton
         versions, shapes.yaml) that caliber summary, compare, report and export read as any
         other. `caliber run --py-ops SUITE.py` comes here too (the executable hands it over).
+    python3 -m caliber run --flaggems ROOT [OP|test file|node...] [knobs...]
+        FlagGems' own benchmark suite (ROOT/benchmark) under pytest, timed by caliber: torch the
+        baseline, gems the candidate, one row per (op, dtype, shape) (docs/flaggems.md).
     python3 -m caliber batch|ab --py-ops SUITE.py [knobs...]
         the caliber executable's batch and ab (one `caliber run` child per op or round, each
         back in this interpreter): an op that kills its process fails alone.
@@ -107,6 +110,18 @@ def run_here(argv: List[str]) -> int:
     """Registers the suites --py-ops names, then runs the caliber CLI in this process: the run
     directory, run.log, shapes.yaml and exit codes are caliber run's."""
     suites = _py_ops(argv[1:])
+    if argv[0] == "run" and _has(argv[1:], "--flaggems"):
+        # FlagGems' own benchmark suite: pytest in this process feeds the run its cases.
+        try:
+            from . import flaggems
+        except ImportError as e:  # pytest: FlagGems' suite runs under it, in this interpreter
+            raise SuiteError("--flaggems: FlagGems' benchmark suite runs under pytest, and %s "
+                             "cannot import %s (%s); set CALIBER_PYTHON to a python3 with "
+                             "pytest, torch and FlagGems' requirements" %
+                             (sys.executable, getattr(e, "name", None) or "it", e))
+        flaggems.install()
+        if not _has(argv[1:], "--name"):
+            argv = argv + ["--name", "flaggems"]
     exe = executable()
     if exe:  # the children a run starts (a parallel warmup's shards) are caliber, not python
         os.environ["CALIBER_EXE"] = exe

@@ -103,6 +103,9 @@ def lib() -> ctypes.CDLL:
     handle.caliber_c_identity_extra.restype = ctypes.c_int
     handle.caliber_c_markers.argtypes = [ctypes.c_void_p, ctypes.c_int64]
     handle.caliber_c_markers.restype = ctypes.c_int
+    handle.caliber_c_child_env.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p,
+                                           ctypes.c_int64]
+    handle.caliber_c_child_env.restype = ctypes.c_int
     _lib = handle
     return handle
 
@@ -128,6 +131,17 @@ def markers() -> Dict[str, Any]:
     buf = buffer(4096)
     lib().caliber_c_markers(buf, len(buf))
     return json.loads(text(buf))
+
+
+def child_env(backend: str, index: int) -> Dict[str, str]:
+    """The variables that make device `index` of `backend` (as this process sees it) a child's
+    only device, pinned by its physical id (backend.child_env in the library)."""
+    buf = buffer(4096)
+    rc = lib().caliber_c_child_env(backend.encode(), int(index), buf, len(buf))
+    reply = json.loads(text(buf))
+    if rc != 0:
+        raise CaliberError("--devices: %s" % reply.get("error"))
+    return reply
 
 
 def cli(args: Sequence[str]) -> int:

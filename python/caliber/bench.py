@@ -115,6 +115,16 @@ def _resolve_backend(backend: Optional[str]) -> str:
     return backend
 
 
+def _resolve_sample_method(value):
+    """The sample method asked for: the argument, else CALIBER_SAMPLE_METHOD, else auto."""
+    if value is None:
+        value = os.environ.get("CALIBER_SAMPLE_METHOD") or "auto"
+    if value not in _SAMPLE_METHODS:
+        raise ValueError("caliber: sample_method '%s'; allowed: %s" %
+                         (value, ", ".join(_SAMPLE_METHODS)))
+    return value
+
+
 def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
             device: Optional[int] = None, timer: str = "auto", l2: str = "cold",
             clock: str = "sustained", return_mode: str = "median",
@@ -144,11 +154,7 @@ def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
                          (return_mode, ", ".join(_RETURN_MODES)))
     if timer not in _TIMERS:
         raise ValueError("caliber: timer '%s'; allowed: %s" % (timer, ", ".join(_TIMERS)))
-    if sample_method is None:
-        sample_method = os.environ.get("CALIBER_SAMPLE_METHOD") or "auto"
-    if sample_method not in _SAMPLE_METHODS:
-        raise ValueError("caliber: sample_method '%s'; allowed: %s" %
-                         (sample_method, ", ".join(_SAMPLE_METHODS)))
+    sample_method = _resolve_sample_method(sample_method)
     backend = _resolve_backend(backend)
     from . import _torch
     torch_dev = backend != "cpu" and _torch.available()

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "batch/batch.hpp"
+#include "batch/flaggems_tree.hpp"
 #include "proc/process.hpp"
 #include "records/rundir.hpp"
 #include "run/py_ops.hpp"
@@ -20,6 +21,35 @@ std::string AbSide::describe() const {
   for (const auto& [k, v] : env) s += (s.empty() ? "" : " ") + k + (v ? "=" + *v : " unset");
   for (const auto& a : args) s += (s.empty() ? "" : " ") + a;
   return s.empty() ? "(nothing)" : s;
+}
+
+void add_flaggems_sides(AbSide& a, AbSide& b, const std::string& root_a, const std::string& root_b,
+                        const std::vector<std::string>& run_args, bool ops_libs) {
+  if (root_a.empty() && root_b.empty()) return;
+  if (root_a.empty() != root_b.empty())
+    throw AbUsageError(std::string(root_a.empty() ? "--flaggems-b" : "--flaggems-a") + ": '" +
+                       (root_a.empty() ? root_b : root_a) + "' is given without " +
+                       (root_a.empty() ? "--flaggems-a" : "--flaggems-b") +
+                       "; allowed: both (A's FlagGems tree and B's) or neither");
+  if (ops_libs)
+    throw AbUsageError(
+        "--flaggems-a/--flaggems-b: not with --ops-lib-a/--ops-lib-b; allowed: "
+        "one pair of sides");
+  if (!flaggems_root_of(run_args).empty())
+    throw AbUsageError("--flaggems: '" + flaggems_root_of(run_args) +
+                       "' is given with --flaggems-a/--flaggems-b; allowed: one tree for both "
+                       "sides (--flaggems) or one a side");
+  for (const auto& [flag, root] :
+       {std::pair{"--flaggems-a", root_a}, std::pair{"--flaggems-b", root_b}}) {
+    try {
+      check_flaggems_root(flag, root);
+    } catch (const std::invalid_argument& e) {
+      throw AbUsageError(e.what());
+    }
+  }
+  // Canonical, so that two spellings of one tree read as identical sides below.
+  a.args.push_back(std::string(kFlagGemsFlag) + "=" + fs::canonical(root_a).string());
+  b.args.push_back(std::string(kFlagGemsFlag) + "=" + fs::canonical(root_b).string());
 }
 
 void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std::string>& args,
@@ -67,10 +97,10 @@ void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std
           std::vector<std::string>(b.args.begin() + 1, b.args.end()))
     throw AbUsageError("--ops-lib-a and --ops-lib-b name the same file ('" + lib_a +
                        "'): nothing would be compared");
-  if (envs.empty() && args.empty() && lib_a.empty())
+  if (envs.empty() && args.empty() && lib_a.empty() && a.args.empty() && b.args.empty())
     throw AbUsageError(
         "nothing to switch: give --env NAME=A --env NAME=B, --arg X --arg Y and/or "
-        "--ops-lib-a LIB --ops-lib-b LIB");
+        "--ops-lib-a LIB --ops-lib-b LIB (or --flaggems-a ROOT --flaggems-b ROOT)");
   if (a.env == b.env && a.args == b.args)
     throw AbUsageError("A and B are identical (" + a.describe() + "): nothing would be compared");
 }

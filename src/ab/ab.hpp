@@ -34,6 +34,14 @@ void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std
                      AbSide& a, AbSide& b, const std::string& lib_a = {},
                      const std::string& lib_b = {});
 
+// --flaggems-a ROOT --flaggems-b ROOT: two FlagGems trees (docs/flaggems.md), each side's runs
+// `--flaggems=<its tree>`. Always a process per side and round: both trees are the package
+// flag_gems, and one Python process imports one of them. Called before parse_ab_switch; throws
+// AbUsageError (one tree without the other, with --ops-lib-a/b or a --flaggems run flag, a
+// directory that is not a FlagGems checkout).
+void add_flaggems_sides(AbSide& a, AbSide& b, const std::string& root_a, const std::string& root_b,
+                        const std::vector<std::string>& run_args, bool ops_libs);
+
 struct AbOptions {
   AbSide a, b;
   // Paired A/B (docs/ab.md): both libraries in one process per round, each case timed block by

@@ -27,6 +27,7 @@
 #include "records/rundir.hpp"
 #include "records/runlog.hpp"
 #include "run/cases.hpp"
+#include "batch/flaggems_tree.hpp"
 #include "run/py_ops.hpp"
 #include "settings/knobs.hpp"
 
@@ -537,9 +538,52 @@ const backends::Backend* resolve_batch_backend(const BatchOptions& opt) {
   }
 }
 
+// A FlagGems batch (--flaggems ROOT among the run flags): one op per benchmark file of the tree.
+// Named ops (arguments, --op-file, OP, or OP_FILE naming one test file) must be files of it;
+// none named: every file. The root and every name are checked here, before anything is written.
+std::vector<std::string> flaggems_batch_ops(const BatchOptions& opt, const std::string& root) {
+  const std::string knob = kFlagGemsFlag;
+  // A FlagGems run shards its sweep itself (python/caliber/flaggems_warmup.py), on one host: the
+  // Slurm merge job merges caliber's tune caches, not LibTuner's databases.
+  if (const int n = run_knobs_of(opt.run_args).parallel_warmup; n > 1)
+    throw BatchUsageError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" + std::to_string(n) +
+                          "' with batch --flaggems: each op's run tunes on its one device; "
+                          "shard one FlagGems run's sweep with `caliber run --flaggems ROOT "
+                          "--parallel-warmup N` instead");
+  try {
+    check_flaggems_root(knob, root);
+    std::vector<std::string> names = opt.ops;
+    if (!opt.op_file.empty()) {
+      const auto more = read_op_file(opt.op_file);
+      names.insert(names.end(), more.begin(), more.end());
+    }
+    if (names.empty()) {
+      const auto env_op = core::process_env("OP");
+      const auto env_file = core::process_env("OP_FILE");
+      if (env_op && !env_op->empty())
+        names = core::split_list(*env_op);
+      else if (env_file && env_file->size() > 3 &&
+               env_file->compare(env_file->size() - 3, 3, ".py") == 0)
+        names = {*env_file};  // the old runner's OP_FILE: one FlagGems test file
+      else if (env_file && !env_file->empty())
+        names = read_op_file(*env_file);
+    }
+    if (names.empty()) return flaggems_ops(root);
+    std::vector<std::string> ops;
+    for (const auto& n : names) ops.push_back(flaggems_op_of("op", root, n));
+    return ops;
+  } catch (const BatchUsageError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw BatchUsageError(e.what());
+  }
+}
+
 // The ops of a new batch: named, else --op-file, else OP / OP_FILE, else every op listed.
 std::vector<std::string> batch_ops(const BatchContext& ctx) {
   const BatchOptions& opt = ctx.opt;
+  if (const std::string root = flaggems_root_of(opt.run_args); !root.empty())
+    return flaggems_batch_ops(opt, root);
   std::vector<std::string> ops = opt.ops;
   if (!opt.op_file.empty()) {
     const auto more = read_op_file(opt.op_file);
@@ -577,8 +621,9 @@ void claim_new_batch(BatchContext& ctx, const BatchScheduler& scheduler) {
     ctx.rows.push_back(std::move(r));
   }
   // Every op must be one of the corpus, and the run flags valid, before the batch directory
-  // exists: a name such as --help would otherwise reach a child as a flag.
-  if (opt.check_ops) opt.check_ops(ops);
+  // exists: a name such as --help would otherwise reach a child as a flag. A FlagGems batch's
+  // ops were checked against its tree (flaggems_batch_ops); the corpus does not have them.
+  if (opt.check_ops && flaggems_root_of(opt.run_args).empty()) opt.check_ops(ops);
   try {
     core::check_out_dir(opt.out);
   } catch (const std::invalid_argument& e) {
@@ -653,9 +698,14 @@ BatchOutcome run_batch(const BatchOptions& in_opt, std::ostream& out, std::ostre
   // Everything the scheduler needs is checked before anything is claimed.
   scheduler->check(ctx.opt, *ctx.backend);
   if (!ctx.opt.resume_dir.empty()) {
-    if (ctx.opt.check_ops) {
-      std::vector<std::string> ops;
-      for (const auto& r : ctx.rows) ops.push_back(r.op);
+    std::vector<std::string> ops;
+    for (const auto& r : ctx.rows) ops.push_back(r.op);
+    if (const std::string root = flaggems_root_of(ctx.opt.run_args); !root.empty()) {
+      BatchOptions named = ctx.opt;  // the tree may have changed since: its files again
+      named.ops = ops;
+      named.op_file.clear();
+      (void)flaggems_batch_ops(named, root);
+    } else if (ctx.opt.check_ops) {
       ctx.opt.check_ops(ops);
     }
   } else {

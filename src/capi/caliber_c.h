@@ -71,8 +71,25 @@ int caliber_c_ops_adopt(int64_t mark, const char* source, char* error, int64_t c
 /* Adds `key` with the JSON `value` to every run_identity.json this process writes. */
 int caliber_c_identity_extra(const char* key, const char* value);
 
+/* A run whose cases the host feeds (caliber run --flaggems, docs/flaggems.md). `feed` is called
+ * once by `caliber_c_cli(run ...)` with the run handle and the resolved knobs (JSON); it walks the
+ * host's loop, calling caliber_c_run_call, and returns 0 when the loop ended, else 2 with the
+ * message in `message` (before the run's "open": exit 2, nothing written). NULL removes it. */
+typedef int (*caliber_c_feed_fn)(int64_t run, const char* knobs, char* message, int64_t cap);
+void caliber_c_set_feeder(caliber_c_feed_fn feed);
+/* One request of a fed run (run/fed_run.hpp lists them: open, time, case, shapes); "time" times
+ * launch(target, 0). Returns 0 with the reply, or 2 with {"error"}. */
+int caliber_c_run_call(int64_t run, const char* request, caliber_c_launch_fn launch, int64_t target,
+                       char* reply, int64_t cap);
+
 /* The marker spellings, as a JSON object (records/markers.hpp). */
 int caliber_c_markers(char* reply, int64_t cap);
+
+/* The environment that makes `backend`'s device `index` (as this process sees it) a child
+ * process's only device, pinned by its physical id ({"CUDA_VISIBLE_DEVICES": "7"}), as JSON in
+ * reply; the parallel warmup of a FlagGems run starts its shards with it. Returns 0, or 2 with
+ * {"error"}. */
+int caliber_c_child_env(const char* backend, int index, char* reply, int64_t cap);
 
 #ifdef __cplusplus
 }

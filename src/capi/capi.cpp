@@ -23,6 +23,7 @@
 #include "records/identity.hpp"
 #include "records/markers.hpp"
 #include "run/cases.hpp"
+#include "run/fed_run.hpp"
 #include "timing/timer.hpp"
 
 #define CALIBER_C_EXPORT extern "C" __attribute__((visibility("default")))
@@ -296,6 +297,17 @@ CALIBER_C_EXPORT int caliber_c_identity_extra(const char* key, const char* value
   return 0;
 }
 
+CALIBER_C_EXPORT int caliber_c_child_env(const char* backend, int index, char* reply, int64_t cap) {
+  try {
+    const backends::Backend& b = backends::resolve_backend(backend ? backend : "auto");
+    put(reply, cap, json(b.child_env(index)).dump());
+    return 0;
+  } catch (const std::exception& e) {
+    put(reply, cap, json{{"error", e.what()}}.dump());
+    return 2;
+  }
+}
+
 CALIBER_C_EXPORT int caliber_c_markers(char* reply, int64_t cap) {
   namespace mk = core::markers;
   put(reply, cap,
@@ -307,4 +319,56 @@ CALIBER_C_EXPORT int caliber_c_markers(char* reply, int64_t cap) {
            {"events_no_trace", mk::events_no_trace}}
           .dump());
   return 0;
+}
+
+namespace {
+// The fed runs in progress, by handle (one at a time in practice: a run inside a run is refused).
+std::map<std::int64_t, run::FedRun*>& fed_runs() {
+  static std::map<std::int64_t, run::FedRun*> r;
+  return r;
+}
+}  // namespace
+
+CALIBER_C_EXPORT void caliber_c_set_feeder(caliber_c_feed_fn feed) {
+  if (feed == nullptr) {
+    run::set_case_feeder(nullptr);
+    return;
+  }
+  run::set_case_feeder([feed](const json& knobs, run::FedRun& r) -> std::string {
+    static std::int64_t next = 1;
+    const std::int64_t id = next++;
+    fed_runs()[id] = &r;
+    char msg[16384] = {0};
+    const int status = feed(id, knobs.dump().c_str(), msg, sizeof msg);
+    fed_runs().erase(id);
+    return status == 0 ? std::string() : std::string(msg[0] ? msg : "the feeder failed");
+  });
+}
+
+CALIBER_C_EXPORT int caliber_c_run_call(int64_t run, const char* request,
+                                        caliber_c_launch_fn launch, int64_t target, char* reply,
+                                        int64_t cap) {
+  auto it = fed_runs().find(run);
+  if (it == fed_runs().end()) {
+    put(reply, cap, json{{"error", "no such run handle"}}.dump());
+    return 2;
+  }
+  try {
+    const json r = json::parse(request ? request : "{}");
+    std::function<void()> fn;
+    if (launch != nullptr) {
+      run::FedRun* fed = it->second;
+      fn = [launch, target, fed] {
+        DeviceContext* ctx = fed->device();
+        if (ctx == nullptr) throw std::invalid_argument("fed run: a launch before 'open'");
+        capi::invoke_launch(launch, target, 0, *ctx);
+      };
+    }
+    put(reply, cap, it->second->call(r, fn).dump());
+    return 0;
+  } catch (const std::exception& e) {
+    const bool usage = dynamic_cast<const run::UsageError*>(&e) != nullptr;
+    put(reply, cap, json{{"error", e.what()}, {"usage", usage}}.dump());
+    return 2;
+  }
 }

@@ -53,6 +53,13 @@ void add_ab(CLI::App& root, int& exit_code) {
       ->group("A/B");
   sub->add_option("--ops-lib-b", *lib_b, "Side B's op library: the same op names, another build")
       ->group("A/B");
+  auto fg_a = std::make_shared<std::string>();
+  auto fg_b = std::make_shared<std::string>();
+  sub->add_option("--flaggems-a", *fg_a,
+                  "Side A's FlagGems checkout (docs/flaggems.md); a process per side and round")
+      ->group("A/B");
+  sub->add_option("--flaggems-b", *fg_b, "Side B's FlagGems checkout: the same benchmarks")
+      ->group("A/B");
   sub->add_option("--rounds", *rounds, "Interleaved rounds per side (default 3; 1 to 1000)")
       ->group("A/B")
       ->check(CLI::Range(1, 1000).description(""));  // the help says 1 to 1000 once
@@ -75,8 +82,8 @@ void add_ab(CLI::App& root, int& exit_code) {
       ->group("A/B")
       ->check(CLI::NonNegativeNumber);
   add_compare_options(*sub, *cmp, /*ab=*/true);
-  sub->callback([knobs, envs, args, lib_a, lib_b, rounds, timeout, isolate, blocks, crossover, cmp,
-                 &exit_code] {
+  sub->callback([knobs, envs, args, lib_a, lib_b, fg_a, fg_b, rounds, timeout, isolate, blocks,
+                 crossover, cmp, &exit_code] {
     try {
       const core::Knobs k = knobs->resolve();
       (void)cmp->options();  // refuse a bad --noise-band before any round runs
@@ -84,6 +91,9 @@ void add_ab(CLI::App& root, int& exit_code) {
       run::AbOptions opt;
       std::vector<std::string> arg_values;
       for (const auto& a : *args) arg_values.push_back(a);
+      opt.run_args = knobs->as_args({"out", "name", "ops"});
+      run::add_flaggems_sides(opt.a, opt.b, *fg_a, *fg_b, opt.run_args,
+                              !lib_a->empty() || !lib_b->empty());
       run::parse_ab_switch(*envs, arg_values, opt.a, opt.b, *lib_a, *lib_b);
       (void)run::choose_paired(opt, *envs, arg_values, *lib_a, *lib_b, *isolate);
       opt.blocks = *blocks;
@@ -92,7 +102,6 @@ void add_ab(CLI::App& root, int& exit_code) {
       opt.out = k.out;
       if (!k.name.empty()) opt.name = k.name;
       opt.ops = knobs->positional_ops;
-      opt.run_args = knobs->as_args({"out", "name", "ops"});
       opt.timeout_per_run_s = *timeout;
       const auto rounds_out = run::run_ab_rounds(opt, std::cout, std::cerr);
       if (rounds_out.exit_code != 0) {

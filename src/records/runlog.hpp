@@ -128,6 +128,10 @@ inline constexpr const char* block_medians_ms = "block_medians_ms";
 inline constexpr const char* paired_blocks = "paired_blocks";
 inline constexpr const char* paired_method = "paired_method";
 inline constexpr const char* paired_phases = "paired_phases";
+// The host cost of one eager call (a provider's wall time per call over a run of launches on an
+// idle stream; docs/flaggems.md), and the row's: the candidate's and the baseline's.
+inline constexpr const char* host_ms = "host_ms";
+inline constexpr const char* host_base_ms = "host_base_ms";
 }  // namespace field
 
 // The fields of a provider's "tune" object.

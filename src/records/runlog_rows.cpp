@@ -284,6 +284,7 @@ void provider_fields(V& v, Row& p) {
   v(k::paired_blocks, p.paired_blocks);
   v(k::paired_method, p.paired_method);
   v(k::paired_phases, p.paired_phases);
+  v(k::host_ms, p.host_ms);
 }
 
 template <class V, class Row>
@@ -327,6 +328,8 @@ void case_fields(V& v, Row& r) {
   v(k::providers, r.providers);
   phase_fields(v, r.phases);
   v(k::wall_s, r.phases.wall_s);
+  v(k::host_ms, r.host_ms);
+  v(k::host_base_ms, r.host_base_ms);
 }
 
 // The footer's fields after "type" ("parallel_warmup", null when there was none, apart).

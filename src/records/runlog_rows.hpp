@@ -116,6 +116,8 @@ struct ProviderRow {
   std::optional<std::string> paired_method;  // interleaved (one graph) | blocks (ABBA)
   // The placement phases the blocks split into, equal and consecutive (2: the crossover).
   std::optional<int> paired_phases;
+  // The host cost of one eager call in ms (docs/flaggems.md): what the device time leaves out.
+  std::optional<double> host_ms;
   nlohmann::json extra = nlohmann::json::object();
 };
 
@@ -159,6 +161,9 @@ struct CaseRow {
   std::optional<std::string> reason;
   std::optional<std::vector<ProviderRow>> providers;
   Phases phases;  // flat on the row: inputs_s, prepare_s, ... wall_s
+  // The host cost of one eager call: the candidate's and the baseline's (docs/flaggems.md).
+  std::optional<double> host_ms;
+  std::optional<double> host_base_ms;
   nlohmann::json extra = nlohmann::json::object();
 };
 

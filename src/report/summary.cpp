@@ -12,7 +12,14 @@ namespace {
 struct Accumulator {
   SummaryGroup g;
   std::vector<double> speedups;
+  // rows with both host costs and both device times
+  std::vector<double> host_base, host, device_base, device;
 };
+
+std::optional<double> geomean_of(const std::vector<double>& v) {
+  if (v.empty()) return std::nullopt;
+  return core::geomean(v);
+}
 
 void add_row(Accumulator& a, const core::CaseRow& row) {
   ++a.g.rows;
@@ -27,6 +34,14 @@ void add_row(Accumulator& a, const core::CaseRow& row) {
     a.speedups.push_back(*s);
   } else {
     ++a.g.no_speedup;
+  }
+  if (row.host_base_ms && row.host_ms && row.latency_base_ms && row.latency_ms &&
+      *row.host_base_ms > 0 && *row.host_ms > 0 && *row.latency_base_ms > 0 &&
+      *row.latency_ms > 0) {
+    a.host_base.push_back(*row.host_base_ms);
+    a.host.push_back(*row.host_ms);
+    a.device_base.push_back(*row.latency_base_ms);
+    a.device.push_back(*row.latency_ms);
   }
 }
 
@@ -47,6 +62,11 @@ SummaryGroup finish(Accumulator& a, const SummaryOptions& opt) {
     g.min = *std::min_element(a.speedups.begin(), a.speedups.end());
     g.max = *std::max_element(a.speedups.begin(), a.speedups.end());
   }
+  g.with_host = static_cast<int>(a.host.size());
+  g.host_base_ms = geomean_of(a.host_base);
+  g.host_ms = geomean_of(a.host);
+  g.device_base_ms = geomean_of(a.device_base);
+  g.device_ms = geomean_of(a.device);
   return g;
 }
 
@@ -131,6 +151,37 @@ Table phase_table(const Summary& s) {
       "timers' warmup, capture and sampling");
   return t;
 }
+
+// The second table of a run whose rows carry the host cost of one eager call (FlagGems' suite):
+// what a call costs the host beside what its kernels cost the device.
+Table host_table(const Summary& s) {
+  Table t;
+  t.id = "host_cost";
+  t.title = "Device time and the host cost of one eager call (ms), geometric mean per op and dtype";
+  t.columns = {"source",    "op",      "dtype",           "rows", "device_base_ms", "host_base_ms",
+               "device_ms", "host_ms", "host_over_device"};
+  auto add = [&](const SummaryGroup& g) {
+    if (g.with_host == 0) return;
+    std::optional<double> ratio;
+    if (g.host_ms && g.device_ms) ratio = *g.host_ms / *g.device_ms;
+    t.rows.push_back({text_cell(g.source), text_cell(g.op), text_cell(g.dtype),
+                      integer_cell(g.with_host), number_cell(g.device_base_ms),
+                      number_cell(g.host_base_ms), number_cell(g.device_ms), number_cell(g.host_ms),
+                      number_cell(ratio)});
+  };
+  std::size_t gi = 0;
+  for (const auto& o : s.overall) {
+    for (; gi < s.groups.size() && s.groups[gi].source == o.source; ++gi) add(s.groups[gi]);
+    add(o);
+  }
+  t.notes.push_back(
+      "device: caliber's timers (the kernels); host: the wall time per call of a run of eager "
+      "calls enqueued back to back on an idle stream (dispatch, checks, launch); "
+      "host_over_device above 1: the candidate's call costs the host more than its kernels cost "
+      "the device (docs/flaggems.md)");
+  return t;
+}
+
 }  // namespace
 
 Report summary_report(const Summary& s) {
@@ -194,6 +245,9 @@ Report summary_report(const Summary& s) {
                       " run(s) have no footer: they did not finish (crash, timeout or interrupt)");
   r.tables.push_back(std::move(t));
   if (!s.phases.empty()) r.tables.push_back(phase_table(s));
+  if (std::any_of(s.overall.begin(), s.overall.end(),
+                  [](const SummaryGroup& g) { return g.with_host > 0; }))
+    r.tables.push_back(host_table(s));
   return r;
 }
 

@@ -34,6 +34,10 @@ struct SummaryGroup {
   int failed = 0;
   int skipped = 0;
   std::optional<double> geomean, ci_lo, ci_hi, min, max;
+  // Rows carrying the host cost of one eager call (a FlagGems run, docs/flaggems.md): the
+  // geometric means of the baseline's and the candidate's host cost and device time, in ms.
+  int with_host = 0;
+  std::optional<double> host_base_ms, host_ms, device_base_ms, device_ms;
 };
 
 // Where the time of one op's cases went (the rows' phase fields summed), per input.

@@ -1,5 +1,6 @@
 #include "run/driver.hpp"
 #include "run/driver_parts.hpp"
+#include "run/fed_run.hpp"
 
 #include <unistd.h>
 
@@ -71,6 +72,9 @@ using namespace driver_parts;
 
 void check_replay_source(const core::Knobs& k) {
   if (k.tune != core::TuneMode::replay) return;
+  // A FlagGems run replays FlagGems' LibTuner database (flaggems_tune.db), which its Python
+  // side checks before anything is written (python/caliber/flaggems_tune.py).
+  if (!k.flaggems.empty()) return;
   const std::string who = "--replay-from (REPLAY_FROM): '" + k.replay_from + "' ";
   std::error_code ec;
   const fs::path file = fs::is_regular_file(k.replay_from, ec)
@@ -154,7 +158,11 @@ Setup resolve_setup(const RunRequest& req) {
     }
   }
   try {
-    s.sel = select_cases(k, s.backend->name(), s.caps.host);
+    // A fed run's cases come from its embedding (FlagGems' pytest items), not the corpus.
+    if (k.flaggems.empty())
+      s.sel = select_cases(k, s.backend->name(), s.caps.host);
+    else
+      s.sel.level = *core::parse_level(k.level);
   } catch (const SelectionError& e) {
     throw UsageError(e.what());
   }
@@ -268,13 +276,17 @@ void print_banner(std::ostream& out, const core::Knobs& k, const Setup& s, const
       << ", physical " << s.device.physical_id << ") | timer " << s.timer << " | level " << k.level
       << " | autotune " << core::to_string(k.tune) << " | repeat " << k.repeat << " | l2 "
       << core::to_string(k.l2) << " | clock " << core::to_string(k.clock) << "\n"
-      << "  " << s.sel.cases.size() << " cases over " << s.sel.ops.size() << " ops, seed " << seed
-      << "\n";
+      << "  ";
+  if (!k.flaggems.empty())  // a fed run: the cases come as FlagGems' suite yields them
+    out << "cases from FlagGems' benchmark suite at " << k.flaggems << ", mode " << k.mode;
+  else
+    out << s.sel.cases.size() << " cases over " << s.sel.ops.size() << " ops";
+  out << ", seed " << seed << "\n";
   if (!s.timer_note.empty()) out << "  note: " << s.timer_note << "\n";
   if (k.profile > 0)
     out << "  profile mode: " << k.profile
         << " launch(es) per case and provider, no timing; ranges named <node>/<provider>\n";
-  if (k.shape_mode == "upstream")
+  if (k.shape_mode == "upstream" && k.flaggems.empty())
     out << "  note: --shape-mode upstream: no provider of this corpus ships its own core shapes, "
            "so "
            "caliber's shape file is used (recorded as shape_mode=upstream)\n";
@@ -351,13 +363,24 @@ Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend,
 void print_progress(std::ostream& out, const core::Knobs& k, const Case& c,
                     const core::CaseRow& row, const std::string& status, std::size_t i,
                     std::size_t n, double elapsed, const std::vector<double>& est) {
-  out << "[" << std::setw(std::to_string(n).size()) << (i + 1) << "/" << n << "] " << std::left
-      << std::setw(44) << c.node_id() << std::right << " " << status;
+  print_progress(out, k, c.node_id(), row, status, i, n, elapsed, est);
+}
+
+void print_progress(std::ostream& out, const core::Knobs& k, const std::string& node,
+                    const core::CaseRow& row, const std::string& status, std::size_t i,
+                    std::size_t n, double elapsed, const std::vector<double>& est) {
+  // n 0: a fed run, whose case count is not known ahead.
+  out << "[" << std::setw(std::to_string(n).size()) << (i + 1);
+  if (n > 0) out << "/" << n;
+  out << "] " << std::left << std::setw(44) << node << std::right << " " << status;
   if (row.latency_base_ms) out << "  base " << fmt_ms(*row.latency_base_ms) << " ms";
   if (row.latency_ms) out << "  cand " << fmt_ms(*row.latency_ms) << " ms";
   if (row.speedup && *row.speedup) out << "  x" << fmt(**row.speedup, 2);
+  if (row.host_base_ms || row.host_ms)
+    out << "  host " << (row.host_base_ms ? fmt_ms(*row.host_base_ms) : "-") << "/"
+        << (row.host_ms ? fmt_ms(*row.host_ms) : "-") << " ms";
   if (k.profile > 0 && status == core::status::ok)
-    out << "  profiled: " << k.profile << " launch(es) per provider in ranges " << c.node_id()
+    out << "  profiled: " << k.profile << " launch(es) per provider in ranges " << node
         << "/<provider>";
   if (row.error) out << "  " << *row.error;
   if (row.reason) out << "  " << *row.reason;
@@ -436,8 +459,8 @@ void record_end_load(RunFiles& f) {
 
 void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_result,
                 const std::vector<core::CaseRow>& rows, double wall_s, core::RunLogWriter& log,
-                const RunOutcome& outcome, std::ostream& out, std::ostream& err,
-                tune::Tuner* tuner) {
+                const RunOutcome& outcome, std::ostream& out, std::ostream& err, tune::Tuner* tuner,
+                const core::FooterTune* tune_footer) {
   tune::Tuner& tn = tuner != nullptr ? *tuner : runner.tuner();  // a paired run's side B: its own
   core::RunLogFooter footer;
   footer.ok = outcome.ok;
@@ -447,8 +470,10 @@ void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_res
   footer.wall_s = wall_s;
   footer.warnings = runner.warnings();
   footer.end_time = core::iso8601_utc(std::chrono::system_clock::now());
-  footer.tune = core::FooterTune{core::to_string(k.tune), tn.keys_tuned(), tn.sweep_seconds(),
-                                 tn.cache_file().string()};
+  footer.tune = tune_footer != nullptr
+                    ? *tune_footer
+                    : core::FooterTune{core::to_string(k.tune), tn.keys_tuned(), tn.sweep_seconds(),
+                                       tn.cache_file().string()};
   footer.parallel_warmup = warmup_result;
   for (const auto& r : rows) footer.phases.add(r.phases);
   footer.cases_wall_s = footer.phases.wall_s.value_or(0.0);
@@ -470,6 +495,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   const auto t_start = std::chrono::steady_clock::now();
   const auto wall_start = std::chrono::system_clock::now();
 
+  if (!k.flaggems.empty()) return run_fed(req, out, err);
   const Setup s = resolve_setup(req);
   const CostModel model = cost_model(s.caps.host, k);
   const std::vector<double> est = estimate_cases(model, s.sel, k);

@@ -1,6 +1,7 @@
-// The phases of one run that the paired A/B run (ab/paired_run.cpp) reuses: what phase 1
-// resolves, the run directory claimed in phase 2, the banner, the peaks, the progress line, the
-// tally and the closing footer and table. Internal to run/driver.cpp and ab/paired_run.cpp.
+// The phases of one run that the paired A/B run (ab/paired_run.cpp) and a fed run
+// (run/fed_run.cpp, caliber run --flaggems) reuse: what phase 1 resolves, the run directory
+// claimed in phase 2, the banner, the peaks, the progress line, the tally and the closing footer
+// and table. Internal to run/driver.cpp, ab/paired_run.cpp and run/fed_run.cpp.
 #pragma once
 
 #include <chrono>
@@ -64,14 +65,20 @@ void print_banner(std::ostream& out, const core::Knobs& k, const Setup& s, const
 void print_progress(std::ostream& out, const core::Knobs& k, const Case& c,
                     const core::CaseRow& row, const std::string& status, std::size_t i,
                     std::size_t n, double elapsed, const std::vector<double>& est);
+// The same for a case known by its node id (a fed run: n 0, the count is not known ahead).
+void print_progress(std::ostream& out, const core::Knobs& k, const std::string& node,
+                    const core::CaseRow& row, const std::string& status, std::size_t i,
+                    std::size_t n, double elapsed, const std::vector<double>& est = {});
 [[nodiscard]] std::string tally(RunOutcome& o, const core::CaseRow& row);
 // The host's load when the cases are done, beside the one at the start (run_identity.json
 // "host_load"; compare warns about a side whose host was loaded).
 void record_end_load(RunFiles& f);
+// Phase 6: the footer, the warnings and the closing table. `tune_footer`: the footer's tune object
+// when the tuning was not caliber's tuner's (a FlagGems run's LibTuner totals).
 void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_result,
                 const std::vector<core::CaseRow>& rows, double wall_s, core::RunLogWriter& log,
                 const RunOutcome& outcome, std::ostream& out, std::ostream& err,
-                tune::Tuner* tuner = nullptr);
+                tune::Tuner* tuner = nullptr, const core::FooterTune* tune_footer = nullptr);
 
 }  // namespace driver_parts
 

@@ -58,6 +58,20 @@ std::optional<std::string> py_ops_argument(int argc, char** argv) {
   return joined;
 }
 
+// The --flaggems value among the arguments (the last occurrence), nullopt when absent.
+std::optional<std::string> flaggems_argument(int argc, char** argv) {
+  std::optional<std::string> root;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    if (a == "--flaggems")
+      root = i + 1 < argc ? std::string(argv[++i]) : std::string();
+    else if (a.rfind("--flaggems=", 0) == 0)
+      root = a.substr(11);
+  }
+  return root;
+}
+
 bool executable_file(const fs::path& p) {
   std::error_code ec;
   return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
@@ -217,12 +231,19 @@ bool selects_cases_in_process(const std::string& command) {
 
 std::optional<int> hand_off_to_python(int argc, char** argv, std::ostream& err) {
   if (argc < 3 || !selects_cases_in_process(argv[1])) return std::nullopt;
-  const auto suites = py_ops_argument(argc, argv);
+  // A Python suite, or FlagGems' benchmark suite (run only: its cases come from pytest).
+  std::optional<std::string> suites = py_ops_argument(argc, argv);
+  const char* knob = "py_ops";
+  if (!suites && std::string(argv[1]) == "run") {
+    suites = flaggems_argument(argc, argv);
+    knob = "flaggems";
+  }
   if (!suites) return std::nullopt;
-  const core::KnobSpec& spec = *core::find_knob("py_ops");
+  const core::KnobSpec& spec = *core::find_knob(knob);
   try {
-    // The knob's own checks (each suite exists, is a .py file) before any interpreter starts.
-    (void)core::resolve_knobs({{"py_ops", *suites}},
+    // The knob's own checks (each suite exists, is a .py file; a FlagGems checkout) before any
+    // interpreter starts.
+    (void)core::resolve_knobs({{knob, *suites}},
                               [](const std::string&) { return std::optional<std::string>(); });
   } catch (const core::KnobError& e) {
     err << "caliber: " << e.what() << "\n";

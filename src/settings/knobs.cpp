@@ -226,6 +226,31 @@ std::vector<KnobSpec> make_table() {
          k.py_ops = joined;
        }});
   t.back().repeatable = true;
+  add({"flaggems", "--flaggems", "", "Selection", "",
+       "a FlagGems checkout (a directory with benchmark/conftest.py and benchmark/base.py)",
+       "Run FlagGems' own benchmark suite (ROOT/benchmark/test_*.py) under pytest with caliber's "
+       "timers: torch the baseline, gems the candidate (docs/flaggems.md). Positional arguments "
+       "are ops (markers or test_<op>.py), test files or node ids.",
+       [](Knobs& k, const std::string& v) {
+         const std::string root = not_empty("flaggems", v);
+         struct stat st {};
+         if (::stat(root.c_str(), &st) != 0) refuse("flaggems", root, "does not exist");
+         if (!S_ISDIR(st.st_mode)) refuse("flaggems", root, "is not a directory");
+         for (const char* f : {"/benchmark/conftest.py", "/benchmark/base.py"})
+           if (::stat((root + f).c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+             refuse("flaggems", root,
+                    std::string("is not a FlagGems checkout (no ") + (f + 1) + ")");
+         k.flaggems = root;
+       }});
+  add({"parallel", "--parallel", "", "Selection", "",
+       "nothing: refused (use --parallel-warmup N, or caliber batch --flaggems)",
+       "FlagGems' own --parallel, refused: it measures shards concurrently, so kernels share the "
+       "device while timed, and names devices by bare indices past the visibility variable.",
+       [](Knobs&, const std::string& v) {
+         refuse("parallel", v,
+                "is refused: FlagGems' --parallel times shapes on several devices at once "
+                "(concurrent measurement) and sets CUDA_VISIBLE_DEVICES to a bare index");
+       }});
   // --- Timing: how latencies are measured.
   add({"timer", "--timer", "", "Timing", "auto", "auto, graph, direct",
        "auto: graph where the backend's policy says so (cuda), direct elsewhere.",
@@ -267,6 +292,19 @@ std::vector<KnobSpec> make_table() {
        "cold: evict the L2 before each sample (outside the timed region); warm: do not.",
        [](Knobs& k, const std::string& v) {
          k.l2 = *parse_l2_policy(one_of("l2", v, {"cold", "warm"}));
+       }});
+  add({"mode", "--mode", "", "Timing", "kernel", "kernel, cudagraph",
+       "FlagGems' measurement mode (--flaggems): kernel times each launch between events of its "
+       "own behind an L2 flush (do_bench's cold L2); cudagraph times replays of launches back "
+       "to back with a warm L2 (do_bench_cudagraph). operator and wrapper (host wall clocks) "
+       "are refused: the host cost of one eager call is on every row already.",
+       [](Knobs& k, const std::string& v) {
+         const std::string t = trim(v);
+         if (t == "operator" || t == "wrapper")
+           refuse("mode", v,
+                  "is a host wall clock caliber does not time as a device time; every row "
+                  "carries the host cost of one eager call (host_ms) instead");
+         k.mode = one_of("mode", v, {"kernel", "cudagraph"});
        }});
   add({"min_samples", "--min-samples", "", "Timing", "10", "an integer from 1 to 100000",
        "Stopping rule: at least this many samples.", [](Knobs& k, const std::string& v) {
@@ -538,6 +576,17 @@ Knobs resolve_knobs(const std::map<std::string, std::string>& flags,
   if (k.parallel_warmup > 0 && k.tune == TuneMode::off)
     throw KnobError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" +
                     std::to_string(k.parallel_warmup) + "' needs tuning, but --tune is off");
+  if (flags.count("mode") && k.flaggems.empty())
+    throw KnobError("--mode: '" + k.mode + "' is FlagGems' measurement mode; it needs --flaggems");
+  if (k.mode == "cudagraph") {
+    // do_bench_cudagraph's regime: a warm L2 and replays of launches back to back.
+    if (flags.count("l2") && k.l2 != L2Policy::warm)
+      throw KnobError(
+          "--mode: 'cudagraph' times with a warm L2; --l2 cold contradicts it "
+          "(allowed: --mode kernel for a cold L2)");
+    k.l2 = L2Policy::warm;
+    k.per_launch = false;
+  }
   // A measurement that must sample longer than its timeout allows can never meet its rule: every
   // row would stop on the timeout (docs/timing.md, Stopping).
   if (k.min_time_s >= k.timeout_s)

@@ -44,6 +44,7 @@ struct Knobs {
   std::string shapes_file;
   std::string ops_lib;  // comma list of op library paths, in load order ("" none)
   std::string py_ops;   // comma list of Python suite files (docs/python.md; "" none)
+  std::string flaggems;  // a FlagGems checkout whose benchmark suite runs (docs/flaggems.md)
   // timing
   TimerKind timer = TimerKind::automatic;
   SampleMethod sample_method = SampleMethod::automatic;
@@ -51,6 +52,10 @@ struct Knobs {
   std::vector<double> quantiles;
   ReturnMode return_mode = ReturnMode::median;
   L2Policy l2 = L2Policy::cold;
+  // --mode (FlagGems' measurement mode, --flaggems only): kernel is per-launch events with a cold
+  // L2 (do_bench), cudagraph back-to-back replays with a warm L2 (do_bench_cudagraph).
+  std::string mode = "kernel";
+  bool per_launch = true;  // the graph timer's events around each launch (false: around a replay)
   int min_samples = 10;
   double min_time_s = 0.01;
   double max_noise = 0;  // 0: auto (the backend's default: 0.005 on devices, 0.02 on the host)

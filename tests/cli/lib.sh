@@ -16,7 +16,7 @@ cli_init() {
   trap 'rm -rf "$T"' EXIT
   # The run's knobs come from the environment too: a caller's BENCH_LEVEL or OP must not leak in.
   unset ZL_BACKEND BENCH_LEVEL SHAPE_MODE OP OP_FILE TEST_NODE ZL_DIRECT_REPEAT REPLAY_FROM \
-    PARALLEL_WARMUP_GPUS CALIBER_SEED CALIBER_OPS_LIB
+    PARALLEL_WARMUP_GPUS CALIBER_SEED CALIBER_OPS_LIB CALIBER_SAMPLE_METHOD
   # Keep --tune live off the user's shared cache in ~/.cache.
   export CALIBER_TUNE_CACHE="$T/tune-cache.db"
   # Stopping rule loose enough that a cpu case takes milliseconds: these tests check files and

@@ -38,10 +38,12 @@ struct CudaTiming : ::testing::Test {
     if (backend->enumerate().empty()) GTEST_SKIP() << "no CUDA device";
     dev = backend->open(0, 1);
   }
+  // The event timers' own tests pin the events (the kernel trace has tests of its own below).
   Measurement time_spin(double us, TimerKind timer, L2Policy l2 = L2Policy::warm) {
     TimingOptions opt;
     opt.timer = timer;
     opt.l2 = l2;
+    opt.sample_method = SampleMethod::events;
     opt.op = "spin";
     void* stream = dev->stream();
     return measure(
@@ -85,6 +87,7 @@ TEST_F(CudaTiming, DirectTimerKeepsTheLaunchGapOut) {
 TEST_F(CudaTiming, AHoldThatASynchronizingLaunchDefeatsGivesUpQuickly) {
   TimingOptions opt;
   opt.timer = TimerKind::direct;
+  opt.sample_method = SampleMethod::events;
   opt.op = "spin_sync";
   void* stream = dev->stream();
   const Measurement m = measure(
@@ -107,6 +110,7 @@ TEST_F(CudaTiming, ColdGraphLaunchesEachSeeAnEvictedL2) {
     TimingOptions opt;
     opt.timer = t;
     opt.l2 = l2;
+    opt.sample_method = SampleMethod::events;
     opt.op = "copy";
     return measure(
         *dev, *backend, [&] { gt::launch_copy(stream, src, dst, bytes); }, opt);
@@ -145,6 +149,7 @@ TEST_F(CudaTiming, AutoTimerIsGraphOnCuda) {
 TEST_F(CudaTiming, RefusedCaptureFallsBackWithTheMarkers) {
   TimingOptions opt;
   opt.timer = TimerKind::graph;
+  opt.sample_method = SampleMethod::events;
   opt.op = "spin_sync";
   opt.repeat = 2;
   void* stream = dev->stream();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include "settings/knobs.hpp"
@@ -315,6 +316,30 @@ TEST(KnobCrossRules, MinTimeMustFitInTheTimeout) {
   EXPECT_EQ(resolve({{"min_time", "0.5"}, {"timeout", "1"}}).min_time_s, 0.5);
 }
 
+// --flaggems (docs/flaggems.md): the checkout is checked by the knob; FlagGems' --mode maps to an
+// L2 policy and a graph sample method; its host-clock modes and its --parallel are refused.
+TEST(KnobFlagGems, RootModeAndParallel) {
+  const std::string root = ::testing::TempDir() + "caliber_fg_root";
+  EXPECT_TRUE(contains(refusal({{"flaggems", root + "_none"}}), "does not exist"));
+  (void)std::system(("mkdir -p " + root + "/benchmark").c_str());
+  EXPECT_TRUE(contains(refusal({{"flaggems", root}}), "is not a FlagGems checkout"));
+  (void)std::system(
+      ("touch " + root + "/benchmark/conftest.py " + root + "/benchmark/base.py").c_str());
+  const Knobs kernel = resolve({{"flaggems", root}});
+  EXPECT_EQ(kernel.mode, "kernel");
+  EXPECT_EQ(kernel.l2, L2Policy::cold);
+  EXPECT_TRUE(kernel.per_launch);
+  const Knobs graph = resolve({{"flaggems", root}, {"mode", "cudagraph"}});
+  EXPECT_EQ(graph.l2, L2Policy::warm);
+  EXPECT_FALSE(graph.per_launch);
+  EXPECT_TRUE(contains(refusal({{"flaggems", root}, {"mode", "cudagraph"}, {"l2", "cold"}}),
+                       "contradicts"));
+  for (const char* host_clock : {"operator", "wrapper"})
+    EXPECT_TRUE(contains(refusal({{"flaggems", root}, {"mode", host_clock}}), "host wall clock"));
+  EXPECT_TRUE(contains(refusal({{"mode", "kernel"}}), "needs --flaggems"));
+  EXPECT_TRUE(contains(refusal({{"flaggems", root}, {"parallel", "8"}}), "concurrent"));
+}
+
 TEST(KnobTiming, ClockRegimeAndNoiseAuto) {
   EXPECT_EQ(resolve({}).clock, ClockRegime::sustained);
   EXPECT_EQ(resolve({}, {{"CALIBER_CLOCK", "burst"}}).clock, ClockRegime::burst);
@@ -324,6 +349,19 @@ TEST(KnobTiming, ClockRegimeAndNoiseAuto) {
   EXPECT_EQ(resolve({}).max_noise, 0);  // auto: the backend's default
   EXPECT_EQ(resolve({{"max_noise", "auto"}}).max_noise, 0);
   EXPECT_EQ(resolve({{"max_noise", "0.01"}}).max_noise, 0.01);
+}
+
+TEST(KnobTiming, SampleMethod) {
+  EXPECT_EQ(resolve({}).sample_method, SampleMethod::automatic);
+  EXPECT_EQ(resolve({{"sample_method", "events"}}).sample_method, SampleMethod::events);
+  EXPECT_EQ(resolve({}, {{"CALIBER_SAMPLE_METHOD", "trace"}}).sample_method, SampleMethod::trace);
+  EXPECT_EQ(
+      resolve({{"sample_method", "auto"}}, {{"CALIBER_SAMPLE_METHOD", "trace"}}).sample_method,
+      SampleMethod::automatic);
+  const std::string msg = refusal({{"sample_method", "cupti"}});
+  EXPECT_TRUE(contains(msg, "--sample-method")) << msg;
+  EXPECT_TRUE(contains(msg, "cupti")) << msg;
+  EXPECT_TRUE(contains(msg, "auto, trace, events")) << msg;
 }
 
 TEST(Lists, SplitListDropsEmptiesSplitFieldsKeepsThem) {

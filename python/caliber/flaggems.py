@@ -1,0 +1,1054 @@
+"""caliber run --flaggems ROOT: FlagGems' own benchmark suite under pytest, timed by caliber
+(docs/flaggems.md).
+
+FlagGems' benchmark files (ROOT/benchmark/test_*.py) run unchanged under pytest in this Python
+process, with this module as a pytest plugin. Every latency FlagGems asks for goes through
+`Benchmark.get_latency`, whose timing call (`triton.testing.do_bench` or `do_bench_cudagraph`, as
+base.py's module global `triton` reaches them) is routed to the run's timers through the C ABI
+(caliber_c_run_call): torch's call is the baseline, gems' (FlagGems' op, or torch's op inside
+`flag_gems.use_gems`) the candidate. Each input FlagGems yields is one case; the C++ run driver
+builds every row, writes run.log, the identity and the footer. FlagGems' own record
+(`--record json`) lands beside run.log as flaggems_result.json, carrying caliber's numbers.
+
+Seams for the tuning work (LibTuner's cache, parallel warmup): `TuneHooks`, and
+`benchmark_files(root)` for a batch that wants one process per file.
+"""
+
+import ctypes
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import pytest
+
+from . import _lib
+
+# caliber's backend -> FlagGems' vendor names (GEMS_VENDOR, which FlagGems reads at import).
+VENDORS = {"cuda": ("nvidia",), "musa": ("mthreads",), "rocm": ("amd", "hygon"),
+           "ascend": ("ascend",)}
+
+# MUSA compat: (file, exact skip reason) of the skip guards dropped when FlagGems dispatches to
+# mthreads (a MUSA device is no CUDA device to torch, so these guards skip what runs there).
+# Only a skipif mark of that file with that reason goes; guards inside functions stay.
+COMPAT_RULES = (
+    ("test_fft.py", "CUDA is not available"),
+)
+
+_DTYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+           "complex64": "c64", "int32": "i32", "int64": "i64", "int16": "i16", "int8": "i8",
+           "bool": "bool", "uint8": "u8"}
+_TORCH_NAMES = {v: k for k, v in _DTYPES.items()}
+
+BASELINE, CANDIDATE = "baseline", "candidate"
+RECORD_FILE = "flaggems_result.json"
+
+
+class FlagGemsError(ValueError):
+    """Bad input (exit 2, nothing written): the message names the knob and the value."""
+
+
+class TuneHooks:
+    """Where FlagGems' LibTuner mapping plugs in (--tune, REPLAY_FROM): each method is called at
+    its point of the session; the defaults leave FlagGems' own cache alone."""
+
+    def environment(self, knobs, env):
+        """Before flag_gems is imported (FLAGGEMS_DB_URL is read at import)."""
+
+    def installed(self, flag_gems):
+        """After the import: wrap LibTuner here."""
+
+    def opened(self, run_dir):
+        """The run directory exists."""
+
+    def provider(self, case, role):
+        """A dict for the provider's "tune" object after its prepare call, or None."""
+        return None
+
+    def finished(self, run):
+        """pytest has ended and the run is open: the tuning totals for the footer."""
+
+
+tune_hooks = TuneHooks()
+# The mapping itself fills the seams: python/caliber/flaggems_tune.py.
+from .flaggems_tune import Hooks as _TuneMapping  # noqa: E402
+tune_hooks = _TuneMapping()
+
+
+def benchmark_files(root):
+    """The benchmark files of a FlagGems checkout (test_*.py under ROOT/benchmark), sorted."""
+    bench = os.path.join(root, "benchmark")
+    return sorted(f for f in os.listdir(bench) if f.startswith("test_") and f.endswith(".py"))
+
+
+def dtype_name(d):
+    """caliber's name of a torch dtype (f16, bf16, f32, c64...), else torch's own."""
+    text = str(d).replace("torch.", "")
+    return _DTYPES.get(text, text)
+
+
+def size_text(x):
+    """A compact spelling of FlagGems' shape detail: tensors as 4096x4096 (t: not contiguous),
+    other arguments as they print; arguments joined by '_'."""
+    size = getattr(x, "shape", None)
+    if size is not None and hasattr(x, "dtype"):
+        dims = "x".join(str(int(d)) for d in size) or "scalar"
+        contiguous = getattr(x, "is_contiguous", None)
+        if callable(contiguous) and not contiguous():
+            dims += "t"
+        return dims
+    if isinstance(x, (list, tuple)):
+        inner = [size_text(v) for v in x]
+        inner = [v for v in inner if v]
+        return "(" + ",".join(inner) + ")" if inner else ""
+    if isinstance(x, dict):
+        inner = ["%s=%s" % (k, size_text(v)) for k, v in x.items()]
+        return ",".join(v for v in inner if not v.endswith("="))
+    if isinstance(x, (bool, int, float, str)):
+        return str(x)
+    if x is None:
+        return ""
+    text = str(x).replace("torch.", "")  # a dtype, a layout, a memory format...
+    return text if len(text) <= 32 and " " not in text else type(x).__name__
+
+
+def shape_key(args, kwargs):
+    parts = [size_text(a) for a in args]
+    if kwargs:
+        parts.append(size_text(kwargs))
+    text = "_".join(p for p in parts if p)
+    return re.sub(r"\s+", "", text) or "-"
+
+
+def _first_tensor(args):
+    for a in args:
+        if hasattr(a, "dtype") and hasattr(a, "shape"):
+            return a
+        if isinstance(a, (list, tuple)):
+            t = _first_tensor(a)
+            if t is not None:
+                return t
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The run's C side.
+
+class _Run:
+    """The fed run (caliber_c_run_call): requests as dicts, replies as dicts."""
+
+    def __init__(self, handle):
+        self.handle = handle
+        self.targets = {}
+        self.next = 1
+        self.errors = {}
+        self.launch_cb = _lib.LAUNCH_FN(self._launch)
+
+    def _launch(self, target, provider, code_ptr, msg, cap):
+        try:
+            self.targets[target]()
+            return 0
+        except BaseException as e:  # noqa: B902 - nothing may cross the C boundary
+            from .bench import _native_code
+            self.errors[target] = e
+            code = _native_code(e)
+            _lib.write(msg, cap, "%s: %s" % (type(e).__name__, e))
+            if code:
+                code_ptr[0] = code
+                return 1
+            return 2
+
+    def call(self, request, fn=None):
+        lib = _lib.lib()
+        buf = _lib.buffer()
+        target = 0
+        if fn is not None:
+            target = self.next
+            self.next += 1
+            self.targets[target] = fn
+        rc = lib.caliber_c_run_call(self.handle, json.dumps(request, default=str).encode(),
+                                    self.launch_cb if fn is not None else _lib.LAUNCH_FN(),
+                                    target, buf, len(buf))
+        reply = json.loads(_lib.text(buf))
+        if rc != 0:
+            raise _RunRefused(reply.get("error", "refused"), bool(reply.get("usage")))
+        if fn is not None:
+            reply["_target"] = target
+        return reply
+
+    def release(self, target):
+        self.targets.pop(target, None)
+        self.errors.pop(target, None)
+
+
+class _RunRefused(RuntimeError):
+    def __init__(self, message, usage):
+        super().__init__(message)
+        self.usage = usage
+
+
+def _declare(lib):
+    if getattr(lib, "_caliber_fed", False):
+        return
+    lib.caliber_c_set_feeder.argtypes = [FEED_FN]
+    lib.caliber_c_set_feeder.restype = None
+    lib.caliber_c_run_call.argtypes = [ctypes.c_int64, ctypes.c_char_p, _lib.LAUNCH_FN,
+                                       ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64]
+    lib.caliber_c_run_call.restype = ctypes.c_int
+    lib._caliber_fed = True
+
+
+FEED_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_char_p, ctypes.c_void_p,
+                           ctypes.c_int64)
+
+
+# ---------------------------------------------------------------------------------------------
+# One case: the providers FlagGems timed for one input.
+
+class _Case:
+    def __init__(self, op, dtype, shape, detail, test, ordinal):
+        self.op = op
+        self.dtype = dtype
+        self.shape = shape
+        self.detail = detail
+        self.test = test
+        self.ordinal = ordinal
+        self.providers = []  # dicts for the case request
+        self.targets = []
+        self.flops = 0.0
+        self.bytes = 0.0
+        self.skipped = None
+        self.dims = None
+
+    def roles(self):
+        return [p["role"] for p in self.providers]
+
+
+# ---------------------------------------------------------------------------------------------
+# The session: the plugin pytest calls, and the patches on FlagGems' benchmark classes.
+
+class Session:
+    def __init__(self, run, knobs):
+        self.run = run
+        self.knobs = knobs
+        self.root = os.path.abspath(knobs["flaggems"])
+        self.host = bool(knobs.get("host"))
+        self.refusal = None
+        self.opened = None
+        self.case = None
+        self.keys = {}  # (op, dtype, shape) -> times seen, for distinct keys
+        self.node = None
+        self.opid = None
+        self.test_cases = 0
+        self.shapes = {}
+        self.gems_depth = 0
+        self.dtype = None
+        self.ordinal = 0
+        self.case_errors = {}  # ordinal -> error of the current dtype's loop, for FlagGems' record
+        self.wanted_markers = set()
+        self.explicit = []
+        self.unusable = None  # why nothing more can run (a sticky device error), once known
+        self.matched_markers = set()
+        self.flag_gems = None
+        self.base = None
+        self.conftest = None
+        self.record_tmp = None
+        self.pytest_args = []
+
+    # --- before pytest: environment, import, arguments ------------------------------------
+
+    def prepare(self):
+        env = os.environ
+        backend = self.knobs["backend"]
+        want = VENDORS.get(backend)
+        given = env.get("GEMS_VENDOR")
+        if want and given and given not in want:
+            raise FlagGemsError("--backend (ZL_BACKEND): '%s' selects FlagGems vendor %s, but "
+                                "GEMS_VENDOR is '%s'" % (backend, "/".join(want), given))
+        if want and not given:
+            env["GEMS_VENDOR"] = want[0]
+        tune_hooks.environment(self.knobs, env)
+        src = os.path.join(self.root, "src")
+        if os.path.isdir(os.path.join(src, "flag_gems")) and src not in sys.path:
+            sys.path.insert(0, src)
+        if self.root not in sys.path:
+            sys.path.insert(0, self.root)
+        try:
+            import flag_gems
+        except ModuleNotFoundError as e:
+            raise FlagGemsError("--flaggems: '%s': FlagGems does not import in %s: no module "
+                                "named '%s' (%s)" % (self.knobs["flaggems"], sys.executable,
+                                                      e.name, e))
+        except Exception as e:
+            tb = traceback.format_exception_only(type(e), e)[-1].strip()
+            raise FlagGemsError("--flaggems: '%s': FlagGems does not import in %s: %s" %
+                                (self.knobs["flaggems"], sys.executable, tb))
+        self.flag_gems = flag_gems
+        vendor = getattr(flag_gems, "vendor_name", None)
+        expected = (given,) if given else want
+        if expected and vendor not in expected:
+            raise FlagGemsError("--backend (ZL_BACKEND): '%s' expects FlagGems vendor %s, but "
+                                "FlagGems dispatches to '%s'" % (backend, "/".join(expected),
+                                                                 vendor))
+        tune_hooks.installed(flag_gems)
+        self._wrap_use_gems(flag_gems)
+        if not self.host:
+            # graph capture through torch's own graph API, installed before the run opens its
+            # device (docs/python.md)
+            from . import _torch
+            if _torch.available():
+                _torch.install_hooks()
+        self.pytest_args = self._arguments()
+
+    def _test_path(self, text, knob):
+        """A test file or node id, relative to ROOT or ROOT/benchmark, as an absolute node."""
+        path, sep, rest = text.partition("::")
+        for cand in (path, os.path.join(self.root, path),
+                     os.path.join(self.root, "benchmark", path)):
+            if os.path.isfile(cand):
+                return os.path.abspath(cand) + sep + rest
+        raise FlagGemsError("%s: '%s': no such benchmark file under %s/benchmark" %
+                            (knob, text, self.knobs["flaggems"]))
+
+    def _read_op_file(self, path):
+        try:
+            with open(path) as f:
+                lines = f.read().splitlines()
+        except OSError as e:
+            raise FlagGemsError("--op-file (OP_FILE): '%s' cannot be read: %s" % (path, e))
+        out = []
+        for line in lines:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                out.append(line)
+        return out
+
+    def _arguments(self):
+        k = self.knobs
+        paths = []
+        ops = list(k.get("ops") or [])
+        if k.get("op_file"):
+            if k["op_file"].endswith(".py"):  # the old runner's meaning: the test file
+                paths.append(self._test_path(k["op_file"], "--op-file (OP_FILE)"))
+            else:  # caliber's: a list of ops
+                ops += self._read_op_file(k["op_file"])
+        if k.get("node"):
+            paths.append(self._test_path(k["node"], "--node (TEST_NODE)"))
+        for op in ops:
+            if op.endswith(".py") or "::" in op or "/" in op:
+                paths.append(self._test_path(op, "OP"))
+                continue
+            f = os.path.join(self.root, "benchmark", "test_%s.py" % op)
+            if os.path.isfile(f):
+                paths.append(os.path.abspath(f))
+            else:
+                self.wanted_markers.add(op)
+        self.explicit = list(paths)
+        if self.wanted_markers:
+            # markers reach into every file: collect the whole tree once and keep what was named
+            # (a file and its folder both given would collect that file twice)
+            paths = [os.path.join(self.root, "benchmark")]
+        elif not paths:
+            paths.append(os.path.join(self.root, "benchmark"))
+        self.record_tmp = tempfile.mkdtemp(prefix="caliber-flaggems-")
+        args = paths + ["--rootdir", self.root, "-p", "no:cacheprovider", "--capture=sys", "-q",
+                        "--level", k["level"], "--mode", k["mode"],
+                        "--record", "json", "--output",
+                        os.path.join(self.record_tmp, RECORD_FILE)]
+        if k["shape_mode"] == "file" and k.get("shapes_file"):
+            args += ["--shape_file", self._overlay_shapes()]
+        return args
+
+    def _overlay_shapes(self):
+        """SHAPE_MODE=file: FlagGems' core_shapes.yaml with caliber's entries overlaid (an op of
+        caliber's shape file replaces that op's shapes)."""
+        import yaml
+        upstream = os.path.join(self.root, "benchmark", "core_shapes.yaml")
+        data = {}
+        if os.path.isfile(upstream):
+            with open(upstream) as f:
+                data = yaml.safe_load(f) or {}
+        mine = self.knobs.get("shapes_file")
+        if mine:
+            try:
+                with open(mine) as f:
+                    theirs = yaml.safe_load(f) or {}
+            except (OSError, yaml.YAMLError) as e:
+                raise FlagGemsError("--shapes: '%s' cannot be read: %s" % (mine, e))
+            ops = theirs.get("ops", theirs) if isinstance(theirs, dict) else {}
+            for op, entry in ops.items():
+                shapes = entry.get("shapes") if isinstance(entry, dict) else entry
+                if isinstance(shapes, list):
+                    data.setdefault(op, {})
+                    data[op] = dict(data[op], shapes=[list(s) for s in shapes])
+        path = os.path.join(self.record_tmp, "shapes_overlay.yaml")
+        with open(path, "w") as f:
+            yaml.safe_dump(data, f)
+        self.overlay = path
+        return path
+
+    def _wrap_use_gems(self, flag_gems):
+        cls = getattr(flag_gems, "use_gems", None)
+        if cls is None or getattr(cls, "_caliber_wrapped", False):
+            return
+        enter, exit_ = cls.__enter__, cls.__exit__
+        session = self
+
+        def __enter__(self_):
+            session.gems_depth += 1
+            return enter(self_)
+
+        def __exit__(self_, *a):
+            session.gems_depth -= 1
+            return exit_(self_, *a)
+
+        cls.__enter__, cls.__exit__ = __enter__, __exit__
+        cls._caliber_wrapped = True
+
+    # --- pytest hooks ---------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        self._compat(items)
+        if self.wanted_markers:
+            keep = []
+            for item in items:
+                mark = self._opid(item)
+                if mark in self.wanted_markers or self._named(item):
+                    keep.append(item)
+                    if mark in self.wanted_markers:
+                        self.matched_markers.add(mark)
+            items[:] = keep
+
+    def _named(self, item):
+        """Whether a file or node given explicitly selects the item."""
+        path = os.path.abspath(_item_path(item))
+        name = item.nodeid.partition("::")[2]
+        for sel in self.explicit:
+            file, _, rest = sel.partition("::")
+            if path == file and (not rest or name == rest or name.startswith(rest + "[") or
+                                 name.startswith(rest + "::")):
+                return True
+        return False
+
+    def _compat(self, items):
+        if getattr(self.flag_gems, "vendor_name", None) != "mthreads":
+            return
+        for item in items:
+            name = os.path.basename(_item_path(item))
+            for file, reason in COMPAT_RULES:
+                if name == file:
+                    item.own_markers[:] = [m for m in item.own_markers if not (
+                        m.name == "skipif" and m.kwargs.get("reason") == reason)]
+
+    def _opid(self, item):
+        builtin = getattr(self.conftest_module(), "BUILTIN_MARKS", ())
+        for mark in item.iter_markers():
+            if mark.name not in builtin:
+                return mark.name
+        return item.nodeid
+
+    def conftest_module(self):
+        if self.conftest is None:
+            self.conftest = sys.modules.get("benchmark.conftest")
+        return self.conftest
+
+    def pytest_collection_finish(self, session):
+        missing = sorted(self.wanted_markers - self.matched_markers)
+        if missing:
+            self.refusal = ("OP: '%s' is neither benchmark/test_%s.py nor a marker of any "
+                            "benchmark under %s" % (missing[0], missing[0],
+                                                    self.knobs["flaggems"]))
+        elif session.testsfailed or getattr(self, "collect_errors", None):
+            errors = getattr(self, "collect_errors", None) or ["a collection error"]
+            self.refusal = "--flaggems: '%s': pytest could not collect the selection: %s" % (
+                self.knobs["flaggems"], errors[0].strip().splitlines()[-1])
+        elif not session.items and self.knobs.get("node"):
+            self.refusal = "--node (TEST_NODE): '%s': no such test under %s/benchmark" % (
+                self.knobs["node"], self.knobs["flaggems"])
+        elif not session.items:
+            self.refusal = "--flaggems: '%s': the selection holds no benchmark" % (
+                self.knobs["flaggems"])
+        if self.refusal:
+            pytest.exit(self.refusal, returncode=2)
+        self._patch_base()
+        if tune_hooks.in_shard():  # a parallel-warmup shard opens no run (flaggems_warmup.py)
+            return
+        try:
+            self._open(session.items)
+        except _RunRefused as e:  # the run directory could not be claimed (--out, ...)
+            self.refusal = str(e)
+            pytest.exit(self.refusal, returncode=2)
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.collect_errors = getattr(self, "collect_errors", []) + [str(report.longrepr)]
+
+    def _open(self, items):
+        ops = []
+        for item in items:
+            op = self._opid(item)
+            if op not in ops:
+                ops.append(op)
+        reply = self.run.call({"call": "open", "ops": ops, "identity": self._identity()})
+        self.opened = reply
+        run_dir = reply["run_dir"]
+        tune_hooks.opened(run_dir)
+        conf = self.conftest_module()
+        record = os.path.join(run_dir, RECORD_FILE)
+        if conf is not None:
+            conf.REPORT_FILE = record
+            if getattr(conf, "Config", None) is not None:
+                conf.Config.output = record
+        dev = reply["device"]
+        if not dev.get("host"):
+            # FlagGems allocates on torch's current device and launches on its current stream:
+            # both are the run's for the whole session (the backward's forward runs inside
+            # get_latency, and its kernels must land where the events are).
+            from . import _torch
+            import torch
+            torch.cuda.set_device(dev["index"])
+            torch.cuda.set_stream(_torch.external_stream(dev["stream"], dev["index"]))
+
+    def _identity(self):
+        fg = self.flag_gems
+        info = {"root": self.root, "version": getattr(fg, "__version__", None),
+                "commit": _git_commit(self.root) or _version_commit(fg),
+                "vendor": getattr(fg, "vendor_name", None),
+                "device": getattr(fg, "device", None), "mode": self.knobs["mode"],
+                "level": self.knobs["level"], "shape_mode": self.knobs["shape_mode"],
+                "pytest_args": self.pytest_args, "record": RECORD_FILE}
+        try:
+            import triton
+            info["triton"] = getattr(triton, "__version__", None)
+            info["flagtree"] = _flagtree_version(triton)
+        except Exception:
+            info["triton"] = None
+        info["pytest"] = pytest.__version__
+        from . import _torch
+        py = {"version": sys.version.split()[0], "executable": sys.executable}
+        py.update(_torch.versions())
+        return {"flaggems": info, "python": py, "ops_libs": ["flaggems:" + self.root]}
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        self.node = item.nodeid
+        self.opid = self._opid(item)
+        self.test_cases = 0
+        yield
+        self._flush()
+        self.node = None
+
+    def pytest_runtest_logreport(self, report):
+        if self.opened is None:
+            return
+        if report.skipped and report.when in ("setup", "call"):
+            self._flush()
+            self.run.call({"call": "case", "op": self.opid or report.nodeid,
+                           "node": report.nodeid, "status": "skipped",
+                           "reason": _reason(report), "params": {"test": report.nodeid}})
+        elif report.failed and report.when == "call":
+            self._flush()
+            # FlagGems' loop stopped here (its input iterator, or its own code, raised): the cases
+            # it yielded before stand; the rest of the test is lost.
+            self.run.call({"call": "case", "op": self.opid or report.nodeid,
+                           "node": report.nodeid, "params": {"test": report.nodeid},
+                           "error": "the benchmark stopped: %s" % _reason(report),
+                           "providers": []})
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        self._flush()
+        if self.opened is not None and self.shapes:
+            self.run.call({"call": "shapes", "ops": self.shapes,
+                           "source": os.path.join(self.root, "benchmark", "core_shapes.yaml"),
+                           "overlay": self.knobs.get("shapes_file") or ""})
+
+    # --- the patches on base.py -----------------------------------------------------------
+
+    def _patch_base(self):
+        base = sys.modules.get("benchmark.base")
+        if base is None:
+            return  # no test imported base.py: nothing of FlagGems' to time
+        self.base = base
+        bench = base.Benchmark
+        if getattr(bench, "_caliber_session", None) is not None:
+            bench._caliber_session = self
+            return
+        bench._caliber_session = self
+        base.triton = _TritonView(base.triton, self)
+        orig_latency, orig_init = bench.get_latency, bench.__init__
+        session = self
+
+        def get_latency(self_, op, *args, **kwargs):
+            return session.get_latency(orig_latency, self_, op, args, kwargs)
+
+        def __init__(self_, *args, **kwargs):
+            orig_init(self_, *args, **kwargs)
+            session.wrap_instance(self_)
+
+        bench.get_latency, bench.__init__ = get_latency, __init__
+        orig_update = base.update_result
+
+        def update_result(op, data):
+            session.annotate_record(data)
+            return orig_update(op, data)
+
+        base.update_result = update_result
+
+    def wrap_instance(self, bench):
+        session = self
+        run, get_iter = bench.run, bench.get_input_iter
+        get_tflops, get_gbps = bench.get_tflops, bench.get_gbps
+
+        def run_():
+            session.dtype = None  # a run of its own may time without the input iterator
+            try:
+                return run()
+            finally:
+                session._flush()
+                session.shapes[bench.op_name] = {
+                    "shapes": [list(s) if isinstance(s, (list, tuple)) else s
+                               for s in (getattr(bench, "shapes", None) or [])],
+                    "shape_desc": getattr(bench, "shape_desc", ""),
+                    "cases": session.shapes.get(bench.op_name, {}).get("cases", [])}
+
+        def get_input_iter(dtype):
+            session._flush()
+            session.dtype = dtype
+            session.ordinal = 0
+            session.case_errors = {}
+            for item in get_iter(dtype):
+                session._flush()
+                yield item
+                session.ordinal += 1
+            session._flush()
+
+        def get_tflops_(op, *args, **kwargs):
+            try:
+                flops = get_tflops(op, *args, **kwargs)
+            except Exception:
+                return float("nan")
+            if session.case is not None and isinstance(flops, (int, float)):
+                session.case.flops = float(flops)
+            return flops
+
+        def get_gbps_(args, latency=None):
+            try:
+                gbps = get_gbps(args, latency=latency)
+            except Exception:
+                return float("nan")
+            if session.case is not None and isinstance(gbps, (int, float)) and \
+                    isinstance(latency, (int, float)) and math.isfinite(gbps * latency) and \
+                    not session.case.bytes:
+                session.case.bytes = float(gbps) * float(latency) * 1e6  # FlagGems' formula
+            return gbps
+
+        wanted = list(session.knobs.get("dtypes") or [])
+
+        def set_dtypes(user_desired_dtypes):
+            # caliber's --dtypes intersected with the op's own (FlagGems fails the test on a dtype
+            # the op lacks); each dtype asked for and missing is a skipped row.
+            own = list(getattr(bench, "dtypes", None) or [])
+            bench.to_bench_dtypes = [d for d in own if dtype_name(d) in wanted]
+            for name in wanted:
+                if all(dtype_name(d) != name for d in own):
+                    session.skip_row(bench.op_name, name, "--dtypes: %s is not among the op's "
+                                     "dtypes (%s)" % (name, ", ".join(dtype_name(d) for d in own)))
+
+        if wanted and hasattr(bench, "set_dtypes"):
+            bench.set_dtypes = set_dtypes
+        bench.run, bench.get_input_iter = run_, get_input_iter
+        bench.get_tflops, bench.get_gbps = get_tflops_, get_gbps_
+
+    def skip_row(self, op, dtype, reason):
+        if self.opened is None:
+            return
+        self._flush()
+        self.run.call({"call": "case", "op": op, "dtype": dtype, "node": "%s[%s]" % (op, dtype),
+                       "status": "skipped", "reason": reason,
+                       "params": {"test": self.node or ""}})
+
+    def annotate_record(self, data):
+        """FlagGems' record of one (op, dtype): a shape caliber failed alone carries its error,
+        and latencies caliber has no number for are null (JSON has no NaN)."""
+        for i, metric in enumerate(data.get("result") or []):
+            if not isinstance(metric, dict):
+                continue
+            if i in self.case_errors and not metric.get("error_msg"):
+                metric["error_msg"] = self.case_errors[i]
+            for key, v in list(metric.items()):
+                if isinstance(v, float) and not math.isfinite(v):
+                    metric[key] = None
+
+    # --- timing ---------------------------------------------------------------------------
+
+    def get_latency(self, orig, bench, op, args, kwargs):
+        role = CANDIDATE if (op is getattr(bench, "gems_op", None) or self.gems_depth > 0) \
+            else BASELINE
+        self._begin(bench, role, args, kwargs)
+        self.current_role = role
+        try:
+            return orig(bench, op, *args, **kwargs)
+        except Exception as e:  # the op raised (a backward's forward, outside the timer)
+            self._provider_error(role, e)
+            return float("nan")
+
+    def _begin(self, bench, role, args, kwargs):
+        shape = shape_key(args, kwargs)
+        c = self.case
+        if c is not None and (c.op != bench.op_name or c.detail_key != shape or
+                              role in c.roles()):
+            self._flush()
+            c = None
+        if c is None:
+            t = _first_tensor(args)
+            dtype = self.dtype if self.dtype is not None else getattr(t, "dtype", "-")
+            try:
+                detail = bench.record_shapes(*args, **kwargs)
+            except Exception:
+                detail = None
+            c = _Case(bench.op_name, dtype_name(dtype), shape, detail, self.node, self.ordinal)
+            c.detail_key = shape
+            if t is not None:
+                c.dims = [int(d) for d in t.shape]
+            self.case = c
+
+    def _provider_error(self, role, e):
+        c = self.case
+        message = "%s: %s" % (type(e).__name__, e)
+        entry = {"name": _provider_name(role), "role": role, "error": message}
+        entry.update(tune_hooks.provider(c, role) or {})  # e.g. compile_tune_no_evict
+        c.providers.append(entry)
+        self.case_errors[c.ordinal] = message
+
+    def time(self, fn, grad_to_none=None):
+        """One provider's device time for the current case (base.py's do_bench call)."""
+        c = self.case
+        role = getattr(self, "current_role", BASELINE)
+        if c is None:  # a timing call outside get_latency: its own case
+            c = self.case = _Case(getattr(self, "opid", None) or "op", "-", "-", None, self.node,
+                                  self.ordinal)
+            c.detail_key = "-"
+
+        def call():
+            if grad_to_none is not None:
+                for x in grad_to_none:
+                    x.grad = None
+            fn()
+
+        if self.unusable:  # the device context is gone: nothing more is called, let alone timed
+            c.skipped = self.unusable
+            return float("nan")
+        if tune_hooks.in_shard():  # a warmup shard: prepare its share (LibTuner sweeps), time nothing
+            if tune_hooks.owns(c.ordinal):
+                try:
+                    call()
+                    self._sync()
+                except Exception:  # the measuring run meets it again and reports it
+                    pass
+            tune_hooks.provider(c, role)
+            return 1.0
+        # One call and a synchronize first: JIT compilation and LibTuner's sweep stay out of the
+        # timers and captures.
+        rng_before = self._rng_state()
+        try:
+            call()
+            self._sync()
+        except Exception as e:
+            self._provider_error(role, e)
+            return float("nan")
+        rng = rng_before is not None and not _same(rng_before, self._rng_state())
+        if c.skipped:
+            return float("nan")
+        node = "%s[%s-%s]" % (c.op, c.dtype, c.shape)
+        request = {"call": "time", "op": c.op, "node": node, "provider": _provider_name(role),
+                   "rng": rng}
+        if self.host:
+            reply = self.run.call(request, call)
+        else:
+            from . import _torch
+            with _torch.rng_guard():  # the generator as FlagGems left it, whatever was captured
+                reply = self.run.call(request, call)
+        c.targets.append(reply["_target"])
+        if reply.get("unusable"):
+            self.unusable = reply["unusable"]
+        if "skipped" in reply:
+            c.skipped = self.unusable = reply["skipped"]
+            return float("nan")
+        entry = {"name": _provider_name(role), "role": role, "measurement": reply["id"]}
+        if reply.get("ok"):
+            entry["host_ms"] = self._host_cost(call)
+        entry.update(tune_hooks.provider(c, role) or {})  # config, tune, tune_markers
+        c.providers.append(entry)
+        if not reply.get("ok"):
+            self.case_errors[c.ordinal] = reply.get("error") or "measurement failed"
+            return float("nan")
+        return reply["latency_ms"]
+
+    def _host_cost(self, call):
+        """The host cost of one eager call in ms: the wall time per call of a run of launches
+        enqueued back to back on an idle stream (no synchronize inside, so while the device
+        keeps up this is the host's time per call, not the kernel's), median of 3 runs."""
+        self._sync()
+        t = time.perf_counter()
+        call()
+        self._sync()
+        one = max(time.perf_counter() - t, 1e-7)
+        n = int(max(5, min(100, 0.01 / one)))
+        per = []
+        for _ in range(3):
+            self._sync()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                call()
+            t1 = time.perf_counter()
+            self._sync()
+            per.append((t1 - t0) / n)
+        per.sort()
+        return per[1] * 1e3
+
+    def _sync(self):
+        if self.host:
+            return
+        import torch
+        torch.cuda.current_stream().synchronize()
+
+    def _rng_state(self):
+        if self.host:
+            return None
+        try:
+            import torch
+            return torch.cuda.get_rng_state()
+        except Exception:
+            return None
+
+    def _flush(self):
+        c, self.case = self.case, None
+        if c is None or self.opened is None:
+            if c is not None:
+                for t in c.targets:
+                    self.run.release(t)
+            return
+        shape = c.shape
+        key = (c.op, c.dtype, shape)
+        seen = self.keys.get(key, 0)
+        self.keys[key] = seen + 1
+        if seen:  # the same sizes twice (another file's op of the same name, a repeated input)
+            shape = "%s#%d" % (shape, seen + 1)
+        request = {"call": "case", "op": c.op, "dtype": c.dtype, "shape": shape,
+                   "node": "%s[%s-%s]" % (c.op, c.dtype, shape), "family": "flaggems",
+                   "params": {"test": c.test or "", "ordinal": str(c.ordinal),
+                              "shape_detail": _detail_text(c.detail)},
+                   "flops": c.flops, "bytes": c.bytes, "providers": c.providers}
+        if c.dims:
+            request["dims"] = c.dims
+        if c.skipped:
+            request.update(status="skipped", reason=c.skipped)
+        try:
+            self.run.call(request)
+        finally:
+            for t in c.targets:
+                self.run.release(t)
+        entry = self.shapes.setdefault(c.op, {"shapes": [], "shape_desc": "", "cases": []})
+        if shape not in entry["cases"]:
+            entry["cases"].append(shape)
+
+
+class _Testing:
+    """base.py's `triton.testing` as caliber sees it: do_bench and do_bench_cudagraph time with
+    the run's timers; everything else is Triton's."""
+
+    def __init__(self, real, session):
+        self._real = real
+        self._session = session
+
+    def do_bench(self, fn, warmup=None, rep=None, grad_to_none=None, quantiles=None,
+                 return_mode="mean", **kw):
+        return self._session.time(fn, grad_to_none)
+
+    def do_bench_cudagraph(self, fn, rep=None, grad_to_none=None, quantiles=None,
+                           return_mode="mean", **kw):
+        return self._session.time(fn, grad_to_none)
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+class _Namespace:
+    def __init__(self, real, **attrs):
+        self._real = real
+        self.__dict__.update(attrs)
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+class _TritonView:
+    """A view of the triton module for base.py alone: Triton's own testing module stays as it is
+    (LibTuner's benchmarker imports do_bench_cudagraph from it, and its sweep must not be timed
+    as a provider)."""
+
+    def __init__(self, real, session):
+        self._real = real
+        testing = _Testing(getattr(real, "testing", None), session)
+        self.testing = testing
+        backends = getattr(real, "backends", None)
+        ascend = getattr(backends, "ascend", None) if backends is not None else None
+        npu = _Namespace(getattr(ascend, "testing", None),
+                         do_bench_npu=lambda fn, *a, **k: session.time(fn))
+        self.backends = _Namespace(backends, ascend=_Namespace(ascend, testing=npu))
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+def _item_path(item):
+    path = getattr(item, "path", None)  # pytest 7 and later; fspath before
+    return str(path if path is not None else item.fspath)
+
+
+def _provider_name(role):
+    return "torch" if role == BASELINE else "gems"
+
+
+def _same(a, b):
+    try:
+        return bool((a == b).all())
+    except Exception:
+        return a is b
+
+
+def _detail_text(detail):
+    if detail is None:
+        return ""
+    text = str(detail)
+    return text if len(text) <= 4000 else text[:4000] + "..."
+
+
+def _reason(report):
+    """Why a test was skipped or failed: the guard's own reason (pytest's "Skipped: " dropped)."""
+    longrepr = report.longrepr
+    if hasattr(longrepr, "reprcrash") and longrepr.reprcrash is not None:
+        text = longrepr.reprcrash.message
+    elif isinstance(longrepr, tuple) and len(longrepr) == 3:
+        text = str(longrepr[2])
+    else:
+        text = str(longrepr)
+    return text[len("Skipped: "):] if report.skipped and text.startswith("Skipped: ") else text
+
+
+def _git_commit(root):
+    """The checkout's commit: ROOT's own git repository only (not one it happens to sit in)."""
+    try:
+        out = subprocess.run(["git", "-C", root, "rev-parse", "--show-toplevel", "HEAD"],
+                             capture_output=True, text=True, timeout=10)
+        lines = out.stdout.split()
+        if out.returncode == 0 and len(lines) == 2 and \
+                os.path.realpath(lines[0]) == os.path.realpath(root):
+            return lines[1]
+    except Exception:
+        pass
+    marker = os.path.join(root, "COMMIT")
+    if os.path.isfile(marker):
+        with open(marker) as f:
+            return f.read().strip() or None
+    return None
+
+
+def _version_commit(fg):
+    """FlagGems' development versions end in +<commit> (flag_gems.__version__)."""
+    version = str(getattr(fg, "__version__", "") or "")
+    return version.rsplit("+", 1)[1] if "+" in version else None
+
+
+def _flagtree_version(triton):
+    try:
+        from importlib import metadata
+        return metadata.version("flagtree")
+    except Exception:
+        pass
+    return getattr(getattr(triton, "flagtune", None), "__version__", None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry: the feeder the run driver calls, and `python3 -m caliber run --flaggems`.
+
+_session = None
+
+
+def _feed(handle, knobs_text, msg, cap):
+    global _session
+    try:
+        knobs = json.loads(knobs_text.decode())
+        session = Session(_Run(handle), knobs)
+        _session = session
+        session.prepare()
+        sys.stdout.flush()
+        try:
+            code = pytest.main(session.pytest_args, plugins=[session])
+        finally:
+            shutil.rmtree(session.record_tmp, ignore_errors=True)
+        if session.opened is not None:  # LibTuner's totals for the footer (flaggems_tune.py)
+            tune_hooks.finished(session.run)
+        if session.refusal:
+            _lib.write(msg, cap, session.refusal)
+            return 2
+        if tune_hooks.in_shard():  # prepared its share; nothing opened, nothing measured
+            return 0 if int(code) in (0, 1) else 2
+        if session.opened is None and int(code) == 4 and knobs.get("node"):
+            _lib.write(msg, cap, "--node (TEST_NODE): '%s': no such test under %s/benchmark" %
+                       (knobs["node"], knobs["flaggems"]))
+            return 2
+        if session.opened is None:
+            why = "; ".join(getattr(session, "collect_errors", [])[:1]) or \
+                "pytest ended with exit code %s before any benchmark ran" % int(code)
+            _lib.write(msg, cap, "--flaggems: '%s': %s" % (knobs["flaggems"], why.strip()))
+            return 2
+        if int(code) not in (0, 1):  # 1: a test failed, which its rows say already
+            _lib.write(msg, cap, "pytest ended with exit code %s" % int(code))
+            return 2
+        return 0
+    except FlagGemsError as e:
+        _lib.write(msg, cap, str(e))
+        return 2
+    except BaseException as e:  # noqa: B902 - nothing may cross the C boundary
+        _lib.write(msg, cap, "--flaggems: %s: %s" % (type(e).__name__, e))
+        return 2
+
+
+_FEED = FEED_FN(_feed)
+
+
+def install():
+    """Makes this process's `caliber run --flaggems` feed its cases from FlagGems' suite."""
+    lib = _lib.lib()
+    _declare(lib)
+    lib.caliber_c_set_feeder(_FEED)
+
+
+def main(argv=None):
+    """python3 -m caliber.flaggems files ROOT: the tree's benchmark files, one a line (what a
+    batch of one process per file runs); exit 2 when ROOT is not a FlagGems checkout."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) != 2 or argv[0] != "files":
+        print("usage: python3 -m caliber.flaggems files ROOT", file=sys.stderr)
+        return 2
+    root = argv[1]
+    for f in ("conftest.py", "base.py"):
+        if not os.path.isfile(os.path.join(root, "benchmark", f)):
+            print("caliber: --flaggems: '%s' is not a FlagGems checkout (no benchmark/%s)" %
+                  (root, f), file=sys.stderr)
+            return 2
+    for name in benchmark_files(root):
+        print(name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

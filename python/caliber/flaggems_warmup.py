@@ -1,0 +1,163 @@
+"""Parallel warmup of a FlagGems run (PARALLEL_WARMUP_GPUS / --parallel-warmup N,
+docs/flaggems.md "Tuning").
+
+The parent starts N shard children before it measures anything: each is the same
+`python3 -m caliber run --flaggems ...` command plus `--tune-shard i/N --shard-cache DB`, pinned to
+the physical device behind the caller's i-th --devices entry (the backend's own visibility
+variable, from the library), with FLAGGEMS_DB_URL on its own database. A shard runs FlagGems'
+benchmark loop as the run does but only prepares the cases whose ordinal is i mod N (LibTuner
+sweeps there) and measures and writes nothing. The parent merges the shards' databases with
+sqlite3 into the run's (record) or the shared (live) database, warns how many keys disagree
+between shards, writes <run>/warmup/result.json, and then measures serially on its own device
+with every key already tuned.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from . import _lib
+from . import flaggems_tune
+
+SHARD_FLAG = "--tune-shard"
+CACHE_FLAG = "--shard-cache"
+# Not inherited by a shard: it never starts a warmup of its own, and it tunes (never replays).
+_UNSET = ("PARALLEL_WARMUP_GPUS", "REPLAY_FROM")
+# The database a live-mode shard starts from (a copy of the shared one); unset in record mode.
+BASE_ENV = "CALIBER_FLAGGEMS_BASE_DB"
+
+
+def strip_shard_args(argv):
+    """(argv without --tune-shard/--shard-cache, (i, n, db) or None). A malformed value raises
+    flaggems_tune.TuneError naming the flag."""
+    out, shard, db = [], None, None
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        for flag in (SHARD_FLAG, CACHE_FLAG):
+            if a == flag and i + 1 < len(argv):
+                value, i = argv[i + 1], i + 1
+                break
+            if a.startswith(flag + "="):
+                value = a.split("=", 1)[1]
+                break
+        else:
+            out.append(a)
+            i += 1
+            continue
+        if flag == SHARD_FLAG:
+            shard = value
+        else:
+            db = value
+        i += 1
+    if shard is None:
+        return out, None
+    try:
+        idx, n = (int(x) for x in shard.split("/"))
+        assert 0 <= idx < n
+    except (ValueError, AssertionError):
+        raise flaggems_tune.TuneError("%s: '%s' is not a shard i/N with 0 <= i < N"
+                                      % (SHARD_FLAG, shard))
+    if not db:
+        raise flaggems_tune.TuneError("%s: a shard needs %s FILE" % (SHARD_FLAG, CACHE_FLAG))
+    return out, (idx, n, db)
+
+
+_SHARD = None
+
+
+def begin_shard(index, count, db):
+    """In a shard child: tune into `db` (starting from a copy of the shared database in live
+    mode, BASE_ENV) and prepare only this shard's share."""
+    global _SHARD
+    base = os.environ.get(BASE_ENV) or None
+    flaggems_tune.shard_session(db, base)
+    _SHARD = (index, count)
+
+
+def owns(ordinal):
+    """Whether this process prepares the case with this ordinal (every case outside a shard)."""
+    return _SHARD is None or ordinal % _SHARD[1] == _SHARD[0]
+
+
+def in_shard():
+    return _SHARD is not None
+
+
+def _without(argv, flag):
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == flag:
+            skip = True
+        elif not a.startswith(flag + "="):
+            out.append(a)
+    return out
+
+
+def _spawn(i, n, argv, backend, device, wdir, base_db):
+    db = os.path.join(wdir, "shard-%d.db" % i)
+    env = dict(os.environ)
+    for k in _UNSET + (BASE_ENV,):
+        env.pop(k, None)
+    if base_db:
+        env[BASE_ENV] = base_db
+    pin = _lib.child_env(backend, device)
+    env.update(pin)
+    log = open(os.path.join(wdir, "shard-%d.log" % i), "w")
+    # Pinned to its one device, the shard sees it as its device 0; unpinned it uses the index.
+    cmd = [sys.executable, "-m", "caliber"] + \
+        _without(_without(argv, "--parallel-warmup"), "--devices") + [
+        "--devices", "0" if pin else str(device), SHARD_FLAG, "%d/%d" % (i, n), CACHE_FLAG, db]
+    p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    return p, db
+
+
+def run(n, argv, backend, devices, run_dir, merge_into, base_db=None, out=None, err=None):
+    """Starts the N shards of `argv` (the run's own command, without the program name), each
+    from a copy of `base_db` when given, waits for them (SIGINT/SIGTERM end and reap them
+    first), merges their databases into `merge_into` and returns the result (also in
+    <run_dir>/warmup/result.json)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    if len(devices) < n:
+        raise flaggems_tune.TuneError(
+            "--parallel-warmup (PARALLEL_WARMUP_GPUS): '%d' exceeds the %d device(s) selected "
+            "with --devices" % (n, len(devices)))
+    wdir = os.path.join(run_dir, "warmup")
+    os.makedirs(wdir, exist_ok=True)
+    t0 = time.monotonic()
+    shards = [_spawn(i, n, argv, backend, devices[i], wdir, base_db) for i in range(n)]
+    failed = []
+    try:
+        for i, (p, _) in enumerate(shards):
+            if p.wait() != 0:
+                failed.append("shard %d (device %s): exit %d, see %s" % (
+                    i, devices[i], p.returncode, os.path.join(wdir, "shard-%d.log" % i)))
+    except BaseException:
+        for p, _ in shards:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p, _ in shards:
+            p.wait()
+        raise
+    merge = flaggems_tune.merge_shard_dbs([db for _, db in shards], merge_into)
+    result = {"shards": n, "failed_shards": len(failed), "failures": failed,
+              "wall_s": round(time.monotonic() - t0, 3), "merged_into": merge_into, **merge}
+    result["warning"] = flaggems_tune.warmup_warning(merge)
+    with open(os.path.join(wdir, "result.json"), "w") as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+    for line in failed:
+        print("parallel warmup: note: %s" % line, file=out)
+    print("parallel warmup: %d shards, %d keys, %d disagreements, %.1f s; merged into %s" % (
+        n, merge["keys"], merge["disagreements"], result["wall_s"], merge_into), file=out)
+    if result["warning"]:
+        print(result["warning"], file=err)
+    out.flush()
+    return result

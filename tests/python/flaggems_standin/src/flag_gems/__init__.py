@@ -1,0 +1,59 @@
+"""Stand-in flag_gems: use_gems, the vendor, and gems ops that cost three times torch's."""
+
+import os
+
+import torch
+
+if os.environ.get("STANDIN_BREAK_IMPORT"):
+    import sqlalchemy_standin_missing  # noqa: F401 - fails, as FlagGems does without SQLAlchemy
+
+__version__ = "0.0.0+standin"
+vendor_name = os.environ.get("STANDIN_FORCE_VENDOR") or os.environ.get("GEMS_VENDOR") or "nvidia"
+device = "musa" if vendor_name == "mthreads" else "cuda"
+
+
+class _Runtime:
+    torch_backend_device = torch.backends.cuda
+    torch_device_fn = torch.cuda
+
+
+runtime = _Runtime()
+
+
+def _gems(name):
+    def op(a, b=None, **kwargs):
+        if name == "add" and os.environ.get("STANDIN_ADD_RAISES_AT") == str(a.numel()):
+            raise ValueError("stand-in gems add fails on %d elements" % a.numel())
+        # STANDIN_GEMS_FACTOR: gems' work against torch's (default 3), a switch to A/B.
+        return torch._compute(name, a, b, factor=int(os.environ.get("STANDIN_GEMS_FACTOR", "3")))
+    return op
+
+
+_OPS = {name: _gems(name) for name in ("add", "mm", "softmax", "fft")}
+# mm goes through a LibTuner-tuned kernel (utils/tuned.py, utils/libentry.py), as FlagGems' does.
+from .utils import tuned as _tuned  # noqa: E402
+
+_OPS["mm"] = _tuned.mm
+
+
+def add(a, b, alpha=1):
+    return _OPS["add"](a, b)
+
+
+def fft(x):
+    return _OPS["fft"](x)
+
+
+class use_gems:
+    """Inside it torch's ops are gems' (FlagGems registers aten overrides)."""
+
+    def __init__(self, exclude=None, include=None):
+        self.exclude = exclude or []
+
+    def __enter__(self):
+        self.saved = dict(torch._gems_ops)
+        torch._gems_ops.update({k: v for k, v in _OPS.items() if k not in self.exclude})
+
+    def __exit__(self, *exc):
+        torch._gems_ops.clear()
+        torch._gems_ops.update(self.saved)

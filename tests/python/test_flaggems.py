@@ -1,0 +1,359 @@
+"""caliber run --flaggems (docs/flaggems.md) on a stand-in of FlagGems' benchmark tree
+(tests/python/flaggems_standin: no GPU, torch or Triton; a tiny torch, a Triton whose do_bench
+raises), on the cpu backend: the rows, the knobs of the old runner, level and shape mode, the MUSA
+compat rule, failures isolated, FlagGems' own record beside run.log, and every bad input (exit 2,
+nothing written)."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import CALIBER_BIN, ENV, HERE, rows, run_dirs, tmpdir  # noqa: E402
+
+ROOT = os.path.join(HERE, "flaggems_standin")
+STUBS = os.path.join(ROOT, "stubs")
+QUICK = ["--backend", "cpu", "--timeout", "0.2", "--peaks", "off", "--min-samples", "5"]
+
+
+def interpreter():
+    """A python3 with pytest and PyYAML (FlagGems needs both): this one, else Debian's."""
+    for cand in (sys.executable, "/usr/bin/python3"):
+        if cand and os.path.exists(cand) and subprocess.run(
+                [cand, "-c", "import pytest, yaml"], capture_output=True).returncode == 0:
+            return cand
+    raise RuntimeError("no python3 with pytest and PyYAML: install python3-pytest and "
+                       "python3-yaml (scripts/quickstart test does)")
+
+
+PYTHON = interpreter()
+
+
+# The stand-in's LibTuner database for live mode (FlagGems' default is under ~/.flaggems).
+SHARED_DB = "sqlite:///" + os.path.join(tmpdir(), "flaggems-shared.db")
+
+
+def env(extra=None):
+    e = dict(ENV, CALIBER_PYTHON=PYTHON, PYTHONDONTWRITEBYTECODE="1", FLAGGEMS_DB_URL=SHARED_DB,
+             PYTHONPATH=STUBS + os.pathsep + ENV.get("PYTHONPATH", ""))
+    for k in ("GEMS_VENDOR", "STANDIN_FORCE_VENDOR", "STANDIN_BREAK_IMPORT",
+              "STANDIN_ADD_RAISES_AT", "OP", "OP_FILE", "TEST_NODE", "BENCH_LEVEL", "SHAPE_MODE",
+              "ZL_DIRECT_REPEAT"):
+        e.pop(k, None)
+    e.update(extra or {})
+    return e
+
+
+def run(*args, extra_env=None, python=False):
+    """caliber run --flaggems ROOT ARGS (the executable, or python3 -m caliber)."""
+    cmd = ([PYTHON, "-m", "caliber"] if python else [CALIBER_BIN]) + ["run", "--flaggems", ROOT]
+    p = subprocess.run(cmd + list(args) + QUICK, capture_output=True, text=True,
+                       env=env(extra_env), timeout=900)
+    return p.returncode, p.stdout, p.stderr
+
+
+def one_run(out):
+    (d,) = run_dirs(out)
+    cases, header, footer = rows(d)
+    with open(os.path.join(d, "run_identity.json")) as f:
+        ident = json.load(f)
+    return d, cases, header, ident
+
+
+def by_op(cases, op):
+    return [c for c in cases if c["op"] == op]
+
+
+def provider(case, role):
+    (p,) = [p for p in case["providers"] if p["role"] == role]
+    return p
+
+
+class FullRun(unittest.TestCase):
+    """One run of every stand-in benchmark at core level, read many ways."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.out = tmpdir()
+        cls.rc, cls.so, cls.se = run("--out", cls.out)
+        cls.dir, cls.cases, cls.header, cls.ident = one_run(cls.out)
+
+    def test_exit_code_says_a_case_failed(self):
+        # broken_iter's input maker raises: its test stops, a failed row says so
+        self.assertEqual(self.rc, 1, self.so + self.se)
+
+    def test_one_row_per_op_dtype_shape_with_torch_and_gems(self):
+        add = by_op(self.cases, "add")
+        self.assertEqual(len(add), 9, [c["node"] for c in add])  # 3 dtypes x 3 core shapes
+        self.assertEqual({c["dtype"] for c in add}, {"f16", "bf16", "f32"})
+        self.assertEqual({c["shape"] for c in add},
+                         {"64x64_64x64", "1024x1024_1024x1024", "4096x1024_4096x1024"})
+        for c in add:
+            self.assertEqual(c["status"], "ok", c)
+            base, cand = provider(c, "baseline"), provider(c, "candidate")
+            self.assertEqual((base["name"], cand["name"]), ("torch", "gems"))
+            self.assertAlmostEqual(c["speedup"], base["latency_ms"] / cand["latency_ms"])
+            self.assertEqual(c["latency_base_ms"], base["latency_ms"])
+            # FlagGems' own byte count (gbps x latency) gives caliber's GB/s
+            self.assertGreater(c["gbps"], 0)
+            self.assertGreater(c["host_ms"], 0)
+            self.assertGreater(c["host_base_ms"], 0)
+            self.assertIn("shape_detail", c["params"])
+            self.assertTrue(c["params"]["test"].endswith("test_add.py::test_add"), c["params"])
+        # the stand-in's gems ops do three times torch's work: a planted effect far above noise
+        big = [c for c in add if c["shape"] != "64x64_64x64"]
+        self.assertTrue(all(c["speedup"] < 0.8 for c in big), [c["speedup"] for c in big])
+
+    def test_blas_backward_custom_run_and_override(self):
+        mm = by_op(self.cases, "mm")
+        self.assertEqual(len(mm), 4)  # 2 dtypes x 2 core shapes, no transposed pass at core
+        self.assertTrue(all(c["tflops"] > 0 for c in mm), mm)
+        self.assertFalse(any(c["shape"].endswith("t") for c in mm))
+        bwd = by_op(self.cases, "softmax_backward")
+        self.assertEqual(len(bwd), 2)
+        self.assertTrue(all(c["status"] == "ok" for c in bwd), bwd)
+        custom = by_op(self.cases, "custom_add")
+        self.assertEqual([(c["dtype"], c["shape"]) for c in custom],
+                         [("f16", "128x128_128x128"), ("f16", "512x512_512x512")])
+        self.assertEqual(len(by_op(self.cases, "index_fill")), 3)
+
+    def test_skip_guard_is_a_skipped_row_with_flaggems_reason(self):
+        (fft,) = by_op(self.cases, "fft")
+        self.assertEqual(fft["status"], "skipped")
+        self.assertEqual(fft["reason"], "CUDA is not available")
+
+    def test_a_broken_input_maker_keeps_the_rows_before_it(self):
+        rows_ = by_op(self.cases, "broken_iter")
+        self.assertEqual([c["status"] for c in rows_], ["ok", "ok", "failed"], rows_)
+        self.assertIn("stand-in input maker broke", rows_[-1]["error"])
+
+    def test_identity_and_header(self):
+        fg = self.ident["flaggems"]
+        self.assertEqual(fg["version"], "0.0.0+standin")
+        # not caliber's own commit, though the stand-in sits in caliber's repository
+        self.assertEqual(fg["commit"], "standin")
+        self.assertEqual(fg["vendor"], "nvidia")
+        self.assertEqual(fg["triton"], "3.6.0+standin")
+        self.assertEqual(fg["level"], "core")
+        self.assertIn("--level", fg["pytest_args"])
+        self.assertEqual(fg["pytest_args"][fg["pytest_args"].index("--level") + 1], "core")
+        self.assertEqual(self.ident["level"], "core")
+        self.assertEqual(self.header["level"], "core")
+        self.assertIn("add", self.ident["ops"])
+        self.assertTrue(self.ident["python"]["executable"])
+
+    def test_shapes_yaml_records_flaggems_shapes(self):
+        with open(os.path.join(self.dir, "shapes.yaml")) as f:
+            text = f.read()
+        self.assertIn("level: core", text.replace('"', ""))
+        self.assertIn("4096x1024_4096x1024", text)
+        self.assertIn("shape_desc", text)
+
+    def test_flaggems_record_beside_run_log_agrees(self):
+        with open(os.path.join(self.dir, "flaggems_result.json")) as f:
+            record = json.load(f)
+        details = record["add"]["details"]
+        self.assertEqual(len(details), 3)  # one per dtype
+        got = {}
+        for d in details:
+            for i, m in enumerate(d["result"]):
+                got[(d["dtype"], i)] = m
+        add = by_op(self.cases, "add")
+        names = {"f16": "torch.float16", "bf16": "torch.bfloat16", "f32": "torch.float32"}
+        for c in add:
+            m = got[(names[c["dtype"]], int(c["params"]["ordinal"]))]
+            self.assertEqual(m["latency_base"], c["latency_base_ms"])
+            self.assertEqual(m["latency"], c["latency_ms"])
+        self.assertEqual(record["fft"]["result"], "skipped")
+
+    def test_summary_export_identity_read_it(self):
+        for args in (["summary", self.dir], ["export", self.dir, "--format", "csv"],
+                     ["identity", self.dir]):
+            p = subprocess.run([CALIBER_BIN] + args, capture_output=True, text=True, env=env())
+            self.assertEqual(p.returncode, 0, args + [p.stdout, p.stderr])
+        p = subprocess.run([CALIBER_BIN, "export", self.dir, "--format", "json"],
+                           capture_output=True, text=True, env=env())
+        self.assertIn("add", p.stdout)
+        # summary's second table: device time beside the host cost of one eager call
+        p = subprocess.run([CALIBER_BIN, "summary", self.dir, "--format", "json"],
+                           capture_output=True, text=True, env=env())
+        host = json.loads(p.stdout)["host_cost"]["rows"]
+        (add_f16,) = [r for r in host if r["op"] == "add" and r["dtype"] == "f16"]
+        self.assertEqual(add_f16["rows"], 3)
+        self.assertGreater(add_f16["host_ms"], 0)
+        self.assertGreater(add_f16["device_ms"], add_f16["device_base_ms"])  # gems: 3x the work
+
+
+class Knobs(unittest.TestCase):
+    def test_level_comprehensive_doubles_blas_with_distinct_keys(self):
+        out = tmpdir()
+        rc, so, se = run("mm", "--out", out, extra_env={"BENCH_LEVEL": "comprehensive"})
+        self.assertEqual(rc, 0, so + se)
+        _, cases, header, ident = one_run(out)
+        self.assertEqual(header["level"], "comprehensive")
+        self.assertEqual(len(cases), 8, [c["node"] for c in cases])
+        self.assertEqual(len({(c["dtype"], c["shape"]) for c in cases}), 8)
+        self.assertEqual(sum(c["shape"].endswith("t") for c in cases), 4)
+
+    def test_node_op_and_op_file(self):
+        out = tmpdir()
+        rc, so, se = run("--out", out,
+                         extra_env={"TEST_NODE": "test_softmax.py::test_softmax_backward"})
+        self.assertEqual(rc, 0, so + se)
+        _, cases, _, _ = one_run(out)
+        self.assertEqual({c["op"] for c in cases}, {"softmax_backward"})
+        # OP as a marker (no test_softmax_backward.py): -m's meaning
+        out = tmpdir()
+        rc, so, se = run("--out", out, extra_env={"OP": "softmax_backward"})
+        self.assertEqual(rc, 0, so + se)
+        self.assertEqual({c["op"] for c in one_run(out)[1]}, {"softmax_backward"})
+        # OP_FILE naming a test file (the old runner's meaning) and a list of ops (caliber's)
+        out = tmpdir()
+        rc, so, se = run("--out", out, extra_env={"OP_FILE": "benchmark/test_softmax.py"})
+        self.assertEqual(rc, 0, so + se)
+        self.assertEqual({c["op"] for c in one_run(out)[1]}, {"softmax", "softmax_backward"})
+        lst = os.path.join(tmpdir(), "ops.txt")
+        with open(lst, "w") as f:
+            f.write("# ops\nadd\ncustom_op\n")
+        out = tmpdir()
+        rc, so, se = run("--out", out, "--dtypes", "f32", extra_env={"OP_FILE": lst})
+        self.assertEqual(rc, 0, so + se)
+        self.assertEqual({c["op"] for c in one_run(out)[1]}, {"add", "custom_add"})
+
+    def test_repeat_mode_and_shape_mode(self):
+        out = tmpdir()
+        rc, so, se = run("softmax", "--mode", "cudagraph", "--out", out,
+                         extra_env={"ZL_DIRECT_REPEAT": "3", "SHAPE_MODE": "upstream"})
+        self.assertEqual(rc, 0, so + se)
+        _, cases, header, ident = one_run(out)
+        self.assertEqual(header["repeat"], 3)
+        # the cpu backend times with the direct timer, which takes the median of 3 calls
+        self.assertTrue(all(p["repeat"] == 3 for c in cases for p in c["providers"]), cases)
+        self.assertEqual(ident["l2"], "warm")  # cudagraph: do_bench_cudagraph's warm L2
+        args = ident["flaggems"]["pytest_args"]
+        self.assertEqual(args[args.index("--mode") + 1], "cudagraph")
+        self.assertNotIn("--shape_file", args)  # upstream: FlagGems' own core_shapes.yaml
+        self.assertEqual({c["shape"] for c in by_op(cases, "softmax")},
+                         {"64x64_dim=-1", "1024x256_dim=-1"})
+        # file: caliber's shapes overlaid on FlagGems' (an op of caliber's file replaces its own)
+        mine = os.path.join(tmpdir(), "shapes.yaml")
+        with open(mine, "w") as f:
+            f.write("ops:\n  softmax: [[32, 48]]\n")
+        out = tmpdir()
+        rc, so, se = run("softmax", "--shapes", mine, "--out", out)
+        self.assertEqual(rc, 0, so + se)
+        _, cases, _, ident = one_run(out)
+        self.assertIn("--shape_file", ident["flaggems"]["pytest_args"])
+        self.assertEqual({c["shape"] for c in by_op(cases, "softmax")}, {"32x48_dim=-1"})
+
+    def test_musa_compat_drops_the_exact_guard_on_mthreads_only(self):
+        out = tmpdir()
+        rc, so, se = run("fft", "fft_other", "--out", out, extra_env={"GEMS_VENDOR": "mthreads"})
+        self.assertEqual(rc, 0, so + se)
+        _, cases, _, ident = one_run(out)
+        self.assertEqual(ident["flaggems"]["vendor"], "mthreads")
+        self.assertEqual([c["status"] for c in by_op(cases, "fft")], ["ok"])
+        # a guard with another reason stays
+        self.assertEqual([c["status"] for c in by_op(cases, "fft_other")], ["skipped"])
+
+    def test_files_listing_for_a_batch(self):
+        p = subprocess.run([PYTHON, "-m", "caliber.flaggems", "files", ROOT], capture_output=True,
+                           text=True, env=env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("test_add.py", p.stdout.split())
+        self.assertNotIn("conftest.py", p.stdout.split())
+        p = subprocess.run([PYTHON, "-m", "caliber.flaggems", "files", STUBS],
+                           capture_output=True, text=True, env=env())
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("is not a FlagGems checkout", p.stderr)
+
+    def test_python_entry_point(self):
+        out = tmpdir()
+        rc, so, se = run("add", "--dtypes", "f16", "--out", out, python=True)
+        self.assertEqual(rc, 0, so + se)
+        self.assertEqual(len(one_run(out)[1]), 3)
+
+
+class Failures(unittest.TestCase):
+    def test_a_failing_shape_fails_its_case_alone(self):
+        out = tmpdir()
+        rc, so, se = run("flaky_add", "--out", out,
+                         extra_env={"STANDIN_ADD_RAISES_AT": str(1024 * 1024)})
+        self.assertEqual(rc, 1, so + se)
+        d, cases, _, _ = one_run(out)
+        self.assertEqual(len(cases), 6, [c["node"] for c in cases])  # 2 dtypes x 3 shapes
+        failed = [c for c in cases if c["status"] == "failed"]
+        self.assertEqual({(c["dtype"], c["shape"]) for c in failed},
+                         {("f16", "1024x1024_1024x1024"), ("f32", "1024x1024_1024x1024")})
+        self.assertTrue(all("stand-in gems add fails" in c["error"] for c in failed))
+        self.assertEqual(sum(c["status"] == "ok" for c in cases), 4)
+        with open(os.path.join(d, "flaggems_result.json")) as f:
+            record = json.load(f)
+        metrics = [m for det in record["flaky_add"]["details"] for m in det["result"]]
+        self.assertEqual(len(metrics), 6)  # FlagGems' loop would have lost both dtypes
+        bad = [m for m in metrics if m["error_msg"]]
+        self.assertEqual(len(bad), 2)
+        self.assertTrue(all(m["latency"] is None for m in bad))
+        self.assertTrue(all(isinstance(m["latency"], float) and math.isfinite(m["latency"])
+                            for m in metrics if not m["error_msg"]))
+
+
+class BadInput(unittest.TestCase):
+    def refused(self, args, needle, extra_env=None, root=ROOT):
+        out = tmpdir()
+        cmd = [CALIBER_BIN, "run", "--flaggems", root] + args + ["--out", out] + QUICK
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env(extra_env), timeout=600)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn(needle, p.stderr)
+        self.assertEqual(run_dirs(out), [], p.stdout)
+        return p.stderr
+
+    def test_not_a_flaggems_checkout(self):
+        self.refused([], "--flaggems: '%s' is not a FlagGems checkout" % STUBS, root=STUBS)
+        self.refused([], "does not exist", root=os.path.join(ROOT, "nope"))
+
+    def test_flaggems_does_not_import(self):
+        err = self.refused([], "no module named 'sqlalchemy_standin_missing'",
+                           extra_env={"STANDIN_BREAK_IMPORT": "1"})
+        self.assertIn(PYTHON, err)
+
+    def test_unknown_op_or_node(self):
+        self.refused(["nosuchop"], "OP: 'nosuchop' is neither")
+        self.refused(["--node", "test_add.py::test_nope"], "--node (TEST_NODE): 'test_add.py::")
+        self.refused(["--node", "test_nope.py"], "--node (TEST_NODE): 'test_nope.py': no such")
+
+    def test_modes_and_parallel_refused(self):
+        self.refused(["--mode", "operator"], "--mode: 'operator' is a host wall clock")
+        self.refused(["--mode", "wrapper"], "--mode: 'wrapper' is a host wall clock")
+        self.refused(["--mode", "bogus"], "allowed: kernel, cudagraph")
+        self.refused(["--parallel", "8"], "--parallel: '8' is refused")
+        self.refused(["--mode", "cudagraph", "--l2", "cold"], "--l2 cold contradicts it")
+
+    def test_an_interpreter_without_pytest(self):
+        bare = os.path.join(tmpdir(), "nopytest")
+        os.makedirs(os.path.join(bare, "pytest"))
+        with open(os.path.join(bare, "pytest", "__init__.py"), "w") as f:
+            f.write("raise ImportError('no pytest here', name='pytest')\n")
+        err = self.refused([], "--flaggems: FlagGems' benchmark suite runs under pytest",
+                           extra_env={"PYTHONPATH": bare + os.pathsep + STUBS + os.pathsep +
+                                      ENV.get("PYTHONPATH", "")})
+        self.assertIn("cannot import pytest", err)
+
+    def test_vendor_mismatch(self):
+        self.refused([], "expects FlagGems vendor mthreads, but FlagGems dispatches to 'nvidia'",
+                     extra_env={"GEMS_VENDOR": "mthreads", "STANDIN_FORCE_VENDOR": "nvidia"})
+
+    def test_mode_needs_flaggems(self):
+        out = tmpdir()
+        p = subprocess.run([CALIBER_BIN, "run", "--mode", "kernel", "--out", out] + QUICK,
+                           capture_output=True, text=True, env=env())
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("--mode: 'kernel' is FlagGems' measurement mode; it needs --flaggems",
+                      p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,206 @@
+"""--tune, REPLAY_FROM and --parallel-warmup through `caliber run --flaggems` (docs/flaggems.md,
+"Tuning") on the stand-in tree, whose gems mm goes through a sqlite3 LibTuner shaped like
+FlagGems' (tests/python/flaggems_standin/src/flag_gems/utils/libentry.py): record -> replay with
+zero sweeps -> replay-missing; eviction live; compile_tune_no_evict under replay; a bad replay
+source; a parallel warmup over two cpu devices. STANDIN_TUNE_LOG counts every config LibTuner
+benchmarks, so "zero sweeps" is counted, not inferred."""
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import CALIBER_BIN, rows, run_dirs, tmpdir  # noqa: E402
+from test_flaggems import PYTHON, ROOT, QUICK, env  # noqa: E402
+
+
+def run(*args, extra_env=None):
+    cmd = [CALIBER_BIN, "run", "--flaggems", ROOT, "mm"] + list(args) + QUICK
+    e = env(extra_env)
+    for k in ("REPLAY_FROM", "PARALLEL_WARMUP_GPUS"):
+        e.pop(k, None)
+    for k in list(e):
+        if k.startswith("STANDIN_TUNE"):
+            del e[k]
+    e.update(extra_env or {})
+    p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=900)
+    return p.returncode, p.stdout, p.stderr
+
+
+def the_run(out):
+    (d,) = run_dirs(out)
+    return d, rows(d)[0]
+
+
+def footer(d):
+    return rows(d)[2]
+
+
+def gems(cases):
+    return [p for c in cases for p in c["providers"] if p["role"] == "candidate"]
+
+
+def benched(log):
+    if not os.path.exists(log):
+        return 0
+    with open(log) as f:
+        return sum(1 for x in f if x.startswith("bench "))
+
+
+def config_rows(db):
+    out = []
+    with sqlite3.connect(db) as con:
+        for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type='table'"):
+            cols = [r[1] for r in con.execute('PRAGMA table_info("%s")' % t)]
+            if "p50" not in cols:
+                out += [dict(zip(cols, r)) for r in con.execute('SELECT * FROM "%s"' % t)]
+    return out
+
+
+class TuneThroughFlagGems(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tmpdir()
+        self.log = os.path.join(self.tmp, "standin-tune.log")
+        self.shared = os.path.join(self.tmp, "shared.db")
+        self.base_env = {"FLAGGEMS_DB_URL": "sqlite:///" + self.shared,
+                         "STANDIN_TUNE_LOG": self.log}
+
+    def out(self, name):
+        return os.path.join(self.tmp, name)
+
+    def record(self, *extra):
+        rc, so, se = run("--tune", "record", "--out", self.out("rec"), *extra,
+                         extra_env=self.base_env)
+        self.assertEqual(rc, 0, se)
+        return the_run(self.out("rec"))
+
+    def test_record_replay_and_replay_missing(self):
+        d, cases = self.record("--dtypes", "f16")
+        self.assertTrue(os.path.isfile(os.path.join(d, "flaggems_tune.db")))
+        self.assertFalse(os.path.exists(self.shared), "record must not touch the shared db")
+        self.assertEqual(benched(self.log), 8)  # two (M, N, K, dtype) keys, four configs each
+        t = footer(d)["tune"]
+        self.assertEqual((t["mode"], t["keys_tuned"], t["benchmarked"], t["swept_by"]),
+                         ("record", 2, 8, "libtuner"), t)
+        self.assertEqual(t["cache"], os.path.join(d, "flaggems_tune.db"))
+        tuned = gems(cases)
+        self.assertEqual(len(tuned), 2)
+        for p in tuned:
+            self.assertEqual((p["tune"]["source"], p["tune"]["tried"]), ("tuned", 4))
+            self.assertEqual(p["tune"]["swept_by"], "libtuner")
+            self.assertTrue(p["config"].startswith("BLOCK=64,"), p)
+        for c in cases:  # torch tunes nothing
+            (base,) = [p for p in c["providers"] if p["role"] == "baseline"]
+            self.assertNotIn("tune", base)
+
+        os.remove(self.log)
+        rc, so, se = run("--tune", "replay", "--replay-from", d, "--dtypes", "f16", "--out",
+                         self.out("rep"), extra_env=dict(self.base_env, STANDIN_TUNE_BEST="16"))
+        self.assertEqual(rc, 0, se)
+        rd, rcases = the_run(self.out("rep"))
+        with open(os.path.join(rd, "run_identity.json")) as f:
+            ident = json.load(f)
+        self.assertEqual(ident["flaggems_tune"]["mode"], "replay")
+        self.assertEqual(ident["flaggems_tune"]["replay_from"], d)
+        self.assertEqual(benched(self.log), 0, "a replay sweeps nothing")
+        self.assertEqual([(p["tune"]["source"], p["tune"]["tried"]) for p in gems(rcases)],
+                         [("replay", 0)] * 2)
+        # The recorded winner, although the planted fastest moved: a replay does not retune.
+        self.assertEqual({p["config"][:9] for p in gems(rcases)}, {"BLOCK=64,"})
+        self.assertTrue(os.path.isfile(os.path.join(rd, "flaggems_tune.db")))
+
+        # f32's keys were never recorded: replay-missing, the first config, never swept.
+        rc, so, se = run("--tune", "replay", "--replay-from", d, "--out", self.out("miss"),
+                         extra_env=self.base_env)
+        self.assertEqual(rc, 0, se)
+        _, mcases = the_run(self.out("miss"))
+        by_dtype = {}
+        for c in mcases:
+            for p in c["providers"]:
+                if p["role"] == "candidate":
+                    by_dtype.setdefault(c["dtype"], []).append(p)
+        self.assertEqual({p["tune"]["source"] for p in by_dtype["f16"]}, {"replay"})
+        self.assertEqual({p["tune"]["source"] for p in by_dtype["f32"]}, {"replay-missing"})
+        self.assertTrue(all(p["config"].startswith("BLOCK=16,") for p in by_dtype["f32"]))
+        self.assertIn("not in the replayed LibTuner database", by_dtype["f32"][0]["tune"]["note"])
+        t = footer(the_run(self.out("miss"))[0])["tune"]
+        self.assertEqual((t["mode"], t["keys_tuned"], t["replay_missing"], t["cache_hits"],
+                          t["benchmarked"]), ("replay", 0, 2, 2, 0), t)
+        self.assertEqual(benched(self.log), 0, "replay-missing is never swept")
+
+    def test_live_evicts_a_config_that_cannot_launch(self):
+        for _ in range(2):
+            rc, so, se = run("--out", self.out("live"), extra_env=self.base_env)
+            self.assertEqual(rc, 0, se)
+        self.assertTrue(all(r["BLOCK"] == 64 for r in config_rows(self.shared)))
+        rc, so, se = run("--out", self.out("evict"),
+                         extra_env=dict(self.base_env, STANDIN_TUNE_FAIL="BLOCK=64"))
+        self.assertEqual(rc, 0, se)
+        _, cases = the_run(self.out("evict"))
+        evicted = [p for p in gems(cases) if p["tune"].get("evicted")]
+        self.assertEqual(len(evicted), 4)  # one per (M, N, K, dtype) key
+        for p in evicted:
+            self.assertTrue(p["tune"]["evicted"].startswith("BLOCK=64,"))
+            self.assertFalse(p["config"].startswith("BLOCK=64,"))
+            self.assertIn("deleted from the LibTuner database", p["tune"]["note"])
+        self.assertTrue(all(c["status"] == "ok" for c in cases), [c["status"] for c in cases])
+        self.assertTrue(config_rows(self.shared))
+        self.assertTrue(all(r["BLOCK"] != 64 for r in config_rows(self.shared)))
+
+    def test_replay_cannot_evict(self):
+        d, _ = self.record()
+        rc, so, se = run("--tune", "replay", "--replay-from", d, "--out", self.out("rep"),
+                         extra_env=dict(self.base_env, STANDIN_TUNE_FAIL="BLOCK=64"))
+        self.assertEqual(rc, 1, se)
+        rd, cases = the_run(self.out("rep"))
+        failed = [c for c in cases if c["status"] == "failed"]
+        self.assertTrue(failed)
+        for c in failed:
+            (p,) = [p for p in c["providers"] if p["role"] == "candidate"]
+            self.assertIn("compile_tune_no_evict", p["tune_markers"])
+            self.assertIn("compile_tune_no_evict", c["markers"])
+            self.assertIn("out of resources", p["error"])
+        self.assertEqual(len(config_rows(os.path.join(rd, "flaggems_tune.db"))), 4,
+                         "replay deletes nothing")
+
+    def test_bad_replay_source_writes_nothing(self):
+        empty = self.out("empty")
+        os.makedirs(empty)
+        rc, so, se = run("--tune", "replay", "--replay-from", empty, "--out", self.out("x"),
+                         extra_env=self.base_env)
+        self.assertEqual(rc, 2, se)
+        self.assertIn("--replay-from (REPLAY_FROM): '%s' holds no flaggems_tune.db" % empty, se)
+        self.assertFalse(os.path.exists(self.out("x")) and os.listdir(self.out("x")))
+        rc, so, se = run("--parallel-warmup", "2", "--out", self.out("y"), extra_env=self.base_env)
+        self.assertEqual(rc, 2, se)
+        self.assertIn("--parallel-warmup (PARALLEL_WARMUP_GPUS): '2'", se)
+        self.assertFalse(os.path.exists(self.out("y")) and os.listdir(self.out("y")))
+
+    def test_parallel_warmup_shards_then_measures_without_sweeping(self):
+        e = dict(self.base_env, CALIBER_CPU_DEVICES="2")
+        rc, so, se = run("--tune", "record", "--parallel-warmup", "2", "--devices", "0,1",
+                         "--out", self.out("pw"), extra_env=e)
+        self.assertEqual(rc, 0, se)
+        d, cases = the_run(self.out("pw"))
+        with open(os.path.join(d, "warmup", "result.json")) as f:
+            res = json.load(f)
+        self.assertEqual((res["shards"], res["failed_shards"]), (2, 0), res)
+        self.assertEqual(res["keys"], 4)  # (M, N, K, dtype): each shard tuned two
+        self.assertEqual(res["disagreements"], 0)
+        self.assertIn("parallel warmup: 2 shards, 4 keys, 0 disagreements", so)
+        self.assertEqual(footer(d)["parallel_warmup"]["shards"], 2)
+        self.assertEqual(footer(d)["tune"]["keys_tuned"], 0)  # the measurement swept nothing
+        # The shards swept every key; the serial measurement found them all.
+        self.assertEqual(benched(self.log), 16)
+        self.assertEqual([p["tune"]["source"] for p in gems(cases)], ["cache"] * 4)
+        self.assertEqual({p["tune"]["tried"] for p in gems(cases)}, {0})
+        self.assertEqual(len(config_rows(os.path.join(d, "flaggems_tune.db"))), 4)
+        for i in range(2):  # each shard ran pinned to its own device
+            self.assertTrue(os.path.isfile(os.path.join(d, "warmup", "shard-%d.db" % i)))
+
+
+if __name__ == "__main__":
+    unittest.main()
