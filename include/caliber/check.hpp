@@ -29,6 +29,24 @@
 
 namespace caliber::check {
 
+// What a check compared against: the spellings of Accuracy::method (a row's check_method).
+namespace method {
+inline constexpr const char* host_full = "host-float64";             // every output element
+inline constexpr const char* host_sampled = "host-float64-sampled";  // a deterministic sample
+inline constexpr const char* device = "device-float64";  // a float64 reference on the device
+inline constexpr const char* baseline = "baseline";      // the baseline's output
+inline constexpr const char* statistics = "statistics";  // a distribution (random ops)
+inline constexpr const char* exact = "exact";            // integer results, element by element
+}  // namespace method
+
+// Stamps what a check covered: `checked` of `total` output elements compared by `how`.
+inline Accuracy& covered(Accuracy& a, const char* how, std::int64_t checked, std::int64_t total) {
+  a.method = how;
+  a.checked = checked;
+  a.total = total;
+  return a;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Host fp16 / bf16 <-> float. Round to nearest even, as the device's __float2half_rn does, so
 // a host-rounded reference matches a correctly rounded device result bit for bit.

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -36,6 +37,14 @@ struct Accuracy {
   double max_abs_err = 0;
   double rel_err = 0;  // ||out - ref|| / ||ref|| where it applies
   std::string detail;  // what was compared and how; the reason when it failed
+  // How much of the output was compared, and against what (docs/writing-ops.md, "What a check
+  // says"): method is one of the check::method spellings (host-float64, host-float64-sampled,
+  // device-float64, baseline, statistics, exact); checked of total output elements were
+  // compared value by value (total 0: not stated). The run.log row carries them as
+  // check_method and check_coverage.
+  std::string method;
+  std::int64_t checked = 0;
+  std::int64_t total = 0;
 };
 
 struct OpInfo {

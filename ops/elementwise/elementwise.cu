@@ -281,6 +281,9 @@ class EwWorkload final : public Workload {
       r[i] = host_math(K, a[i], is_binary(K) ? b[i] : 0.0);
     }
     Accuracy acc = check::compare(out, r, tol, what);
+    check::covered(acc,
+                   n_ <= kFullCheckLimit ? check::method::host_full : check::method::host_sampled,
+                   static_cast<std::int64_t>(out.size()), n_);
     if (unwritten > 0) {
       acc.passed = false;
       acc.detail += "; " + std::to_string(unwritten) + " unwritten/NaN elements on device";

@@ -106,7 +106,13 @@ class HostWorkload : public Workload {
   [[nodiscard]] Accuracy check(std::size_t p) final {
     poison_output();
     launch(p);
-    return verify();
+    Accuracy a = verify();
+    // A verify() that does not say otherwise compared every output element.
+    if (a.method.empty()) {
+      const auto n = static_cast<std::int64_t>(output_count());
+      check::covered(a, check::method::host_full, n, n);
+    }
+    return a;
   }
   virtual void poison_output() = 0;
   // The output as it is now against the float64 reference (computed once, on first use).

@@ -1139,7 +1139,8 @@ class ReduceWorkload final : public Workload {
       a.max_abs_err = bad_idx > 0 ? 1 : 0;
       a.detail = what + ": " + std::to_string(bad_idx) +
                  " rows whose index does not hold the row maximum (ties accepted)";
-      return a;
+      return check::covered(a, coverage_method(on_device, rows.size()),
+                            static_cast<std::int64_t>(rows.size()), rs_.rows);
     }
     check::Tolerance tol = check::reduction_tolerance(case_.dtype, rs_.cols);
     if (kind_ == Kind::amax) {
@@ -1150,7 +1151,17 @@ class ReduceWorkload final : public Workload {
       // that can cancel to near zero.
       tol.atol = std::max(tol.atol, 16.0 * 0x1p-24 * std::sqrt(static_cast<double>(rs_.cols)));
     }
-    return check::compare(out_v, ref_v, tol, what);
+    Accuracy acc = check::compare(out_v, ref_v, tol, what);
+    return check::covered(acc, coverage_method(on_device, rows.size()),
+                          static_cast<std::int64_t>(rows.size()), rs_.rows);
+  }
+
+  // How a reduction's check covered its rows: a device reference for long rows, else the host's
+  // on all rows or a sample.
+  [[nodiscard]] const char* coverage_method(bool on_device, std::size_t rows) const {
+    if (on_device) return check::method::device;
+    return static_cast<std::int64_t>(rows) == rs_.rows ? check::method::host_full
+                                                       : check::method::host_sampled;
   }
 
   // cumsum: sampled rows with their prefix in double, streamed back to the host, or for rows

@@ -87,6 +87,7 @@ timing::Measurement merge_blocks(const std::vector<timing::Measurement>& ms,
 bool CaseRunner::record_timing(CaseWork& work, CaseRow& row, std::size_t p, const Case& c,
                                const timing::Measurement& m, double flops, double bytes) {
   write_timing(work.prows[p], m, flops, bytes);
+  work.count(m);
   work.measured[p] = m;
   add_markers(row, m.markers);
   if (m.ok && m.latency_ms > 0) {
@@ -486,6 +487,9 @@ std::pair<CaseRow, CaseRow> CaseRunner::run_case_paired(const Op& a, const Op& b
     rb.providers = wb.prows;
     summarize_row(rb, wb.prows, wb.any_fail, wb.first_error);
   }
+  // Each side's own phases (the case's shared time is not split: no other_s).
+  write_phases(ra, wa, 0);
+  write_phases(rb, wb, 0);
   return {ra, rb};
 }
 

@@ -17,6 +17,7 @@
 #include "run/case_runner.hpp"
 #include "run/cases.hpp"
 #include "run/driver_parts.hpp"
+#include "run/estimate.hpp"
 #include "run/peaks.hpp"
 #include "tune/tuner.hpp"
 #include "tune/warmup_settings.hpp"
@@ -41,6 +42,9 @@ PairedRows run_paired_cases(const core::Knobs& k, const Setup& s,
                             RunOutcome& oa, RunOutcome& ob, std::ostream& out, int blocks,
                             bool crossover) {
   PairedRows rows;
+  // A paired case runs both sides: twice the estimate.
+  std::vector<double> est = estimate_cases(cost_model(s.caps.host, k), s.sel, k);
+  for (double& e : est) e *= 2;
   const std::size_t n = s.sel.cases.size();
   const auto cases_start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < n; ++i) {
@@ -57,8 +61,8 @@ PairedRows run_paired_cases(const core::Knobs& k, const Setup& s,
     const std::string st_b = tally(ob, rb);
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - cases_start).count();
-    print_progress(out, k, c, ra, "A " + st_a, i, n, elapsed);
-    print_progress(out, k, c, rb, "B " + st_b, i, n, elapsed);
+    print_progress(out, k, c, ra, "A " + st_a, i, n, elapsed, est);
+    print_progress(out, k, c, rb, "B " + st_b, i, n, elapsed, est);
     rows.a.push_back(std::move(ra));
     rows.b.push_back(std::move(rb));
   }
@@ -120,7 +124,7 @@ RunOutcome run_paired(const RunRequest& req, std::ostream& out, std::ostream& er
       << (req.paired_crossover ? ", in two placement phases (crossover)" : "") << "\n";
   CaseRunner runner(*s.backend, s.dev_index, seed, k, s.timer, tune_settings(k, fa.dir));
   tune::Tuner tuner_b(tune_settings(kb, fb.dir));
-  const Peaks peaks = run_peaks(k, *s.backend, runner, fa, out);
+  const Peaks peaks = run_peaks(k, *s.backend, s.device, s.timer, runner, fa, out);
   if (fa.identity.contains("peaks")) {
     fb.identity["peaks"] = fa.identity["peaks"];
     core::write_identity(fb.dir, fb.identity);

@@ -44,11 +44,15 @@ void add_run(CLI::App& root, int& exit_code) {
       ->group("");
   sub->add_option("--paired-blocks", *paired_blocks, "internal: paired A/B blocks a side")
       ->group("");
+  auto dry_run = std::make_shared<bool>(false);
+  sub->add_flag("--dry-run", *dry_run,
+                "Print what the run would cost (cases, GB and estimated seconds per op, from the "
+                "shapes and a per-backend cost model) and exit 0; nothing is run or written");
   auto paired_crossover = std::make_shared<std::string>("on");
   sub->add_option("--paired-crossover", *paired_crossover, "internal: paired A/B crossover on|off")
       ->group("");
   sub->callback([knobs, shard, shard_cache, merge_dir, merge_shards, paired_lib, paired_name,
-                 paired_blocks, paired_crossover, &exit_code] {
+                 paired_blocks, paired_crossover, dry_run, &exit_code] {
     run::watch_batch_parent();
     try {
       run::RunRequest req;
@@ -60,6 +64,7 @@ void add_run(CLI::App& root, int& exit_code) {
       req.paired_name = *paired_name;
       req.paired_blocks = *paired_blocks;
       req.paired_crossover = *paired_crossover != "off";
+      req.dry_run = *dry_run;
       if (!merge_dir->empty())
         exit_code =
             run::run_warmup_merge(req.knobs, *merge_dir, *merge_shards, std::cout, std::cerr);

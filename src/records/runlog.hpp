@@ -91,6 +91,21 @@ inline constexpr const char* regime = "regime";
 inline constexpr const char* regime_discarded = "regime_discarded";
 inline constexpr const char* settle_s = "settle_s";
 inline constexpr const char* settled = "settled";
+// How the provider's clock regime was reached: settled | carried (docs/timing.md).
+inline constexpr const char* settle = "settle";
+// What the correctness gate compared (docs/run-log.md): the method and the fraction of the
+// output's elements compared value by value, and how many.
+inline constexpr const char* check_method = "check_method";
+inline constexpr const char* check_coverage = "check_coverage";
+inline constexpr const char* check_elements = "check_elements";
+// Where a case's wall time went (case rows; the footer sums them): making inputs, preparing the
+// providers (tuning included), the correctness gate, the clock regime's settling, the timers'
+// own sampling, and the rest; wall_s is their sum.
+inline constexpr const char* inputs_s = "inputs_s";
+inline constexpr const char* prepare_s = "prepare_s";
+inline constexpr const char* check_s = "check_s";
+inline constexpr const char* timing_s = "timing_s";
+inline constexpr const char* other_s = "other_s";
 inline constexpr const char* clock_known = "clock_known";
 inline constexpr const char* sm_clock_mean_mhz = "sm_clock_mean_mhz";
 inline constexpr const char* sm_clock_min_mhz = "sm_clock_min_mhz";

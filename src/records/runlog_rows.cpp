@@ -233,6 +233,9 @@ void provider_fields(V& v, Row& p) {
   v(k::accuracy_detail, p.accuracy_detail);
   v(k::rel_err, p.rel_err);
   v(k::max_abs_err, p.max_abs_err);
+  v(k::check_method, p.check_method);
+  v(k::check_coverage, p.check_coverage);
+  v(k::check_elements, p.check_elements);
   v(k::timer, p.timer);
   v(k::markers, p.markers);
   v(k::noise, p.noise);
@@ -254,6 +257,7 @@ void provider_fields(V& v, Row& p) {
   v(k::regime_discarded, p.regime_discarded);
   v(k::settle_s, p.settle_s);
   v(k::settled, p.settled);
+  v(k::settle, p.settle);
   v(k::clock_known, p.clock_known);
   v(k::sm_clock_mean_mhz, p.sm_clock_mean_mhz);
   v(k::sm_clock_min_mhz, p.sm_clock_min_mhz);
@@ -281,6 +285,17 @@ void provider_fields(V& v, Row& p) {
   v(k::paired_method, p.paired_method);
   v(k::paired_phases, p.paired_phases);
   v(k::host_ms, p.host_ms);
+}
+
+template <class V, class Row>
+void phase_fields(V& v, Row& p) {
+  namespace k = field;
+  v(k::inputs_s, p.inputs_s);
+  v(k::prepare_s, p.prepare_s);
+  v(k::check_s, p.check_s);
+  v(k::settle_s, p.settle_s);
+  v(k::timing_s, p.timing_s);
+  v(k::other_s, p.other_s);
 }
 
 // The case row's fields after "type".
@@ -311,6 +326,8 @@ void case_fields(V& v, Row& r) {
   v(k::error, r.error);
   v(k::reason, r.reason);
   v(k::providers, r.providers);
+  phase_fields(v, r.phases);
+  v(k::wall_s, r.phases.wall_s);
   v(k::host_ms, r.host_ms);
   v(k::host_base_ms, r.host_base_ms);
 }
@@ -326,6 +343,10 @@ void footer_fields(V& v, Row& f) {
   v("end_time", f.end_time);
   v("warnings", f.warnings);
   v(field::tune, f.tune);
+  phase_fields(v, f.phases);
+  v("cases_wall_s", f.cases_wall_s);
+  v("settles", f.settles);
+  v("carries", f.carries);
 }
 
 // Writes every field of a field list into a JSON object.
@@ -477,6 +498,19 @@ RunLogFooter footer_from_json(const json& j) {
   RunLogFooter ft = read_object<RunLogFooter>(f, kFooterFields);
   ft.parallel_warmup = std::move(warmup);
   return ft;
+}
+
+void Phases::add(const Phases& o) {
+  auto sum = [](std::optional<double>& a, const std::optional<double>& b) {
+    if (b) a = a.value_or(0.0) + *b;
+  };
+  sum(inputs_s, o.inputs_s);
+  sum(prepare_s, o.prepare_s);
+  sum(check_s, o.check_s);
+  sum(settle_s, o.settle_s);
+  sum(timing_s, o.timing_s);
+  sum(other_s, o.other_s);
+  sum(wall_s, o.wall_s);
 }
 
 std::string status_of(const CaseRow& row) {

@@ -59,6 +59,9 @@ struct ProviderRow {
   std::optional<std::string> accuracy_detail;
   std::optional<double> rel_err;
   std::optional<double> max_abs_err;
+  std::optional<std::string> check_method;  // check::method spellings
+  std::optional<double> check_coverage;     // compared elements / output elements
+  std::optional<std::int64_t> check_elements;
   // How it was timed.
   std::optional<std::string> timer;
   std::optional<std::vector<std::string>> markers;
@@ -81,6 +84,7 @@ struct ProviderRow {
   std::optional<int> regime_discarded;
   std::optional<double> settle_s;
   std::optional<bool> settled;
+  std::optional<std::string> settle;  // settled | carried
   std::optional<bool> clock_known;
   std::optional<double> sm_clock_mean_mhz;
   std::optional<int> sm_clock_min_mhz;
@@ -117,6 +121,19 @@ struct ProviderRow {
   nlohmann::json extra = nlohmann::json::object();
 };
 
+// Where wall time went, in seconds (a case row's, or the footer's sum over the run's cases).
+struct Phases {
+  std::optional<double> inputs_s;
+  std::optional<double> prepare_s;
+  std::optional<double> check_s;
+  std::optional<double> settle_s;
+  std::optional<double> timing_s;
+  std::optional<double> other_s;
+  std::optional<double> wall_s;
+  // The sum of two (absent fields count as 0; absent stays absent when both are).
+  void add(const Phases& o);
+};
+
 // A row of type "case".
 struct CaseRow {
   std::string op;  // required
@@ -143,6 +160,7 @@ struct CaseRow {
   std::optional<std::string> error;
   std::optional<std::string> reason;
   std::optional<std::vector<ProviderRow>> providers;
+  Phases phases;  // flat on the row: inputs_s, prepare_s, ... wall_s
   // The host cost of one eager call: the candidate's and the baseline's (docs/flaggems.md).
   std::optional<double> host_ms;
   std::optional<double> host_base_ms;
@@ -177,6 +195,12 @@ struct RunLogFooter {
   std::optional<FooterTune> tune;
   // The parallel warmup's merge result (the identity's parallel_warmup_result) or null.
   std::optional<nlohmann::json> parallel_warmup;
+  // The cases' phases summed (wall_s above is the whole run's; the phases' own sum is in
+  // cases_wall_s), and the clock regime's settles and carries over the run.
+  Phases phases;
+  std::optional<double> cases_wall_s;
+  std::optional<int> settles;
+  std::optional<int> carries;
   nlohmann::json extra = nlohmann::json::object();
 };
 

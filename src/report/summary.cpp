@@ -83,6 +83,8 @@ Summary summarize_rows(const std::vector<std::pair<std::string, std::vector<RunD
   Summary out;
   for (const auto& [source, runs] : inputs) {
     std::map<std::pair<std::string, std::string>, Accumulator> groups;
+    std::vector<PhaseGroup> phases;  // in the order the ops first appear
+    PhaseGroup all_phases{source, "(all)", 0, {}};
     Accumulator all;
     all.g.source = source;
     all.g.op = "(all)";
@@ -103,10 +105,22 @@ Summary summarize_rows(const std::vector<std::pair<std::string, std::vector<RunD
         }
         add_row(acc, row);
         add_row(all, row);
+        if (!row.phases.wall_s) continue;
+        auto it = std::find_if(phases.begin(), phases.end(),
+                               [&](const PhaseGroup& g) { return g.op == op; });
+        if (it == phases.end()) it = phases.insert(phases.end(), PhaseGroup{source, op, 0, {}});
+        ++it->cases;
+        it->phases.add(row.phases);
+        ++all_phases.cases;
+        all_phases.phases.add(row.phases);
       }
     }
     for (auto& [key, acc] : groups) out.groups.push_back(finish(acc, opt));
     out.overall.push_back(finish(all, opt));
+    if (all_phases.cases > 0) {
+      out.phases.insert(out.phases.end(), phases.begin(), phases.end());
+      out.phases.push_back(all_phases);
+    }
   }
   return out;
 }
@@ -118,6 +132,25 @@ Summary summarize(const std::vector<std::filesystem::path>& inputs, const Summar
 }
 
 namespace {
+// The second table: where each op's time went (docs/run-log.md, the case rows' phase fields).
+Table phase_table(const Summary& s) {
+  Table t;
+  t.id = "phases";
+  t.title = "Where the time went: seconds per op, the case rows' phases summed";
+  t.columns = {"source",  "op",       "cases",    "inputs_s", "prepare_s",
+               "check_s", "settle_s", "timing_s", "other_s",  "wall_s"};
+  for (const auto& g : s.phases) {
+    const core::Phases& p = g.phases;
+    t.rows.push_back({text_cell(g.source), text_cell(g.op), integer_cell(g.cases),
+                      number_cell(p.inputs_s), number_cell(p.prepare_s), number_cell(p.check_s),
+                      number_cell(p.settle_s), number_cell(p.timing_s), number_cell(p.other_s),
+                      number_cell(p.wall_s)});
+  }
+  t.notes.push_back(
+      "prepare_s includes the tuner's sweeps; settle_s the clock regime's settling; timing_s the "
+      "timers' warmup, capture and sampling");
+  return t;
+}
 
 // The second table of a run whose rows carry the host cost of one eager call (FlagGems' suite):
 // what a call costs the host beside what its kernels cost the device.
@@ -211,6 +244,7 @@ Report summary_report(const Summary& s) {
     t.notes.push_back(std::to_string(s.unfinished_runs) +
                       " run(s) have no footer: they did not finish (crash, timeout or interrupt)");
   r.tables.push_back(std::move(t));
+  if (!s.phases.empty()) r.tables.push_back(phase_table(s));
   if (std::any_of(s.overall.begin(), s.overall.end(),
                   [](const SummaryGroup& g) { return g.with_host > 0; }))
     r.tables.push_back(host_table(s));

@@ -40,8 +40,17 @@ struct SummaryGroup {
   std::optional<double> host_base_ms, host_ms, device_base_ms, device_ms;
 };
 
+// Where the time of one op's cases went (the rows' phase fields summed), per input.
+struct PhaseGroup {
+  std::string source;
+  std::string op;  // "(all)" on the overall line
+  int cases = 0;   // rows that carry phase times
+  core::Phases phases;
+};
+
 struct Summary {
   std::vector<SummaryGroup> groups;   // per input, op, dtype
+  std::vector<PhaseGroup> phases;     // per input and op, then "(all)"; empty for older runs
   std::vector<SummaryGroup> overall;  // one per input
   int bad_lines = 0;            // run.log lines that could not be read (not rows, not counted)
   std::string first_row_error;  // the first of them that was JSON but not a row of its type

@@ -7,6 +7,7 @@
 #include "settings/knobs.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
@@ -64,6 +65,7 @@ void write_timing(ProviderRow& prow, const timing::Measurement& m, double flops,
   if (m.regime_discarded > 0) prow.regime_discarded = m.regime_discarded;
   if (m.settle_s > 0) prow.settle_s = m.settle_s;
   if (!m.settled) prow.settled = false;
+  if (!m.settle.empty()) prow.settle = m.settle;
   prow.clock_known = m.clock.known;
   if (m.clock.known) {
     prow.sm_clock_mean_mhz = m.clock.sm_mean_mhz;
@@ -167,6 +169,24 @@ void end_skipped(CaseRow& row, const std::string& reason) {
   row.reason = reason;
 }
 
+// Laps of a steady clock: a case's phases.
+class PhaseClock {
+ public:
+  double lap() {
+    const auto t = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(t - last_).count();
+    last_ = t;
+    return s;
+  }
+  [[nodiscard]] double total() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_ = start_;
+};
+
 }  // namespace case_parts
 using namespace case_parts;
 
@@ -200,6 +220,7 @@ timing::TimingOptions CaseRunner::timing_options(const OpInfo& info, bool short_
   o.capture_denied = contains(deny_, info.name);
   o.rng = info.rng;
   o.op = info.name;
+  if (knobs_.settle_carry) o.carry = carry_.get();
   if (short_budget) {
     // The sweep uses the measurement's timer with a shorter budget (issue 6): enough to rank
     // configs.
@@ -211,6 +232,10 @@ timing::TimingOptions CaseRunner::timing_options(const OpInfo& info, bool short_
     o.stop.max_noise = std::max(o.stop.max_noise, 0.02);
     o.stop.timeout_s = std::min(o.stop.timeout_s, 0.25);
     o.stop.warmup_s = std::min(o.stop.warmup_s, 0.005);
+    // Settle windows of 20 ms: a sweep's configs follow each other, so after the first the
+    // regime is carried in one or two windows (docs/timing.md), and 50 ms windows made the
+    // settle most of a config's cost.
+    o.regime.settle_window_s = std::min(o.regime.settle_window_s, 0.02);
   }
   return o;
 }
@@ -386,6 +411,20 @@ void CaseRunner::tune_case(const Op& op, const Case& c) {
   }
 }
 
+// Where the case's wall time went (docs/run-log.md): the phases CaseWork counted, the rest
+// (admission, the row's own making) as other_s; wall_s is their sum.
+void CaseRunner::write_phases(CaseRow& row, const CaseWork& work, double wall_s) {
+  core::Phases& p = row.phases;
+  p.inputs_s = work.inputs_s;
+  p.prepare_s = work.prepare_s;
+  p.check_s = work.check_s;
+  p.settle_s = work.settle_s;
+  p.timing_s = work.timed_s;
+  const double known = work.inputs_s + work.prepare_s + work.check_s + work.settle_s + work.timed_s;
+  p.other_s = std::max(0.0, wall_s - known);
+  p.wall_s = std::max(wall_s, known);
+}
+
 // Phase 1: whether the case runs at all. Skips it after a fatal device error, for a shape whose
 // sizes do not fit, on a skip guard no compat rule lifts, and when it needs more memory than the
 // device has free.
@@ -456,6 +495,12 @@ void CaseRunner::check_candidates(CaseWork& work) {
     prow.accuracy_detail = a.detail;
     prow.rel_err = a.rel_err;
     prow.max_abs_err = a.max_abs_err;
+    if (!a.method.empty()) prow.check_method = a.method;
+    if (a.total > 0) {
+      prow.check_coverage =
+          std::min(1.0, static_cast<double>(a.checked) / static_cast<double>(a.total));
+      prow.check_elements = a.checked;
+    }
     // The check may have re-prepared nothing, but it did launch: keep the tuned config prepared.
   }
 }
@@ -465,10 +510,14 @@ void CaseRunner::check_candidates(CaseWork& work) {
 bool CaseRunner::prepare_and_check(const Op& op, const OpInfo& info, const Case& c, CaseWork& work,
                                    CaseRow& row, DeviceContext* ctx) {
   try {
+    PhaseClock clock;
     work.w = op.setup(ctx != nullptr ? *ctx : *device_, c);
+    work.inputs_s = clock.lap();
     work.providers = work.w->providers();
     prepare_providers(info, c, work, row);
+    work.prepare_s = clock.lap();
     check_candidates(work);
+    work.check_s = clock.lap();
   } catch (const DeviceBroken& e) {
     fatal_ = c.node_id();
     end_failed(row, work.prows,
@@ -506,6 +555,7 @@ void CaseRunner::time_providers(const OpInfo& info, const Case& c, CaseWork& wor
       m.error = e.what();
     }
     write_timing(work.prows[p], m, flops, bytes);
+    work.count(m);
     return m;
   };
   // Records a failed measurement; true when the process must time nothing more.
@@ -550,16 +600,18 @@ void CaseRunner::time_providers(const OpInfo& info, const Case& c, CaseWork& wor
 }
 
 CaseRow CaseRunner::run_case(const Op& op, const Case& c) {
+  const PhaseClock clock;
   const OpInfo info = op.info();
   CaseRow row = case_row_head(info, c);
   row.timer = timer_;
   row.repeat = knobs_.repeat;
-  if (!admit(op, c, row)) return row;
   CaseWork work;
-  if (!prepare_and_check(op, info, c, work, row)) return row;
-  time_providers(info, c, work, row);
-  row.providers = work.prows;
-  summarize_row(row, work.prows, work.any_fail, work.first_error);
+  if (admit(op, c, row) && prepare_and_check(op, info, c, work, row)) {
+    time_providers(info, c, work, row);
+    row.providers = work.prows;
+    summarize_row(row, work.prows, work.any_fail, work.first_error);
+  }
+  write_phases(row, work, clock.total());
   return row;
 }
 

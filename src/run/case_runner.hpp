@@ -57,6 +57,8 @@ class CaseRunner {
   [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
   [[nodiscard]] backends::Device& device() { return *device_; }
   [[nodiscard]] tune::Tuner& tuner() { return *tuner_; }
+  // The clock regime state carried from one measurement to the next (--settle carry).
+  [[nodiscard]] const timing::RegimeCarry& regime_carry() const { return *carry_; }
   // The run's timing options for a probe that is not a case (the peak measurements).
   [[nodiscard]] timing::TimingOptions timing_options_for_probe() const {
     OpInfo info;
@@ -75,6 +77,7 @@ class CaseRunner {
                                        DeviceContext* ctx = nullptr);
   void prepare_providers(const OpInfo& info, const Case& c, CaseWork& work, core::CaseRow& row);
   void check_candidates(CaseWork& work);
+  static void write_phases(core::CaseRow& row, const CaseWork& work, double wall_s);
   void time_providers(const OpInfo& info, const Case& c, CaseWork& work, core::CaseRow& row);
   void profile_prepare(const OpInfo& info, const Case& c, Workload& w,
                        const std::vector<ProviderInfo>& providers,
@@ -119,6 +122,7 @@ class CaseRunner {
   std::vector<std::string> deny_;
   std::string fatal_;  // node id of the case after which the device context is unusable
   std::vector<std::string> warnings_;
+  std::unique_ptr<timing::RegimeCarry> carry_ = std::make_unique<timing::RegimeCarry>();
 };
 
 }  // namespace caliber::run

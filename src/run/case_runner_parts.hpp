@@ -4,6 +4,7 @@
 // those two files.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -45,6 +46,12 @@ struct CaseRunner::CaseWork {
   std::vector<timing::Measurement> measured;
   bool any_fail = false;
   std::string first_error;  // "<provider>: <error>" of the first provider that failed
+  // Seconds spent per phase (the row's inputs_s, prepare_s, ...).
+  double inputs_s = 0, prepare_s = 0, check_s = 0, settle_s = 0, timed_s = 0;
+  void count(const timing::Measurement& m) {
+    settle_s += m.settle_s;
+    timed_s += std::max(0.0, m.wall_s - m.settle_s);
+  }
 };
 
 }  // namespace caliber::run

@@ -11,6 +11,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <sstream>
 
@@ -27,6 +28,7 @@
 #include "records/runlog.hpp"
 #include "run/case_runner.hpp"
 #include "run/cases.hpp"
+#include "run/estimate.hpp"
 #include "run/peaks.hpp"
 #include "run/py_ops.hpp"
 #include "run/warmup_runner.hpp"
@@ -320,17 +322,37 @@ json parallel_warmup(const RunRequest& req, const Setup& s, RunFiles& f, std::os
   return result;
 }
 
-// Phase 4: the device's peaks and the timer's floor, once per run (not in a profile run, which
-// times nothing), recorded in the identity.
-Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend, CaseRunner& runner,
+// Phase 4: the device's peaks and the timer's floor (not in a profile run, which times nothing),
+// recorded in the identity with where they came from: the device's peaks cache (peaks.hpp), or
+// measured now and stored there when every part was measured (--peaks refresh: measured always).
+Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend,
+                const backends::DeviceDesc& device, const std::string& timer, CaseRunner& runner,
                 RunFiles& f, std::ostream& out) {
   Peaks peaks;
   if (!k.peaks || k.profile != 0) return peaks;
-  peaks = measure_peaks(runner.device(), backend, runner.timing_options_for_probe());
+  const timing::TimingOptions probe = runner.timing_options_for_probe();
+  const fs::path file = peaks_cache_file(backend.name(), device);
+  const std::string policy = peaks_policy(timer, probe);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<Peaks> cached;
+  if (!k.peaks_refresh) cached = load_cached_peaks(file, policy);
+  std::string source = "cache";
+  if (cached) {
+    peaks = *cached;
+  } else {
+    peaks = measure_peaks(runner.device(), backend, probe);
+    source = "measured";
+    if (peaks.note.empty() && !store_cached_peaks(file, policy, peaks))
+      source = "measured, not cached";
+  }
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   f.identity["peaks"] = peaks.to_json();
+  f.identity["peaks_cache"] = {
+      {"path", file.string()}, {"policy", policy}, {"source", source}, {"seconds", took}};
   core::write_identity(f.dir, f.identity);
-  out << "  peaks: copy " << fmt(peaks.copy_gbps, 0) << " GB/s, " << peaks.gemm_case << " ("
-      << peaks.gemm_provider << ") " << fmt(peaks.gemm_tflops, 3) << " TFLOPS";
+  out << "  peaks (" << (cached ? "cached" : source) << ", " << fmt(took, 1) << " s): copy "
+      << fmt(peaks.copy_gbps, 0) << " GB/s, " << peaks.gemm_case << " (" << peaks.gemm_provider
+      << ") " << fmt(peaks.gemm_tflops, 3) << " TFLOPS";
   if (!peaks.note.empty()) out << " (" << peaks.note << ")";
   // Below 0.1 us in ns: a 1.7 ns host floor must not read "0.00 us".
   const double floor_us = peaks.timer_floor_us;
@@ -344,13 +366,13 @@ Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend, CaseRunn
 // One progress line: "[i/n] node status  base .. ms  cand .. ms  x..  <error|reason>  eta ~..".
 void print_progress(std::ostream& out, const core::Knobs& k, const Case& c,
                     const core::CaseRow& row, const std::string& status, std::size_t i,
-                    std::size_t n, double elapsed) {
-  print_progress(out, k, c.node_id(), row, status, i, n, elapsed);
+                    std::size_t n, double elapsed, const std::vector<double>& est) {
+  print_progress(out, k, c.node_id(), row, status, i, n, elapsed, est);
 }
 
 void print_progress(std::ostream& out, const core::Knobs& k, const std::string& node,
                     const core::CaseRow& row, const std::string& status, std::size_t i,
-                    std::size_t n, double elapsed) {
+                    std::size_t n, double elapsed, const std::vector<double>& est) {
   // n 0: a fed run, whose case count is not known ahead.
   out << "[" << std::setw(std::to_string(n).size()) << (i + 1);
   if (n > 0) out << "/" << n;
@@ -368,11 +390,9 @@ void print_progress(std::ostream& out, const core::Knobs& k, const std::string& 
   if (row.reason) out << "  " << *row.reason;
   if (const std::string miss = stop_rule_miss(row); !miss.empty())
     out << "  " << kMarkerStopNotConverged << " (" << miss << ")";
-  // On a long run, when the rest should end: the mean time per case so far, times the cases
-  // left (cases differ in length, so it is a guide, said as such).
-  if (i + 1 < n && elapsed >= kEtaAfterS)
-    out << "  eta ~"
-        << duration_text(elapsed / static_cast<double>(i + 1) * static_cast<double>(n - i - 1));
+  // When the rest should end, from the first case: the estimate of the cases left, scaled by how
+  // the finished ones compared with theirs (run/estimate.hpp).
+  if (i + 1 < n) out << "  eta ~" << duration_text(eta_s(est, i + 1, elapsed));
   out << "\n";
   out.flush();
 }
@@ -393,7 +413,8 @@ std::string tally(RunOutcome& o, const core::CaseRow& row) {
 // starts, and counted into `outcome`.
 std::vector<core::CaseRow> run_cases(const core::Knobs& k, const Selection& sel, CaseRunner& runner,
                                      const Peaks& peaks, core::RunLogWriter& log,
-                                     RunOutcome& outcome, std::ostream& out) {
+                                     RunOutcome& outcome, std::ostream& out,
+                                     const std::vector<double>& est) {
   std::vector<core::CaseRow> rows;
   const std::size_t n = sel.cases.size();
   const auto cases_start = std::chrono::steady_clock::now();
@@ -406,10 +427,32 @@ std::vector<core::CaseRow> run_cases(const core::Knobs& k, const Selection& sel,
     const std::string status = tally(outcome, row);
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - cases_start).count();
-    print_progress(out, k, c, row, status, i, n, elapsed);
+    print_progress(out, k, c, row, status, i, n, elapsed, est);
     rows.push_back(std::move(row));
   }
   return rows;
+}
+
+// The run's closing line on where its time went: the cases' phases summed, the time outside any
+// case (set-up, peaks, the footer), and how often the clock regime settled or was carried.
+std::string where_time_went(const core::RunLogFooter& f, double wall_s) {
+  const core::Phases& p = f.phases;
+  const double cases = f.cases_wall_s.value_or(0.0);
+  std::ostringstream o;
+  auto part = [&](const char* name, const std::optional<double>& v) {
+    o << " " << name << " " << core::fixed(v.value_or(0.0), 1);
+  };
+  o << "time: cases " << core::fixed(cases, 1) << " s (of which";
+  part("inputs", p.inputs_s);
+  part("prepare", p.prepare_s);
+  part("check", p.check_s);
+  part("settle", p.settle_s);
+  part("timing", p.timing_s);
+  part("other", p.other_s);
+  o << "), outside the cases " << core::fixed(std::max(0.0, wall_s - cases), 1)
+    << " s (set-up, peaks); clock regime settled " << f.settles.value_or(0) << "x, carried "
+    << f.carries.value_or(0) << "x";
+  return o.str();
 }
 
 // Phase 6: the run.log footer, the warnings and the closing table.
@@ -436,12 +479,17 @@ void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_res
                     : core::FooterTune{core::to_string(k.tune), tn.keys_tuned(), tn.sweep_seconds(),
                                        tn.cache_file().string()};
   footer.parallel_warmup = warmup_result;
+  for (const auto& r : rows) footer.phases.add(r.phases);
+  footer.cases_wall_s = footer.phases.wall_s.value_or(0.0);
+  footer.settles = runner.regime_carry().settled;
+  footer.carries = runner.regime_carry().carried;
   log.append_footer(footer);
   for (const auto& w : runner.warnings()) err << "caliber: WARNING: " << w << "\n";
 
   print_run_table(out, rows, k.columns, k.quantiles);
   out << "ok " << outcome.ok << ", failed " << outcome.failed << ", skipped " << outcome.skipped
       << " in " << fmt(wall_s, 1) << " s; run directory " << outcome.run_dir.string() << "\n";
+  out << where_time_went(footer, wall_s) << "\n";
 }
 
 }  // namespace driver_parts
@@ -453,6 +501,21 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
 
   if (!k.flaggems.empty()) return run_fed(req, out, err);
   const Setup s = resolve_setup(req);
+  const CostModel model = cost_model(s.caps.host, k);
+  const std::vector<double> est = estimate_cases(model, s.sel, k);
+  if (req.dry_run) {
+    timing::TimingOptions probe;
+    probe.l2 = k.l2;
+    probe.regime.regime = k.clock;
+    const bool cached =
+        !k.peaks || k.profile != 0 ||
+        (!k.peaks_refresh && load_cached_peaks(peaks_cache_file(s.backend->name(), s.device),
+                                               peaks_policy(s.timer, probe)));
+    out << "caliber run --dry-run: backend " << s.backend->name() << ", device " << s.dev_index
+        << " (" << s.device.name << "), level " << k.level << "; nothing is run or written\n";
+    print_estimate(out, model, s.sel, est, cached);
+    return RunOutcome{};
+  }
   // A parallel-warmup child tunes its shard and measures nothing; it claims no run directory.
   if (!req.tune_shard.empty()) {
     RunOutcome shard;
@@ -463,14 +526,16 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   const std::uint64_t seed = k.seed != 0 ? k.seed : fresh_seed();
   RunFiles files = claim_run(k, s, seed, wall_start);
   print_banner(out, k, s, files.dir, seed);
+  out << "  estimate ~" << duration_text(std::accumulate(est.begin(), est.end(), 0.0))
+      << " in cases (caliber run --dry-run shows it per op)\n";
   const json warmup_result = parallel_warmup(req, s, files, out, err);
 
   CaseRunner runner(*s.backend, s.dev_index, seed, k, s.timer, tune_settings(k, files.dir));
-  const Peaks peaks = run_peaks(k, *s.backend, runner, files, out);
+  const Peaks peaks = run_peaks(k, *s.backend, s.device, s.timer, runner, files, out);
   RunOutcome outcome;
   outcome.run_dir = files.dir;
   const std::vector<core::CaseRow> rows =
-      run_cases(k, s.sel, runner, peaks, *files.log, outcome, out);
+      run_cases(k, s.sel, runner, peaks, *files.log, outcome, out, est);
   record_end_load(files);
 
   const double wall_s =

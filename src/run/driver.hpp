@@ -31,6 +31,8 @@ struct RunRequest {
   // The placement crossover (docs/ab.md): time each case in two phases, each side in the other
   // side's memory in the second.
   bool paired_crossover = true;
+  // caliber run --dry-run: print what the run would cost (run/estimate.hpp) and write nothing.
+  bool dry_run = false;
 };
 
 struct RunOutcome {

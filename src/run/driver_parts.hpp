@@ -59,14 +59,16 @@ struct RunFiles {
 void print_banner(std::ostream& out, const core::Knobs& k, const Setup& s, const fs::path& dir,
                   std::uint64_t seed);
 [[nodiscard]] Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend,
+                              const backends::DeviceDesc& device, const std::string& timer,
                               CaseRunner& runner, RunFiles& f, std::ostream& out);
+// One progress line, its ETA from the cases' estimates (run/estimate.hpp).
 void print_progress(std::ostream& out, const core::Knobs& k, const Case& c,
                     const core::CaseRow& row, const std::string& status, std::size_t i,
-                    std::size_t n, double elapsed);
+                    std::size_t n, double elapsed, const std::vector<double>& est);
 // The same for a case known by its node id (a fed run: n 0, the count is not known ahead).
 void print_progress(std::ostream& out, const core::Knobs& k, const std::string& node,
                     const core::CaseRow& row, const std::string& status, std::size_t i,
-                    std::size_t n, double elapsed);
+                    std::size_t n, double elapsed, const std::vector<double>& est = {});
 [[nodiscard]] std::string tally(RunOutcome& o, const core::CaseRow& row);
 // The host's load when the cases are done, beside the one at the start (run_identity.json
 // "host_load"; compare warns about a side whose host was loaded).

@@ -1,7 +1,12 @@
 #include "run/peaks.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 
+#include "records/identity.hpp"
+#include "records/rundir.hpp"
 #include "run/cases.hpp"
 
 namespace caliber::run {
@@ -18,6 +23,89 @@ json Peaks::to_json() const {
             {"timer_floor_method", timer_floor_method}};
   if (!note.empty()) j["note"] = note;
   return j;
+}
+
+std::optional<Peaks> Peaks::from_json(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  try {
+    Peaks p;
+    p.copy_gbps = j.at("copy_gbps").get<double>();
+    p.copy_bytes = j.at("copy_bytes").get<double>();
+    p.gemm_tflops = j.at("gemm_tflops").get<double>();
+    p.gemm_case = j.at("gemm_case").get<std::string>();
+    p.gemm_provider = j.at("gemm_provider").get<std::string>();
+    p.timer_floor_us = j.at("timer_floor_us").get<double>();
+    p.timer_floor_method = j.at("timer_floor_method").get<std::string>();
+    p.note = j.value("note", std::string());
+    return p;
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+namespace {
+
+// A file-name-safe spelling: letters, digits, '.', '-' and '_' kept, anything else '_'.
+std::string file_safe(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                    (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == '_';
+    out += ok ? ch : '_';
+  }
+  return out.empty() ? "_" : out;
+}
+
+}  // namespace
+
+std::filesystem::path peaks_cache_file(const std::string& backend,
+                                       const backends::DeviceDesc& device) {
+  namespace fs = std::filesystem;
+  fs::path dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    dir = fs::path(xdg) / "caliber" / "peaks";
+  else if (const char* home = std::getenv("HOME"); home && *home)
+    dir = fs::path(home) / ".cache" / "caliber" / "peaks";
+  else
+    dir = fs::temp_directory_path() / "caliber" / "peaks";
+  const std::string id = !device.uuid.empty() ? device.uuid : core::host_name() + "-" + device.name;
+  return dir / (file_safe(backend + "-" + id) + ".json");
+}
+
+std::string peaks_policy(const std::string& timer, const timing::TimingOptions& o) {
+  return "timer=" + timer + ",l2=" + timing::to_string(o.l2) +
+         ",clock=" + timing::to_string(o.regime.regime) + ",caliber=" + core::caliber_version();
+}
+
+std::optional<Peaks> load_cached_peaks(const std::filesystem::path& file,
+                                       const std::string& policy) {
+  std::ifstream in(file);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const json j = json::parse(ss.str(), nullptr, false);
+  if (!j.is_object() || !j.contains(policy)) return std::nullopt;
+  return Peaks::from_json(j[policy]);
+}
+
+bool store_cached_peaks(const std::filesystem::path& file, const std::string& policy,
+                        const Peaks& peaks) {
+  std::error_code ec;
+  std::filesystem::create_directories(file.parent_path(), ec);
+  json all = json::object();
+  if (std::ifstream in(file); in) {
+    std::stringstream ss;
+    ss << in.rdbuf();
+    json j = json::parse(ss.str(), nullptr, false);
+    if (j.is_object()) all = std::move(j);
+  }
+  all[policy] = peaks.to_json();
+  try {
+    core::write_file_atomic(file, all.dump(2) + "\n");
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
 }
 
 namespace {

@@ -3,6 +3,8 @@
 // mm baseline. Rows report their GB/s and TFLOPS as a percent of these.
 #pragma once
 
+#include <filesystem>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -27,7 +29,24 @@ struct Peaks {
   std::string timer_floor_method;  // the l2_method / sample_method it was read with
   std::string note;                // what could not be measured, and why
   [[nodiscard]] nlohmann::json to_json() const;
+  // The same from to_json's object; nullopt for one that is not (a damaged cache entry).
+  [[nodiscard]] static std::optional<Peaks> from_json(const nlohmann::json& j);
 };
+
+// The peaks cache (docs/measurements.md): a device's peaks are measured once and kept in one JSON
+// file per device under the user's cache directory ($XDG_CACHE_HOME or ~/.cache,
+// caliber/peaks/<backend>-<device UUID>.json; a device without a UUID, such as the host, by its
+// host and device name), one entry per timing policy (`peaks_policy`), since the timer floor
+// depends on the timer, the L2 policy and the clock regime.
+[[nodiscard]] std::filesystem::path peaks_cache_file(const std::string& backend,
+                                                     const backends::DeviceDesc& device);
+[[nodiscard]] std::string peaks_policy(const std::string& timer, const timing::TimingOptions& o);
+// The cached entry, or nullopt (no file, no entry for this policy, or an unreadable one).
+[[nodiscard]] std::optional<Peaks> load_cached_peaks(const std::filesystem::path& file,
+                                                     const std::string& policy);
+// Writes the entry (the file's other entries kept); false where the cache cannot be written.
+bool store_cached_peaks(const std::filesystem::path& file, const std::string& policy,
+                        const Peaks& peaks);
 
 // Measures both ceilings on `dev` with the direct timer and the given stop rule. Never throws for a
 // measurement that fails: the reason goes into `note` and the value stays 0.

@@ -354,11 +354,23 @@ std::vector<KnobSpec> make_table() {
          if (k.capture_deny.size() > kMaxOps)
            refuse("capture_deny", v, "names more than 10000 ops");
        }});
-  add({"peaks", "--peaks", "", "Timing", "on", "on, off",
-       "Measure the device's copy bandwidth and mm rate once per run (run_identity.json 'peaks'), "
-       "so rows report percent of peak.",
+  add({"peaks", "--peaks", "", "Timing", "on", "on, off, refresh",
+       "The device's copy bandwidth, mm rate and timer floor (run_identity.json 'peaks'), so rows "
+       "report percent of peak: measured once per device and timing policy and cached by device "
+       "UUID under ~/.cache/caliber/peaks (on), measured again into the cache (refresh), or not "
+       "at all (off).",
        [](Knobs& k, const std::string& v) {
-         k.peaks = one_of("peaks", v, {"on", "off"}) == "on";
+         const std::string w = one_of("peaks", v, {"on", "off", "refresh"});
+         k.peaks = w != "off";
+         k.peaks_refresh = w == "refresh";
+       }});
+  add({"settle", "--settle", "", "Timing", "carry", "carry, each",
+       "carry: a measurement keeps the clock regime the previous one left (at most 0.25 s "
+       "before) while the work's power class and clock hold, and settles again when they change "
+       "(the row's settle: carried|settled); each: every measurement settles or rests on its own "
+       "(docs/timing.md).",
+       [](Knobs& k, const std::string& v) {
+         k.settle_carry = one_of("settle", v, {"carry", "each"}) == "carry";
        }});
   // --- Autotune.
   add({"tune", "--tune", "", "Autotune", "live", "off, live, record, replay",

@@ -65,7 +65,12 @@ struct Knobs {
   ClockRegime clock = ClockRegime::sustained;  // the clock regime (docs/timing.md)
   std::vector<std::string> capture_deny;
   bool peaks = true;  // measure the copy bandwidth and the mm rate once per run
-  int profile = 0;    // --profile: launches per provider inside NVTX ranges, no timing; 0: off
+  // --peaks refresh: measure them again even where the device's peaks cache holds them
+  bool peaks_refresh = false;
+  // --settle carry (default): a measurement keeps the clock regime the previous one left while
+  // its power class holds; each: every measurement settles (rests) on its own (docs/timing.md)
+  bool settle_carry = true;
+  int profile = 0;  // --profile: launches per provider inside NVTX ranges, no timing; 0: off
   // autotune
   TuneMode tune = TuneMode::live;
   std::string replay_from;

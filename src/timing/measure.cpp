@@ -152,6 +152,8 @@ void absorb(Measurement& m, const detail::SampleRun& r) {
   m.regime_discarded += r.regime_discarded;
   m.settle_s += r.settle_s;
   m.settled = m.settled && r.settled;
+  // Carried only when every call carried.
+  if (r.settle == "settled" || m.settle.empty()) m.settle = r.settle;
   const ClockSummary& c = r.clock;
   if (!c.known) return;
   ClockSummary& t = m.clock;
@@ -552,7 +554,8 @@ Measurement measure(backends::Device& dev, const backends::Backend& backend,
   caps.graph_capture = caps.graph_capture && dev.capabilities().graph_capture;
   const TimerChoice choice = choose_timer(caps, opt.timer);
   // burst: start from a rested device (its cost is part of the measurement's).
-  const double rested_s = detail::rest_for_burst(dev, opt, now);
+  std::string rest_how;
+  const double rested_s = detail::rest_for_burst(dev, opt, now, &rest_how);
   Measurement m;
   // The backend's built-in deny list counts as much as the caller's flag.
   const std::vector<std::string> deny = backend.capture_deny_ops();
@@ -573,6 +576,7 @@ Measurement measure(backends::Device& dev, const backends::Backend& backend,
   }
   m.regime = to_string(opt.regime.regime);
   m.settle_s += rested_s;
+  if (opt.regime.regime == ClockRegime::burst) m.settle = rest_how;
   m.timer_resolution_us = dev.timer_resolution_us();
   if (m.ok && !m.clock.known) {
     const std::string why =
@@ -657,7 +661,8 @@ std::optional<PairedMeasurement> measure_interleaved(backends::Device& dev,
   const double t0 = now();
   TimingOptions o = opt;
   o.stop.min_samples = std::max(o.stop.min_samples, min_pairs);
-  const double rested_s = detail::rest_for_burst(dev, o, now);
+  std::string rest_how;
+  const double rested_s = detail::rest_for_burst(dev, o, now, &rest_how);
   try {
     const detail::WarmupResult wa = detail::warmup(dev, launch_a, o.stop, now);
     const detail::WarmupResult wb = detail::warmup(dev, launch_b, o.stop, now);
@@ -697,6 +702,7 @@ std::optional<PairedMeasurement> measure_interleaved(backends::Device& dev,
                         side_of(r, std::move(rec.b), k, wb.estimate_ms, o)};
     for (Measurement* m : {&p.a, &p.b}) {
       m->settle_s += rested_s;
+      if (o.regime.regime == ClockRegime::burst) m->settle = rest_how;
       m->timer_resolution_us = dev.timer_resolution_us();
       m->wall_s = now() - t0;
     }

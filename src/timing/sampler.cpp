@@ -143,7 +143,64 @@ bool steady(const std::vector<SettleWindow>& w, const RegimeRule& rule) {
   return first || (chi - clo) <= rule.settle_clock_tol * cmax;
 }
 
-// sustained: runs the work (samples that are not kept) until the clocks settle or the bound.
+PowerClass power_class(const std::optional<backends::ClockSample>& c, const RegimeRule& rule) {
+  if (c && has_reason(*c, "power_cap")) return PowerClass::capped;
+  return cool(c, rule) ? PowerClass::cool : PowerClass::warm;
+}
+
+// The state the previous measurement left, when it may be carried into this one: recent enough
+// (carry_gap_s of idle at most) and valid.
+const RegimeCarry* carry_of(const TimingOptions& opt, double t0) {
+  const RegimeCarry* c = opt.carry;
+  if (c == nullptr || !c->valid) return nullptr;
+  if (t0 - c->ended_s > opt.regime.carry_gap_s || t0 < c->ended_s) return nullptr;
+  return c;
+}
+
+// The carried state holds: the windows so far (one for cool work, two otherwise) show the
+// carried power class, the first at a clock within settle_clock_tol of where the carried state
+// ended, and two windows agree as steady() asks of four.
+bool carry_holds(const RegimeCarry& carry, const std::vector<SettleWindow>& w,
+                 const RegimeRule& rule) {
+  const std::size_t need = carry.power == PowerClass::cool ? 1 : 2;
+  if (w.size() != need) return false;
+  for (const auto& win : w)
+    if (!win.clock || power_class(win.clock, rule) != carry.power) return false;
+  const auto& first = *w.front().clock;
+  const int cmax = first.sm_max_mhz > 0 ? first.sm_max_mhz : std::max(first.sm_mhz, carry.sm_mhz);
+  if (std::abs(first.sm_mhz - carry.sm_mhz) > rule.settle_clock_tol * cmax) return false;
+  if (need == 1) return true;
+  const double lo = std::min(w[0].median_ms, w[1].median_ms);
+  const double hi = std::max(w[0].median_ms, w[1].median_ms);
+  const int chi = std::max(w[0].clock->sm_mhz, w[1].clock->sm_mhz);
+  const int clo = std::min(w[0].clock->sm_mhz, w[1].clock->sm_mhz);
+  return lo > 0 && (hi - lo) <= rule.settle_latency_tol * lo &&
+         (chi - clo) <= rule.settle_clock_tol * cmax;
+}
+
+// One settle window: the work run for settle_window_s of its own time or of wall time, whichever
+// ends first (a 3 us kernel behind a 40 us L2 flush keeps the device busy the whole wall time,
+// and counting its own time alone stretched a window to ~0.7 s, docs/timing.md), then a reading.
+SettleWindow settle_window(backends::Device& dev, const std::function<double()>& one_interval_ms,
+                           const RegimeRule& rule, const Clock& now, double t0,
+                           std::vector<double>& xs) {
+  xs.clear();
+  double busy_ms = 0;
+  const double window_t0 = now();
+  while (busy_ms < rule.settle_window_s * 1e3 && now() - window_t0 < rule.settle_window_s) {
+    const double ms = one_interval_ms();
+    xs.push_back(ms);
+    busy_ms += ms > 0 ? ms : 1e-3;  // a zero reading must not spin forever
+    if (now() - t0 >= rule.settle_timeout_s) break;
+  }
+  SettleWindow win;
+  win.median_ms = core::median(xs);
+  win.clock = dev.clocks();
+  return win;
+}
+
+// sustained: runs the work (samples that are not kept) until the clocks settle or the bound;
+// or, where the previous measurement's state carries (carry_holds), after its first windows.
 void settle_sustained(backends::Device& dev, const std::function<double()>& one_interval_ms,
                       const TimingOptions& opt, const Clock& now, SampleRun& run) {
   const RegimeRule& rule = opt.regime;
@@ -152,28 +209,21 @@ void settle_sustained(backends::Device& dev, const std::function<double()>& one_
     run.settled = false;  // nothing to see the clocks with: the row says the clock is unknown
     return;
   }
+  const RegimeCarry* carry = carry_of(opt, t0);
   std::vector<SettleWindow> windows;
   std::vector<double> xs;
   bool capped_seen = false;
+  run.settle = "settled";
   for (;;) {
-    xs.clear();
-    double busy_ms = 0;
-    // A window ends after settle_window_s of the work's own time or of wall time, whichever
-    // comes first: a 3 us kernel behind a 40 us L2 flush keeps the device busy the whole wall
-    // time, and counting its own time alone stretched a window to ~0.7 s (docs/timing.md).
-    const double window_t0 = now();
-    while (busy_ms < rule.settle_window_s * 1e3 && now() - window_t0 < rule.settle_window_s) {
-      const double ms = one_interval_ms();
-      xs.push_back(ms);
-      busy_ms += ms > 0 ? ms : 1e-3;  // a zero reading must not spin forever
-      if (now() - t0 >= rule.settle_timeout_s) break;
-    }
-    SettleWindow win;
-    win.median_ms = core::median(xs);
-    win.clock = dev.clocks();
+    windows.push_back(settle_window(dev, one_interval_ms, rule, now, t0, xs));
+    const SettleWindow& win = windows.back();
     if (win.clock && has_reason(*win.clock, "power_cap")) capped_seen = true;
-    windows.push_back(win);
     const double elapsed = now() - t0;
+    if (carry != nullptr && carry_holds(*carry, windows, rule)) {
+      run.settled = true;
+      run.settle = "carried";
+      break;
+    }
     if (windows.size() == 2 && cool(windows[0].clock, rule) && cool(windows[1].clock, rule)) {
       run.settled = true;
       break;
@@ -199,7 +249,8 @@ std::function<void(double)> sleeper_of(const TimingOptions& opt) {
   };
 }
 
-double rest_for_burst(backends::Device& dev, const TimingOptions& opt, const Clock& now) {
+double rest_for_burst(backends::Device& dev, const TimingOptions& opt, const Clock& now,
+                      std::string* how) {
   const RegimeRule& rule = opt.regime;
   if (rule.regime != ClockRegime::burst) return 0;
   const auto sleep = sleeper_of(opt);
@@ -208,6 +259,8 @@ double rest_for_burst(backends::Device& dev, const TimingOptions& opt, const Clo
   for (int reading = 0;; ++reading) {
     const auto c = dev.clocks();
     if (!c) return now() - t0;
+    // Rested at the first reading: the state what ran before left is carried (no rest).
+    if (how != nullptr) *how = reading == 0 ? "carried" : "settled";
     const bool hot =
         has_reason(*c, "power_cap") ||
         (c->power_limit_w > 0 && c->power_w > rule.rest_power_fraction * c->power_limit_w);
@@ -293,7 +346,33 @@ SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>
     }
   }
   run.clock = clocks.summary();
+  if (opt.carry != nullptr && !burst) {
+    // What the next measurement may carry: this one's last reading, if it settled.
+    RegimeCarry& c = *opt.carry;
+    c.valid = run.settled && before && before->sm_mhz > 0;
+    if (c.valid) {
+      c.power = power_class(before, opt.regime);
+      c.sm_mhz = before->sm_mhz;
+    }
+    c.ended_s = now();
+    if (run.settle == "carried") ++c.carried;
+    if (run.settle == "settled") ++c.settled;
+  }
   return run;
 }
 
 }  // namespace caliber::timing::detail
+
+namespace caliber::timing {
+const char* to_string(PowerClass c) noexcept {
+  switch (c) {
+    case PowerClass::cool:
+      return "cool";
+    case PowerClass::warm:
+      return "warm";
+    case PowerClass::capped:
+      return "capped";
+  }
+  return "?";
+}
+}  // namespace caliber::timing

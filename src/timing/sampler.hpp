@@ -36,6 +36,7 @@ struct SampleRun {
   ClockSummary clock;        // over the readings around the kept samples
   double settle_s = 0;       // sustained: settling; burst: resting after a slowed window
   bool settled = true;
+  std::string settle;  // settled | carried | "" (no clocks)
 };
 
 // The host's sleep, or the options' scripted one.
@@ -44,7 +45,9 @@ struct SampleRun {
 // burst: waits (sleeping, at most rule.rest_timeout_s) until the device reads rested: board power
 // at most rest_power_fraction of its limit and no power-cap reason. Returns the seconds waited
 // (0 at once where the backend cannot read clocks or power, or in the sustained regime).
-double rest_for_burst(backends::Device& dev, const TimingOptions& opt, const Clock& now);
+// `how`, where given, says "carried" when the first reading was rested already, else "settled".
+double rest_for_burst(backends::Device& dev, const TimingOptions& opt, const Clock& now,
+                      std::string* how = nullptr);
 
 // Takes samples until the stop rule says so; its timeout counts from the first sample (warmup
 // and, in the sustained regime, settling come before it and have bounds of their own).

@@ -130,6 +130,29 @@ struct RegimeRule {
   double settle_latency_tol = 0.01;
   double settle_min_capped_s = 1.5;
   double settle_timeout_s = 5.0;
+  // Carried settling (docs/timing.md): a measurement that starts at most carry_gap_s after the
+  // previous one ended, whose first window shows the same power class at a clock within
+  // settle_clock_tol of where the previous one ended, keeps that state instead of settling
+  // again: cool work after one window, warm or power-capped work after two windows that agree
+  // as steady() asks of four. The idle gap is where a board's clock recovers, so it is short.
+  double carry_gap_s = 0.25;
+};
+
+// The power state a window of work leaves the board in: cool (no power-cap reason, at most
+// cool_power_fraction of the limit, the clock at its maximum), capped (the power limit holds the
+// clock), warm (neither).
+enum class PowerClass { cool, warm, capped };
+[[nodiscard]] const char* to_string(PowerClass c) noexcept;
+
+// What one measurement's regime left for the next (TimingOptions::carry): the power class and
+// SM clock of its last reading, and when its sampling ended (the options' clock). The case
+// runner holds one per device; the timers read and update it.
+struct RegimeCarry {
+  bool valid = false;
+  PowerClass power = PowerClass::cool;
+  int sm_mhz = 0;
+  double ended_s = 0;
+  int settled = 0, carried = 0;  // how often each happened, for the run's summary
 };
 
 struct TimingOptions {
@@ -161,6 +184,9 @@ struct TimingOptions {
   // long (one launch of a few microseconds between two host clock readings is mostly jitter).
   double host_sample_ms = 0.2;
   RegimeRule regime;
+  // The regime state shared from one measurement to the next (null: every measurement settles
+  // or rests on its own).
+  RegimeCarry* carry = nullptr;
   // Wall clock in seconds (tests script it); empty: a steady host clock.
   std::function<double()> now;
   // Sleeps this many seconds (tests script it); empty: the host's sleep.
@@ -216,8 +242,11 @@ struct Measurement {
   bool converged = false;  // the stopping rule was met (else kMarkerStopMissed)
   std::string regime;      // "burst" or "sustained"
   ClockSummary clock;
-  double settle_s = 0;       // sustained: time spent settling; burst: resting
-  bool settled = true;       // sustained: the clock and power settled within the bound
+  double settle_s = 0;  // sustained: time spent settling; burst: resting
+  bool settled = true;  // sustained: the clock and power settled within the bound
+  // How the regime was reached: "settled" (sustained: settled under this work; burst: rested),
+  // "carried" (the state the previous measurement left held: docs/timing.md), "" (no clocks).
+  std::string settle;
   int regime_discarded = 0;  // burst: samples dropped because the power limit slowed them
   backends::Failure failure = backends::Failure::ok;
   std::string error;  // when !ok

@@ -10,7 +10,7 @@
 namespace caliber::testops {
 namespace {
 
-enum class Behaviour { abort, hang, fail, switch_env, cuda_guard };
+enum class Behaviour { abort, hang, fail, switch_env, cuda_guard, phases };
 
 struct TestOpSpec {
   const char* name;
@@ -26,6 +26,9 @@ constexpr TestOpSpec kSpecs[] = {
      "the candidate does twice the work when CALIBER_TEST_SWITCH=slow: a live A/B switch"},
     {"test_cuda_guard", Behaviour::cuda_guard,
      "skipped by a guard that wrongly assumes one vendor: a compat rule target"},
+    {"test_phases", Behaviour::phases,
+     "a correct add whose set-up sleeps kPhasesInputsS and whose check sleeps kPhasesCheckS: "
+     "planted phase times"},
 };
 
 // Each test op is an f32 add whose candidate misbehaves as its spec says; the baseline is always
@@ -41,6 +44,8 @@ class TestWorkload final : public Workload {
         out_(ctx, n_ * sizeof(float)) {
     check::fill_random(ctx, a_.get(), DType::f32, n_, -1.0, 1.0, 0);
     check::fill_random(ctx, x_.get(), DType::f32, n_, -1.0, 1.0, 1);
+    if (b_ == Behaviour::phases)
+      std::this_thread::sleep_for(std::chrono::duration<double>(kPhasesInputsS));
     if (b_ == Behaviour::switch_env) {
       const char* v = std::getenv(kTestSwitchEnv);
       passes_ = v != nullptr && std::string_view(v) == "slow" ? 2 : 1;
@@ -70,14 +75,19 @@ class TestWorkload final : public Workload {
     if (p == 1 && b_ == Behaviour::fail) out[n_ / 2] += 1.0f;
   }
   [[nodiscard]] Accuracy check(std::size_t p) override {
+    if (b_ == Behaviour::phases)
+      std::this_thread::sleep_for(std::chrono::duration<double>(kPhasesCheckS));
     check::poison(ctx_, out_.get(), out_.bytes());
     launch(p);
     const auto a = check::download(ctx_, a_.get(), DType::f32, n_);
     const auto x = check::download(ctx_, x_.get(), DType::f32, n_);
     std::vector<double> ref(n_);
     for (std::size_t i = 0; i < n_; ++i) ref[i] = a[i] + x[i];
-    return check::compare_device(ctx_, out_.get(), DType::f32, n_, ref,
-                                 check::pointwise_tolerance(DType::f32), "add vs host float64");
+    Accuracy acc =
+        check::compare_device(ctx_, out_.get(), DType::f32, n_, ref,
+                              check::pointwise_tolerance(DType::f32), "add vs host float64");
+    const auto n = static_cast<std::int64_t>(n_);
+    return check::covered(acc, check::method::host_full, n, n);
   }
   [[nodiscard]] double flops() const override { return static_cast<double>(n_); }
   [[nodiscard]] double bytes() const override {

@@ -17,7 +17,11 @@ inline constexpr const char* kTestSwitchEnv = "CALIBER_TEST_SWITCH";
 inline constexpr const char* kCudaGuardReason =
     "test_cuda_guard: skipped because the guard requires torch.cuda.is_available()";
 
-// test_abort, test_hang, test_fail, test_switch, test_cuda_guard.
+// test_phases: its set-up and its check sleep this long (the run's phase times must show them).
+inline constexpr double kPhasesInputsS = 0.3;
+inline constexpr double kPhasesCheckS = 0.2;
+
+// test_abort, test_hang, test_fail, test_switch, test_cuda_guard, test_phases.
 [[nodiscard]] std::vector<std::string> test_op_names();
 // One of them by name (nullptr for another name).
 [[nodiscard]] std::unique_ptr<Op> make_test_op(std::string_view name);

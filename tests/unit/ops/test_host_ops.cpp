@@ -150,7 +150,44 @@ TEST_P(HostOpCase, EveryProviderPassesItsCheck) {
     const auto acc = w->check(i);
     EXPECT_TRUE(acc.passed) << providers[i].name << ": " << acc.detail;
     EXPECT_FALSE(acc.detail.empty());
+    // What the check covered (the row's check_method and check_coverage).
+    const auto n = static_cast<std::int64_t>(host(*w).output_count());
+    EXPECT_EQ(acc.total, n) << providers[i].name;
+    EXPECT_GT(acc.checked, 0);
+    EXPECT_LE(acc.checked, acc.total);
+    if (acc.checked == acc.total)
+      EXPECT_EQ(acc.method, caliber::check::method::host_full);
+    else
+      EXPECT_EQ(acc.method, caliber::check::method::host_sampled);
   }
+}
+
+// A wrong dtype path: the output computed through a narrower type (every element rounded to
+// bf16, as a kernel that accumulated or stored in bf16 would leave it) fails the gate.
+TEST_P(HostOpCase, ANarrowerDtypePathFailsTheCheck) {
+  const auto& p = GetParam();
+  if (p.dtype != DType::f32 && p.dtype != DType::f64) GTEST_SKIP() << "integers are exact";
+  // sum's bound scales with the sum of |terms| (cancellation must not fail a correct sum), which
+  // over thousands of terms is wider than one bf16 rounding of the result: not caught today.
+  if (p.op == "sum") GTEST_SKIP() << "sum's accumulation bound is wider than a bf16 rounding";
+  auto op = find_host_op(p.op);
+  ASSERT_NE(op, nullptr);
+  auto dev = make_device();
+  auto w = op->setup(*dev, case_of(*op, p.dtype, p.shape, p.params));
+  auto& h = host(*w);
+  w->prepare(1, w->providers()[1].space.default_config);
+  ASSERT_TRUE(w->check(1).passed);
+  for (std::size_t i = 0; i < h.output_count(); ++i) {
+    if (p.dtype == DType::f32) {
+      float& v = static_cast<float*>(h.output_data())[i];
+      v = static_cast<float>(caliber::check::round_to(v, DType::bf16));
+    } else {
+      double& v = static_cast<double*>(h.output_data())[i];
+      v = caliber::check::round_to(v, DType::bf16);
+    }
+  }
+  const auto acc = h.verify();
+  EXPECT_FALSE(acc.passed) << "a bf16-rounded output passed: " << acc.detail;
 }
 
 TEST_P(HostOpCase, ACorruptedOutputFailsTheCheck) {
@@ -366,7 +403,7 @@ TEST(HostSort, OutputIsAscendingAndAPermutation) {
 TEST(HostTestOps, NamesAndFamily) {
   const auto names = caliber::testops::test_op_names();
   EXPECT_EQ(names, (std::vector<std::string>{"test_abort", "test_hang", "test_fail", "test_switch",
-                                             "test_cuda_guard"}));
+                                             "test_cuda_guard", "test_phases"}));
   for (const auto& n : names) {
     auto op = caliber::testops::make_test_op(n);
     ASSERT_NE(op, nullptr);

@@ -38,7 +38,8 @@ const char* kRealRow = R"({"accuracy": true, "dims": [65536], "dtype": "f32", "f
    "clock_known": true, "sm_clock_mean_mhz": 1980.5, "sm_clock_min_mhz": 1965,
    "sm_clock_max_mhz": 1980, "power_w": 412.5, "power_limit_w": 700.0,
    "clock_reasons": ["sw_power_cap"], "power_capped_samples": 3, "regime_discarded": 2,
-   "settle_s": 1.5, "config": "lanes=8", "tune_markers": ["compile_tune_no_evict"],
+   "settle_s": 1.5, "settle": "carried", "check_method": "host-float64-sampled",
+   "check_coverage": 0.25, "check_elements": 16384, "config": "lanes=8", "tune_markers": ["compile_tune_no_evict"],
    "tune": {"source": "tuned", "tried": 4, "rejected": 1, "sweep_s": 0.25, "key": "65536",
             "note": "retuned", "evicted": "lanes=16"},
    "converged": true, "gbps": 137.24428345030563, "l2_method": "flush-per-sample",
@@ -52,7 +53,9 @@ const char* kRealRow = R"({"accuracy": true, "dims": [65536], "dtype": "f32", "f
    "stop_reason": "converged", "tflops": 0.011437023620858801, "throttled_discarded": 0,
    "timer": "direct", "timer_resolution_us": 0.0, "wall_s": 0.07241948699811473}],
  "repeat": 1, "shape": "65536", "speedup": 0.9624830946224515, "status": "ok",
- "tflops": 0.011437023620858801, "timer": "direct", "type": "case"})";
+ "tflops": 0.011437023620858801, "timer": "direct", "type": "case",
+ "inputs_s": 0.012, "prepare_s": 0.25, "check_s": 0.004, "settle_s": 1.5, "timing_s": 0.14,
+ "other_s": 0.001, "wall_s": 1.907})";
 
 json real_row() {
   return json::parse(kRealRow);
@@ -126,6 +129,12 @@ TEST(RunLogRows, EveryFieldAWriterWritesIsTyped) {
   EXPECT_EQ(cand.tune->evicted, "lanes=16");
   EXPECT_EQ(cand.sm_clock_min_mhz, 1965);
   EXPECT_EQ(cand.quantiles_ms->size(), 2u);
+  EXPECT_EQ(cand.settle, "carried");
+  EXPECT_EQ(cand.check_method, "host-float64-sampled");
+  EXPECT_DOUBLE_EQ(*cand.check_coverage, 0.25);
+  EXPECT_EQ(cand.check_elements, 16384);
+  EXPECT_DOUBLE_EQ(*row.phases.settle_s, 1.5);
+  EXPECT_DOUBLE_EQ(*row.phases.wall_s, 1.907);
   EXPECT_EQ(all_markers(row), (std::vector<std::string>{"timer=direct", "compile_tune_no_evict"}));
 }
 

@@ -277,6 +277,123 @@ TEST_F(Truth, SustainedThatNeverSettlesSaysSoWithinItsBound) {
   EXPECT_LE(m.settle_s, 0.3 + 0.05);
 }
 
+// --- Carried settling (docs/timing.md): the state one measurement leaves is kept by the next
+// while the power class and the clock hold; anything else settles again.
+
+TEST_F(Truth, SustainedCarriesACoolStateIntoTheNextMeasurement) {
+  dev.clock_script = [](int) -> std::optional<backends::ClockSample> { return clock(1980, 180); };
+  opt.regime.regime = ClockRegime::sustained;
+  RegimeCarry carry;
+  opt.carry = &carry;
+  const Measurement first = run();
+  ASSERT_TRUE(first.ok);
+  EXPECT_EQ(first.settle, "settled");
+  const Measurement second = run();
+  ASSERT_TRUE(second.ok);
+  EXPECT_EQ(second.settle, "carried");
+  EXPECT_LE(second.settle_s, opt.regime.settle_window_s + 0.01);
+  EXPECT_EQ(carry.settled, 1);
+  EXPECT_EQ(carry.carried, 1);
+}
+
+TEST_F(Truth, SustainedCarriesAPowerCappedStatePastTheSwingMinimum) {
+  dev.clock_script = [](int) -> std::optional<backends::ClockSample> {
+    return clock(1450, 690, {"power_cap"});
+  };
+  dev.kernel_ms = [](long) { return 0.5; };
+  opt.regime.regime = ClockRegime::sustained;
+  RegimeCarry carry;
+  opt.carry = &carry;
+  const Measurement first = run();
+  ASSERT_TRUE(first.ok);
+  EXPECT_EQ(first.settle, "settled");
+  EXPECT_GE(first.settle_s, opt.regime.settle_min_capped_s);
+  const Measurement second = run();
+  ASSERT_TRUE(second.ok);
+  EXPECT_EQ(second.settle, "carried");
+  EXPECT_LT(second.settle_s, 3 * opt.regime.settle_window_s);
+  EXPECT_TRUE(has(second.markers, kMarkerPowerCapped));
+}
+
+TEST_F(Truth, APowerClassChangeSettlesAgain) {
+  // Cool work first, then work that meets the power limit: the capped minimum applies again.
+  bool hot = false;
+  dev.clock_script = [&hot](int) -> std::optional<backends::ClockSample> {
+    return hot ? clock(1450, 690, {"power_cap"}) : clock(1980, 180);
+  };
+  opt.regime.regime = ClockRegime::sustained;
+  RegimeCarry carry;
+  opt.carry = &carry;
+  ASSERT_TRUE(run().ok);
+  hot = true;
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok);
+  EXPECT_EQ(m.settle, "settled");
+  EXPECT_GE(m.settle_s, opt.regime.settle_min_capped_s);
+}
+
+TEST_F(Truth, AClockThatMovedSinceTheCarriedStateSettlesAgain) {
+  // Both capped, but the clock the second measurement meets is not where the first one ended.
+  int mhz = 1450;
+  dev.clock_script = [&mhz](int) -> std::optional<backends::ClockSample> {
+    return clock(mhz, 690, {"power_cap"});
+  };
+  dev.kernel_ms = [](long) { return 0.5; };
+  opt.regime.regime = ClockRegime::sustained;
+  RegimeCarry carry;
+  opt.carry = &carry;
+  ASSERT_TRUE(run().ok);
+  mhz = 1700;
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok);
+  EXPECT_EQ(m.settle, "settled");
+  EXPECT_GE(m.settle_s, opt.regime.settle_min_capped_s);
+}
+
+TEST_F(Truth, AnIdleGapLongerThanTheCarryGapSettlesAgain) {
+  dev.clock_script = [](int) -> std::optional<backends::ClockSample> {
+    return clock(1450, 690, {"power_cap"});
+  };
+  dev.kernel_ms = [](long) { return 0.5; };
+  opt.regime.regime = ClockRegime::sustained;
+  RegimeCarry carry;
+  opt.carry = &carry;
+  ASSERT_TRUE(run().ok);
+  dev.now_ms += (opt.regime.carry_gap_s + 0.05) * 1e3;  // the device idles past the gap
+  const Measurement m = run();
+  ASSERT_TRUE(m.ok);
+  EXPECT_EQ(m.settle, "settled");
+  EXPECT_GE(m.settle_s, opt.regime.settle_min_capped_s);
+}
+
+TEST_F(Truth, WithoutACarryEveryMeasurementSettles) {
+  dev.clock_script = [](int) -> std::optional<backends::ClockSample> {
+    return clock(1450, 690, {"power_cap"});
+  };
+  dev.kernel_ms = [](long) { return 0.5; };
+  opt.regime.regime = ClockRegime::sustained;
+  for (int i = 0; i < 2; ++i) {
+    const Measurement m = run();
+    ASSERT_TRUE(m.ok);
+    EXPECT_EQ(m.settle, "settled");
+    EXPECT_GE(m.settle_s, opt.regime.settle_min_capped_s);
+  }
+}
+
+TEST_F(Truth, BurstSaysWhetherItRested) {
+  bool hot = false;
+  dev.clock_script = [&hot](int call) -> std::optional<backends::ClockSample> {
+    if (hot && call < 3) return clock(1980, 600);
+    return clock(1980, 100);
+  };
+  EXPECT_EQ(run().settle, "carried");  // rested at the first reading
+  hot = true;
+  dev.clock_calls = 0;
+  const Measurement m = run();
+  EXPECT_EQ(m.settle, "settled");
+  EXPECT_GT(dev.slept_s, 0.0);
+}
+
 TEST_F(Truth, WithoutClocksTheRegimeIsDeclaredNotVerified) {
   const Measurement m = run();
   ASSERT_TRUE(m.ok);
