@@ -58,6 +58,17 @@ def available() -> bool:
     return torch is not None and torch.cuda.is_available()
 
 
+def _release_generators() -> None:
+    """Gives the current device's default generator a fresh copy of its state (same seed and
+    offset, not capturing), for a capture that ended without torch's own epilogue."""
+    try:
+        gen = torch.cuda.default_generators[torch.cuda.current_device()]
+        if hasattr(gen, "graphsafe_set_state") and hasattr(gen, "clone_state"):
+            gen.graphsafe_set_state(gen.clone_state())
+    except Exception:  # an older torch without graph-safe states: nothing to release
+        pass
+
+
 class _Capture:
     """The capture hooks: one capture at a time (the timer captures one graph per measurement)."""
 
@@ -102,7 +113,10 @@ class _Capture:
                     try:
                         g.capture_end()
                     except Exception:
-                        pass
+                        # An invalidated capture makes capture_end raise before torch lets the
+                        # generators it registered leave their capture state; the next random
+                        # input then fails ("Offset increment outside graph capture").
+                        _release_generators()
                     del g
                 self._restore_rng()
                 return 0
