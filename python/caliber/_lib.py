@@ -11,7 +11,7 @@ import ctypes
 import json
 import os
 import sys
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 LAUNCH_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_int64,
                              ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p, ctypes.c_int64)

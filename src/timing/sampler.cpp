@@ -273,6 +273,22 @@ double rest_for_burst(backends::Device& dev, const TimingOptions& opt, const Clo
   }
 }
 
+namespace {
+// What the next measurement may carry: this one's last reading, if it settled.
+void record_carry(RegimeCarry& c, const SampleRun& run,
+                  const std::optional<backends::ClockSample>& last, const TimingOptions& opt,
+                  const Clock& now) {
+  c.valid = run.settled && last && last->sm_mhz > 0;
+  if (c.valid) {
+    c.power = power_class(last, opt.regime);
+    c.sm_mhz = last->sm_mhz;
+  }
+  c.ended_s = now();
+  if (run.settle == "carried") ++c.carried;
+  if (run.settle == "settled") ++c.settled;
+}
+}  // namespace
+
 SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>& one_interval_ms,
                             int launches_per_sample, double interval_estimate_ms,
                             const TimingOptions& opt, const Clock& now,
@@ -346,18 +362,7 @@ SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>
     }
   }
   run.clock = clocks.summary();
-  if (opt.carry != nullptr && !burst) {
-    // What the next measurement may carry: this one's last reading, if it settled.
-    RegimeCarry& c = *opt.carry;
-    c.valid = run.settled && before && before->sm_mhz > 0;
-    if (c.valid) {
-      c.power = power_class(before, opt.regime);
-      c.sm_mhz = before->sm_mhz;
-    }
-    c.ended_s = now();
-    if (run.settle == "carried") ++c.carried;
-    if (run.settle == "settled") ++c.settled;
-  }
+  if (opt.carry != nullptr && !burst) record_carry(*opt.carry, run, before, opt, now);
   return run;
 }
 

@@ -6,7 +6,6 @@ tests/package/test_newcomer.sh."""
 import dataclasses
 import json
 import os
-import sys
 import types
 import unittest
 

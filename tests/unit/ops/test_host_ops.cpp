@@ -151,7 +151,7 @@ TEST_P(HostOpCase, EveryProviderPassesItsCheck) {
     EXPECT_TRUE(acc.passed) << providers[i].name << ": " << acc.detail;
     EXPECT_FALSE(acc.detail.empty());
     // What the check covered (the row's check_method and check_coverage).
-    const auto n = static_cast<std::int64_t>(host(*w).output_count());
+    const auto n = static_cast<std::int64_t>(host(*w, p.dtype).output_count());
     EXPECT_EQ(acc.total, n) << providers[i].name;
     EXPECT_GT(acc.checked, 0);
     EXPECT_LE(acc.checked, acc.total);
@@ -174,7 +174,7 @@ TEST_P(HostOpCase, ANarrowerDtypePathFailsTheCheck) {
   ASSERT_NE(op, nullptr);
   auto dev = make_device();
   auto w = op->setup(*dev, case_of(*op, p.dtype, p.shape, p.params));
-  auto& h = host(*w);
+  const auto h = host(*w, p.dtype);
   w->prepare(1, w->providers()[1].space.default_config);
   ASSERT_TRUE(w->check(1).passed);
   for (std::size_t i = 0; i < h.output_count(); ++i) {

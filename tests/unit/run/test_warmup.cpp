@@ -42,6 +42,19 @@ std::map<std::string, std::string> args_to_flags(const std::vector<std::string>&
   return flags;
 }
 
+// The path of a shared object mapped into this process: --ops-lib is checked to be a whole
+// shared library of this machine when the knobs are resolved.
+std::string loaded_shared_object() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    const auto slash = line.find('/');
+    if (slash != std::string::npos && line.find(".so", slash) != std::string::npos)
+      return line.substr(slash);
+  }
+  return "";
+}
+
 core::Knobs no_env(const std::map<std::string, std::string>& flags) {
   return core::resolve_knobs(flags, [](const std::string&) { return std::nullopt; });
 }
@@ -53,7 +66,7 @@ TEST(WarmupArgs, RebuildTheKnobsThatDefineCasesAndTuning) {
                           {"level", "comprehensive"},
                           {"shape_mode", "upstream"},
                           {"shapes_file", "/tmp/s.yaml"},
-                          {"ops_lib", "/tmp/libx.so"},
+                          {"ops_lib", loaded_shared_object()},
                           {"backend", "cpu"},
                           {"timer", "direct"},
                           {"repeat", "3"},

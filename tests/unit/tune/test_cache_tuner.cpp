@@ -115,6 +115,8 @@ TEST(TuneCache, CorruptFileIsSetAsideWarnedAndRebuilt) {
   std::string garbage(8192, '\0');
   for (std::size_t i = 0; i < garbage.size(); ++i)
     garbage[i] = static_cast<char>((i * 7919 + 13) % 251);
+  // A damaged SQLite database (its header, then garbage): only such a file is ours to move.
+  garbage.replace(0, 16, std::string("SQLite format 3\0", 16));
   { std::ofstream(file, std::ios::binary) << garbage; }
 
   Tuner t(make_settings(Mode::live, file));
