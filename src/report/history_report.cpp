@@ -71,7 +71,7 @@ Table points_table(const HistoryResult& h) {
   Table t{"points", "Points, oldest first", {"#", "point", "start_time", "commit", "runs"}, {}, {}};
   for (std::size_t i = 0; i < h.points.size(); ++i) {
     const auto& p = h.points[i];
-    t.rows.push_back({integer_cell(static_cast<long long>(i + 1)), text_cell(p.label),
+    t.rows.push_back({integer_cell(static_cast<long long>(i) + 1), text_cell(p.label),
                       text_cell(p.start_time.empty() ? "-" : p.start_time),
                       text_cell(p.commit.empty() ? "-" : p.commit),
                       integer_cell(static_cast<long long>(p.runs.size()))});
@@ -134,7 +134,7 @@ Table series_table(const HistoryResult& h) {
       const auto& p = h.points[i];
       const bool cp = r.moved() && r.change->at == static_cast<int>(i);
       t.rows.push_back({text_cell(r.op), text_cell(r.dtype), text_cell(r.shape), text_cell(r.role),
-                        text_cell(r.provider), integer_cell(static_cast<long long>(i + 1)),
+                        text_cell(r.provider), integer_cell(static_cast<long long>(i) + 1),
                         text_cell(p.label), text_cell(p.start_time), text_cell(p.commit),
                         number_cell(r.median_ms[i], 6),
                         step ? number_cell(step->ratio) : number_cell(std::nullopt),
