@@ -524,8 +524,9 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
 // linked with its own copy of the runtime keeps a last-error state of its own, set by the call
 // that refused the capture (a synchronize), and the op's next error check reads it (the common
 // last-error read of the vendor runtime after a launch), perhaps in another provider of the same
-// library timed later. Outside any capture such a code cannot be the launch's own, and that read cleared it:
-// the launch runs again, once per measurement. A launch that fails so twice fails as before.
+// library timed later. Outside any capture such a code cannot be the launch's own, and that read
+// cleared it: the launch runs again, once per measurement. A launch that fails so twice fails as
+// before.
 std::function<void()> forgiving_capture_leftover(backends::Device& dev,
                                                  const backends::Backend& backend,
                                                  const std::function<void()>& launch) {
