@@ -84,23 +84,6 @@ timing::Measurement merge_blocks(const std::vector<timing::Measurement>& ms,
 
 }  // namespace
 
-bool CaseRunner::record_timing(CaseWork& work, CaseRow& row, std::size_t p, const Case& c,
-                               const timing::Measurement& m, double flops, double bytes) {
-  write_timing(work.prows[p], m, flops, bytes);
-  work.count(m);
-  work.measured[p] = m;
-  add_markers(row, m.markers);
-  if (m.ok && m.latency_ms > 0) {
-    if (m.timer == "direct" && timer_ == "graph") row.timer = "direct";
-    return true;
-  }
-  work.any_fail = true;
-  if (work.first_error.empty()) work.first_error = work.providers[p].name + ": " + m.error;
-  if (!timing::process_unusable(m)) return true;
-  fatal_ = c.node_id();
-  return false;
-}
-
 // One side of a paired case: its op's info, work and row, and the work's flops and bytes.
 struct CaseRunner::PairSide {
   const OpInfo& info;
@@ -115,15 +98,7 @@ struct CaseRunner::PairSide {
 // One measurement of provider p of a side; an exception is a failed measurement.
 timing::Measurement CaseRunner::measure_side(PairSide& s, std::size_t p,
                                              const timing::TimingOptions& o) {
-  try {
-    return timing::measure(
-        *device_, backend_, [&] { s.work.w->launch(p); }, o);
-  } catch (const std::exception& e) {
-    timing::Measurement m;
-    m.ok = false;
-    m.error = e.what();
-    return m;
-  }
+  return measure_provider(*s.work.w, p, o);
 }
 
 // The stop rule of one block: 1/blocks of the run's time and samples; the noise target such that
@@ -428,7 +403,7 @@ std::pair<CaseRow, CaseRow> CaseRunner::run_case_paired(const Op& a, const Op& b
   CaseRow ra = case_row_head(ia, c);
   CaseRow rb = case_row_head(ib, c);
   for (CaseRow* r : {&ra, &rb}) {
-    r->timer = timer_;
+    r->timer = core::to_string(timer_);
     r->repeat = knobs_.repeat;
   }
   const bool in_a = admit(a, c, ra);

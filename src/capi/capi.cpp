@@ -24,6 +24,7 @@
 #include "records/markers.hpp"
 #include "run/cases.hpp"
 #include "run/fed_run.hpp"
+#include "settings/knobs.hpp"
 #include "timing/timer.hpp"
 
 #define CALIBER_C_EXPORT extern "C" __attribute__((visibility("default")))
@@ -71,36 +72,30 @@ json device_json(const backends::Backend& b, backends::Device& d) {
   return j;
 }
 
+// A word option of one measurement: its value parsed by the settings' one list of words
+// (settings/settings.hpp), `fallback` (the knob table's default) when absent.
+template <class E>
+E word_option(const json& o, const char* key, E fallback) {
+  const std::string given = o.value(key, std::string(core::to_string(fallback)));
+  if (const auto e = core::parse_word<E>(given)) return *e;
+  throw std::invalid_argument(std::string(key) + ": '" + given +
+                              "'; allowed: " + core::allowed_words<E>());
+}
+
 // Options of one measurement (docs/python.md); a bad one throws std::invalid_argument naming it.
+// Defaults are the knob table's (core::Knobs), the same as `caliber run`'s.
 timing::TimingOptions parse_options(const json& o, const backends::Capabilities& caps) {
+  const core::Knobs d;
   timing::TimingOptions t;
-  const std::string timer = o.value("timer", std::string("auto"));
-  if (timer == "auto")
-    t.timer = timing::TimerKind::automatic;
-  else if (timer == "graph")
-    t.timer = timing::TimerKind::graph;
-  else if (timer == "direct")
-    t.timer = timing::TimerKind::direct;
-  else
-    throw std::invalid_argument("timer: '" + timer + "'; allowed: auto, graph, direct");
-  const std::string l2 = o.value("l2", std::string("cold"));
-  if (l2 != "cold" && l2 != "warm")
-    throw std::invalid_argument("l2: '" + l2 + "'; allowed: cold, warm");
-  t.l2 = l2 == "warm" ? timing::L2Policy::warm : timing::L2Policy::cold;
-  const std::string method = o.value("sample_method", std::string("auto"));
-  const auto sm = core::parse_sample_method(method);
-  if (!sm)
-    throw std::invalid_argument("sample_method: '" + method + "'; allowed: auto, trace, events");
-  t.sample_method = *sm;
-  const std::string clock = o.value("clock", std::string("sustained"));
-  const auto regime = timing::parse_clock_regime(clock);
-  if (!regime) throw std::invalid_argument("clock: '" + clock + "'; allowed: sustained, burst");
-  t.regime.regime = *regime;
+  t.timer = word_option(o, "timer", d.timer);
+  t.l2 = word_option(o, "l2", d.l2);
+  t.sample_method = word_option(o, "sample_method", d.sample_method);
+  t.regime.regime = word_option(o, "clock", d.clock);
   // sustained: the device time of one settling window (docs/timing.md, "Clock regimes").
   t.regime.settle_window_s = o.value("settle_window_s", t.regime.settle_window_s);
   if (!(t.regime.settle_window_s > 0 && t.regime.settle_window_s <= 1))
     throw std::invalid_argument("settle_window_s: must be above 0 and at most 1");
-  const std::string mode = o.value("return_mode", std::string("median"));
+  const std::string mode = o.value("return_mode", std::string(core::to_string(d.return_mode)));
   const auto rm = core::parse_return_mode(mode);
   if (!rm)
     throw std::invalid_argument("return_mode: '" + mode +
@@ -114,15 +109,15 @@ timing::TimingOptions parse_options(const json& o, const backends::Capabilities&
       t.quantiles.push_back(v);
     }
   }
-  t.repeat = o.value("repeat", 1);
+  t.repeat = o.value("repeat", d.repeat);
   if (t.repeat < 1) throw std::invalid_argument("repeat: must be at least 1");
-  t.stop.min_samples = o.value("min_samples", t.stop.min_samples);
-  t.stop.min_time_s = o.value("min_time_s", t.stop.min_time_s);
-  t.stop.max_noise = timing::resolved_max_noise(o.value("max_noise", 0.0), caps);
-  t.stop.timeout_s = o.value("timeout_s", t.stop.timeout_s);
-  t.stop.warmup_s = o.value("warmup_s", t.stop.warmup_s);
+  t.stop.min_samples = o.value("min_samples", d.min_samples);
+  t.stop.min_time_s = o.value("min_time_s", d.min_time_s);
+  t.stop.max_noise = timing::resolved_max_noise(o.value("max_noise", d.max_noise), caps);
+  t.stop.timeout_s = o.value("timeout_s", d.timeout_s);
+  t.stop.warmup_s = o.value("warmup_s", d.warmup_s);
   if (t.stop.timeout_s <= 0) throw std::invalid_argument("timeout_s: must be positive");
-  t.throttle_fraction = o.value("throttle_fraction", t.throttle_fraction);
+  t.throttle_fraction = o.value("throttle_fraction", d.throttle_fraction);
   t.max_kept_samples = o.value("max_kept_samples", t.max_kept_samples);
   // false: the graph timer times a replay of K back-to-back launches and divides by K
   // (events-per-replay, as do_bench_cudagraph does) instead of each launch between event nodes.
@@ -135,7 +130,7 @@ timing::TimingOptions parse_options(const json& o, const backends::Capabilities&
 
 json measurement_json(const timing::Measurement& m) {
   json j = {{"ok", m.ok},
-            {"timer", m.timer},
+            {"timer", core::spelled(m.timer)},
             {"latency_ms", m.latency_ms},
             {"quantiles_ms", m.quantile_ms},
             {"samples_ms", m.samples_ms},
@@ -146,12 +141,12 @@ json measurement_json(const timing::Measurement& m) {
             {"noise", m.noise},
             {"stop_reason", m.stop_reason},
             {"converged", m.converged},
-            {"regime", m.regime},
+            {"regime", core::spelled(m.regime)},
             {"throttled_discarded", m.throttled_discarded},
             {"power_capped_samples", m.power_capped},
             {"launches_per_sample", m.launches_per_sample},
-            {"l2_method", m.l2_method},
-            {"sample_method", m.sample_method},
+            {"l2_method", core::spelled(m.l2_method)},
+            {"sample_method", core::spelled(m.sample_method)},
             {"timer_resolution_us", m.timer_resolution_us},
             {"event_latency_ms", m.event_latency_ms},
             {"kernel_count", m.kernel_count},

@@ -18,12 +18,29 @@ void add_list(CLI::App& root, int& exit_code) {
   auto* sub = root.add_subcommand(
       "list", "List the ops of a backend's corpus and their case counts at a level.");
   auto knobs = std::make_shared<KnobOptions>();
-  knobs->add_to(*sub, {"devices",      "timer",   "repeat",      "quantiles",
-                       "return_mode",  "l2",      "min_samples", "min_time",
-                       "max_noise",    "timeout", "warmup",      "throttle_fraction", "clock",
-                       "capture_deny", "tune",    "replay_from", "parallel_warmup",
-                       "tune_cache",   "out",     "name",        "seed",
-                       "columns",      "profile"});
+  knobs->add_to(*sub, {"devices",
+                       "timer",
+                       "repeat",
+                       "quantiles",
+                       "return_mode",
+                       "l2",
+                       "min_samples",
+                       "min_time",
+                       "max_noise",
+                       "timeout",
+                       "warmup",
+                       "throttle_fraction",
+                       "clock",
+                       "capture_deny",
+                       "tune",
+                       "replay_from",
+                       "parallel_warmup",
+                       "tune_cache",
+                       "out",
+                       "name",
+                       "seed",
+                       "columns",
+                       "profile"});
   auto names = std::make_shared<bool>(false);
   auto cases = std::make_shared<bool>(false);
   auto as_json = std::make_shared<bool>(false);
@@ -40,7 +57,7 @@ void add_list(CLI::App& root, int& exit_code) {
       if (*names) {
         for (const auto& e : sel.ops) std::cout << e.info.name << "\n";
       } else if (*cases && *as_json) {
-        nlohmann::json j = {{"backend", backend.name()}, {"level", k.level}};
+        nlohmann::json j = {{"backend", backend.name()}, {"level", core::to_string(k.level)}};
         j["cases"] = nlohmann::json::array();
         for (const auto& c : sel.cases) j["cases"].push_back(c.node_id());
         std::cout << j.dump(2) << "\n";
@@ -48,7 +65,7 @@ void add_list(CLI::App& root, int& exit_code) {
         for (const auto& c : sel.cases) std::cout << c.node_id() << "\n";
       } else if (*as_json) {
         nlohmann::json j = {{"backend", backend.name()},
-                            {"level", k.level},
+                            {"level", core::to_string(k.level)},
                             {"shapes_file", sel.shapes_file.string()}};
         for (const auto& e : sel.ops) {
           std::vector<std::string> dts;
@@ -65,8 +82,8 @@ void add_list(CLI::App& root, int& exit_code) {
         j["total_cases"] = sel.cases.size();
         std::cout << j.dump(2) << "\n";
       } else {
-        std::cout << "backend " << backend.name() << ", level " << k.level << ", shapes "
-                  << sel.shapes_file.string() << "\n\n"
+        std::cout << "backend " << backend.name() << ", level " << core::to_string(k.level)
+                  << ", shapes " << sel.shapes_file.string() << "\n\n"
                   << std::left << std::setw(16) << "op" << std::setw(13) << "family"
                   << std::setw(22) << "dtypes" << std::right << std::setw(7) << "cases"
                   << "  source\n";

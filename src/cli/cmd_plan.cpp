@@ -36,7 +36,7 @@ void add_plan(CLI::App& root, int& exit_code) {
       in.ops = k.ops;
       const plan::Plan p = plan::make_plan(backend, in);
       if (*as_json) {
-        nlohmann::json j = {{"backend", p.backend}, {"timer", p.timer}};
+        nlohmann::json j = {{"backend", p.backend}, {"timer", core::to_string(p.timer)}};
         j["stages"] = nlohmann::json::array();
         for (const auto& s : p.stages) j["stages"].push_back({{"name", s.name}, {"why", s.why}});
         std::cout << j.dump(2) << "\n";

@@ -18,13 +18,13 @@ int Plan::position(const std::string& stage_name) const {
   return -1;
 }
 
-std::string resolve_timer(const backends::Backend& backend, core::TimerKind request) {
+core::TimerKind resolve_timer(const backends::Backend& backend, core::TimerKind request) {
   const backends::Capabilities caps = backend.capabilities();
   if (request == core::TimerKind::graph && !caps.graph_capture) {
     throw std::invalid_argument("--timer graph: backend '" + backend.name() +
                                 "' cannot capture graphs (use auto or direct)");
   }
-  return core::to_string(timing::choose_timer(caps, request).kind);
+  return timing::choose_timer(caps, request).kind;
 }
 
 Plan make_plan(const backends::Backend& backend, const PlanInputs& in) {
@@ -66,7 +66,7 @@ Plan make_plan(const backends::Backend& backend, const PlanInputs& in) {
                                             : "use only the configs recorded by --replay-from";
     p.stages.push_back({"tune", "autotune " + std::string(core::to_string(in.tune)) + ": " + what});
   }
-  if (p.timer == "graph") {
+  if (p.timer == core::TimerKind::graph) {
     p.stages.push_back({"graph_capture",
                         "capture K launches per case and replay them; a case that "
                         "refuses capture falls back to the direct timer"});
@@ -94,7 +94,8 @@ bool compat_lifts(const backends::Backend& running, const std::string& op,
 }
 
 std::string format_plan(const Plan& plan) {
-  std::string out = "backend: " + plan.backend + "\ntimer: " + plan.timer + "\nstages:\n";
+  std::string out =
+      "backend: " + plan.backend + "\ntimer: " + core::to_string(plan.timer) + "\nstages:\n";
   for (std::size_t i = 0; i < plan.stages.size(); ++i) {
     out += "  " + std::to_string(i + 1) + ". " + plan.stages[i].name + ": " + plan.stages[i].why +
            "\n";

@@ -25,7 +25,7 @@ struct Stage {
 
 struct Plan {
   std::string backend;
-  std::string timer;  // resolved: "graph" or "direct"
+  core::TimerKind timer = core::TimerKind::direct;  // resolved: graph or direct
   std::vector<Stage> stages;
   [[nodiscard]] bool has(const std::string& stage_name) const;
   // Position of the first stage with this name, or -1.
@@ -36,7 +36,8 @@ struct Plan {
 // backend's capabilities; "auto" follows capabilities().graph_timer_default. Throws
 // std::invalid_argument for "graph" on a backend that cannot capture: asked for explicitly, that
 // is bad usage, not a silent fallback.
-[[nodiscard]] std::string resolve_timer(const backends::Backend& backend, core::TimerKind request);
+[[nodiscard]] core::TimerKind resolve_timer(const backends::Backend& backend,
+                                            core::TimerKind request);
 
 // Throws std::invalid_argument on a bad timer or parallel_warmup value.
 [[nodiscard]] Plan make_plan(const backends::Backend& backend, const PlanInputs& in);

@@ -38,7 +38,7 @@ const char* role_name(Role r) {
 
 // A provider's timing fields on its run.log object (docs/run-log.md lists them).
 void write_timing(ProviderRow& prow, const timing::Measurement& m, double flops, double bytes) {
-  prow.timer = m.timer;
+  prow.timer = core::spelled(m.timer);
   // Markers the tuner set on this provider (compile_tune_no_evict) stay; a re-timing replaces the
   // timing ones.
   std::vector<std::string> markers = prow.tune_markers.value_or(std::vector<std::string>{});
@@ -51,17 +51,17 @@ void write_timing(ProviderRow& prow, const timing::Measurement& m, double flops,
   if (m.power_capped > 0) prow.power_capped_samples = m.power_capped;
   prow.repeat = m.repeat;
   prow.launches_per_sample = m.launches_per_sample;
-  prow.l2_method = m.l2_method;
-  prow.sample_method = m.sample_method;
+  prow.l2_method = core::spelled(m.l2_method);
+  prow.sample_method = core::spelled(m.sample_method);
   prow.timer_resolution_us = m.timer_resolution_us;
-  if (m.sample_method == "kernel-trace") {
+  if (m.sample_method == core::SampleDelimiter::kernel_trace) {
     prow.event_latency_ms = m.event_latency_ms;
     prow.kernel_count = m.kernel_count;
     prow.kernel_sum_ms = m.kernel_sum_ms;
     prow.record_resolution_us = m.record_resolution_us;
     prow.trace_host_us = m.trace_host_us;
   }
-  prow.regime = m.regime;
+  prow.regime = core::spelled(m.regime);
   if (m.regime_discarded > 0) prow.regime_discarded = m.regime_discarded;
   if (m.settle_s > 0) prow.settle_s = m.settle_s;
   if (!m.settled) prow.settled = false;
@@ -191,9 +191,9 @@ class PhaseClock {
 using namespace case_parts;
 
 CaseRunner::CaseRunner(const backends::Backend& backend, int device_index, std::uint64_t seed,
-                       const core::Knobs& knobs, std::string timer,
+                       const core::Knobs& knobs, core::TimerKind timer,
                        const tune::Settings& tune_settings)
-    : backend_(backend), knobs_(knobs), timer_(std::move(timer)) {
+    : backend_(backend), knobs_(knobs), timer_(timer) {
   device_ = backends::open_device(backend_, device_index, seed);
   deny_ = backend_.capture_deny_ops();
   deny_.insert(deny_.end(), knobs_.capture_deny.begin(), knobs_.capture_deny.end());
@@ -204,7 +204,7 @@ CaseRunner::~CaseRunner() = default;
 
 timing::TimingOptions CaseRunner::timing_options(const OpInfo& info, bool short_budget) const {
   timing::TimingOptions o;
-  o.timer = core::parse_timer_kind(timer_).value_or(core::TimerKind::automatic);
+  o.timer = timer_;
   o.repeat = knobs_.repeat;
   o.return_mode = knobs_.return_mode;
   o.quantiles = knobs_.quantiles;
@@ -545,65 +545,72 @@ void CaseRunner::time_providers(const OpInfo& info, const Case& c, CaseWork& wor
   const double flops = work.w->flops();
   const double bytes = work.w->bytes();
   work.measured.assign(work.providers.size(), timing::Measurement{});
-  auto time_provider = [&](std::size_t p, const timing::TimingOptions& opts) {
-    timing::Measurement m;
-    try {
-      m = timing::measure(
-          *device_, backend_, [&] { work.w->launch(p); }, opts);
-    } catch (const std::exception& e) {
-      m.ok = false;
-      m.error = e.what();
-    }
-    write_timing(work.prows[p], m, flops, bytes);
-    work.count(m);
-    return m;
-  };
-  // Records a failed measurement; true when the process must time nothing more.
-  auto failed = [&](std::size_t p, const timing::Measurement& m) {
-    work.any_fail = true;
-    if (work.first_error.empty()) work.first_error = work.providers[p].name + ": " + m.error;
-    if (!timing::process_unusable(m)) return false;
-    fatal_ = c.node_id();
-    return true;
-  };
   for (std::size_t p = 0; p < work.providers.size(); ++p) {
     const ProviderRow& prow = work.prows[p];
     if (prow.accuracy && !*prow.accuracy) continue;
-    const timing::Measurement m = time_provider(p, timing_options(info, false));
-    work.measured[p] = m;
-    add_markers(row, m.markers);
-    if (m.ok && m.latency_ms > 0) {
-      if (m.timer == "direct" && timer_ == "graph") row.timer = "direct";
-    } else if (failed(p, m)) {
-      break;  // time nothing more in this process
-    }
+    const timing::Measurement m = measure_provider(*work.w, p, timing_options(info, false));
+    if (!record_timing(work, row, p, c, m, flops, bytes)) break;  // time nothing more
   }
   // One regime per row (docs/timing.md): when a provider's capture was refused and it fell back to
   // the direct timer, the providers timed by the graph timer are timed again by the direct timer,
   // so that the speedup compares like with like. Their graph figures stay as extra fields.
-  if (!fatal_.empty() || row.timer != "direct" || timer_ != "graph") return;
+  if (!fatal_.empty() || !work.fell_back) return;
   timing::TimingOptions direct = timing_options(info, false);
   direct.timer = timing::TimerKind::direct;
   for (std::size_t p = 0; p < work.providers.size(); ++p) {
-    if (!work.measured[p].ok || work.measured[p].timer != "graph") continue;
+    if (!work.measured[p].ok || work.measured[p].timer != core::TimerKind::graph) continue;
     ProviderRow& prow = work.prows[p];
     const std::optional<double> graph_latency = prow.latency_ms;
-    const timing::Measurement m = time_provider(p, direct);
+    const int graph_launches = work.measured[p].launches_per_sample;
+    const timing::Measurement m = measure_provider(*work.w, p, direct);
+    const bool go_on = record_timing(work, row, p, c, m, flops, bytes);
     prow.graph_latency_ms.emplace(graph_latency);
-    prow.graph_launches_per_sample = work.measured[p].launches_per_sample;
+    prow.graph_launches_per_sample = graph_launches;
     prow.note =
         "timed by the direct timer too, since another provider of this case could "
         "not be captured (one regime per row); its graph figure is graph_latency_ms";
-    add_markers(row, m.markers);
-    if (!(m.ok && m.latency_ms > 0) && failed(p, m)) break;
+    if (!go_on) break;
   }
+}
+
+timing::Measurement CaseRunner::measure_provider(Workload& w, std::size_t p,
+                                                 const timing::TimingOptions& o) {
+  try {
+    return timing::measure(
+        *device_, backend_, [&] { w.launch(p); }, o);
+  } catch (const std::exception& e) {
+    timing::Measurement m;
+    m.ok = false;
+    m.error = e.what();
+    return m;
+  }
+}
+
+bool CaseRunner::record_timing(CaseWork& work, CaseRow& row, std::size_t p, const Case& c,
+                               const timing::Measurement& m, double flops, double bytes) {
+  write_timing(work.prows[p], m, flops, bytes);
+  work.count(m);
+  work.measured[p] = m;
+  add_markers(row, m.markers);
+  if (m.ok && m.latency_ms > 0) {
+    if (m.timer == core::TimerKind::direct && timer_ == core::TimerKind::graph) {
+      work.fell_back = true;
+      row.timer = core::to_string(core::TimerKind::direct);
+    }
+    return true;
+  }
+  work.any_fail = true;
+  if (work.first_error.empty()) work.first_error = work.providers[p].name + ": " + m.error;
+  if (!timing::process_unusable(m)) return true;
+  fatal_ = c.node_id();
+  return false;
 }
 
 CaseRow CaseRunner::run_case(const Op& op, const Case& c) {
   const PhaseClock clock;
   const OpInfo info = op.info();
   CaseRow row = case_row_head(info, c);
-  row.timer = timer_;
+  row.timer = core::to_string(timer_);
   row.repeat = knobs_.repeat;
   CaseWork work;
   if (admit(op, c, row) && prepare_and_check(op, info, c, work, row)) {

@@ -26,7 +26,7 @@ class PlacementPool;
 class CaseRunner {
  public:
   CaseRunner(const backends::Backend& backend, int device_index, std::uint64_t seed,
-             const core::Knobs& knobs, std::string timer, const tune::Settings& tune_settings);
+             const core::Knobs& knobs, core::TimerKind timer, const tune::Settings& tune_settings);
   ~CaseRunner();
   CaseRunner(const CaseRunner&) = delete;
   CaseRunner& operator=(const CaseRunner&) = delete;
@@ -105,7 +105,11 @@ class CaseRunner {
   void time_paired(const Op& oa, const Op& ob, const Case& c, CaseWork& wa, CaseWork& wb,
                    core::CaseRow& ra, core::CaseRow& rb, int blocks, PlacementPool* pool,
                    std::uint64_t seeds);
-  // Writes one provider's measurement into its row; false when the process must time nothing more.
+  // One measurement of provider p of `w`; an exception is a failed measurement.
+  [[nodiscard]] timing::Measurement measure_provider(Workload& w, std::size_t p,
+                                                     const timing::TimingOptions& o);
+  // Writes one provider's measurement into its row (a direct fallback under the graph timer marks
+  // the row timer=direct, a failure is counted); false when the process must time nothing more.
   bool record_timing(CaseWork& work, core::CaseRow& row, std::size_t p, const Case& c,
                      const timing::Measurement& m, double flops, double bytes);
   [[nodiscard]] timing::TimingOptions timing_options(const OpInfo& info, bool short_budget) const;
@@ -114,7 +118,7 @@ class CaseRunner {
 
   const backends::Backend& backend_;
   core::Knobs knobs_;
-  std::string timer_;
+  core::TimerKind timer_;  // the run's resolved timer: graph or direct
   std::unique_ptr<backends::Device> device_;
   std::unique_ptr<tune::Tuner> tuner_;
   tune::Tuner* side_tuner_ = nullptr;  // paired A/B: side B's tuner while B's case is prepared

@@ -45,6 +45,7 @@ struct CaseRunner::CaseWork {
   std::vector<Config> configs;           // the config each provider was prepared with
   std::vector<timing::Measurement> measured;
   bool any_fail = false;
+  bool fell_back = false;   // a provider fell back to the direct timer under the graph timer
   std::string first_error;  // "<provider>: <error>" of the first provider that failed
   // Seconds spent per phase (the row's inputs_s, prepare_s, ...).
   double inputs_s = 0, prepare_s = 0, check_s = 0, settle_s = 0, timed_s = 0;

@@ -473,7 +473,8 @@ void refuse_empty_parts(const Selection& sel, const core::Knobs& k, const Wanted
       if ((!w.names.empty() || e.source != kBuiltinSource) && !kept_dtypes(e, k).empty() &&
           std::none_of(sel.cases.begin(), sel.cases.end(),
                        [&](const Case& c) { return c.op == e.info.name; }))
-        throw SelectionError("op '" + e.info.name + "' has no shapes at level " + k.level + " in " +
+        throw SelectionError("op '" + e.info.name + "' has no shapes at level " +
+                             std::string(core::to_string(k.level)) + " in " +
                              sel.shapes_file.string() + " (neither its own list nor family '" +
                              e.info.family + "'; an op builder's .shapes(...) gives it its own)");
   }
@@ -484,7 +485,8 @@ void refuse_empty_parts(const Selection& sel, const core::Knobs& k, const Wanted
   }
   if (!w.node_filter.empty() && sel.cases.empty())
     throw SelectionError("--node (TEST_NODE): '" + w.node_filter + "' matches no case at level " +
-                         k.level + " (caliber list --cases shows the node ids)");
+                         std::string(core::to_string(k.level)) +
+                         " (caliber list --cases shows the node ids)");
 }
 
 }  // namespace
@@ -497,7 +499,7 @@ Selection select_cases(const core::Knobs& k, const std::string& backend, bool ho
   sel.ops = pick_ops(std::move(all), w.names, backend);
   if (sel.ops.empty()) throw SelectionError("no op is registered for backend " + backend);
 
-  sel.level = *core::parse_level(k.level);
+  sel.level = k.level;
   sel.shapes_file =
       k.shapes_file.empty() ? default_shapes_file(host_backend) : fs::path(k.shapes_file);
   const core::ShapeSet shapes = core::ShapeSet::load(sel.shapes_file);

@@ -166,7 +166,7 @@ Setup resolve_setup(const RunRequest& req) {
     if (k.flaggems.empty())
       s.sel = select_cases(k, s.backend->name(), s.caps.host);
     else
-      s.sel.level = *core::parse_level(k.level);
+      s.sel.level = k.level;
   } catch (const SelectionError& e) {
     throw UsageError(e.what());
   }
@@ -176,7 +176,7 @@ Setup resolve_setup(const RunRequest& req) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--timer: ") + e.what());
   }
-  if (k.timer == core::TimerKind::automatic && s.timer == "direct" && !s.caps.host)
+  if (k.timer == core::TimerKind::automatic && s.timer == core::TimerKind::direct && !s.caps.host)
     s.timer_note = "backend " + s.backend->name() + " times with the direct timer (timer=direct)";
   check_replay_source(k);
   s.sequence_mode = !k.quantiles.empty() || k.return_mode == core::ReturnMode::all;
@@ -198,11 +198,11 @@ json make_identity(const core::Knobs& k, const Setup& s, std::uint64_t seed,
       {"schema", core::schema_version},
       {"backend", s.backend->name()},
       {"device", backends::describe_device(s.device)},
-      {"timer", s.timer},
+      {"timer", core::to_string(s.timer)},
       {"timer_requested", core::to_string(k.timer)},
       {"tune", core::to_string(k.tune)},
-      {"level", k.level},
-      {"shape_mode", k.shape_mode},
+      {"level", core::to_string(k.level)},
+      {"shape_mode", core::to_string(k.shape_mode)},
       {"shapes_file", s.sel.shapes_file.string()},
       {"ops", op_names},
       {"ops_libs", ops_libs},
@@ -277,12 +277,14 @@ void print_banner(std::ostream& out, const core::Knobs& k, const Setup& s, const
                   std::uint64_t seed) {
   out << "caliber run: " << dir.string() << "\n"
       << "  backend " << s.backend->name() << " | device " << s.dev_index << " (" << s.device.name
-      << ", physical " << s.device.physical_id << ") | timer " << s.timer << " | level " << k.level
-      << " | autotune " << core::to_string(k.tune) << " | repeat " << k.repeat << " | l2 "
-      << core::to_string(k.l2) << " | clock " << core::to_string(k.clock) << "\n"
+      << ", physical " << s.device.physical_id << ") | timer " << core::to_string(s.timer)
+      << " | level " << core::to_string(k.level) << " | autotune " << core::to_string(k.tune)
+      << " | repeat " << k.repeat << " | l2 " << core::to_string(k.l2) << " | clock "
+      << core::to_string(k.clock) << "\n"
       << "  ";
   if (!k.flaggems.empty())  // a fed run: the cases come as FlagGems' suite yields them
-    out << "cases from FlagGems' benchmark suite at " << k.flaggems << ", mode " << k.mode;
+    out << "cases from FlagGems' benchmark suite at " << k.flaggems << ", mode "
+        << core::to_string(k.mode);
   else
     out << s.sel.cases.size() << " cases over " << s.sel.ops.size() << " ops";
   out << ", seed " << seed << "\n";
@@ -290,7 +292,7 @@ void print_banner(std::ostream& out, const core::Knobs& k, const Setup& s, const
   if (k.profile > 0)
     out << "  profile mode: " << k.profile
         << " launch(es) per case and provider, no timing; ranges named <node>/<provider>\n";
-  if (k.shape_mode == "upstream" && k.flaggems.empty())
+  if (k.shape_mode == core::ShapeMode::upstream && k.flaggems.empty())
     out << "  note: --shape-mode upstream: no provider of this corpus ships its own core shapes, "
            "so "
            "caliber's shape file is used (recorded as shape_mode=upstream)\n";
@@ -326,7 +328,7 @@ json parallel_warmup(const RunRequest& req, const Setup& s, RunFiles& f, std::os
 // recorded in the identity with where they came from: the device's peaks cache (peaks.hpp), or
 // measured now and stored there when every part was measured (--peaks refresh: measured always).
 Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend,
-                const backends::DeviceDesc& device, const std::string& timer, CaseRunner& runner,
+                const backends::DeviceDesc& device, core::TimerKind timer, CaseRunner& runner,
                 RunFiles& f, std::ostream& out) {
   Peaks peaks;
   if (!k.peaks || k.profile != 0) return peaks;
@@ -512,7 +514,8 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
         (!k.peaks_refresh && load_cached_peaks(peaks_cache_file(s.backend->name(), s.device),
                                                peaks_policy(s.timer, probe)));
     out << "caliber run --dry-run: backend " << s.backend->name() << ", device " << s.dev_index
-        << " (" << s.device.name << "), level " << k.level << "; nothing is run or written\n";
+        << " (" << s.device.name << "), level " << core::to_string(k.level)
+        << "; nothing is run or written\n";
     print_estimate(out, model, s.sel, est, cached);
     return RunOutcome{};
   }

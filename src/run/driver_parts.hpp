@@ -39,7 +39,7 @@ struct Setup {
   backends::DeviceDesc device;
   int dev_index = 0;
   Selection sel;
-  std::string timer;           // the resolved timer, "graph" or "direct"
+  core::TimerKind timer = core::TimerKind::direct;  // the resolved timer: graph or direct
   std::string timer_note;      // why auto chose the direct timer on a device ("" otherwise)
   bool sequence_mode = false;  // --quantiles or --return-mode all: repetition is skipped
 };
@@ -59,7 +59,7 @@ struct RunFiles {
 void print_banner(std::ostream& out, const core::Knobs& k, const Setup& s, const fs::path& dir,
                   std::uint64_t seed);
 [[nodiscard]] Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend,
-                              const backends::DeviceDesc& device, const std::string& timer,
+                              const backends::DeviceDesc& device, core::TimerKind timer,
                               CaseRunner& runner, RunFiles& f, std::ostream& out);
 // One progress line, its ETA from the cases' estimates (run/estimate.hpp).
 void print_progress(std::ostream& out, const core::Knobs& k, const Case& c,

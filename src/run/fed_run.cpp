@@ -40,15 +40,15 @@ json knobs_json(const core::Knobs& k, const driver_parts::Setup& s, const RunReq
           {"ops", k.ops},
           {"op_file", k.op_file},
           {"node", k.node},
-          {"level", k.level},
-          {"shape_mode", k.shape_mode},
+          {"level", core::to_string(k.level)},
+          {"shape_mode", core::to_string(k.shape_mode)},
           {"shapes_file", k.shapes_file},
           {"dtypes", k.dtypes},
           {"repeat", k.repeat},
-          {"mode", k.mode},
+          {"mode", core::to_string(k.mode)},
           {"l2", core::to_string(k.l2)},
           {"per_launch", k.per_launch},
-          {"timer", s.timer},
+          {"timer", core::to_string(s.timer)},
           {"tune", core::to_string(k.tune)},
           {"replay_from", k.replay_from},
           {"parallel_warmup", k.parallel_warmup},
@@ -160,7 +160,8 @@ class Fed final : public FedRun {
     o.graph_per_launch = k_.per_launch;
     o.capture_denied =
         std::find(k_.capture_deny.begin(), k_.capture_deny.end(), o.op) != k_.capture_deny.end();
-    if (r.value("timer", std::string()) == "direct") o.timer = timing::TimerKind::direct;
+    if (core::parse_timer_kind(r.value("timer", std::string())) == core::TimerKind::direct)
+      o.timer = timing::TimerKind::direct;
     return o;
   }
 
@@ -185,7 +186,7 @@ class Fed final : public FedRun {
     json reply = {{"id", id},
                   {"ok", t.m.ok && t.m.latency_ms > 0},
                   {"latency_ms", t.m.latency_ms},
-                  {"timer", t.m.timer},
+                  {"timer", core::spelled(t.m.timer)},
                   {"markers", t.m.markers},
                   {"error", t.m.error},
                   {"failure", backends::to_string(t.m.failure)},
@@ -201,15 +202,15 @@ class Fed final : public FedRun {
   // providers the graph timer timed are timed again by the direct timer; their graph figures stay.
   void one_regime(std::vector<core::ProviderRow>& prows, std::vector<Timed*>& timed,
                   core::CaseRow& row, double flops, double bytes) {
-    if (s_.timer != "graph" || !fatal_.empty()) return;
+    if (s_.timer != core::TimerKind::graph || !fatal_.empty()) return;
     const bool fell_back = std::any_of(timed.begin(), timed.end(), [](const Timed* t) {
-      return t != nullptr && t->m.ok && t->m.timer == "direct";
+      return t != nullptr && t->m.ok && t->m.timer == core::TimerKind::direct;
     });
     if (!fell_back) return;
-    row.timer = "direct";
+    row.timer = core::to_string(core::TimerKind::direct);
     for (std::size_t p = 0; p < prows.size(); ++p) {
       Timed* t = timed[p];
-      if (t == nullptr || !t->m.ok || t->m.timer != "graph") continue;
+      if (t == nullptr || !t->m.ok || t->m.timer != core::TimerKind::graph) continue;
       const std::optional<double> graph_latency = prows[p].latency_ms;
       timing::TimingOptions direct = t->opts;
       direct.timer = timing::TimerKind::direct;
@@ -296,7 +297,7 @@ class Fed final : public FedRun {
 
   json add_case(const json& r) {
     core::CaseRow row = row_head(r);
-    row.timer = s_.timer;
+    row.timer = core::to_string(s_.timer);
     row.repeat = k_.repeat;
     std::vector<core::ProviderRow> prows;
     std::vector<Timed*> timed;
@@ -361,8 +362,8 @@ class Fed final : public FedRun {
   json shapes(const json& r) {
     YAML::Emitter e;
     e << YAML::Comment("the shapes this run used, as FlagGems' benchmark classes held them");
-    json doc = {{"level", k_.level},
-                {"shape_mode", k_.shape_mode},
+    json doc = {{"level", core::to_string(k_.level)},
+                {"shape_mode", core::to_string(k_.shape_mode)},
                 {"source", r.value("source", std::string())},
                 {"overlay", r.value("overlay", std::string())},
                 {"ops", r.value("ops", json::object())}};

@@ -72,8 +72,8 @@ std::filesystem::path peaks_cache_file(const std::string& backend,
   return dir / (file_safe(backend + "-" + id) + ".json");
 }
 
-std::string peaks_policy(const std::string& timer, const timing::TimingOptions& o) {
-  return "timer=" + timer + ",l2=" + timing::to_string(o.l2) +
+std::string peaks_policy(core::TimerKind timer, const timing::TimingOptions& o) {
+  return "timer=" + std::string(core::to_string(timer)) + ",l2=" + timing::to_string(o.l2) +
          ",clock=" + timing::to_string(o.regime.regime) + ",caliber=" + core::caliber_version();
 }
 
@@ -212,7 +212,8 @@ void measure_floor(backends::Device& dev, const backends::Backend& backend,
     return;
   }
   p.timer_floor_us = m.latency_ms * 1e3;
-  p.timer_floor_method = m.timer + ", " + m.l2_method + ", " + m.sample_method;
+  p.timer_floor_method = core::spelled(m.timer) + ", " + core::spelled(m.l2_method) + ", " +
+                         core::spelled(m.sample_method);
 }
 
 }  // namespace

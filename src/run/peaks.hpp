@@ -40,7 +40,7 @@ struct Peaks {
 // depends on the timer, the L2 policy and the clock regime.
 [[nodiscard]] std::filesystem::path peaks_cache_file(const std::string& backend,
                                                      const backends::DeviceDesc& device);
-[[nodiscard]] std::string peaks_policy(const std::string& timer, const timing::TimingOptions& o);
+[[nodiscard]] std::string peaks_policy(core::TimerKind timer, const timing::TimingOptions& o);
 // The cached entry, or nullopt (no file, no entry for this policy, or an unreadable one).
 [[nodiscard]] std::optional<Peaks> load_cached_peaks(const std::filesystem::path& file,
                                                      const std::string& policy);

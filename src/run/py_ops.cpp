@@ -354,8 +354,8 @@ std::vector<std::string> check_py_suites(const fs::path& self, const core::Knobs
                                    "--names",
                                    "--py-ops=" + k.py_ops,
                                    "--backend=" + k.backend,
-                                   "--level=" + k.level,
-                                   "--shape-mode=" + k.shape_mode};
+                                   "--level=" + std::string(core::to_string(k.level)),
+                                   "--shape-mode=" + std::string(core::to_string(k.shape_mode))};
   auto join = [](const std::vector<std::string>& v) {
     std::string s;
     for (const auto& x : v) s += (s.empty() ? "" : ",") + x;

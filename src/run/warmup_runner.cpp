@@ -102,8 +102,8 @@ std::pair<int, int> parse_shard(const std::string& text) {
 
 // The same choice as the driver's (the one timer rule): a shard tunes with the timer its parent
 // measures with.
-std::string resolve_timer(const core::Knobs& k, const backends::Capabilities& caps) {
-  return core::to_string(timing::choose_timer(caps, k.timer).kind);
+core::TimerKind resolve_timer(const core::Knobs& k, const backends::Capabilities& caps) {
+  return timing::choose_timer(caps, k.timer).kind;
 }
 
 }  // namespace
@@ -124,8 +124,8 @@ std::vector<std::string> knobs_to_args(const core::Knobs& k) {
   add_nonempty("op_file", k.op_file);
   add_nonempty("node", k.node);
   add_nonempty("dtypes", joined(k.dtypes, same));
-  add("level", k.level);
-  add("shape_mode", k.shape_mode);
+  add("level", std::string(core::to_string(k.level)));
+  add("shape_mode", std::string(core::to_string(k.shape_mode)));
   add_nonempty("shapes_file", k.shapes_file);
   add_nonempty("ops_lib", k.ops_lib);
   add_nonempty("py_ops", k.py_ops);

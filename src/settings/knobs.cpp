@@ -87,6 +87,13 @@ std::string one_of(const std::string& name, const std::string& value,
   refuse(name, value, "is not allowed");
 }
 
+// One of E's words (settings/settings.hpp), surrounding blanks ignored.
+template <class E>
+E one_word(const std::string& name, const std::string& value) {
+  if (const auto e = parse_word<E>(trim(value))) return *e;
+  refuse(name, value, "is not allowed");
+}
+
 // Stays long: the knob table, one entry a knob (name, flag, env, default, help, parser) in --help's
 // order; data, with no phases to split.
 std::vector<KnobSpec> make_table() {
@@ -176,14 +183,12 @@ std::vector<KnobSpec> make_table() {
        }});
   add({"level", "--level", "BENCH_LEVEL", "Selection", "core", "core, comprehensive",
        "Shape level: core (each op's core list) or comprehensive (core plus the additions).",
-       [](Knobs& k, const std::string& v) {
-         k.level = one_of("level", v, {"core", "comprehensive"});
-       }});
+       [](Knobs& k, const std::string& v) { k.level = one_word<Level>("level", v); }});
   add({"shape_mode", "--shape-mode", "SHAPE_MODE", "Selection", "file", "file, upstream",
        "file: caliber's shapes/; upstream: the provider library's own core shapes where it has "
        "them.",
        [](Knobs& k, const std::string& v) {
-         k.shape_mode = one_of("shape_mode", v, {"file", "upstream"});
+         k.shape_mode = one_word<ShapeMode>("shape_mode", v);
        }});
   add({"shapes_file", "--shapes", "", "Selection", "shapes/core.yaml (cpu: shapes/host/core.yaml)",
        "a readable shape YAML file of at most 16 MiB (100000 shapes a list, 16 dims a shape, "
@@ -254,17 +259,14 @@ std::vector<KnobSpec> make_table() {
   // --- Timing: how latencies are measured.
   add({"timer", "--timer", "", "Timing", "auto", "auto, graph, direct",
        "auto: graph where the backend's policy says so (cuda), direct elsewhere.",
-       [](Knobs& k, const std::string& v) {
-         k.timer = *parse_timer_kind(one_of("timer", v, {"auto", "graph", "direct"}));
-       }});
+       [](Knobs& k, const std::string& v) { k.timer = one_word<TimerKind>("timer", v); }});
   add({"sample_method", "--sample-method", "CALIBER_SAMPLE_METHOD", "Timing", "auto",
        "auto, trace, events",
        "auto: the device's own activity records (kernel trace) where the backend has them, else "
        "events; trace: the records (events, marked SAMPLE_METHOD_EVENTS_NO_TRACE, where they "
        "cannot be had); events: event pairs.",
        [](Knobs& k, const std::string& v) {
-         k.sample_method =
-             *parse_sample_method(one_of("sample_method", v, {"auto", "trace", "events"}));
+         k.sample_method = one_word<SampleMethod>("sample_method", v);
        }});
   add({"repeat", "--repeat", "ZL_DIRECT_REPEAT", "Timing", "1", "an integer from 1 to 1000",
        "Repeat the direct measurement N times and take the median of the call medians "
@@ -290,9 +292,7 @@ std::vector<KnobSpec> make_table() {
        }});
   add({"l2", "--l2", "", "Timing", "cold", "cold, warm",
        "cold: evict the L2 before each sample (outside the timed region); warm: do not.",
-       [](Knobs& k, const std::string& v) {
-         k.l2 = *parse_l2_policy(one_of("l2", v, {"cold", "warm"}));
-       }});
+       [](Knobs& k, const std::string& v) { k.l2 = one_word<L2Policy>("l2", v); }});
   add({"mode", "--mode", "", "Timing", "kernel", "kernel, cudagraph",
        "FlagGems' measurement mode (--flaggems): kernel times each launch between events of its "
        "own behind an L2 flush (do_bench's cold L2); cudagraph times replays of launches back "
@@ -304,7 +304,7 @@ std::vector<KnobSpec> make_table() {
            refuse("mode", v,
                   "is a host wall clock caliber does not time as a device time; every row "
                   "carries the host cost of one eager call (host_ms) instead");
-         k.mode = one_of("mode", v, {"kernel", "cudagraph"});
+         k.mode = one_word<MeasureMode>("mode", v);
        }});
   add({"min_samples", "--min-samples", "", "Timing", "10", "an integer from 1 to 100000",
        "Stopping rule: at least this many samples.", [](Knobs& k, const std::string& v) {
@@ -335,9 +335,7 @@ std::vector<KnobSpec> make_table() {
        "settled under the work itself (0.1 s more per provider, up to 5 s for power-hungry "
        "kernels); burst: a rested device at its top clock (windows the power limit slows are "
        "dropped, the device rests). Runs of different regimes are not compared (docs/timing.md).",
-       [](Knobs& k, const std::string& v) {
-         k.clock = *parse_clock_regime(one_of("clock", v, {"burst", "sustained"}));
-       }});
+       [](Knobs& k, const std::string& v) { k.clock = one_word<ClockRegime>("clock", v); }});
   add({"throttle_fraction", "--throttle-fraction", "", "Timing", "0.75",
        "a fraction above 0, at most 1",
        "Discard samples taken while the SM clock is below this fraction of its maximum, unless "
@@ -360,9 +358,9 @@ std::vector<KnobSpec> make_table() {
        "UUID under ~/.cache/caliber/peaks (on), measured again into the cache (refresh), or not "
        "at all (off).",
        [](Knobs& k, const std::string& v) {
-         const std::string w = one_of("peaks", v, {"on", "off", "refresh"});
-         k.peaks = w != "off";
-         k.peaks_refresh = w == "refresh";
+         const PeaksMode w = one_word<PeaksMode>("peaks", v);
+         k.peaks = w != PeaksMode::off;
+         k.peaks_refresh = w == PeaksMode::refresh;
        }});
   add({"settle", "--settle", "", "Timing", "carry", "carry, each",
        "carry: a measurement keeps the clock regime the previous one left (at most 0.25 s "
@@ -370,15 +368,13 @@ std::vector<KnobSpec> make_table() {
        "(the row's settle: carried|settled); each: every measurement settles or rests on its own "
        "(docs/timing.md).",
        [](Knobs& k, const std::string& v) {
-         k.settle_carry = one_of("settle", v, {"carry", "each"}) == "carry";
+         k.settle_carry = one_word<SettleMode>("settle", v) == SettleMode::carry;
        }});
   // --- Autotune.
   add({"tune", "--tune", "", "Autotune", "live", "off, live, record, replay",
        "off: default configs; live: the shared cache, tuning missing keys; record: tune into this "
        "run's own tune.db; replay: only the configs recorded by --replay-from.",
-       [](Knobs& k, const std::string& v) {
-         k.tune = *parse_tune_mode(one_of("tune", v, {"off", "live", "record", "replay"}));
-       }});
+       [](Knobs& k, const std::string& v) { k.tune = one_word<TuneMode>("tune", v); }});
   add({"replay_from", "--replay-from", "REPLAY_FROM", "Autotune", "",
        "a run directory that holds a tune.db",
        "Replay the configs recorded by that run (implies --tune replay).",
@@ -580,8 +576,9 @@ Knobs resolve_knobs(const std::map<std::string, std::string>& flags,
     throw KnobError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" +
                     std::to_string(k.parallel_warmup) + "' needs tuning, but --tune is off");
   if (flags.count("mode") && k.flaggems.empty())
-    throw KnobError("--mode: '" + k.mode + "' is FlagGems' measurement mode; it needs --flaggems");
-  if (k.mode == "cudagraph") {
+    throw KnobError("--mode: '" + std::string(to_string(k.mode)) +
+                    "' is FlagGems' measurement mode; it needs --flaggems");
+  if (k.mode == MeasureMode::cudagraph) {
     // do_bench_cudagraph's regime: a warm L2 and replays of launches back to back.
     if (flags.count("l2") && k.l2 != L2Policy::warm)
       throw KnobError(

@@ -39,11 +39,11 @@ struct Knobs {
   std::string node;                               // a node id or op name; * and ? are wildcards
   std::vector<std::vector<std::int64_t>> shapes;  // --shape: replace the shape file's shapes
   std::vector<std::string> dtypes;                // empty: each op's own list
-  std::string level = "core";
-  std::string shape_mode = "file";
+  Level level = Level::core;
+  ShapeMode shape_mode = ShapeMode::file;
   std::string shapes_file;
-  std::string ops_lib;  // comma list of op library paths, in load order ("" none)
-  std::string py_ops;   // comma list of Python suite files (docs/python.md; "" none)
+  std::string ops_lib;   // comma list of op library paths, in load order ("" none)
+  std::string py_ops;    // comma list of Python suite files (docs/python.md; "" none)
   std::string flaggems;  // a FlagGems checkout whose benchmark suite runs (docs/flaggems.md)
   // timing
   TimerKind timer = TimerKind::automatic;
@@ -54,7 +54,7 @@ struct Knobs {
   L2Policy l2 = L2Policy::cold;
   // --mode (FlagGems' measurement mode, --flaggems only): kernel is per-launch events with a cold
   // L2 (do_bench), cudagraph back-to-back replays with a warm L2 (do_bench_cudagraph).
-  std::string mode = "kernel";
+  MeasureMode mode = MeasureMode::kernel;
   bool per_launch = true;  // the graph timer's events around each launch (false: around a replay)
   int min_samples = 10;
   double min_time_s = 0.01;

@@ -1,15 +1,20 @@
 // The typed settings of a run: each knob that takes one of a few words is parsed once (by the knob
 // table, src/settings/knobs.cpp) into one of these enums, and the words appear nowhere else.
 // to_string gives back the spelling the CLI, run_identity.json and run.log use (docs/run-log.md).
+// The same holds for the words a measurement reports about itself (L2Method, SampleDelimiter) and
+// for the status of an op in a batch (OpStatus): each enum's words are listed once, in
+// settings.cpp, and parse_word / to_string / allowed_words read that one list.
 #pragma once
 
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 
 namespace caliber::core {
 
 // --timer: automatic ("auto") follows the backend's capabilities; the rule is
-// timing::choose_timer (src/timing/measure.cpp).
+// timing::choose_timer (src/timing/measure.cpp). A measurement's own timer is graph or direct.
 enum class TimerKind { automatic, graph, direct };
 // --l2: cold evicts the L2 before each sample, warm does not.
 enum class L2Policy { cold, warm };
@@ -22,12 +27,117 @@ enum class ClockRegime { burst, sustained };
 enum class SampleMethod { automatic, trace, events };
 // --tune: off, live (the shared cache), record (this run's tune.db), replay (--replay-from's).
 enum class TuneMode { off, live, record, replay };
+// --level: core (each op's core shapes) or comprehensive (core plus the additions).
+enum class Level { core, comprehensive };
+// --shape-mode: file (caliber's shapes/) or upstream (the provider library's own core shapes).
+enum class ShapeMode { file, upstream };
+// --mode (FlagGems' measurement mode, --flaggems only): kernel, per-launch events with a cold L2
+// (do_bench); cudagraph, back-to-back replays with a warm L2 (do_bench_cudagraph).
+enum class MeasureMode { kernel, cudagraph };
+// --peaks: measured once and cached (on), measured again into the cache (refresh), or not (off).
+enum class PeaksMode { on, off, refresh };
+// --settle: carry the clock regime from one measurement to the next, or settle each on its own.
+enum class SettleMode { carry, each };
+// A switch given as a word: on or off (--paired-crossover, ab's --crossover).
+enum class Switch { on, off };
+
+// How a measurement kept the L2 (the row's l2_method): every timed launch behind its own flush
+// ("flush-per-launch"), only a replay's first launch ("flush-per-replay"), only a host batch's
+// first launch ("flush-per-sample"), or no flush ("warm").
+enum class L2Method { flush_per_launch, flush_per_replay, flush_per_sample, warm };
+// How a measurement delimited a sample (the row's sample_method): event nodes around each launch
+// of a graph ("events-per-launch"), a replay divided by its launches ("events-per-replay"), a
+// direct pair behind a stream hold ("held") or without ("unheld"), launches between two host
+// clock readings ("host-batch"), or the span of each launch's own activity records
+// ("kernel-trace").
+enum class SampleDelimiter {
+  events_per_launch,
+  events_per_replay,
+  held,
+  unheld,
+  host_batch,
+  kernel_trace
+};
+// An op's state in a batch (ops_status.csv's status column, docs/cluster.md).
+enum class OpStatus { pending, running, ok, failed, skipped, crashed, timeout, interrupted };
+
+// One enum value and its word.
+template <class E>
+struct Spelling {
+  E value;
+  const char* word;
+};
+// Every value of E with its word, in the order --help lists them (defined in settings.cpp for each
+// enum above).
+template <class E>
+[[nodiscard]] std::span<const Spelling<E>> spellings() noexcept;
+template <>
+std::span<const Spelling<TimerKind>> spellings<TimerKind>() noexcept;
+template <>
+std::span<const Spelling<L2Policy>> spellings<L2Policy>() noexcept;
+template <>
+std::span<const Spelling<ClockRegime>> spellings<ClockRegime>() noexcept;
+template <>
+std::span<const Spelling<SampleMethod>> spellings<SampleMethod>() noexcept;
+template <>
+std::span<const Spelling<TuneMode>> spellings<TuneMode>() noexcept;
+template <>
+std::span<const Spelling<Level>> spellings<Level>() noexcept;
+template <>
+std::span<const Spelling<ShapeMode>> spellings<ShapeMode>() noexcept;
+template <>
+std::span<const Spelling<MeasureMode>> spellings<MeasureMode>() noexcept;
+template <>
+std::span<const Spelling<Switch>> spellings<Switch>() noexcept;
+template <>
+std::span<const Spelling<PeaksMode>> spellings<PeaksMode>() noexcept;
+template <>
+std::span<const Spelling<SettleMode>> spellings<SettleMode>() noexcept;
+template <>
+std::span<const Spelling<L2Method>> spellings<L2Method>() noexcept;
+template <>
+std::span<const Spelling<SampleDelimiter>> spellings<SampleDelimiter>() noexcept;
+template <>
+std::span<const Spelling<OpStatus>> spellings<OpStatus>() noexcept;
+
+// The word -> the value; nullopt for anything else (exact spelling, no trimming).
+template <class E>
+[[nodiscard]] std::optional<E> parse_word(std::string_view s) noexcept {
+  for (const auto& sp : spellings<E>())
+    if (s == sp.word) return sp.value;
+  return std::nullopt;
+}
+// The value -> its word.
+template <class E>
+[[nodiscard]] const char* word_of(E e) noexcept {
+  for (const auto& sp : spellings<E>())
+    if (sp.value == e) return sp.word;
+  return "";
+}
+// "auto, graph, direct": the words of E in order, for messages and --help.
+template <class E>
+[[nodiscard]] std::string allowed_words() {
+  std::string out;
+  for (const auto& sp : spellings<E>()) out += (out.empty() ? "" : ", ") + std::string(sp.word);
+  return out;
+}
 
 [[nodiscard]] const char* to_string(TimerKind t) noexcept;
 [[nodiscard]] const char* to_string(L2Policy p) noexcept;
 [[nodiscard]] const char* to_string(ClockRegime r) noexcept;
 [[nodiscard]] const char* to_string(TuneMode m) noexcept;
 [[nodiscard]] const char* to_string(SampleMethod m) noexcept;
+[[nodiscard]] std::string_view to_string(Level l) noexcept;
+[[nodiscard]] const char* to_string(ShapeMode m) noexcept;
+[[nodiscard]] const char* to_string(MeasureMode m) noexcept;
+[[nodiscard]] const char* to_string(L2Method m) noexcept;
+[[nodiscard]] const char* to_string(SampleDelimiter d) noexcept;
+[[nodiscard]] const char* to_string(OpStatus s) noexcept;
+// An optional value's word, "" when there is none (a measurement that failed before it timed).
+template <class E>
+[[nodiscard]] std::string spelled(const std::optional<E>& e) {
+  return e ? std::string(to_string(*e)) : std::string();
+}
 
 // The CLI spelling -> the value; nullopt for anything else.
 [[nodiscard]] std::optional<TimerKind> parse_timer_kind(std::string_view s) noexcept;
@@ -35,5 +145,7 @@ enum class TuneMode { off, live, record, replay };
 [[nodiscard]] std::optional<ClockRegime> parse_clock_regime(std::string_view s) noexcept;
 [[nodiscard]] std::optional<TuneMode> parse_tune_mode(std::string_view s) noexcept;
 [[nodiscard]] std::optional<SampleMethod> parse_sample_method(std::string_view s) noexcept;
+[[nodiscard]] std::optional<Level> parse_level(std::string_view s) noexcept;
+[[nodiscard]] std::optional<OpStatus> parse_op_status(std::string_view s) noexcept;
 
 }  // namespace caliber::core

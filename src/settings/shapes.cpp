@@ -14,16 +14,6 @@
 
 namespace caliber::core {
 
-std::optional<Level> parse_level(std::string_view s) noexcept {
-  if (s == "core") return Level::core;
-  if (s == "comprehensive") return Level::comprehensive;
-  return std::nullopt;
-}
-
-std::string_view to_string(Level l) noexcept {
-  return l == Level::comprehensive ? "comprehensive" : "core";
-}
-
 namespace {
 
 std::string where(const std::string& source, const YAML::Node& n) {

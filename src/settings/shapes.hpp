@@ -11,14 +11,14 @@
 #include <string_view>
 #include <vector>
 
+#include "settings/settings.hpp"
+
 namespace caliber::core {
 
 // The file name of the archived shapes inside a run directory.
 inline constexpr const char* shapes_file = "shapes.yaml";
 
-enum class Level { core, comprehensive };
-[[nodiscard]] std::optional<Level> parse_level(std::string_view s) noexcept;
-[[nodiscard]] std::string_view to_string(Level l) noexcept;
+// Level, parse_level and its to_string: settings/settings.hpp.
 
 using Shape = std::vector<std::int64_t>;
 

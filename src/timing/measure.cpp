@@ -139,9 +139,9 @@ void summarize(Measurement& m, const std::vector<std::vector<double>>& calls,
   m.failure = Failure::ok;
 }
 
-std::string l2_method_for(const TimingOptions& opt, bool flush_each_launch) {
-  if (opt.l2 == L2Policy::warm) return "warm";
-  return flush_each_launch ? "flush-per-launch" : "flush-per-replay";
+L2Method l2_method_for(const TimingOptions& opt, bool flush_each_launch) {
+  if (opt.l2 == L2Policy::warm) return L2Method::warm;
+  return flush_each_launch ? L2Method::flush_per_launch : L2Method::flush_per_replay;
 }
 
 // Folds one sampling run's regime and clock facts into the measurement (a repeated direct timer
@@ -239,7 +239,7 @@ Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& b
                                const std::function<void()>& launch, const TimingOptions& opt,
                                const Clock& now, DirectMode mode) {
   Measurement m;
-  m.timer = "direct";
+  m.timer = TimerKind::direct;
   m.l2_method = l2_method_for(opt, true);
   bool hold = opt.direct_hold && dev.capabilities().stream_hold;
   const bool hold_asked = hold;
@@ -289,15 +289,15 @@ Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& b
   }
   m.stop_reason = first_timeout.empty() ? "converged" : first_timeout;
   m.converged = first_timeout.empty();
-  m.sample_method = hold ? "held" : "unheld";
+  m.sample_method = hold ? SampleDelimiter::held : SampleDelimiter::unheld;
   TraceRecorder all;
   for (std::size_t i = 0; i < samples.size(); ++i) {
     detail::choose_samples(*tr, recs[i], samples[i]);
     all.append(recs[i]);
   }
   if (m.launches_per_sample > 1) {
-    m.sample_method = "host-batch";  // K launches between two host clock readings
-    if (opt.l2 == L2Policy::cold) m.l2_method = "flush-per-sample";
+    m.sample_method = SampleDelimiter::host_batch;  // K launches between two host clock readings
+    if (opt.l2 == L2Policy::cold) m.l2_method = L2Method::flush_per_sample;
   }
   if (hold_asked && !hold)
     m.note =
@@ -467,10 +467,11 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
                                 const std::function<void()>& launch, const TimingOptions& opt,
                                 const Clock& now) {
   Measurement m;
-  m.timer = "graph";
+  m.timer = TimerKind::graph;
   const bool per_launch = opt.graph_per_launch && dev.capabilities().graph_event_nodes;
   m.l2_method = l2_method_for(opt, per_launch);
-  m.sample_method = per_launch ? "events-per-launch" : "events-per-replay";
+  m.sample_method =
+      per_launch ? SampleDelimiter::events_per_launch : SampleDelimiter::events_per_replay;
   detail::WarmupResult w;
   double flush_ms = 0;
   try {
@@ -575,7 +576,7 @@ Measurement measure(backends::Device& dev, const backends::Backend& backend,
     m = direct_with_repeat(dev, backend, launch, opt, now, DirectMode::chosen);
     if (m.note.empty()) m.note = choice.note;
   }
-  m.regime = to_string(opt.regime.regime);
+  m.regime = opt.regime.regime;
   m.settle_s += rested_s;
   if (opt.regime.regime == ClockRegime::burst) m.settle = rest_how;
   m.timer_resolution_us = dev.timer_resolution_us();
@@ -629,9 +630,9 @@ Capture capture_pairs(backends::Device& dev, const std::function<void()>& launch
 Measurement side_of(const detail::SampleRun& r, std::vector<double> samples, int k,
                     double estimate_ms, const TimingOptions& opt) {
   Measurement m;
-  m.timer = "graph";
+  m.timer = TimerKind::graph;
   m.l2_method = l2_method_for(opt, true);
-  m.sample_method = "events-per-launch";
+  m.sample_method = SampleDelimiter::events_per_launch;
   m.launches_per_sample = k;
   m.estimate_ms = estimate_ms;
   absorb(m, r);
@@ -640,7 +641,7 @@ Measurement side_of(const detail::SampleRun& r, std::vector<double> samples, int
   m.converged = r.converged;
   summarize(m, {samples}, opt);
   finish_markers(m);
-  m.regime = to_string(opt.regime.regime);
+  m.regime = opt.regime.regime;
   return m;
 }
 

@@ -34,8 +34,10 @@ namespace caliber::timing {
 // discarded and re-taken after a rest); sustained, after the clock and board power have settled
 // under this very work (samples at a power-limited clock are the regime itself, kept).
 using core::ClockRegime;
+using core::L2Method;
 using core::L2Policy;
 using core::parse_clock_regime;
+using core::SampleDelimiter;
 using core::SampleMethod;
 using core::TimerKind;
 using core::to_string;
@@ -207,7 +209,8 @@ struct ClockSummary {
 
 struct Measurement {
   bool ok = false;
-  std::string timer;                 // "graph" or "direct": what really produced the number
+  // graph or direct: what really produced the number (none: nothing was timed).
+  std::optional<TimerKind> timer;
   double latency_ms = 0;             // per the return mode
   std::vector<double> quantile_ms;   // when quantiles were asked
   std::vector<double> samples_ms;    // per-launch samples kept (for A/B statistics)
@@ -219,18 +222,16 @@ struct Measurement {
   int throttled_discarded = 0;
   int power_capped = 0;  // kept samples taken at a clock lowered only by the power cap (marked)
   int launches_per_sample = 1;  // K of the graph timer
-  // "flush-per-launch" (every timed launch follows its own flush), "flush-per-replay" (only the
-  // first launch of a replay does), "flush-per-sample" (host batches: only the first of the
-  // sample's launches does), "warm"
-  std::string l2_method;
-  // How a sample was delimited: "events-per-launch" (graph, event nodes around each launch),
-  // "events-per-replay" (graph, a replay divided by K), "held" (direct, enqueued behind a stream
-  // hold: no launch gap inside the events), "unheld" (direct, the host's launch gap included),
-  // "host-batch" (direct on a host backend: K launches between two host clock readings)
-  // "kernel-trace" (the span of each timed launch's own activity records, either timer).
-  std::string sample_method;
+  // How the L2 was kept (settings/settings.hpp: every timed launch behind its own flush, only a
+  // replay's first, only a host batch's first, or warm).
+  std::optional<L2Method> l2_method;
+  // How a sample was delimited (settings/settings.hpp): the graph's event nodes around each
+  // launch or a replay divided by K, a direct pair behind a stream hold (no launch gap inside the
+  // events) or without, a host batch (K launches between two host clock readings), or the span of
+  // each timed launch's own activity records (either timer).
+  std::optional<SampleDelimiter> sample_method;
   double timer_resolution_us = 0;  // of the device's event timer, 0 when unknown
-  // Kernel trace only (sample_method "kernel-trace"; 0 otherwise): the event figure of the same
+  // Kernel trace only (sample_method kernel_trace; 0 otherwise): the event figure of the same
   // samples (a cross-check), the activities of one launch (kernels, copies, memsets) and the
   // median of their summed durations, the records' time unit, and the host time the tracing
   // added per timed launch (collecting and reading the records).
@@ -240,7 +241,7 @@ struct Measurement {
   double record_resolution_us = 0;
   double trace_host_us = 0;
   bool converged = false;  // the stopping rule was met (else kMarkerStopMissed)
-  std::string regime;      // "burst" or "sustained"
+  std::optional<ClockRegime> regime;
   ClockSummary clock;
   double settle_s = 0;  // sustained: time spent settling; burst: resting
   bool settled = true;  // sustained: the clock and power settled within the bound

@@ -144,7 +144,7 @@ void choose_samples(const Tracer& tr, const TraceRecorder& rec,
 void trace_outcome(Measurement& m, const Tracer& tr, const TraceRecorder& rec,
                    double record_resolution_us) {
   if (tr.used_throughout()) {
-    m.sample_method = "kernel-trace";
+    m.sample_method = SampleDelimiter::kernel_trace;
     if (!rec.events_ms.empty()) m.event_latency_ms = core::median(rec.events_ms);
     if (!rec.activities.empty())
       m.kernel_count = static_cast<int>(core::median(rec.activities) + 0.5);

@@ -144,7 +144,7 @@ Paired run_same_code(bool crossover, std::size_t b_bytes = 4096, bool candidate_
   Placement pl;
   pl.candidate_fails = candidate_fails;
   {
-    CaseRunner runner(backend, 0, 1, knobs, "graph", settings);
+    CaseRunner runner(backend, 0, 1, knobs, core::TimerKind::graph, settings);
     pl.dev = &dynamic_cast<FakeDevice&>(runner.device());
     pl.dev->kernel_ms = [](long) { return 0.2; };
     tune::Tuner tuner_b(settings);

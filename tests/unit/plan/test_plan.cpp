@@ -27,7 +27,7 @@ const std::string kFftReason = "fft: skipped because the guard requires torch.cu
 
 TEST(Plan, CudaKeepsCaptureAndClusterFix) {
   const Plan p = make_plan(B("cuda"), PlanInputs{});
-  EXPECT_EQ(p.timer, "graph");
+  EXPECT_EQ(p.timer, caliber::core::TimerKind::graph);
   EXPECT_TRUE(p.has("graph_capture"));
   EXPECT_TRUE(p.has("cluster_fix"));
   EXPECT_FALSE(p.has("direct_timer"));
@@ -39,7 +39,7 @@ TEST(Plan, CudaKeepsCaptureAndClusterFix) {
 TEST(Plan, OthersOmitCaptureAndClusterFixAndRecordDirect) {
   for (const char* name : {"cpu", "rocm", "musa", "ascend"}) {
     const Plan p = make_plan(B(name), PlanInputs{});
-    EXPECT_EQ(p.timer, "direct") << name;
+    EXPECT_EQ(p.timer, caliber::core::TimerKind::direct) << name;
     EXPECT_FALSE(p.has("graph_capture")) << name;
     EXPECT_FALSE(p.has("cluster_fix")) << name;
     EXPECT_TRUE(p.has("direct_timer")) << name;
@@ -96,11 +96,12 @@ TEST(Plan, TimerRequest) {
   PlanInputs in;
   in.timer = caliber::core::TimerKind::direct;
   const Plan p = make_plan(B("cuda"), in);
-  EXPECT_EQ(p.timer, "direct");
+  EXPECT_EQ(p.timer, caliber::core::TimerKind::direct);
   EXPECT_FALSE(p.has("graph_capture"));
   EXPECT_TRUE(p.has("cluster_fix"));  // tuning is still on: clusters still matter
   in.timer = caliber::core::TimerKind::graph;
-  EXPECT_EQ(make_plan(B("rocm"), in).timer, "graph");  // hip graphs exist; asked for explicitly
+  EXPECT_EQ(make_plan(B("rocm"), in).timer,
+            caliber::core::TimerKind::graph);  // hip graphs exist; asked for explicitly
   EXPECT_THROW((void)make_plan(B("cpu"), in), std::invalid_argument);
 }
 

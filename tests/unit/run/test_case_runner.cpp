@@ -65,7 +65,7 @@ nlohmann::json run_twin(bool refuses) {
   knobs.tune = core::TuneMode::off;
   tune::Settings settings;
   settings.mode = tune::Mode::off;
-  CaseRunner runner(backend, 0, 1, knobs, "graph", settings);
+  CaseRunner runner(backend, 0, 1, knobs, core::TimerKind::graph, settings);
   Case c{"twin", DType::f32, {1024}, {}, {}};
   return core::to_json(runner.run_case(TwinOp(refuses), c));
 }
@@ -97,8 +97,8 @@ TEST(OneRegimePerRow, WithoutAFallbackTheGraphTimerStays) {
 class CpuCases : public ::testing::Test {
  protected:
   CpuCases()
-      : runner_(*backends::find_backend("cpu"), 0, 7, test::fast_cpu_knobs(), "direct",
-                settings()) {}
+      : runner_(*backends::find_backend("cpu"), 0, 7, test::fast_cpu_knobs(),
+                core::TimerKind::direct, settings()) {}
   static tune::Settings settings() {
     tune::Settings s;
     s.mode = tune::Mode::off;

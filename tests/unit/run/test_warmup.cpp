@@ -86,8 +86,8 @@ TEST(WarmupArgs, RebuildTheKnobsThatDefineCasesAndTuning) {
   EXPECT_EQ(r.ops, k.ops);
   EXPECT_EQ(r.op_file, k.op_file);
   EXPECT_EQ(r.dtypes, k.dtypes);
-  EXPECT_EQ(r.level, "comprehensive");
-  EXPECT_EQ(r.shape_mode, "upstream");
+  EXPECT_EQ(r.level, core::Level::comprehensive);
+  EXPECT_EQ(r.shape_mode, core::ShapeMode::upstream);
   EXPECT_EQ(r.shapes_file, k.shapes_file);
   EXPECT_EQ(r.ops_lib, k.ops_lib);
   EXPECT_EQ(r.backend, "cpu");

@@ -104,8 +104,8 @@ TEST(KnobDefaults, NothingGivenGivesTheContractDefaults) {
   EXPECT_TRUE(k.ops.empty());
   EXPECT_TRUE(k.node.empty());
   EXPECT_TRUE(k.dtypes.empty());
-  EXPECT_EQ(k.level, "core");
-  EXPECT_EQ(k.shape_mode, "file");
+  EXPECT_EQ(k.level, Level::core);
+  EXPECT_EQ(k.shape_mode, ShapeMode::file);
   EXPECT_EQ(k.timer, TimerKind::automatic);
   EXPECT_EQ(k.repeat, 1);
   EXPECT_EQ(k.return_mode, ReturnMode::median);
@@ -214,8 +214,8 @@ TEST(KnobValidation, GoodValuesAreParsed) {
   EXPECT_EQ(k.backend, "nvidia");  // lowercased; alias resolution belongs to the registry
   EXPECT_EQ(k.devices, (std::vector<int>{0, 2, 5}));
   EXPECT_EQ(k.dtypes, (std::vector<std::string>{"f16", "bf16", "f32"}));
-  EXPECT_EQ(k.level, "comprehensive");
-  EXPECT_EQ(k.shape_mode, "upstream");
+  EXPECT_EQ(k.level, Level::comprehensive);
+  EXPECT_EQ(k.shape_mode, ShapeMode::upstream);
   EXPECT_EQ(k.timer, TimerKind::direct);
   EXPECT_EQ(k.repeat, 7);
   EXPECT_EQ(k.quantiles, (std::vector<double>{0.2, 0.5, 0.8}));
@@ -240,20 +240,20 @@ TEST(KnobValidation, UnknownKnobIsRefused) {
 }
 
 TEST(KnobPrecedence, FlagBeatsEnvironmentBeatsDefault) {
-  EXPECT_EQ(resolve({}, {{"BENCH_LEVEL", "comprehensive"}}).level, "comprehensive");
-  EXPECT_EQ(resolve({{"level", "core"}}, {{"BENCH_LEVEL", "comprehensive"}}).level, "core");
+  EXPECT_EQ(resolve({}, {{"BENCH_LEVEL", "comprehensive"}}).level, Level::comprehensive);
+  EXPECT_EQ(resolve({{"level", "core"}}, {{"BENCH_LEVEL", "comprehensive"}}).level, Level::core);
   EXPECT_EQ(resolve({}, {{"ZL_DIRECT_REPEAT", "5"}}).repeat, 5);
   EXPECT_EQ(resolve({{"repeat", "3"}}, {{"ZL_DIRECT_REPEAT", "5"}}).repeat, 3);
   EXPECT_EQ(resolve({}, {{"ZL_BACKEND", "cpu"}}).backend, "cpu");
   EXPECT_EQ(resolve({{"backend", "cuda"}}, {{"ZL_BACKEND", "cpu"}}).backend, "cuda");
   EXPECT_EQ(resolve({}, {{"TEST_NODE", "add[f32-65536]"}}).node, "add[f32-65536]");
   EXPECT_EQ(resolve({}, {{"OP_FILE", "/x/ops.txt"}}).op_file, "/x/ops.txt");
-  EXPECT_EQ(resolve({}, {{"SHAPE_MODE", "upstream"}}).shape_mode, "upstream");
+  EXPECT_EQ(resolve({}, {{"SHAPE_MODE", "upstream"}}).shape_mode, ShapeMode::upstream);
   EXPECT_EQ(resolve({}, {{"PARALLEL_WARMUP_GPUS", "4"}}).parallel_warmup, 4);
   // The flag shadows a bad environment value: it is never read.
-  EXPECT_EQ(resolve({{"level", "core"}}, {{"BENCH_LEVEL", "bogus"}}).level, "core");
+  EXPECT_EQ(resolve({{"level", "core"}}, {{"BENCH_LEVEL", "bogus"}}).level, Level::core);
   // A name that is not the knob's environment spelling is ignored.
-  EXPECT_EQ(resolve({}, {{"LEVEL", "comprehensive"}}).level, "core");
+  EXPECT_EQ(resolve({}, {{"LEVEL", "comprehensive"}}).level, Level::core);
 }
 
 TEST(KnobPrecedence, BadEnvironmentValueNamesTheVariable) {
@@ -270,7 +270,7 @@ TEST(KnobPrecedence, BadEnvironmentValueNamesTheVariable) {
 TEST(KnobPrecedence, EmptyEnvironmentIsUnset) {
   // PARALLEL_WARMUP_GPUS= must stay a silent no-op, as in the old runner.
   EXPECT_EQ(resolve({}, {{"PARALLEL_WARMUP_GPUS", ""}}).parallel_warmup, 0);
-  EXPECT_EQ(resolve({}, {{"BENCH_LEVEL", "  "}}).level, "core");
+  EXPECT_EQ(resolve({}, {{"BENCH_LEVEL", "  "}}).level, Level::core);
   EXPECT_EQ(resolve({}, {{"ZL_DIRECT_REPEAT", ""}}).repeat, 1);
 }
 
@@ -327,7 +327,7 @@ TEST(KnobFlagGems, RootModeAndParallel) {
   (void)std::system(
       ("touch " + root + "/benchmark/conftest.py " + root + "/benchmark/base.py").c_str());
   const Knobs kernel = resolve({{"flaggems", root}});
-  EXPECT_EQ(kernel.mode, "kernel");
+  EXPECT_EQ(kernel.mode, MeasureMode::kernel);
   EXPECT_EQ(kernel.l2, L2Policy::cold);
   EXPECT_TRUE(kernel.per_launch);
   const Knobs graph = resolve({{"flaggems", root}, {"mode", "cudagraph"}});

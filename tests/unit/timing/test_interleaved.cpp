@@ -41,8 +41,8 @@ TEST_F(Interleaved, APlantedChangeReadsTheSameInEveryStretchOfTime) {
   ASSERT_TRUE(m->a.ok && m->b.ok);
   ASSERT_EQ(m->a.samples_ms.size(), m->b.samples_ms.size());
   ASSERT_GE(m->a.samples_ms.size(), 32u);
-  EXPECT_EQ(m->a.timer, "graph");
-  EXPECT_EQ(m->a.l2_method, "flush-per-launch");
+  EXPECT_EQ(m->a.timer, caliber::core::TimerKind::graph);
+  EXPECT_EQ(m->a.l2_method, caliber::core::L2Method::flush_per_launch);
   // Sample by sample, B over A is the planted ratio within the plateaus' edges.
   int off = 0;
   for (std::size_t i = 0; i < m->a.samples_ms.size(); ++i) {

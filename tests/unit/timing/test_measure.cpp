@@ -39,10 +39,10 @@ TEST_F(Direct, ReportsTheKernelTimeAndFlushesOutsideTheEvents) {
   dev.flush_ms = 5.0;  // would dominate if it were inside the events
   const Measurement m = run();
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_EQ(m.timer, "direct");
+  EXPECT_EQ(m.timer, caliber::core::TimerKind::direct);
   EXPECT_DOUBLE_EQ(m.latency_ms, 0.25);
   EXPECT_EQ(m.markers, (Markers{"timer=direct"}));
-  EXPECT_EQ(m.l2_method, "flush-per-launch");
+  EXPECT_EQ(m.l2_method, caliber::core::L2Method::flush_per_launch);
   EXPECT_GE(dev.flushes, m.total_samples);
   EXPECT_EQ(dev.captures, 0);
   EXPECT_EQ(m.stop_reason, "converged");
@@ -55,7 +55,7 @@ TEST_F(Direct, WarmDoesNotFlush) {
   const Measurement m = run();
   ASSERT_TRUE(m.ok);
   EXPECT_EQ(dev.flushes, 0);
-  EXPECT_EQ(m.l2_method, "warm");
+  EXPECT_EQ(m.l2_method, caliber::core::L2Method::warm);
 }
 
 TEST_F(Direct, StopsOnTimeoutAndNamesTheNoise) {
@@ -125,11 +125,11 @@ TEST_F(Graph, PerLaunchTimeFromKLaunchesPerReplay) {
   dev.flush_ms = 5.0;
   const Measurement m = run();
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_EQ(m.timer, "graph");
+  EXPECT_EQ(m.timer, caliber::core::TimerKind::graph);
   EXPECT_EQ(m.launches_per_sample, 100);  // 1 ms replay / 0.01 ms
   EXPECT_NEAR(m.latency_ms, 0.01, 1e-12);
   EXPECT_TRUE(m.markers.empty());
-  EXPECT_EQ(m.l2_method, "flush-per-replay");
+  EXPECT_EQ(m.l2_method, caliber::core::L2Method::flush_per_replay);
   EXPECT_EQ(dev.captures, 1);
   EXPECT_EQ(dev.captured_launches, 100);
   EXPECT_GE(dev.flushes, m.total_samples);
@@ -165,7 +165,7 @@ TEST_F(Fallback, EveryRefusedCodeFallsBackWithTheExactMarkers) {
     const Measurement m = measure(
         d, backend, [&] { d.kernel(); }, o);
     ASSERT_TRUE(m.ok) << code << ": " << m.error;
-    EXPECT_EQ(m.timer, "direct") << code;
+    EXPECT_EQ(m.timer, caliber::core::TimerKind::direct) << code;
     EXPECT_EQ(m.markers, (Markers{"BENCHMARK_DIRECT_NO_CUDAGRAPH", "timer=direct", "repeat=1"}))
         << code;
     EXPECT_EQ(d.aborts, 1) << code;
@@ -193,7 +193,7 @@ TEST_F(Fallback, HostErrorUnderCaptureFallsBackLikeARefusal) {
   };
   const Measurement m = measure(dev, backend, refusing, opt);
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_EQ(m.timer, "direct");
+  EXPECT_EQ(m.timer, caliber::core::TimerKind::direct);
   EXPECT_EQ(m.markers, (Markers{"BENCHMARK_DIRECT_NO_CUDAGRAPH", "timer=direct", "repeat=1"}));
   EXPECT_EQ(dev.aborts, 1);
   EXPECT_NE(m.note.find("ValueError: not under capture"), std::string::npos) << m.note;
@@ -211,21 +211,21 @@ TEST_F(Fallback, RefusedCapturesLeftoverErrorDoesNotFailTheNextProvidersDirectTi
   const Measurement ref_graph = measure(
       dev, backend, [this] { dev.kernel(); }, opt);
   ASSERT_TRUE(ref_graph.ok) << ref_graph.error;
-  ASSERT_EQ(ref_graph.timer, "graph");
+  ASSERT_EQ(ref_graph.timer, caliber::core::TimerKind::graph);
   dev.throw_in_capture = 900;
   dev.refusal_leaves_op_error = true;
   // The candidate checks its synchronize's code, not the runtime's last error.
   const Measurement cand = measure(
       dev, backend, [this] { dev.kernel(1.0, false); }, opt);
   ASSERT_TRUE(cand.ok) << cand.error;
-  EXPECT_EQ(cand.timer, "direct");
+  EXPECT_EQ(cand.timer, caliber::core::TimerKind::direct);
   ASSERT_EQ(dev.op_runtime_error, 900);  // left behind, out of the device's reach
   TimingOptions direct = opt;
   direct.timer = TimerKind::direct;
   const Measurement ref = measure(
       dev, backend, [this] { dev.kernel(); }, direct);
   ASSERT_TRUE(ref.ok) << ref.error;
-  EXPECT_EQ(ref.timer, "direct");
+  EXPECT_EQ(ref.timer, caliber::core::TimerKind::direct);
   EXPECT_EQ(dev.stale_errors_read, 1);
   EXPECT_DOUBLE_EQ(ref.latency_ms, 1.0);
 }
@@ -331,7 +331,7 @@ TEST_F(Fallback, DenyListNeverAttemptsCapture) {
   const Measurement m = run();
   ASSERT_TRUE(m.ok) << m.error;
   EXPECT_EQ(dev.captures, 0);
-  EXPECT_EQ(m.timer, "direct");
+  EXPECT_EQ(m.timer, caliber::core::TimerKind::direct);
   EXPECT_EQ(m.markers, (Markers{"BENCHMARK_DIRECT_NO_CUDAGRAPH", "timer=direct", "repeat=1"}));
   EXPECT_NE(m.note.find("deny list"), std::string::npos);
 }
@@ -426,7 +426,7 @@ TEST_F(Repeat, NotAppliedToGraphRows) {
   opt.repeat = 5;
   const Measurement m = run();
   ASSERT_TRUE(m.ok);
-  EXPECT_EQ(m.timer, "graph");
+  EXPECT_EQ(m.timer, caliber::core::TimerKind::graph);
   EXPECT_EQ(m.repeat, 1);
   EXPECT_EQ(dev.captures, 1);
 }
@@ -594,7 +594,7 @@ TEST_F(TimerChoiceTest, MeasureUsesGraphOnlyWhereThePolicySaysSo) {
       d2, backend, [&] { d2.kernel(); }, o);
   ASSERT_TRUE(m.ok);
   EXPECT_EQ(d2.captures, 0);
-  EXPECT_EQ(m.timer, "direct");
+  EXPECT_EQ(m.timer, caliber::core::TimerKind::direct);
   EXPECT_EQ(m.markers, (Markers{"timer=direct"}));
 }
 
@@ -604,7 +604,7 @@ TEST_F(TimerChoiceTest, ExplicitGraphWithoutCaptureIsDirectWithANote) {
   const Measurement m = run();
   ASSERT_TRUE(m.ok);
   EXPECT_EQ(dev.captures, 0);
-  EXPECT_EQ(m.timer, "direct");
+  EXPECT_EQ(m.timer, caliber::core::TimerKind::direct);
   EXPECT_EQ(m.markers, (Markers{"timer=direct"}));
   EXPECT_NE(m.note.find("graph"), std::string::npos);
 }

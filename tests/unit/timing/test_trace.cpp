@@ -44,7 +44,7 @@ TEST_F(Trace, DirectReadsTheLaunchsOwnSpanOverSeveralKernels) {
     dev.kernel(0.5);
   });
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_EQ(m.sample_method, "kernel-trace");
+  EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::kernel_trace);
   EXPECT_DOUBLE_EQ(m.latency_ms, 1.5);
   EXPECT_EQ(m.kernel_count, 2);
   EXPECT_DOUBLE_EQ(m.kernel_sum_ms, 1.5);
@@ -64,8 +64,8 @@ TEST_F(Trace, GraphColdExcludesTheFlushes) {
   dev.kernel_ms = [](long) { return 0.125; };
   const Measurement m = run([this] { dev.kernel(); });
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_EQ(m.timer, "graph");
-  EXPECT_EQ(m.sample_method, "kernel-trace");
+  EXPECT_EQ(m.timer, caliber::core::TimerKind::graph);
+  EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::kernel_trace);
   EXPECT_GT(m.launches_per_sample, 1);
   EXPECT_DOUBLE_EQ(m.latency_ms, 0.375);
   EXPECT_DOUBLE_EQ(m.event_latency_ms, 0.875);
@@ -82,7 +82,7 @@ TEST_F(Trace, GraphWarmSeparatesLaunchesByBoundaries) {
     dev.kernel();
   });
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_EQ(m.sample_method, "kernel-trace");
+  EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::kernel_trace);
   EXPECT_EQ(dev.boundaries, m.launches_per_sample);
   EXPECT_DOUBLE_EQ(m.latency_ms, 0.375);
   EXPECT_EQ(m.kernel_count, 2);
@@ -97,7 +97,7 @@ TEST_F(Trace, GraphPerReplayReadsTheReplaysSpanOverK) {
   dev.kernel_ms = [](long) { return 0.125; };
   const Measurement m = run([this] { dev.kernel(); });
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_EQ(m.sample_method, "kernel-trace");
+  EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::kernel_trace);
   EXPECT_GT(m.launches_per_sample, 1);
   EXPECT_EQ(dev.boundaries, 0);
   EXPECT_DOUBLE_EQ(m.latency_ms, 0.125);
@@ -110,7 +110,7 @@ TEST_F(Trace, MissingRecordsFallBackToTheEventsWithTheMarker) {
   dev.drop_records_after = 30;  // some samples in, the records stop
   const Measurement m = run([this] { dev.kernel(); });
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_NE(m.sample_method, "kernel-trace");
+  EXPECT_NE(m.sample_method, caliber::core::SampleDelimiter::kernel_trace);
   EXPECT_TRUE(has(m.markers, kMarkerEventsNoTrace));
   EXPECT_NE(m.note.find("records"), std::string::npos) << m.note;
   // Every kept sample is the events' (1 ms + the floor): none of the trace's mixed in.
@@ -125,7 +125,7 @@ TEST_F(Trace, GraphReplayWithMissingRecordsFallsBackToo) {
   dev.drop_records_after = 3;
   const Measurement m = run([this] { dev.kernel(); });
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_EQ(m.timer, "graph");
+  EXPECT_EQ(m.timer, caliber::core::TimerKind::graph);
   EXPECT_TRUE(has(m.markers, kMarkerEventsNoTrace));
   EXPECT_DOUBLE_EQ(m.latency_ms, 1.5);
 }
@@ -139,7 +139,7 @@ TEST_F(Trace, ASubscriberConflictFallsBackWithTheMarker) {
   ASSERT_TRUE(m.ok) << m.error;
   EXPECT_TRUE(has(m.markers, kMarkerEventsNoTrace));
   EXPECT_NE(m.note.find("another activity subscriber"), std::string::npos) << m.note;
-  EXPECT_EQ(m.sample_method, "events-per-launch");
+  EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::events_per_launch);
   EXPECT_DOUBLE_EQ(m.latency_ms, 1.5);
   EXPECT_EQ(dev.trace_opens, 0);
   EXPECT_EQ(dev.trace_closes, 0);
@@ -151,7 +151,7 @@ TEST_F(Trace, EventsOnRequestOpenNoTraceAndCarryNoMarker) {
   opt.sample_method = SampleMethod::events;
   const Measurement m = run([this] { dev.kernel(); });
   ASSERT_TRUE(m.ok);
-  EXPECT_EQ(m.sample_method, "events-per-launch");
+  EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::events_per_launch);
   EXPECT_FALSE(has(m.markers, kMarkerEventsNoTrace));
   EXPECT_EQ(dev.trace_opens, 0);
   EXPECT_DOUBLE_EQ(m.event_latency_ms, 0);
@@ -175,8 +175,8 @@ TEST_F(Trace, RefusedCaptureFallsBackToATracedDirectTimer) {
   dev.throw_in_capture = 900;
   const Measurement m = run([this] { dev.kernel(); });
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_EQ(m.timer, "direct");
-  EXPECT_EQ(m.sample_method, "kernel-trace");
+  EXPECT_EQ(m.timer, caliber::core::TimerKind::direct);
+  EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::kernel_trace);
   EXPECT_DOUBLE_EQ(m.latency_ms, 1.0);
   EXPECT_EQ(dev.trace_opens, 2);
   EXPECT_EQ(dev.trace_closes, 2);

@@ -35,11 +35,11 @@ TEST_F(Truth, GraphColdTimesEveryLaunchCold) {
   dev.flush_ms = 0.030;
   const Measurement m = run();
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_EQ(m.timer, "graph");
+  EXPECT_EQ(m.timer, caliber::core::TimerKind::graph);
   EXPECT_GT(m.launches_per_sample, 10);
   EXPECT_NEAR(m.latency_ms, 0.014, 1e-9);
-  EXPECT_EQ(m.l2_method, "flush-per-launch");
-  EXPECT_EQ(m.sample_method, "events-per-launch");
+  EXPECT_EQ(m.l2_method, caliber::core::L2Method::flush_per_launch);
+  EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::events_per_launch);
   EXPECT_GT(dev.graph_event_records, 0);
 }
 
@@ -50,7 +50,7 @@ TEST_F(Truth, GraphWarmTimesLaunchesWithoutFlushes) {
   const Measurement m = run();
   ASSERT_TRUE(m.ok) << m.error;
   EXPECT_NEAR(m.latency_ms, 0.010, 1e-9);
-  EXPECT_EQ(m.l2_method, "warm");
+  EXPECT_EQ(m.l2_method, caliber::core::L2Method::warm);
 }
 
 TEST_F(Truth, WithoutEventNodesTheGraphSaysOnlyTheFirstLaunchWasCold) {
@@ -59,8 +59,8 @@ TEST_F(Truth, WithoutEventNodesTheGraphSaysOnlyTheFirstLaunchWasCold) {
   dev.cold_extra_ms = 0.004;
   const Measurement m = run();
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_EQ(m.l2_method, "flush-per-replay");
-  EXPECT_EQ(m.sample_method, "events-per-replay");
+  EXPECT_EQ(m.l2_method, caliber::core::L2Method::flush_per_replay);
+  EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::events_per_replay);
   // One cold launch per replay of K: nearly the warm figure, which is why the row must say so.
   EXPECT_LT(m.latency_ms, 0.0105);
 }
@@ -72,7 +72,7 @@ TEST_F(Truth, DirectHoldKeepsTheLaunchGapOutOfTheEvents) {
   const Measurement held = run();
   ASSERT_TRUE(held.ok) << held.error;
   EXPECT_NEAR(held.latency_ms, 0.010, 1e-9);
-  EXPECT_EQ(held.sample_method, "held");
+  EXPECT_EQ(held.sample_method, caliber::core::SampleDelimiter::held);
   EXPECT_GT(dev.holds, 0);
 
   FakeDevice plain;
@@ -85,7 +85,7 @@ TEST_F(Truth, DirectHoldKeepsTheLaunchGapOutOfTheEvents) {
       plain, backend, [&] { plain.kernel(); }, o);
   ASSERT_TRUE(unheld.ok);
   EXPECT_NEAR(unheld.latency_ms, 0.013, 1e-9);
-  EXPECT_EQ(unheld.sample_method, "unheld");
+  EXPECT_EQ(unheld.sample_method, caliber::core::SampleDelimiter::unheld);
 }
 
 TEST_F(Truth, AHoldThatGivesUpIsDroppedAndSaid) {
@@ -93,7 +93,7 @@ TEST_F(Truth, AHoldThatGivesUpIsDroppedAndSaid) {
   dev.hold_gives_up = true;
   const Measurement m = run();
   ASSERT_TRUE(m.ok);
-  EXPECT_EQ(m.sample_method, "unheld");
+  EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::unheld);
   EXPECT_NE(m.note.find("hold gave up"), std::string::npos) << m.note;
   EXPECT_LE(dev.holds, 3);  // not one per sample
 }
@@ -166,7 +166,7 @@ TEST_F(Truth, BurstDropsPowerLimitedWindowsAndRests) {
   opt.stop.timeout_s = 2.0;
   const Measurement m = run();
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_EQ(m.regime, "burst");
+  EXPECT_EQ(m.regime, caliber::core::ClockRegime::burst);
   EXPECT_GT(m.regime_discarded, 0);
   EXPECT_GT(dev.slept_s, 0);
   EXPECT_EQ(m.power_capped, 0);
@@ -215,7 +215,7 @@ TEST_F(Truth, SustainedSettlesThenKeepsThePowerLimitedClock) {
   dev.kernel_ms = [](long) { return 0.5; };
   const Measurement m = run();
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_EQ(m.regime, "sustained");
+  EXPECT_EQ(m.regime, caliber::core::ClockRegime::sustained);
   EXPECT_TRUE(m.settled);
   // The power limit was seen: not settled before the power control had time to swing.
   EXPECT_GE(m.settle_s, opt.regime.settle_min_capped_s);
@@ -410,8 +410,8 @@ TEST_F(Truth, OnTheHostASampleIsABatchOfLaunchesAndSaysSo) {
   ASSERT_TRUE(m.ok) << m.error;
   EXPECT_EQ(m.launches_per_sample, 100);  // 0.2 ms / 0.002 ms
   EXPECT_NEAR(m.latency_ms, 0.002, 1e-12);
-  EXPECT_EQ(m.sample_method, "host-batch");
-  EXPECT_EQ(m.l2_method, "flush-per-sample");
+  EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::host_batch);
+  EXPECT_EQ(m.l2_method, caliber::core::L2Method::flush_per_sample);
 }
 
 TEST(RegimeNames, ParseAndPrint) {
