@@ -221,7 +221,8 @@ bool run_round(const AbOptions& opt, const fs::path& self, int round, char side,
   char dur[32];
   std::snprintf(dur, sizeof dur, "%.1f", r.duration_s);
   out << "ab: round " << round << "/" << opt.rounds << " "
-      << (paired ? "A+B paired" : std::string(1, side)) << ": " << r.status << " (" << dur << " s)";
+      << (paired ? "A+B paired" : std::string(1, side)) << ": " << core::to_string(r.status) << " ("
+      << dur << " s)";
   for (const auto& m : made)
     out << " " << (m.run_dir ? m.run_dir->filename().string() : "no run directory");
   out << std::endl;

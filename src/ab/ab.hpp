@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "settings/settings.hpp"
+
 namespace caliber::run {
 
 struct AbSide {
@@ -70,7 +72,7 @@ struct AbRound {
   int round = 1;
   std::optional<std::filesystem::path> run_dir;  // nullopt: the run claimed no directory
   int exit_code = 0;                             // the child's, or -1 when it did not exit normally
-  std::string status;                            // ok, failed, crashed, timeout, interrupted
+  core::OpStatus status = core::OpStatus::failed;  // ok, failed, crashed, timeout, interrupted
   double duration_s = 0;
 };
 

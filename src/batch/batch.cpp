@@ -22,12 +22,12 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/registry.hpp"
+#include "batch/flaggems_tree.hpp"
 #include "batch/scheduler.hpp"
 #include "records/identity.hpp"
 #include "records/rundir.hpp"
 #include "records/runlog.hpp"
 #include "run/cases.hpp"
-#include "batch/flaggems_tree.hpp"
 #include "run/py_ops.hpp"
 #include "settings/knobs.hpp"
 
@@ -141,9 +141,9 @@ std::string ops_status_csv(const std::vector<OpStatusRow>& rows) {
   for (const auto& r : rows) {
     char dur[32];
     std::snprintf(dur, sizeof dur, "%.3f", r.duration_s);
-    o << csv_field(r.op) << "," << csv_field(r.status) << "," << csv_field(r.backend) << ","
-      << csv_field(r.device) << "," << csv_field(r.timer) << "," << r.rows << "," << dur << ","
-      << csv_field(one_line(r.reason)) << "\n";
+    o << csv_field(r.op) << "," << csv_field(core::to_string(r.status)) << ","
+      << csv_field(r.backend) << "," << csv_field(r.device) << "," << csv_field(r.timer) << ","
+      << r.rows << "," << dur << "," << csv_field(one_line(r.reason)) << "\n";
   }
   return o.str();
 }
@@ -166,7 +166,9 @@ std::vector<OpStatusRow> parse_ops_status_csv(const std::string& text) {
     OpStatusRow s;
     s.op = get(rows[i], "op");
     if (s.op.empty()) continue;
-    s.status = get(rows[i], "status");
+    // A word no caliber writes (a hand-edited file) reads as pending: it is run again on resume,
+    // as every status but ok is.
+    s.status = core::parse_op_status(get(rows[i], "status")).value_or(core::OpStatus::pending);
     s.backend = get(rows[i], "backend");
     s.device = get(rows[i], "device");
     s.timer = get(rows[i], "timer");
@@ -220,20 +222,20 @@ Classified classify_exit(const ExitStatus& st, double timeout_s) {
     case ExitKind::timeout: {
       std::ostringstream o;
       o << "no exit within the " << timeout_s << " s timeout; ended by " << signal_name(st.signal);
-      return {"timeout", o.str()};
+      return {core::OpStatus::timeout, o.str()};
     }
     case ExitKind::stopped:
-      return {"interrupted", "stopped by caliber (" + signal_name(st.signal) + ")"};
+      return {core::OpStatus::interrupted, "stopped by caliber (" + signal_name(st.signal) + ")"};
     case ExitKind::signaled:
-      return {"crashed", "crashed: " + st.describe()};
+      return {core::OpStatus::crashed, "crashed: " + st.describe()};
     case ExitKind::exited:
       break;
   }
-  if (st.code == 0) return {"ok", ""};
-  if (st.crashed()) return {"crashed", "crashed: " + st.describe()};
-  if (st.code == 1) return {"failed", "a case failed (exit 1)"};
-  if (st.code == 2) return {"failed", "bad usage or input (exit 2)"};
-  return {"failed", "exit " + std::to_string(st.code)};
+  if (st.code == 0) return {core::OpStatus::ok, ""};
+  if (st.crashed()) return {core::OpStatus::crashed, "crashed: " + st.describe()};
+  if (st.code == 1) return {core::OpStatus::failed, "a case failed (exit 1)"};
+  if (st.code == 2) return {core::OpStatus::failed, "bad usage or input (exit 2)"};
+  return {core::OpStatus::failed, "exit " + std::to_string(st.code)};
 }
 
 std::set<fs::path> run_dirs_of(const fs::path& batch_dir, const std::string& op) {
@@ -305,11 +307,11 @@ void read_child_results(OpStatusRow& row, const std::optional<fs::path>& run_dir
       if (st == core::status::failed && first_error.empty())
         first_error = c.node.value_or("") + ": " + c.error.value_or("failed");
     }
-    if (row.status == "ok" && (row.rows == 0 || skipped == row.rows)) {
-      row.status = "skipped";
+    if (row.status == core::OpStatus::ok && (row.rows == 0 || skipped == row.rows)) {
+      row.status = core::OpStatus::skipped;
       row.reason = row.rows == 0 ? "no cases ran" : "every case skipped: " + first_skip;
     }
-    if (row.status == "failed" && !first_error.empty()) row.reason = first_error;
+    if (row.status == core::OpStatus::failed && !first_error.empty()) row.reason = first_error;
   } catch (const std::exception&) {
     // No readable run.log: the child died before writing one; rows stay 0.
   }
@@ -380,8 +382,8 @@ void note_orphaned_batch_child(int exit_code) {
     auto rows = read_ops_status(batch_dir);
     bool changed = false;
     for (auto& r : rows) {
-      if (r.op != *op || r.status != "running") continue;
-      r.status = exit_code == 0 ? "ok" : "interrupted";
+      if (r.op != *op || r.status != core::OpStatus::running) continue;
+      r.status = exit_code == 0 ? core::OpStatus::ok : core::OpStatus::interrupted;
       r.reason =
           "the batch process ended while this op ran (killed?); the op ended with it "
           "(exit " +
@@ -399,8 +401,9 @@ void note_orphaned_batch_child(int exit_code) {
 void print_finished(std::ostream& out, const OpStatusRow& row, const std::string& where) {
   char dur[32];
   std::snprintf(dur, sizeof dur, "%.1f", row.duration_s);
-  out << "[batch] " << row.op << ": " << row.status << " (" << row.rows << " rows, " << dur
-      << " s, " << where << ")" << (row.reason.empty() ? "" : ": " + row.reason) << std::endl;
+  out << "[batch] " << row.op << ": " << core::to_string(row.status) << " (" << row.rows
+      << " rows, " << dur << " s, " << where << ")" << (row.reason.empty() ? "" : ": " + row.reason)
+      << std::endl;
 }
 
 namespace {
@@ -643,8 +646,8 @@ void claim_new_batch(BatchContext& ctx, const BatchScheduler& scheduler) {
 // Every op not ok is pending again; the line that says what the batch will do.
 void queue_pending(BatchContext& ctx, const BatchScheduler& scheduler, std::ostream& out) {
   for (std::size_t i = 0; i < ctx.rows.size(); ++i)
-    if (ctx.rows[i].status != "ok") {
-      ctx.rows[i].status = "pending";
+    if (ctx.rows[i].status != core::OpStatus::ok) {
+      ctx.rows[i].status = core::OpStatus::pending;
       ctx.rows[i].reason.clear();
       ctx.rows[i].backend = ctx.backend->name();
       ctx.pending.push_back(i);
@@ -670,8 +673,8 @@ BatchOutcome summarize(const BatchContext& ctx, int sig, std::ostream& out) {
   std::size_t not_ok = 0;
   std::map<std::string, int> counts;
   for (const auto& r : ctx.rows) {
-    not_ok += r.status != "ok" && r.status != "skipped";
-    ++counts[r.status];
+    not_ok += r.status != core::OpStatus::ok && r.status != core::OpStatus::skipped;
+    ++counts[core::to_string(r.status)];
   }
   outcome.exit_code = sig != 0 ? 128 + sig : not_ok > 0 || unwritten ? 1 : 0;
   const std::string dir = ctx.batch_dir.string();

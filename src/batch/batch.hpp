@@ -24,7 +24,7 @@ namespace caliber::run {
 // file).
 struct OpStatusRow {
   std::string op;
-  std::string status = "pending";
+  core::OpStatus status = core::OpStatus::pending;
   std::string backend;
   std::string device;
   std::string timer;
@@ -44,7 +44,7 @@ void write_ops_status(const std::filesystem::path& batch_dir, const std::vector<
 
 // What a child's end means for its op: status and reason (run.log facts filled in by the caller).
 struct Classified {
-  std::string status;
+  core::OpStatus status = core::OpStatus::failed;
   std::string reason;
 };
 [[nodiscard]] Classified classify_exit(const ExitStatus& st, double timeout_s);

@@ -143,7 +143,7 @@ class LocalRun {
     try {
       pool_.start(slot, i, op_spec(ctx_, row, device, pins_.at(device), job.log));
     } catch (const std::exception& e) {
-      row.status = "failed";
+      row.status = core::OpStatus::failed;
       row.reason = one_line(e.what());
       ++done_;
       ++not_ok_;
@@ -151,7 +151,7 @@ class LocalRun {
       return true;
     }
     jobs_[i] = std::move(job);
-    row.status = "running";
+    row.status = core::OpStatus::running;
     write_ops_status(ctx_.batch_dir, ctx_.rows);
     return true;
   }
@@ -165,14 +165,14 @@ class LocalRun {
     row.reason = c.reason;
     row.duration_s = e.status.duration_s;
     read_child_results(row, find_child_run_dir(ctx_.batch_dir, row.op, job.before));
-    if (row.status == "crashed" || row.status == "failed") {
+    if (row.status == core::OpStatus::crashed || row.status == core::OpStatus::failed) {
       const std::string last = last_log_line(job.log);
       if (!last.empty() && row.reason.find(last) == std::string::npos)
         row.reason += "; log: " + last;
     }
     ++done_;
     done_seconds_ += e.status.duration_s;
-    if (row.status != "ok" && row.status != "skipped") ++not_ok_;
+    if (row.status != core::OpStatus::ok && row.status != core::OpStatus::skipped) ++not_ok_;
     if (ctx_.progress) err_ << "\r\033[K";
     print_finished(out_, row, "device " + std::to_string(job.device));
     write_ops_status(ctx_.batch_dir, ctx_.rows);
@@ -202,12 +202,12 @@ class LocalRun {
       OpStatusRow& row = ctx_.rows[e.tag];
       row.duration_s = e.status.duration_s;
       read_child_results(row, find_child_run_dir(ctx_.batch_dir, row.op, jobs_.at(e.tag).before));
-      row.status = "interrupted";
+      row.status = core::OpStatus::interrupted;
       row.reason = "batch interrupted by " + signal_name(sig) + " while it ran (" +
                    std::to_string(row.rows) + " rows kept)";
     }
     for (std::size_t i : pending_) {
-      ctx_.rows[i].status = "interrupted";
+      ctx_.rows[i].status = core::OpStatus::interrupted;
       ctx_.rows[i].reason = "batch interrupted by " + signal_name(sig) + " before it started";
     }
     write_ops_status(ctx_.batch_dir, ctx_.rows);

@@ -392,7 +392,7 @@ class SlurmRun {
       err_ << "caliber batch: " << why << std::endl;
       if (warmup_ && !warmup_->jobs().empty()) (void)slurm_command(scancel_argv(), 60);
       for (std::size_t i : ctx_.pending) {
-        ctx_.rows[i].status = "failed";
+        ctx_.rows[i].status = core::OpStatus::failed;
         ctx_.rows[i].reason = why;
       }
       write_ops_status(batch_dir_, ctx_.rows);
@@ -452,14 +452,15 @@ class SlurmRun {
       } catch (const std::exception&) {
       }
     }
-    if (row.status == "crashed" || row.status == "failed" || row.status == "timeout") {
+    if (row.status == core::OpStatus::crashed || row.status == core::OpStatus::failed ||
+        row.status == core::OpStatus::timeout) {
       const std::string tail = last_log_line(batch_dir_ / "logs" / (row.op + ".log"));
       if (!tail.empty() && row.reason.find(tail) == std::string::npos)
         row.reason += "; log: " + tail;
     }
     done_[task] = true;
     ++n_done_;
-    if (row.status != "ok" && row.status != "skipped") ++not_ok_;
+    if (row.status != core::OpStatus::ok && row.status != core::OpStatus::skipped) ++not_ok_;
     if (ctx_.progress) err_ << "\r\033[K";
     print_finished(out_, row, "task " + std::to_string(task) + (node.empty() ? "" : " on " + node));
     write_ops_status(batch_dir_, ctx_.rows);
@@ -505,8 +506,8 @@ class SlurmRun {
       OpStatusRow& row = ctx_.rows[ctx_.pending[t]];
       if (sl::is_terminal(st.state)) {
         finish(t, st);
-      } else if (st.state == "RUNNING" && row.status != "running") {
-        row.status = "running";
+      } else if (st.state == "RUNNING" && row.status != core::OpStatus::running) {
+        row.status = core::OpStatus::running;
         row.device = st.node;
         write_ops_status(batch_dir_, ctx_.rows);
       }
@@ -570,7 +571,7 @@ class SlurmRun {
       OpStatusRow& row = ctx_.rows[i];
       const bool ran = it != final_states.end() && it->second.run_s > 0;
       read_child_results(row, find_child_run_dir(batch_dir_, row.op, before_[i]));
-      row.status = "interrupted";
+      row.status = core::OpStatus::interrupted;
       row.reason = "batch interrupted by " + signal_name(sig) + ": Slurm job array " + array_id_ +
                    " cancelled (scancel) " +
                    (ran ? "while the task ran (" + std::to_string(row.rows) + " rows kept)"

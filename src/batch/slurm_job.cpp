@@ -400,19 +400,24 @@ Mapped map_state(const TaskState& s, const std::optional<ExitRecord>& record,
       limit += " (" + s.time_limit + " as Slurm applied --time-limit " + time_limit + ")";
     else if (!s.time_limit.empty() || !time_limit.empty())
       limit += " (" + (s.time_limit.empty() ? time_limit : s.time_limit) + ")";
-    return {"timeout", "Slurm TIMEOUT: the task ran past " + limit + " and Slurm ended it" + where};
+    return {core::OpStatus::timeout,
+            "Slurm TIMEOUT: the task ran past " + limit + " and Slurm ended it" + where};
   }
-  if (state == "DEADLINE") return {"timeout", "Slurm DEADLINE: the job's deadline passed" + where};
+  if (state == "DEADLINE")
+    return {core::OpStatus::timeout, "Slurm DEADLINE: the job's deadline passed" + where};
   if (state == "NODE_FAIL")
-    return {"crashed",
+    return {core::OpStatus::crashed,
             "Slurm NODE_FAIL: node failure" + where + "; the task's rows so far are kept"};
   if (state == "OUT_OF_MEMORY")
-    return {"crashed", "Slurm OUT_OF_MEMORY: out of memory (OOM)" + where};
-  if (state == "BOOT_FAIL") return {"crashed", "Slurm BOOT_FAIL: the node failed to boot" + where};
+    return {core::OpStatus::crashed, "Slurm OUT_OF_MEMORY: out of memory (OOM)" + where};
+  if (state == "BOOT_FAIL")
+    return {core::OpStatus::crashed, "Slurm BOOT_FAIL: the node failed to boot" + where};
   if (state == "CANCELLED")
-    return {"interrupted", "Slurm CANCELLED: the task was cancelled (scancel)" + where};
+    return {core::OpStatus::interrupted,
+            "Slurm CANCELLED: the task was cancelled (scancel)" + where};
   if (state == "PREEMPTED")
-    return {"interrupted", "Slurm PREEMPTED: a higher-priority job took the node" + where};
+    return {core::OpStatus::interrupted,
+            "Slurm PREEMPTED: a higher-priority job took the node" + where};
   if (state == "COMPLETED" || state == "FAILED") {
     if (record) {
       ExitStatus st;
@@ -425,18 +430,19 @@ Mapped map_state(const TaskState& s, const std::optional<ExitRecord>& record,
       ExitStatus st;
       st.kind = ExitKind::signaled;
       st.signal = s.exit_signal;
-      return {"crashed", "crashed: the task ended by " + st.describe() + " (Slurm " + state +
-                             ", no exit record)" + where};
+      return {core::OpStatus::crashed, "crashed: the task ended by " + st.describe() + " (Slurm " +
+                                           state + ", no exit record)" + where};
     }
     ExitStatus st;
     st.kind = ExitKind::exited;
     st.code = s.exit_code;
     Classified c = classify_exit(st, 0);
-    if (state == "COMPLETED" || c.status == "ok") return {c.status, c.reason};
+    if (state == "COMPLETED" || c.status == core::OpStatus::ok) return {c.status, c.reason};
     return {c.status, c.reason + " (Slurm " + state + ", no exit record)" + where};
   }
-  return {"crashed", "Slurm state " + (state.empty() ? std::string("unknown") : state) +
-                         (s.reason.empty() ? "" : " (" + s.reason + ")") + where};
+  return {core::OpStatus::crashed, "Slurm state " +
+                                       (state.empty() ? std::string("unknown") : state) +
+                                       (s.reason.empty() ? "" : " (" + s.reason + ")") + where};
 }
 
 }  // namespace caliber::run::slurm

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "proc/exit_record.hpp"
+#include "settings/settings.hpp"
 
 namespace caliber::run::slurm {
 
@@ -111,7 +112,7 @@ struct TaskState {
 // this job. status: ok, failed, crashed, timeout, interrupted (ok may still become failed or
 // skipped from the run's rows, as in a local batch).
 struct Mapped {
-  std::string status;
+  core::OpStatus status = core::OpStatus::crashed;
   std::string reason;
 };
 [[nodiscard]] Mapped map_state(const TaskState& s, const std::optional<ExitRecord>& record,

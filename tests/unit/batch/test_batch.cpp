@@ -75,8 +75,9 @@ BatchOptions options(const TempDir& t) {
 
 TEST(OpsStatus, CsvRoundTripWithQuoting) {
   std::vector<OpStatusRow> rows(2);
-  rows[0] = {"add", "ok", "cpu", "0", "direct", 12, 1.5, ""};
-  rows[1] = {"mm", "crashed", "cpu", "1", "", 0, 0.25, "crashed: SIGSEGV, \"boom\"\nsecond line"};
+  rows[0] = {"add", caliber::core::OpStatus::ok, "cpu", "0", "direct", 12, 1.5, ""};
+  rows[1] = {"mm", caliber::core::OpStatus::crashed,         "cpu", "1", "", 0,
+             0.25, "crashed: SIGSEGV, \"boom\"\nsecond line"};
   const std::string csv = ops_status_csv(rows);
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "op,status,backend,device,timer,rows,duration_s,reason");
   const auto back = parse_ops_status_csv(csv);
@@ -84,7 +85,7 @@ TEST(OpsStatus, CsvRoundTripWithQuoting) {
   EXPECT_EQ(back[0].op, "add");
   EXPECT_EQ(back[0].rows, 12);
   EXPECT_DOUBLE_EQ(back[0].duration_s, 1.5);
-  EXPECT_EQ(back[1].status, "crashed");
+  EXPECT_EQ(back[1].status, caliber::core::OpStatus::crashed);
   EXPECT_EQ(back[1].reason, "crashed: SIGSEGV, \"boom\" second line");  // kept on one line
 }
 
@@ -97,21 +98,21 @@ TEST(Batch, ClassifyExit) {
   ExitStatus st;
   st.kind = ExitKind::exited;
   st.code = 0;
-  EXPECT_EQ(classify_exit(st, 0).status, "ok");
+  EXPECT_EQ(classify_exit(st, 0).status, caliber::core::OpStatus::ok);
   st.code = 1;
-  EXPECT_EQ(classify_exit(st, 0).status, "failed");
+  EXPECT_EQ(classify_exit(st, 0).status, caliber::core::OpStatus::failed);
   st.code = 2;
-  EXPECT_EQ(classify_exit(st, 0).status, "failed");
+  EXPECT_EQ(classify_exit(st, 0).status, caliber::core::OpStatus::failed);
   EXPECT_NE(classify_exit(st, 0).reason.find("usage"), std::string::npos);
   st.kind = ExitKind::signaled;
   st.signal = SIGABRT;
-  EXPECT_EQ(classify_exit(st, 0).status, "crashed");
+  EXPECT_EQ(classify_exit(st, 0).status, caliber::core::OpStatus::crashed);
   EXPECT_NE(classify_exit(st, 0).reason.find("SIGABRT"), std::string::npos);
   st.kind = ExitKind::timeout;
   st.signal = SIGTERM;
-  EXPECT_EQ(classify_exit(st, 5).status, "timeout");
+  EXPECT_EQ(classify_exit(st, 5).status, caliber::core::OpStatus::timeout);
   st.kind = ExitKind::stopped;
-  EXPECT_EQ(classify_exit(st, 5).status, "interrupted");
+  EXPECT_EQ(classify_exit(st, 5).status, caliber::core::OpStatus::interrupted);
 }
 
 TEST(Batch, ChildRunDirIsTheNewestNewOneOfThatOp) {
@@ -157,16 +158,16 @@ TEST(Batch, CrashAndHangDoNotStopTheOthers) {
   EXPECT_EQ(res.exit_code, 1) << out.str() << err.str();
   const auto s = by_op(read_ops_status(res.batch_dir));
   ASSERT_EQ(s.size(), 5u);
-  EXPECT_EQ(s.at("good").status, "ok");
+  EXPECT_EQ(s.at("good").status, caliber::core::OpStatus::ok);
   EXPECT_EQ(s.at("good").rows, 2);
   EXPECT_EQ(s.at("good").timer, "direct");
   EXPECT_EQ(s.at("good").backend, "cpu");
-  EXPECT_EQ(s.at("good2").status, "ok");
-  EXPECT_EQ(s.at("crash").status, "crashed");
+  EXPECT_EQ(s.at("good2").status, caliber::core::OpStatus::ok);
+  EXPECT_EQ(s.at("crash").status, caliber::core::OpStatus::crashed);
   EXPECT_NE(s.at("crash").reason.find("SIGSEGV"), std::string::npos) << s.at("crash").reason;
   EXPECT_EQ(s.at("crash").rows, 2);  // the rows written before the crash are not lost
-  EXPECT_EQ(s.at("hang").status, "timeout");
-  EXPECT_EQ(s.at("fail").status, "failed");
+  EXPECT_EQ(s.at("hang").status, caliber::core::OpStatus::timeout);
+  EXPECT_EQ(s.at("fail").status, caliber::core::OpStatus::failed);
   EXPECT_EQ(s.at("fail").rows, 3);
   EXPECT_NE(s.at("fail").reason.find("made to fail"), std::string::npos) << s.at("fail").reason;
   for (const auto& [op, row] : s) EXPECT_TRUE(row.device == "0" || row.device == "1") << op;
@@ -194,9 +195,9 @@ TEST(Batch, ResumeRerunsOnlyWhatIsNotOk) {
   EXPECT_EQ(second.exit_code, 0) << out.str();
   EXPECT_EQ(second.batch_dir, first.batch_dir);
   const auto s = by_op(read_ops_status(first.batch_dir));
-  EXPECT_EQ(s.at("good").status, "ok");
-  EXPECT_EQ(s.at("fail").status, "ok");
-  EXPECT_EQ(s.at("crash").status, "ok");
+  EXPECT_EQ(s.at("good").status, caliber::core::OpStatus::ok);
+  EXPECT_EQ(s.at("fail").status, caliber::core::OpStatus::ok);
+  EXPECT_EQ(s.at("crash").status, caliber::core::OpStatus::ok);
   EXPECT_EQ(run_dirs_of(first.batch_dir, "good"), good_dirs) << "an ok op must not rerun";
   EXPECT_EQ(run_dirs_of(first.batch_dir, "fail").size(), 2u);
 }
@@ -222,12 +223,12 @@ TEST(Batch, InterruptTerminatesChildrenAndMarksTheRest) {
   killer.join();
   EXPECT_EQ(res.exit_code, 128 + SIGINT);
   const auto s = by_op(read_ops_status(res.batch_dir));
-  EXPECT_EQ(s.at("good").status, "ok");
-  EXPECT_EQ(s.at("hang1").status, "interrupted");
-  EXPECT_EQ(s.at("hang2").status, "interrupted");
+  EXPECT_EQ(s.at("good").status, caliber::core::OpStatus::ok);
+  EXPECT_EQ(s.at("hang1").status, caliber::core::OpStatus::interrupted);
+  EXPECT_EQ(s.at("hang2").status, caliber::core::OpStatus::interrupted);
   EXPECT_EQ(s.at("hang1").rows, 2);  // the rows it wrote are kept
-  EXPECT_EQ(s.at("later1").status, "interrupted");
-  EXPECT_EQ(s.at("later2").status, "interrupted");
+  EXPECT_EQ(s.at("later1").status, caliber::core::OpStatus::interrupted);
+  EXPECT_EQ(s.at("later2").status, caliber::core::OpStatus::interrupted);
   EXPECT_TRUE(live_children().empty());
   // No process of the fake is left (its sleep would hold a device in real life).
   int left = 0;
@@ -246,8 +247,8 @@ TEST(BatchResume, StoredRunFlagsAreMergedAndTheCaliberKept) {
   const std::vector<std::string> stored = {"--peaks=off", "--warmup=0", "--level=core",
                                            "--min-time=0.5"};
   const auto merged = merge_resumed_args(stored, {"--min-time=0"});
-  EXPECT_EQ(merged,
-            (std::vector<std::string>{"--peaks=off", "--warmup=0", "--level=core", "--min-time=0"}));
+  EXPECT_EQ(merged, (std::vector<std::string>{"--peaks=off", "--warmup=0", "--level=core",
+                                              "--min-time=0"}));
   EXPECT_EQ(merge_resumed_args(stored, {"--level=core"}), stored);  // the same value: fine
   EXPECT_EQ(merge_resumed_args(stored, {"--seed=3"}).back(), "--seed=3");
   EXPECT_THROW((void)merge_resumed_args(stored, {"--level=comprehensive"}), BatchUsageError);
@@ -270,8 +271,8 @@ TEST(Batch, AFailedStatusRewriteLeavesNoOpRunning) {
   EXPECT_EQ(res.exit_code, 0) << out.str() << err.str();
   const auto s = by_op(read_ops_status(res.batch_dir));
   ASSERT_EQ(s.size(), 2u);
-  EXPECT_EQ(s.at("jam").status, "ok");
-  EXPECT_EQ(s.at("unjam").status, "ok");
+  EXPECT_EQ(s.at("jam").status, caliber::core::OpStatus::ok);
+  EXPECT_EQ(s.at("unjam").status, caliber::core::OpStatus::ok);
 
   TempDir t2;
   auto o2 = options(t2);

@@ -321,43 +321,43 @@ TEST(SlurmJob, StateMapping) {
   };
   const std::optional<ExitRecord> none;
 
-  EXPECT_EQ(map_state(st("COMPLETED"), rec(0), "").status, "ok");
-  EXPECT_EQ(map_state(st("COMPLETED"), none, "").status, "ok");
+  EXPECT_EQ(map_state(st("COMPLETED"), rec(0), "").status, caliber::core::OpStatus::ok);
+  EXPECT_EQ(map_state(st("COMPLETED"), none, "").status, caliber::core::OpStatus::ok);
   auto m = map_state(st("FAILED", 1), rec(1), "");
-  EXPECT_EQ(m.status, "failed");
+  EXPECT_EQ(m.status, caliber::core::OpStatus::failed);
   EXPECT_TRUE(has(m.reason, "exit 1")) << m.reason;
   m = map_state(st("FAILED", 134), rec(134), "");
-  EXPECT_EQ(m.status, "crashed");
+  EXPECT_EQ(m.status, caliber::core::OpStatus::crashed);
   EXPECT_TRUE(has(m.reason, "SIGABRT")) << m.reason;
   EXPECT_TRUE(has(m.reason, "gpu07")) << m.reason;
   m = map_state(st("FAILED", 0, 9), none, "");  // the task script itself killed
-  EXPECT_EQ(m.status, "crashed");
+  EXPECT_EQ(m.status, caliber::core::OpStatus::crashed);
   EXPECT_TRUE(has(m.reason, "SIGKILL")) << m.reason;
   m = map_state(st("FAILED", 2), none, "");
-  EXPECT_EQ(m.status, "failed");
+  EXPECT_EQ(m.status, caliber::core::OpStatus::failed);
   EXPECT_TRUE(has(m.reason, "no exit record")) << m.reason;
 
   m = map_state(st("TIMEOUT", 0, 15), none, "0:30");
-  EXPECT_EQ(m.status, "timeout");
+  EXPECT_EQ(m.status, caliber::core::OpStatus::timeout);
   EXPECT_TRUE(has(m.reason, "time limit (0:30)")) << m.reason;
   TaskState applied = st("TIMEOUT", 0, 15);
   applied.time_limit = "00:01:00";
   m = map_state(applied, none, "0:30");
   EXPECT_TRUE(has(m.reason, "(00:01:00 as Slurm applied --time-limit 0:30)")) << m.reason;
   m = map_state(st("NODE_FAIL"), none, "");
-  EXPECT_EQ(m.status, "crashed");
+  EXPECT_EQ(m.status, caliber::core::OpStatus::crashed);
   EXPECT_TRUE(has(m.reason, "node failure on node gpu07")) << m.reason;
   m = map_state(st("OUT_OF_MEMORY", 0, 125), none, "");
-  EXPECT_EQ(m.status, "crashed");
+  EXPECT_EQ(m.status, caliber::core::OpStatus::crashed);
   EXPECT_TRUE(has(m.reason, "OOM")) << m.reason;
   m = map_state(st("CANCELLED", 0, 15), none, "");
-  EXPECT_EQ(m.status, "interrupted");
+  EXPECT_EQ(m.status, caliber::core::OpStatus::interrupted);
   EXPECT_TRUE(has(m.reason, "scancel")) << m.reason;
-  EXPECT_EQ(map_state(st("PREEMPTED"), none, "").status, "interrupted");
-  EXPECT_EQ(map_state(st("DEADLINE"), none, "").status, "timeout");
-  EXPECT_EQ(map_state(st("BOOT_FAIL"), none, "").status, "crashed");
+  EXPECT_EQ(map_state(st("PREEMPTED"), none, "").status, caliber::core::OpStatus::interrupted);
+  EXPECT_EQ(map_state(st("DEADLINE"), none, "").status, caliber::core::OpStatus::timeout);
+  EXPECT_EQ(map_state(st("BOOT_FAIL"), none, "").status, caliber::core::OpStatus::crashed);
   m = map_state(st("VANISHED"), none, "");
-  EXPECT_EQ(m.status, "crashed");
+  EXPECT_EQ(m.status, caliber::core::OpStatus::crashed);
   EXPECT_TRUE(has(m.reason, "VANISHED")) << m.reason;
 }
 
