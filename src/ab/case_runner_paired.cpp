@@ -303,17 +303,9 @@ bool CaseRunner::set_up_crossed(const Op& oa, const Op& ob, const Case& c, CaseW
         throw std::runtime_error("the second set-up has other providers");
       for (std::size_t p = 0; p < work.providers.size(); ++p) work.w->prepare(p, work.configs[p]);
     }
-  } catch (const DeviceBroken& e) {
-    fatal_ = c.node_id();
-    warnings_.push_back(c.node_id() + ": paired A/B, the second placement phase: " + e.what());
-    return false;
-  } catch (const NativeError& e) {
-    const auto f = backend_.classify(e.code());
-    if (backends::leaves_process_unusable(f)) fatal_ = c.node_id();
-    warnings_.push_back(c.node_id() + ": paired A/B, the second placement phase: " + e.what());
-    return false;
-  } catch (const std::exception& e) {
-    warnings_.push_back(c.node_id() + ": paired A/B, the second placement phase: " + e.what());
+  } catch (...) {
+    const CaseFailure f = failure_of(c, std::current_exception());
+    warnings_.push_back(c.node_id() + ": paired A/B, the second placement phase: " + f.what);
     return false;
   }
   return true;

@@ -168,6 +168,13 @@ void end_skipped(CaseRow& row, const std::string& reason) {
   row.status = core::status::skipped;
   row.reason = reason;
 }
+// A row that a failure outside the timers ended: skipped (the op said so) or failed with it.
+void end_case(CaseRow& row, std::vector<ProviderRow> prows, const CaseRunner::CaseFailure& f) {
+  if (f.skipped)
+    end_skipped(row, f.what);
+  else
+    end_failed(row, std::move(prows), f.text());
+}
 
 // Laps of a steady clock: a case's phases.
 class PhaseClock {
@@ -367,21 +374,8 @@ CaseRow CaseRunner::profile_case(const Op& op, const Case& c, int launches) {
     const auto providers = w->providers();
     profile_prepare(info, c, *w, providers, prows);
     profile_launch(c, *w, providers, launches, prows);
-  } catch (const NativeError& e) {
-    auto f = backend_.classify(e.code());
-    if (backends::leaves_process_unusable(f)) fatal_ = c.node_id();
-    end_failed(row, std::move(prows), std::string(e.what()) + " [" + backends::to_string(f) + "]");
-    return row;
-  } catch (const CaseSkipped& e) {
-    end_skipped(row, e.what());
-    return row;
-  } catch (const DeviceBroken& e) {
-    fatal_ = c.node_id();
-    end_failed(row, std::move(prows),
-               std::string(e.what()) + " [" + backends::to_string(e.failure) + "]");
-    return row;
-  } catch (const std::exception& e) {
-    end_failed(row, std::move(prows), e.what());
+  } catch (...) {
+    end_case(row, std::move(prows), failure_of(c, std::current_exception()));
     return row;
   }
   row.providers = std::move(prows);
@@ -402,12 +396,9 @@ void CaseRunner::tune_case(const Op& op, const Case& c) {
       ProviderRow scratch;
       (void)choose_config(info, c, *w, p, providers[p], scratch);
     }
-  } catch (const NativeError& e) {
-    auto f = backend_.classify(e.code());
-    if (backends::leaves_process_unusable(f)) fatal_ = c.node_id();
-    warnings_.push_back("tuning " + c.node_id() + " failed: " + e.what());
-  } catch (const std::exception& e) {
-    warnings_.push_back("tuning " + c.node_id() + " failed: " + e.what());
+  } catch (...) {
+    const CaseFailure f = failure_of(c, std::current_exception());
+    warnings_.push_back("tuning " + c.node_id() + " failed: " + f.what);
   }
 }
 
@@ -518,24 +509,29 @@ bool CaseRunner::prepare_and_check(const Op& op, const OpInfo& info, const Case&
     work.prepare_s = clock.lap();
     check_candidates(work);
     work.check_s = clock.lap();
-  } catch (const DeviceBroken& e) {
-    fatal_ = c.node_id();
-    end_failed(row, work.prows,
-               std::string(e.what()) + " [" + backends::to_string(e.failure) + "]");
-    return false;
-  } catch (const CaseSkipped& e) {
-    end_skipped(row, e.what());
-    return false;
-  } catch (const NativeError& e) {
-    auto f = backend_.classify(e.code());
-    if (backends::leaves_process_unusable(f)) fatal_ = c.node_id();
-    end_failed(row, work.prows, std::string(e.what()) + " [" + backends::to_string(f) + "]");
-    return false;
-  } catch (const std::exception& e) {
-    end_failed(row, work.prows, e.what());
+  } catch (...) {
+    end_case(row, work.prows, failure_of(c, std::current_exception()));
     return false;
   }
   return true;
+}
+
+// The one case-error path (NativeError -> classify -> fatal, and DeviceBroken).
+CaseRunner::CaseFailure CaseRunner::failure_of(const Case& c, const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const DeviceBroken& d) {
+    fatal_ = c.node_id();
+    return {d.what(), d.failure, false};
+  } catch (const CaseSkipped& s) {
+    return {s.what(), std::nullopt, true};
+  } catch (const NativeError& n) {
+    const backends::Failure f = backend_.classify(n.code());
+    if (backends::leaves_process_unusable(f)) fatal_ = c.node_id();
+    return {n.what(), f, false};
+  } catch (const std::exception& x) {
+    return {x.what(), std::nullopt, false};
+  }
 }
 
 // Phase 3: time every provider (a candidate that failed its gate is not timed); then, for one

@@ -2,6 +2,7 @@
 // the correctness gate, the timers, and the row written to run.log.
 #pragma once
 
+#include <exception>
 #include <filesystem>
 #include <iosfwd>
 #include <memory>
@@ -55,6 +56,18 @@ class CaseRunner {
                                                                         bool crossover,
                                                                         tune::Tuner& tuner_b);
   [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
+
+  // A failure of a case outside the timers (set-up, preparation, tuning, the check): its message,
+  // the backend's class of a device error, and whether the op skipped the case instead.
+  struct CaseFailure {
+    std::string what;
+    std::optional<backends::Failure> failure;  // a device error: the backend's class of it
+    bool skipped = false;                      // CaseSkipped: the op declined the case
+    // "what [class]" for a device error, else what.
+    [[nodiscard]] std::string text() const {
+      return failure ? what + " [" + backends::to_string(*failure) + "]" : what;
+    }
+  };
   [[nodiscard]] backends::Device& device() { return *device_; }
   [[nodiscard]] tune::Tuner& tuner() { return *tuner_; }
   // The clock regime state carried from one measurement to the next (--settle carry).
@@ -113,6 +126,11 @@ class CaseRunner {
   bool record_timing(CaseWork& work, core::CaseRow& row, std::size_t p, const Case& c,
                      const timing::Measurement& m, double flops, double bytes);
   [[nodiscard]] timing::TimingOptions timing_options(const OpInfo& info, bool short_budget) const;
+  // The one case-error path: the exception `e` (in flight in a catch block) as a CaseFailure. A
+  // device error (a NativeError the backend classifies, or a DeviceBroken a sweep raised) whose
+  // class leaves the process unusable marks the device unusable after this case (fatal_). An
+  // exception that is no std::exception is rethrown.
+  [[nodiscard]] CaseFailure failure_of(const Case& c, const std::exception_ptr& e);
   [[nodiscard]] Config choose_config(const OpInfo& info, const Case& c, Workload& w, std::size_t p,
                                      const ProviderInfo& pi, core::ProviderRow& prow);
 
