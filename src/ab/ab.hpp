@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "settings/settings.hpp"
+#include "settings/usage_error.hpp"
 
 namespace caliber::run {
 
@@ -22,10 +23,8 @@ struct AbSide {
   [[nodiscard]] std::string describe() const;             // "X=1 --timer=direct"
 };
 
-class AbUsageError : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
+// Bad flags of an A/B, before any round runs (exit code 2): the one usage error.
+using AbUsageError = core::UsageError;
 
 // --env NAME=A --env NAME=B: the first value of each name is side A's, the second side B's; a name
 // given once is set on A and unset on B. --arg X --arg Y: A gets X, B gets Y (once: A only).

@@ -520,17 +520,19 @@ void apply_stored_settings(const nlohmann::json& cfg, BatchOptions& opt) {
 
 // --scheduler, else CALIBER_SCHEDULER, else the resumed batch's, else local.
 std::unique_ptr<BatchScheduler> choose_scheduler(BatchOptions& opt, bool slurm_given) {
-  if (opt.scheduler.empty()) opt.scheduler = core::process_env("CALIBER_SCHEDULER").value_or("");
-  if (opt.scheduler.empty()) opt.scheduler = "local";
-  if (slurm_given && opt.scheduler != "slurm")
+  if (opt.scheduler.empty()) opt.scheduler = opt.scheduler_env;
+  if (opt.scheduler.empty()) opt.scheduler = core::word_of(core::SchedulerKind::local);
+  const auto kind = core::parse_word<core::SchedulerKind>(opt.scheduler);
+  if (slurm_given && kind != core::SchedulerKind::slurm)
     throw BatchUsageError(
         "--partition, --account, --gpus-per-task, --time-limit, --sbatch-arg: only with "
         "--scheduler slurm, not '" +
         opt.scheduler + "'");
-  if (opt.scheduler == "local") return make_local_scheduler();
-  if (opt.scheduler == "slurm") return make_slurm_scheduler();
-  throw BatchUsageError("--scheduler (CALIBER_SCHEDULER): '" + opt.scheduler +
-                        "' is not a scheduler; allowed: local, slurm");
+  if (!kind)
+    throw BatchUsageError(
+        "--scheduler (CALIBER_SCHEDULER): '" + opt.scheduler +
+        "' is not a scheduler; allowed: " + core::allowed_words<core::SchedulerKind>());
+  return *kind == core::SchedulerKind::slurm ? make_slurm_scheduler() : make_local_scheduler();
 }
 
 const backends::Backend* resolve_batch_backend(const BatchOptions& opt) {
@@ -542,8 +544,9 @@ const backends::Backend* resolve_batch_backend(const BatchOptions& opt) {
 }
 
 // A FlagGems batch (--flaggems ROOT among the run flags): one op per benchmark file of the tree.
-// Named ops (arguments, --op-file, OP, or OP_FILE naming one test file) must be files of it;
-// none named: every file. The root and every name are checked here, before anything is written.
+// Named ops (arguments or OP, --op-file or OP_FILE: a list, or one .py test file of the tree) must
+// be files of it; none named: every file. The knob table resolved OP and OP_FILE into opt.ops and
+// opt.op_file. The root and every name are checked here, before anything is written.
 std::vector<std::string> flaggems_batch_ops(const BatchOptions& opt, const std::string& root) {
   const std::string knob = kFlagGemsFlag;
   // A FlagGems run shards its sweep itself (python/caliber/flaggems_warmup.py), on one host: the
@@ -556,20 +559,12 @@ std::vector<std::string> flaggems_batch_ops(const BatchOptions& opt, const std::
   try {
     check_flaggems_root(knob, root);
     std::vector<std::string> names = opt.ops;
-    if (!opt.op_file.empty()) {
-      const auto more = read_op_file(opt.op_file);
+    const std::string& file = opt.op_file;
+    if (file.size() > 3 && file.compare(file.size() - 3, 3, ".py") == 0) {
+      names.push_back(file);  // the old runner's OP_FILE: one FlagGems test file
+    } else if (!file.empty()) {
+      const auto more = read_op_file(file);
       names.insert(names.end(), more.begin(), more.end());
-    }
-    if (names.empty()) {
-      const auto env_op = core::process_env("OP");
-      const auto env_file = core::process_env("OP_FILE");
-      if (env_op && !env_op->empty())
-        names = core::split_list(*env_op);
-      else if (env_file && env_file->size() > 3 &&
-               env_file->compare(env_file->size() - 3, 3, ".py") == 0)
-        names = {*env_file};  // the old runner's OP_FILE: one FlagGems test file
-      else if (env_file && !env_file->empty())
-        names = read_op_file(*env_file);
     }
     if (names.empty()) return flaggems_ops(root);
     std::vector<std::string> ops;
@@ -582,7 +577,8 @@ std::vector<std::string> flaggems_batch_ops(const BatchOptions& opt, const std::
   }
 }
 
-// The ops of a new batch: named, else --op-file, else OP / OP_FILE, else every op listed.
+// The ops of a new batch: named (or OP), and --op-file (or OP_FILE), else every op listed. The
+// knob table resolved OP and OP_FILE into opt.ops and opt.op_file.
 std::vector<std::string> batch_ops(const BatchContext& ctx) {
   const BatchOptions& opt = ctx.opt;
   if (const std::string root = flaggems_root_of(opt.run_args); !root.empty())
@@ -591,12 +587,6 @@ std::vector<std::string> batch_ops(const BatchContext& ctx) {
   if (!opt.op_file.empty()) {
     const auto more = read_op_file(opt.op_file);
     ops.insert(ops.end(), more.begin(), more.end());
-  }
-  if (ops.empty()) {
-    if (auto env_ops = core::process_env("OP"); env_ops && !env_ops->empty())
-      ops = core::split_list(*env_ops);
-    else if (auto env_file = core::process_env("OP_FILE"); env_file && !env_file->empty())
-      ops = read_op_file(*env_file);
   }
   if (ops.empty()) {
     core::Knobs k = run_knobs_of(opt.run_args);
@@ -637,7 +627,8 @@ void claim_new_batch(BatchContext& ctx, const BatchScheduler& scheduler) {
                         {"run_args", opt.run_args},
                         {"timeout_per_op_s", opt.timeout_per_op_s},
                         {"ops", ops}};
-  if (opt.scheduler != "local") cfg["scheduler"] = opt.scheduler;
+  if (core::parse_word<core::SchedulerKind>(opt.scheduler) != core::SchedulerKind::local)
+    cfg["scheduler"] = opt.scheduler;
   const nlohmann::json settings = scheduler.settings(opt);  // items() does not keep it alive
   for (const auto& [k, v] : settings.items()) cfg[k] = v;
   core::write_file_atomic(ctx.batch_dir / kBatchConfigFile, cfg.dump(2) + "\n");

@@ -86,6 +86,7 @@ struct BatchOptions {
   // "local" (this host's devices) or "slurm" (a job array, docs/cluster.md); empty:
   // CALIBER_SCHEDULER, else the resumed batch's, else local.
   std::string scheduler;
+  std::string scheduler_env;    // CALIBER_SCHEDULER (core::Knobs::scheduler), below --scheduler
   slurm::SlurmOptions slurm;    // only with scheduler slurm
   double slurm_poll_max_s = 5;  // the longest wait between two looks at the array's state
   // Checks the final op list (and the run flags) before anything is written; throws for bad
@@ -100,11 +101,8 @@ void note_orphaned_batch_child(int exit_code);
 // records the end (note_orphaned_batch_child, orphans only) and ends the run. A no-op elsewhere.
 void watch_batch_parent();
 
-// Thrown for bad usage before any child starts (exit code 2).
-class BatchUsageError : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
+// Thrown for bad usage before any child starts (exit code 2): the one usage error.
+using BatchUsageError = core::UsageError;
 
 struct BatchOutcome {
   int exit_code = 0;  // 0 every op ok or skipped; 1 some op not ok; 128+N interrupted by signal N

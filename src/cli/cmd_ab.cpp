@@ -72,48 +72,40 @@ void add_ab(CLI::App& root, int& exit_code) {
   add_compare_options(*sub, *cmp, /*ab=*/true);
   sub->callback([knobs, envs, args, lib_a, lib_b, fg_a, fg_b, rounds, timeout, isolate, blocks,
                  crossover, cmp, &exit_code] {
-    try {
-      const core::Knobs k = knobs->resolve();
-      (void)cmp->options();  // refuse a bad --noise-band before any round runs
-      (void)cmp->output_format();
-      run::AbOptions opt;
-      std::vector<std::string> arg_values;
-      for (const auto& a : *args) arg_values.push_back(a);
-      opt.run_args = knobs->as_args({"out", "name", "ops"});
-      run::add_flaggems_sides(opt.a, opt.b, *fg_a, *fg_b, opt.run_args,
-                              !lib_a->empty() || !lib_b->empty());
-      run::parse_ab_switch(*envs, arg_values, opt.a, opt.b, *lib_a, *lib_b);
-      (void)run::choose_paired(opt, *envs, arg_values, *lib_a, *lib_b, *isolate);
-      opt.blocks = *blocks;
-      opt.crossover = *crossover == "on";
-      opt.rounds = *rounds;
-      opt.out = k.out;
-      if (!k.name.empty()) opt.name = k.name;
-      opt.ops = knobs->positional_ops;
-      opt.timeout_per_run_s = *timeout;
-      const auto rounds_out = run::run_ab_rounds(opt, std::cout, std::cerr);
-      if (rounds_out.exit_code != 0) {
-        exit_code = rounds_out.exit_code;
-        return;
-      }
-      const auto a_dirs = rounds_out.run_dirs('A');
-      const auto b_dirs = rounds_out.run_dirs('B');
-      if (a_dirs.empty() || b_dirs.empty()) {
-        std::cerr << "caliber ab: a side produced no run directory; see "
-                  << (rounds_out.ab_dir / "logs").string() << "\n";
-        exit_code = kExitFailed;
-        return;
-      }
-      std::cout << "\n";
-      exit_code = cmp->run_ab(a_dirs, b_dirs, opt.a.describe(), opt.b.describe(), opt.rounds,
-                              std::cout, std::cerr);
-    } catch (const core::KnobError& e) {
-      exit_code = usage_error(e.what());
-    } catch (const run::AbUsageError& e) {
-      exit_code = usage_error(e.what());
-    } catch (const std::invalid_argument& e) {
-      exit_code = usage_error(e.what());
-    }
+    exit_code = run_command(
+        [&] {
+          const core::Knobs k = knobs->resolve();
+          (void)cmp->options();  // refuse a bad --noise-band before any round runs
+          (void)cmp->output_format();
+          run::AbOptions opt;
+          std::vector<std::string> arg_values;
+          for (const auto& a : *args) arg_values.push_back(a);
+          opt.run_args = knobs->as_args({"out", "name", "ops"});
+          run::add_flaggems_sides(opt.a, opt.b, *fg_a, *fg_b, opt.run_args,
+                                  !lib_a->empty() || !lib_b->empty());
+          run::parse_ab_switch(*envs, arg_values, opt.a, opt.b, *lib_a, *lib_b);
+          (void)run::choose_paired(opt, *envs, arg_values, *lib_a, *lib_b, *isolate);
+          opt.blocks = *blocks;
+          opt.crossover = core::parse_switch("--crossover", *crossover) == core::Switch::on;
+          opt.rounds = *rounds;
+          opt.out = k.out;
+          if (!k.name.empty()) opt.name = k.name;
+          opt.ops = knobs->positional_ops;
+          opt.timeout_per_run_s = *timeout;
+          const auto rounds_out = run::run_ab_rounds(opt, std::cout, std::cerr);
+          if (rounds_out.exit_code != 0) return rounds_out.exit_code;
+          const auto a_dirs = rounds_out.run_dirs('A');
+          const auto b_dirs = rounds_out.run_dirs('B');
+          if (a_dirs.empty() || b_dirs.empty()) {
+            std::cerr << "caliber ab: a side produced no run directory; see "
+                      << (rounds_out.ab_dir / "logs").string() << "\n";
+            return kExitFailed;
+          }
+          std::cout << "\n";
+          return cmp->run_ab(a_dirs, b_dirs, opt.a.describe(), opt.b.describe(), opt.rounds,
+                             std::cout, std::cerr);
+        },
+        /*invalid_argument_is_usage=*/true);
   });
 }
 

@@ -73,7 +73,7 @@ void add_batch(CLI::App& root, int& exit_code) {
       ->group("Scheduler")
       ->allow_extra_args(false);
   sub->callback([knobs, timeout, resume, resume_opt, scheduler, slurm, &exit_code] {
-    try {
+    exit_code = run_command([&] {
       const core::Knobs k = knobs->resolve();
       run::BatchOptions opt;
       opt.ops = k.ops;
@@ -85,21 +85,14 @@ void add_batch(CLI::App& root, int& exit_code) {
       opt.timeout_per_op_s = *timeout;
       opt.resume_dir = *resume;
       opt.scheduler = *scheduler;
+      opt.scheduler_env = k.scheduler;
       opt.slurm = *slurm;
       opt.run_args = knobs->as_args({"backend", "devices", "op_file", "out", "name", "ops"});
       if (resume_opt->count() > 0 && resume->find_first_not_of(" \t") == std::string::npos)
         throw run::BatchUsageError("--resume: '' is empty; allowed: a batch directory");
       opt.check_ops = [k](const std::vector<std::string>& ops) { run::check_batch_ops(k, ops); };
-      exit_code = run::run_batch(opt, std::cout, std::cerr).exit_code;
-    } catch (const core::KnobError& e) {
-      exit_code = usage_error(e.what());
-    } catch (const run::BatchUsageError& e) {
-      exit_code = usage_error(e.what());
-    } catch (const run::UsageError& e) {
-      exit_code = usage_error(e.what());
-    } catch (const core::ShapeError& e) {
-      exit_code = usage_error(e.what());
-    }
+      return run::run_batch(opt, std::cout, std::cerr).exit_code;
+    });
   });
 }
 

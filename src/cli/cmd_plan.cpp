@@ -26,29 +26,28 @@ void add_plan(CLI::App& root, int& exit_code) {
   auto as_json = std::make_shared<bool>(false);
   sub->add_flag("--json", *as_json, "JSON output");
   sub->callback([=, &exit_code] {
-    try {
-      const core::Knobs k = knobs->resolve();
-      const backends::Backend& backend = backends::resolve_backend(k.backend);
-      plan::PlanInputs in;
-      in.timer = k.timer;
-      in.tune = k.tune;
-      in.parallel_warmup = k.parallel_warmup;
-      in.ops = k.ops;
-      const plan::Plan p = plan::make_plan(backend, in);
-      if (*as_json) {
-        nlohmann::json j = {{"backend", p.backend}, {"timer", core::to_string(p.timer)}};
-        j["stages"] = nlohmann::json::array();
-        for (const auto& s : p.stages) j["stages"].push_back({{"name", s.name}, {"why", s.why}});
-        std::cout << j.dump(2) << "\n";
-      } else {
-        std::cout << plan::format_plan(p);
-      }
-      exit_code = kExitOk;
-    } catch (const core::KnobError& e) {
-      exit_code = usage_error(e.what());
-    } catch (const std::invalid_argument& e) {
-      exit_code = usage_error(e.what());
-    }
+    exit_code = run_command(
+        [&] {
+          const core::Knobs k = knobs->resolve();
+          const backends::Backend& backend = backends::resolve_backend(k.backend);
+          plan::PlanInputs in;
+          in.timer = k.timer;
+          in.tune = k.tune;
+          in.parallel_warmup = k.parallel_warmup;
+          in.ops = k.ops;
+          const plan::Plan p = plan::make_plan(backend, in);
+          if (*as_json) {
+            nlohmann::json j = {{"backend", p.backend}, {"timer", core::to_string(p.timer)}};
+            j["stages"] = nlohmann::json::array();
+            for (const auto& s : p.stages)
+              j["stages"].push_back({{"name", s.name}, {"why", s.why}});
+            std::cout << j.dump(2) << "\n";
+          } else {
+            std::cout << plan::format_plan(p);
+          }
+          return kExitOk;
+        },
+        /*invalid_argument_is_usage=*/true);
   });
 }
 

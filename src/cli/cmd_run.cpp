@@ -54,37 +54,31 @@ void add_run(CLI::App& root, int& exit_code) {
   sub->callback([knobs, shard, shard_cache, merge_dir, merge_shards, paired_lib, paired_name,
                  paired_blocks, paired_crossover, dry_run, &exit_code] {
     run::watch_batch_parent();
-    try {
-      run::RunRequest req;
-      req.knobs = knobs->resolve();
-      req.knobs.quiet = knobs->quiet;
-      req.tune_shard = *shard;
-      req.shard_cache = *shard_cache;
-      req.paired_lib = *paired_lib;
-      req.paired_name = *paired_name;
-      req.paired_blocks = *paired_blocks;
-      req.paired_crossover = *paired_crossover != "off";
-      req.dry_run = *dry_run;
-      if (!merge_dir->empty())
-        exit_code =
-            run::run_warmup_merge(req.knobs, *merge_dir, *merge_shards, std::cout, std::cerr);
-      else
-        exit_code = run::run_requested(req, std::cout, std::cerr).exit_code;
-    } catch (const core::KnobError& e) {
-      exit_code = usage_error(e.what());
-    } catch (const run::UsageError& e) {
-      exit_code = usage_error(e.what());
-    } catch (const core::ShapeError& e) {
-      exit_code = usage_error(e.what());
-    } catch (const std::exception& e) {
-      // An interrupted parallel warmup has reaped its children already; exit as a signal would.
-      if (run::SignalGuard::interrupted()) {
+    exit_code = run_command([&] {
+      try {
+        run::RunRequest req;
+        req.knobs = knobs->resolve();
+        req.knobs.quiet = knobs->quiet;
+        req.tune_shard = *shard;
+        req.shard_cache = *shard_cache;
+        req.paired_lib = *paired_lib;
+        req.paired_name = *paired_name;
+        req.paired_blocks = *paired_blocks;
+        req.paired_crossover =
+            core::parse_switch("--paired-crossover", *paired_crossover) == core::Switch::on;
+        req.dry_run = *dry_run;
+        if (!merge_dir->empty())
+          return run::run_warmup_merge(req.knobs, *merge_dir, *merge_shards, std::cout, std::cerr);
+        return run::run_requested(req, std::cout, std::cerr).exit_code;
+      } catch (const core::UsageError&) {
+        throw;  // run_command's: exit 2
+      } catch (const std::exception& e) {
+        // An interrupted parallel warmup has reaped its children already; exit as a signal would.
+        if (!run::SignalGuard::interrupted()) throw;
         std::cerr << "caliber: " << e.what() << "\n";
-        exit_code = 128 + run::SignalGuard::received();
-      } else {
-        throw;
+        return 128 + run::SignalGuard::received();
       }
-    }
+    });
     run::note_orphaned_batch_child(exit_code);
   });
 }

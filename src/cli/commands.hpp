@@ -31,6 +31,12 @@ void use_wrapping_help(CLI::App& app);
 // Prints "caliber: <message>" on stderr and returns kExitUsage.
 int usage_error(const std::string& message);
 
+// A subcommand's work, start to end, returning its exit code: a usage error (core::UsageError,
+// settings/usage_error.hpp: every refusal of bad usage or input) is printed by usage_error and is
+// exit 2. With `invalid_argument_is_usage`, so is any std::invalid_argument (list, plan and ab,
+// whose backend and planner refuse a value that way). Anything else propagates to main.
+int run_command(const std::function<int()>& work, bool invalid_argument_is_usage = false);
+
 }  // namespace caliber::cli
 
 // The whole CLI: parses argv, runs the subcommand, returns the exit code. main() (src/cli/entry/)

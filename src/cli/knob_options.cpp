@@ -7,7 +7,7 @@ namespace caliber::cli {
 void KnobOptions::add_to(CLI::App& app, const std::set<std::string>& skip, bool with_ops,
                          bool listed) {
   for (const auto& spec : core::knob_table()) {
-    if (skip.count(spec.name)) continue;
+    if (skip.count(spec.name) || spec.flag.empty()) continue;  // environment-only knobs too
     // CLI11 leaves an option of the empty group out of --help and still parses it.
     const std::string group = listed ? spec.group : std::string();
     // The help line, then one line of facts: environment spelling, default, what is allowed.

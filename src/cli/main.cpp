@@ -13,6 +13,7 @@
 #include "core/terminal.hpp"
 #include "records/identity.hpp"
 #include "records/output_path.hpp"
+#include "settings/usage_error.hpp"
 
 namespace caliber::cli {
 
@@ -89,6 +90,17 @@ int finish_exit(int exit_code) {
 int usage_error(const std::string& message) {
   std::cerr << "caliber: " << message << "\n";
   return kExitUsage;
+}
+
+int run_command(const std::function<int()>& work, bool invalid_argument_is_usage) {
+  try {
+    return work();
+  } catch (const core::UsageError& e) {
+    return usage_error(e.what());
+  } catch (const std::invalid_argument& e) {
+    if (!invalid_argument_is_usage) throw;
+    return usage_error(e.what());
+  }
 }
 
 }  // namespace caliber::cli

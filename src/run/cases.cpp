@@ -224,10 +224,8 @@ std::map<std::string, OpEntry> paired_ops(const std::string& backend) {
   return out;
 }
 
-void load_ops_libraries(const std::string& list) {
-  for (const auto& field : core::split_fields(list, ',')) {
-    if (!field.empty()) load_ops_library(field);
-  }
+void load_ops_libraries(const std::vector<fs::path>& paths) {
+  for (const auto& path : paths) load_ops_library(path.string());
 }
 
 std::vector<OpEntry> corpus(const std::string& backend) {
@@ -255,10 +253,10 @@ fs::path exe_dir() {
 }
 }  // namespace
 
-fs::path default_shapes_file(bool host_backend) {
+fs::path default_shapes_file(bool host_backend, const std::string& shapes_dir) {
   const fs::path rel = host_backend ? fs::path("host/core.yaml") : fs::path("core.yaml");
   std::vector<fs::path> roots;
-  if (const char* env = std::getenv("CALIBER_SHAPES_DIR")) roots.emplace_back(env);
+  if (!shapes_dir.empty()) roots.emplace_back(shapes_dir);
   roots.push_back(exe_dir() / "../share/caliber/shapes");
 #ifdef CALIBER_SOURCE_DIR
   roots.push_back(fs::path(CALIBER_SOURCE_DIR) / "shapes");
@@ -500,8 +498,8 @@ Selection select_cases(const core::Knobs& k, const std::string& backend, bool ho
   if (sel.ops.empty()) throw SelectionError("no op is registered for backend " + backend);
 
   sel.level = k.level;
-  sel.shapes_file =
-      k.shapes_file.empty() ? default_shapes_file(host_backend) : fs::path(k.shapes_file);
+  sel.shapes_file = k.shapes_file.empty() ? default_shapes_file(host_backend, k.shapes_dir)
+                                          : fs::path(k.shapes_file);
   const core::ShapeSet shapes = core::ShapeSet::load(sel.shapes_file);
   bool any_dtype = false;
   for (const auto& e : sel.ops)

@@ -18,9 +18,9 @@
 namespace caliber::run {
 
 // Bad input found while selecting cases: the CLI exits 2 with this message, nothing written.
-class SelectionError : public std::invalid_argument {
+class SelectionError : public core::UsageError {
  public:
-  using std::invalid_argument::invalid_argument;
+  using core::UsageError::UsageError;
 };
 
 struct OpEntry {
@@ -60,8 +60,8 @@ void load_ops_library(const std::string& path);
 void load_paired_library(const std::string& path);
 // Side B's ops for `backend`, by name (empty when no paired library is loaded).
 [[nodiscard]] std::map<std::string, OpEntry> paired_ops(const std::string& backend);
-// Loads --ops-lib / CALIBER_OPS_LIB: a comma list of paths, in order.
-void load_ops_libraries(const std::string& list);
+// Loads --ops-lib / CALIBER_OPS_LIB: the knob's paths, in order.
+void load_ops_libraries(const std::vector<std::filesystem::path>& paths);
 // Names must be unique per backend: throws SelectionError (prefixed with `knob`) when an op
 // registered at index >= first has the name of an earlier one, naming both sources.
 void check_unique_names(std::size_t first, const std::string& source, const std::string& knob);
@@ -77,8 +77,10 @@ void set_op_shapes(const std::string& op, std::vector<core::Shape> shapes);
 // Every op registered for `backend`, in registration order.
 [[nodiscard]] std::vector<OpEntry> corpus(const std::string& backend);
 // The shape file used when --shapes is not given: shapes/core.yaml, or shapes/host/core.yaml for a
-// host backend. Looked for beside the binary (../share/caliber/shapes), then in the source tree.
-[[nodiscard]] std::filesystem::path default_shapes_file(bool host_backend);
+// host backend. Looked for in `shapes_dir` (CALIBER_SHAPES_DIR; empty: skipped), beside the binary
+// (../share/caliber/shapes), then in the source tree.
+[[nodiscard]] std::filesystem::path default_shapes_file(bool host_backend,
+                                                        const std::string& shapes_dir);
 // Reads --op-file: one op per line, '#' comments. Throws SelectionError.
 [[nodiscard]] std::vector<std::string> read_op_file(const std::string& path);
 // `text` matches `pattern`, where * matches any run of characters and ? any one (every other

@@ -11,11 +11,8 @@
 
 namespace caliber::run {
 
-// Bad usage or input found before anything is written: exit code 2.
-class UsageError : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
+// Bad usage or input found before anything is written: exit code 2 (settings/usage_error.hpp).
+using core::UsageError;
 
 struct RunRequest {
   core::Knobs knobs;

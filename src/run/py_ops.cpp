@@ -268,8 +268,8 @@ std::optional<int> hand_off_to_python(int argc, char** argv, std::ostream& err) 
     return 2;
   }
   // The interpreter: CALIBER_PYTHON (a path, or a name on PATH), else python3.
-  const char* chosen = std::getenv("CALIBER_PYTHON");
-  const std::string want = chosen != nullptr && *chosen != '\0' ? chosen : "python3";
+  const std::optional<std::string> chosen = core::knob_env("python");
+  const std::string want = chosen ? *chosen : "python3";
   std::optional<fs::path> python;
   if (want.find('/') != std::string::npos)
     python = executable_file(want) ? std::optional<fs::path>(want) : std::nullopt;
@@ -279,9 +279,8 @@ std::optional<int> hand_off_to_python(int argc, char** argv, std::ostream& err) 
     err << "caliber: "
         << core::knob_message(spec, *suites,
                               "needs a Python interpreter, and " +
-                                  (chosen != nullptr && *chosen != '\0'
-                                       ? "CALIBER_PYTHON='" + want + "' is not an executable"
-                                       : std::string("no python3 is on PATH")) +
+                                  (chosen ? "CALIBER_PYTHON='" + want + "' is not an executable"
+                                          : std::string("no python3 is on PATH")) +
                                   "; set CALIBER_PYTHON to a python3 with numpy/torch as the "
                                   "suite needs")
         << "\n";
@@ -361,7 +360,7 @@ std::vector<std::string> check_py_suites(const fs::path& self, const core::Knobs
     for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
     return s;
   };
-  if (!k.ops_lib.empty()) argv.push_back("--ops-lib=" + k.ops_lib);
+  for (const auto& lib : k.ops_lib) argv.push_back("--ops-lib=" + lib.string());
   if (!k.shapes_file.empty()) argv.push_back("--shapes=" + k.shapes_file);
   if (!k.dtypes.empty()) argv.push_back("--dtypes=" + join(k.dtypes));
   argv.insert(argv.end(), ops.begin(), ops.end());

@@ -127,7 +127,7 @@ std::vector<std::string> knobs_to_args(const core::Knobs& k) {
   add("level", std::string(core::to_string(k.level)));
   add("shape_mode", std::string(core::to_string(k.shape_mode)));
   add_nonempty("shapes_file", k.shapes_file);
-  add_nonempty("ops_lib", k.ops_lib);
+  add_nonempty("ops_lib", joined(k.ops_lib, [](const fs::path& p) { return p.string(); }));
   add_nonempty("py_ops", k.py_ops);
   add("timer", core::to_string(k.timer));
   add("repeat", std::to_string(k.repeat));

@@ -200,15 +200,14 @@ std::vector<KnobSpec> make_table() {
        "Load op libraries (their ops join the corpus; docs/writing-ops.md). An op name already "
        "registered by the built-in corpus or another library is refused.",
        [](Knobs& k, const std::string& v) {
-         std::string joined;
+         k.ops_lib.clear();
          for (const auto& field : split_fields(v, ',')) {
            const std::string path = trim(field);
            if (path.empty()) refuse("ops_lib", v, "names an empty path");
            // A truncated library faults inside dlopen, a fifo blocks it: refused here, first.
            if (const auto why = shared_library_problem(path)) refuse("ops_lib", path, *why);
-           joined += (joined.empty() ? "" : ",") + path;
+           k.ops_lib.emplace_back(path);
          }
-         k.ops_lib = joined;
        }});
   t.back().repeatable = true;
   add({"py_ops", "--py-ops", "", "Selection", "",
@@ -444,6 +443,18 @@ std::vector<KnobSpec> make_table() {
          }
          if (k.columns.empty()) refuse("columns", v, "names no column");
        }});
+  // --- Environment only: no flag of run's; they keep the value as given (no refusal here).
+  add({"python", "", "CALIBER_PYTHON", "Selection", "python3 on PATH",
+       "a python3 with caliber's package (a path, or a name on PATH)",
+       "The interpreter run and list hand --py-ops and --flaggems to (docs/python.md).",
+       [](Knobs& k, const std::string& v) { k.python = v; }});
+  add({"shapes_dir", "", "CALIBER_SHAPES_DIR", "Selection", "the installed share/caliber/shapes",
+       "a directory holding core.yaml (and host/core.yaml)",
+       "Where the default shape file is looked for first.",
+       [](Knobs& k, const std::string& v) { k.shapes_dir = v; }});
+  add({"scheduler", "", "CALIBER_SCHEDULER", "Selection", "local", "local, slurm",
+       "batch's scheduler when --scheduler is not given (docs/cluster.md).",
+       [](Knobs& k, const std::string& v) { k.scheduler = v; }});
   add({"seed", "--seed", "CALIBER_SEED", "Output", "fresh per run", "an integer from 1",
        "Seed of the random inputs (recorded in run_identity.json).",
        [](Knobs& k, const std::string& v) {
@@ -493,7 +504,7 @@ const KnobSpec* find_knob(const std::string& name) {
 
 std::string knob_message(const KnobSpec& spec, const std::string& value, const std::string& why) {
   std::string who = spec.flag;
-  if (!spec.env.empty()) who += " (" + spec.env + ")";
+  if (!spec.env.empty()) who += who.empty() ? spec.env : " (" + spec.env + ")";
   // A hostile value (a 100 MB op name) is cut in the message: what was given is still clear.
   std::string shown;
   for (const unsigned char c : value.substr(0, kMaxEchoChars)) {
@@ -514,6 +525,20 @@ std::optional<std::string> process_env(const std::string& name) {
   const char* v = std::getenv(name.c_str());
   if (v == nullptr) return std::nullopt;
   return std::string(v);
+}
+
+Switch parse_switch(const std::string& flag, const std::string& value) {
+  if (const auto s = parse_word<Switch>(value)) return *s;
+  throw KnobError(flag + ": '" + value.substr(0, kMaxEchoChars) +
+                  "' is not allowed; allowed: " + allowed_words<Switch>());
+}
+
+std::optional<std::string> knob_env(const std::string& name) {
+  const KnobSpec* spec = find_knob(name);
+  if (spec == nullptr || spec->env.empty()) return std::nullopt;
+  auto v = process_env(spec->env);
+  if (!v || trim(*v).empty()) return std::nullopt;
+  return v;
 }
 
 const std::vector<std::string>& run_table_columns() {

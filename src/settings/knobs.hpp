@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
@@ -15,6 +16,7 @@
 
 #include "core/stats.hpp"
 #include "settings/settings.hpp"
+#include "settings/usage_error.hpp"
 
 namespace caliber::core {
 
@@ -24,9 +26,9 @@ inline constexpr std::size_t kMaxOps = 10000;      // op names in OP / --capture
 inline constexpr std::size_t kMaxNameChars = 128;  // one op name, --name
 inline constexpr std::size_t kMaxEchoChars = 200;  // of a refused value, in the message
 
-class KnobError : public std::invalid_argument {
+class KnobError : public UsageError {
  public:
-  using std::invalid_argument::invalid_argument;
+  using UsageError::UsageError;
 };
 
 // The validated values of one run (or batch) invocation.
@@ -42,7 +44,7 @@ struct Knobs {
   Level level = Level::core;
   ShapeMode shape_mode = ShapeMode::file;
   std::string shapes_file;
-  std::string ops_lib;   // comma list of op library paths, in load order ("" none)
+  std::vector<std::filesystem::path> ops_lib;  // op library paths, in load order
   std::string py_ops;    // comma list of Python suite files (docs/python.md; "" none)
   std::string flaggems;  // a FlagGems checkout whose benchmark suite runs (docs/flaggems.md)
   // timing
@@ -82,6 +84,12 @@ struct Knobs {
   std::uint64_t seed = 0;  // 0: fresh per run
   bool quiet = false;
   std::vector<std::string> columns;  // of the table printed at the end; empty: the default
+  // environment only (no flag of run's): the interpreter a Python hand-off starts, the first
+  // place default shape files are looked for, and batch's scheduler when --scheduler is not given
+  // (each empty: unset). Read where they are used; run and list do not refuse them.
+  std::string python;
+  std::string shapes_dir;
+  std::string scheduler;
 };
 
 // The columns the run's closing table can show (--columns), and the default set.
@@ -90,7 +98,7 @@ struct Knobs {
 
 struct KnobSpec {
   std::string name;   // "level"
-  std::string flag;   // "--level"
+  std::string flag;   // "--level"; empty: an environment-only knob (no flag, not in --help)
   std::string env;    // "BENCH_LEVEL" or empty
   std::string group;  // "Selection", "Timing", "Autotune", "Output"
   std::string default_text;
@@ -113,12 +121,19 @@ struct KnobSpec {
     const std::map<std::string, std::string>& flags,
     const std::function<std::optional<std::string>(const std::string&)>& env);
 [[nodiscard]] std::optional<std::string> process_env(const std::string& name);
+// The value of knob `name`'s environment spelling in the process environment, nullopt when it is
+// unset or empty: for a caller that runs before the knobs are resolved (the Python hand-off).
+[[nodiscard]] std::optional<std::string> knob_env(const std::string& name);
 
 // "a, b c" -> {"a","b","c"}: the list syntax of OP, --devices, --dtypes, op files.
 [[nodiscard]] std::vector<std::string> split_list(const std::string& s);
 // "a,,b" -> {"a","","b"}: every field between separators, empty ones kept, nothing trimmed
 // (for callers that must see an empty field, or keep spaces).
 [[nodiscard]] std::vector<std::string> split_fields(std::string_view s, char sep);
+
+// A switch flag outside the knob table (run's internal --paired-crossover, ab's --crossover): "on"
+// or "off", exactly; anything else throws KnobError naming the flag, the value and the words.
+[[nodiscard]] Switch parse_switch(const std::string& flag, const std::string& value);
 
 // The message format of every refusal: "caliber: --level: 'bogus' is not allowed (core,
 // comprehensive)".

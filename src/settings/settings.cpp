@@ -27,6 +27,7 @@ CALIBER_SPELLINGS(MeasureMode, {MeasureMode::kernel, "kernel"},
 CALIBER_SPELLINGS(Switch, {Switch::on, "on"}, {Switch::off, "off"});
 CALIBER_SPELLINGS(PeaksMode, {PeaksMode::on, "on"}, {PeaksMode::off, "off"},
                   {PeaksMode::refresh, "refresh"});
+CALIBER_SPELLINGS(SchedulerKind, {SchedulerKind::local, "local"}, {SchedulerKind::slurm, "slurm"});
 CALIBER_SPELLINGS(SettleMode, {SettleMode::carry, "carry"}, {SettleMode::each, "each"});
 CALIBER_SPELLINGS(L2Method, {L2Method::flush_per_launch, "flush-per-launch"},
                   {L2Method::flush_per_replay, "flush-per-replay"},

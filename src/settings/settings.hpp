@@ -38,6 +38,8 @@ enum class MeasureMode { kernel, cudagraph };
 enum class PeaksMode { on, off, refresh };
 // --settle: carry the clock regime from one measurement to the next, or settle each on its own.
 enum class SettleMode { carry, each };
+// batch --scheduler (CALIBER_SCHEDULER): children on this host, or one Slurm job array.
+enum class SchedulerKind { local, slurm };
 // A switch given as a word: on or off (--paired-crossover, ab's --crossover).
 enum class Switch { on, off };
 
@@ -91,6 +93,8 @@ template <>
 std::span<const Spelling<Switch>> spellings<Switch>() noexcept;
 template <>
 std::span<const Spelling<PeaksMode>> spellings<PeaksMode>() noexcept;
+template <>
+std::span<const Spelling<SchedulerKind>> spellings<SchedulerKind>() noexcept;
 template <>
 std::span<const Spelling<SettleMode>> spellings<SettleMode>() noexcept;
 template <>

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "settings/settings.hpp"
+#include "settings/usage_error.hpp"
 
 namespace caliber::core {
 
@@ -29,9 +30,10 @@ inline constexpr std::size_t kMaxShapesPerList = 100000;      // shapes of one o
 inline constexpr std::size_t kMaxIncludeDepth = 32;           // nested includes
 inline constexpr std::size_t kMaxIncludeFiles = 256;          // distinct included files
 
-class ShapeError : public std::runtime_error {
+// An unreadable or malformed shape file: bad input (exit 2).
+class ShapeError : public UsageError {
  public:
-  using std::runtime_error::runtime_error;
+  using UsageError::UsageError;
 };
 
 // A shape file:

@@ -27,6 +27,9 @@ expect_refused "malformed shape YAML" "malformed.yaml" -- \
 printf 'families:\n  pointwise: [[-5]]\nops:\n  add: {family: pointwise}\n' > "$T/negative.yaml"
 expect_refused "a negative dimension in the shape file" "negative.yaml" -- \
   "$CAL" run add "${FAST[@]}" "${O[@]}" --shapes "$T/negative.yaml"
+# ab's internal switch takes on or off exactly: "of" was once read as on.
+expect_refused "--paired-crossover of" "--paired-crossover of on off" -- \
+  "$CAL" run add "${FAST[@]}" "${O[@]}" --paired-crossover of
 expect_refused "--repeat 0" "--repeat 0" -- \
   "$CAL" run add "${FAST[@]}" "${O[@]}" --repeat 0
 expect_refused "ZL_DIRECT_REPEAT=abc" "ZL_DIRECT_REPEAT abc" -- \

@@ -2,6 +2,8 @@
 // core/text_table.hpp, settings/settings.hpp).
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "core/format.hpp"
 #include "core/text_table.hpp"
 #include "settings/settings.hpp"
@@ -50,6 +52,47 @@ TEST(Settings, SpellingsRoundTrip) {
   EXPECT_FALSE(parse_timer_kind("fast").has_value());
   EXPECT_FALSE(parse_l2_policy("lukewarm").has_value());
   EXPECT_FALSE(parse_tune_mode("").has_value());
+}
+
+// Each enum's one word list: every value has a distinct word that parses back to it, and
+// allowed_words lists them in --help's order.
+template <class E>
+void expect_words_round_trip(std::size_t count) {
+  std::set<std::string> words;
+  for (const auto& sp : spellings<E>()) {
+    EXPECT_EQ(parse_word<E>(sp.word), sp.value) << sp.word;
+    EXPECT_STREQ(word_of(sp.value), sp.word);
+    EXPECT_TRUE(words.insert(sp.word).second) << "word twice: " << sp.word;
+  }
+  EXPECT_EQ(words.size(), count);
+  EXPECT_FALSE(parse_word<E>("").has_value());
+  EXPECT_FALSE(parse_word<E>(" " + std::string(spellings<E>()[0].word)).has_value());
+}
+
+TEST(Settings, EveryEnumHasOneWordPerValue) {
+  expect_words_round_trip<TimerKind>(3);
+  expect_words_round_trip<L2Policy>(2);
+  expect_words_round_trip<ClockRegime>(2);
+  expect_words_round_trip<SampleMethod>(3);
+  expect_words_round_trip<TuneMode>(4);
+  expect_words_round_trip<Level>(2);
+  expect_words_round_trip<ShapeMode>(2);
+  expect_words_round_trip<MeasureMode>(2);
+  expect_words_round_trip<PeaksMode>(3);
+  expect_words_round_trip<SettleMode>(2);
+  expect_words_round_trip<SchedulerKind>(2);
+  expect_words_round_trip<Switch>(2);
+  expect_words_round_trip<L2Method>(4);
+  expect_words_round_trip<SampleDelimiter>(6);
+  expect_words_round_trip<OpStatus>(8);
+  // The words run.log and ops_status.csv carry, letter for letter (docs/run-log.md).
+  EXPECT_STREQ(to_string(L2Method::flush_per_launch), "flush-per-launch");
+  EXPECT_STREQ(to_string(SampleDelimiter::kernel_trace), "kernel-trace");
+  EXPECT_STREQ(to_string(OpStatus::interrupted), "interrupted");
+  EXPECT_EQ(allowed_words<ClockRegime>(), "sustained, burst");
+  EXPECT_EQ(allowed_words<TimerKind>(), "auto, graph, direct");
+  EXPECT_EQ(spelled(std::optional<TimerKind>()), "");
+  EXPECT_EQ(spelled(std::optional<TimerKind>(TimerKind::graph)), "graph");
 }
 
 }  // namespace

@@ -48,10 +48,11 @@ TEST(KnobTable, EveryKnobHasAFlagAGroupAndHelp) {
   for (const auto& s : knob_table()) {
     EXPECT_TRUE(groups.count(s.group)) << s.name << " is in group '" << s.group << "'";
     EXPECT_FALSE(s.help.empty()) << s.name;
-    EXPECT_FALSE(s.flag.empty()) << s.name;
+    // A flag, or (environment-only knobs) an environment spelling.
+    EXPECT_FALSE(s.flag.empty() && s.env.empty()) << s.name;
     EXPECT_TRUE(s.apply) << s.name;
     EXPECT_TRUE(names.insert(s.name).second) << "knob named twice: " << s.name;
-    EXPECT_TRUE(flags.insert(s.flag).second) << "flag used twice: " << s.flag;
+    if (!s.flag.empty()) EXPECT_TRUE(flags.insert(s.flag).second) << "flag used twice: " << s.flag;
     if (!s.env.empty()) {
       EXPECT_TRUE(envs.insert(s.env).second) << "env used twice: " << s.env;
     }
@@ -91,6 +92,22 @@ TEST(KnobTable, EnvironmentSpellingsOfTheOldRunner) {
     ASSERT_NE(s, nullptr) << name;
     EXPECT_TRUE(s->env.empty()) << name << " reads " << s->env;
   }
+  // The environment-only knobs: read through the table, kept as given, refused by no command.
+  for (const auto& [name, env] :
+       std::map<std::string, std::string>{{"python", "CALIBER_PYTHON"},
+                                          {"shapes_dir", "CALIBER_SHAPES_DIR"},
+                                          {"scheduler", "CALIBER_SCHEDULER"}}) {
+    const KnobSpec* s = find_knob(name);
+    ASSERT_NE(s, nullptr) << name;
+    EXPECT_TRUE(s->flag.empty()) << name;
+    EXPECT_EQ(s->env, env) << name;
+  }
+  const Knobs envs = resolve({}, {{"CALIBER_PYTHON", "/opt/py3"},
+                                  {"CALIBER_SHAPES_DIR", "/s"},
+                                  {"CALIBER_SCHEDULER", "bogus"}});
+  EXPECT_EQ(envs.python, "/opt/py3");
+  EXPECT_EQ(envs.shapes_dir, "/s");
+  EXPECT_EQ(envs.scheduler, "bogus");  // batch refuses it, naming --scheduler (CALIBER_SCHEDULER)
   EXPECT_EQ(find_knob("level")->group, "Selection");
   EXPECT_EQ(find_knob("repeat")->group, "Timing");
   EXPECT_EQ(find_knob("tune")->group, "Autotune");
