@@ -15,11 +15,13 @@ Seams for the tuning work (LibTuner's cache, parallel warmup): `TuneHooks`, and
 """
 
 import ctypes
+import faulthandler
 import json
 import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -1051,6 +1053,13 @@ def install():
     lib = _lib.lib()
     _declare(lib)
     lib.caliber_c_set_feeder(_FEED)
+    # A FlagGems benchmark that hangs (a sweep that never ends, a wait on the device) can be asked
+    # where it is: `kill -USR1 PID` prints every thread's Python stack to stderr (docs/flaggems.md).
+    if hasattr(signal, "SIGUSR1"):
+        try:
+            faulthandler.register(signal.SIGUSR1, all_threads=True)
+        except (RuntimeError, ValueError):  # no usable stderr, or not the main thread
+            pass
 
 
 def main(argv=None):
