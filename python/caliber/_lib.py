@@ -103,6 +103,8 @@ def lib() -> ctypes.CDLL:
     handle.caliber_c_identity_extra.restype = ctypes.c_int
     handle.caliber_c_markers.argtypes = [ctypes.c_void_p, ctypes.c_int64]
     handle.caliber_c_markers.restype = ctypes.c_int
+    handle.caliber_c_settings.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+    handle.caliber_c_settings.restype = ctypes.c_int
     handle.caliber_c_child_env.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p,
                                            ctypes.c_int64]
     handle.caliber_c_child_env.restype = ctypes.c_int
@@ -131,6 +133,21 @@ def markers() -> Dict[str, Any]:
     buf = buffer(4096)
     lib().caliber_c_markers(buf, len(buf))
     return json.loads(text(buf))
+
+
+_settings: Optional[Dict[str, Any]] = None
+
+
+def settings() -> Dict[str, Any]:
+    """The allowed words and the defaults of a measurement's options, from the library's knob
+    table (caliber_c_settings): {"words": {"timer": [...], ...}, "defaults": {...}}."""
+    global _settings
+    if _settings is None:
+        buf = buffer(8192)
+        if lib().caliber_c_settings(buf, len(buf)) != 0:
+            raise CaliberError("caliber: the library's settings did not fit the reply buffer")
+        _settings = json.loads(text(buf))
+    return _settings
 
 
 def child_env(backend: str, index: int) -> Dict[str, str]:

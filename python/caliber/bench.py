@@ -11,9 +11,17 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 from . import _lib
 from ._lib import CaliberError
 
-_RETURN_MODES = ("min", "max", "mean", "median", "all")
-_TIMERS = ("auto", "graph", "direct")
-_SAMPLE_METHODS = ("auto", "trace", "events")
+
+def _words(option: str) -> List[str]:
+    """The words the library allows for a measurement option (its knob table, through the C
+    ABI): timer, l2, clock, sample_method, return_mode."""
+    return list(_lib.settings()["words"][option])
+
+
+def _check_word(option: str, value: str) -> None:
+    allowed = _words(option)
+    if value not in allowed:
+        raise ValueError("caliber: %s '%s'; allowed: %s" % (option, value, ", ".join(allowed)))
 
 
 @dataclass
@@ -118,10 +126,9 @@ def _resolve_backend(backend: Optional[str]) -> str:
 def _resolve_sample_method(value: Optional[str]) -> str:
     """The sample method asked for: the argument, else CALIBER_SAMPLE_METHOD, else auto."""
     if value is None:
-        value = os.environ.get("CALIBER_SAMPLE_METHOD") or "auto"
-    if value not in _SAMPLE_METHODS:
-        raise ValueError("caliber: sample_method '%s'; allowed: %s" %
-                         (value, ", ".join(_SAMPLE_METHODS)))
+        value = os.environ.get("CALIBER_SAMPLE_METHOD") or _lib.settings()["defaults"][
+            "sample_method"]
+    _check_word("sample_method", value)
     return value
 
 
@@ -150,11 +157,8 @@ def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
     SAMPLE_METHOD_EVENTS_NO_TRACE."""
     if not callable(fn):
         raise TypeError("caliber.measure: fn must be callable, got %r" % (fn,))
-    if return_mode not in _RETURN_MODES:
-        raise ValueError("caliber: return_mode '%s'; allowed: %s" %
-                         (return_mode, ", ".join(_RETURN_MODES)))
-    if timer not in _TIMERS:
-        raise ValueError("caliber: timer '%s'; allowed: %s" % (timer, ", ".join(_TIMERS)))
+    _check_word("return_mode", return_mode)
+    _check_word("timer", timer)
     sample_method = _resolve_sample_method(sample_method)
     backend = _resolve_backend(backend)
     from . import _torch

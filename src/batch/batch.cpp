@@ -168,7 +168,8 @@ std::vector<OpStatusRow> parse_ops_status_csv(const std::string& text) {
     if (s.op.empty()) continue;
     // A word no caliber writes (a hand-edited file) reads as pending: it is run again on resume,
     // as every status but ok is.
-    s.status = core::parse_op_status(get(rows[i], "status")).value_or(core::OpStatus::pending);
+    s.status =
+        core::parse_word<core::OpStatus>(get(rows[i], "status")).value_or(core::OpStatus::pending);
     s.backend = get(rows[i], "backend");
     s.device = get(rows[i], "device");
     s.timer = get(rows[i], "timer");
@@ -499,7 +500,8 @@ namespace {
 // batch.json's settings into `opt` where they were not given again now; a field of the wrong
 // type throws nlohmann::json::exception.
 void apply_stored_settings(const nlohmann::json& cfg, BatchOptions& opt) {
-  if (opt.backend.empty() || opt.backend == "auto") opt.backend = cfg.value("backend", opt.backend);
+  if (opt.backend.empty() || opt.backend == core::kAutoBackend)
+    opt.backend = cfg.value("backend", opt.backend);
   if (opt.devices.empty() && cfg.contains("devices"))
     opt.devices = cfg["devices"].get<std::vector<int>>();
   if (cfg.contains("run_args"))

@@ -130,7 +130,7 @@ class SlurmScheduler final : public BatchScheduler {
 };
 
 void SlurmScheduler::check(const BatchOptions& opt, const backends::Backend&) {
-  if (opt.backend.empty() || opt.backend == "auto")
+  if (opt.backend.empty() || opt.backend == core::kAutoBackend)
     throw BatchUsageError(
         "--backend: '" + (opt.backend.empty() ? std::string("auto") : opt.backend) +
         "' with --scheduler slurm: name the backend of the compute nodes (e.g. --backend cuda); "

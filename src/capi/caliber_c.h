@@ -85,6 +85,12 @@ int caliber_c_run_call(int64_t run, const char* request, caliber_c_launch_fn lau
 /* The marker spellings, as a JSON object (records/markers.hpp). */
 int caliber_c_markers(char* reply, int64_t cap);
 
+/* The words and defaults of a measurement's options, as the knob table has them
+ * (settings/settings.hpp, settings/knobs.hpp): {"words": {"timer": ["auto", ...], "l2": [...],
+ * "clock": [...], "sample_method": [...], "return_mode": [...]}, "defaults": {"timer": "auto",
+ * ...}}. Returns 0, or 2 when cap is too small. */
+int caliber_c_settings(char* reply, int64_t cap);
+
 /* The environment that makes `backend`'s device `index` (as this process sees it) a child
  * process's only device, pinned by its physical id ({"CUDA_VISIBLE_DEVICES": "7"}), as JSON in
  * reply; the parallel warmup of a FlagGems run starts its shards with it. Returns 0, or 2 with

@@ -95,12 +95,7 @@ timing::TimingOptions parse_options(const json& o, const backends::Capabilities&
   t.regime.settle_window_s = o.value("settle_window_s", t.regime.settle_window_s);
   if (!(t.regime.settle_window_s > 0 && t.regime.settle_window_s <= 1))
     throw std::invalid_argument("settle_window_s: must be above 0 and at most 1");
-  const std::string mode = o.value("return_mode", std::string(core::to_string(d.return_mode)));
-  const auto rm = core::parse_return_mode(mode);
-  if (!rm)
-    throw std::invalid_argument("return_mode: '" + mode +
-                                "'; allowed: min, max, mean, median, all");
-  t.return_mode = *rm;
+  t.return_mode = word_option(o, "return_mode", d.return_mode);
   if (o.contains("quantiles") && !o["quantiles"].is_null()) {
     for (const auto& q : o["quantiles"]) {
       const double v = q.get<double>();
@@ -313,6 +308,40 @@ CALIBER_C_EXPORT int caliber_c_markers(char* reply, int64_t cap) {
            {"stop_missed", mk::stop_missed},
            {"events_no_trace", mk::events_no_trace}}
           .dump());
+  return 0;
+}
+
+namespace {
+template <class E>
+json words_of() {
+  json out = json::array();
+  for (const auto& sp : core::spellings<E>()) out.push_back(sp.word);
+  return out;
+}
+}  // namespace
+
+CALIBER_C_EXPORT int caliber_c_settings(char* reply, int64_t cap) {
+  const core::Knobs d;
+  const json j = {{"words",
+                   {{"timer", words_of<core::TimerKind>()},
+                    {"l2", words_of<core::L2Policy>()},
+                    {"clock", words_of<core::ClockRegime>()},
+                    {"sample_method", words_of<core::SampleMethod>()},
+                    {"return_mode", words_of<core::ReturnMode>()}}},
+                  {"defaults",
+                   {{"timer", core::to_string(d.timer)},
+                    {"l2", core::to_string(d.l2)},
+                    {"clock", core::to_string(d.clock)},
+                    {"sample_method", core::to_string(d.sample_method)},
+                    {"return_mode", core::to_string(d.return_mode)},
+                    {"repeat", d.repeat},
+                    {"min_samples", d.min_samples},
+                    {"min_time_s", d.min_time_s},
+                    {"timeout_s", d.timeout_s},
+                    {"warmup_s", d.warmup_s}}}};
+  const std::string text = j.dump();
+  if (static_cast<int64_t>(text.size()) >= cap) return 2;
+  put(reply, cap, text);
   return 0;
 }
 

@@ -14,6 +14,58 @@
 namespace caliber::cli {
 namespace {
 
+// The listing itself: ops (or their node ids) of the backend's corpus, as text or JSON.
+int list_ops(const KnobOptions& knobs, bool names, bool cases, bool as_json) {
+  core::Knobs k = knobs.resolve();
+  const auto& backend = backends::resolve_backend(k.backend);
+  run::Selection sel = run::select_cases(k, backend.name(), backend.capabilities().host);
+  std::map<std::string, int> counts;
+  for (const auto& c : sel.cases) ++counts[c.op];
+  if (names) {
+    for (const auto& e : sel.ops) std::cout << e.info.name << "\n";
+  } else if (cases && as_json) {
+    nlohmann::json j = {{"backend", backend.name()}, {"level", core::to_string(k.level)}};
+    j["cases"] = nlohmann::json::array();
+    for (const auto& c : sel.cases) j["cases"].push_back(c.node_id());
+    std::cout << j.dump(2) << "\n";
+  } else if (cases) {
+    for (const auto& c : sel.cases) std::cout << c.node_id() << "\n";
+  } else if (as_json) {
+    nlohmann::json j = {{"backend", backend.name()},
+                        {"level", core::to_string(k.level)},
+                        {"shapes_file", sel.shapes_file.string()}};
+    for (const auto& e : sel.ops) {
+      std::vector<std::string> dts;
+      for (auto d : e.info.dtypes) dts.emplace_back(to_string(d));
+      j["ops"].push_back({{"op", e.info.name},
+                          {"family", e.info.family},
+                          {"dtypes", dts},
+                          {"cases", counts[e.info.name]},
+                          {"rng", e.info.rng},
+                          {"refuses_capture", e.info.refuses_capture},
+                          {"description", e.info.description},
+                          {"source", e.source}});
+    }
+    j["total_cases"] = sel.cases.size();
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "backend " << backend.name() << ", level " << core::to_string(k.level)
+              << ", shapes " << sel.shapes_file.string() << "\n\n"
+              << std::left << std::setw(16) << "op" << std::setw(13) << "family" << std::setw(22)
+              << "dtypes" << std::right << std::setw(7) << "cases"
+              << "  source\n";
+    for (const auto& e : sel.ops) {
+      std::string dts;
+      for (auto d : e.info.dtypes) dts += (dts.empty() ? "" : ",") + std::string(to_string(d));
+      std::cout << std::left << std::setw(16) << e.info.name << std::setw(13) << e.info.family
+                << std::setw(22) << dts << std::right << std::setw(7) << counts[e.info.name] << "  "
+                << e.source << "\n";
+    }
+    std::cout << "\n" << sel.ops.size() << " ops, " << sel.cases.size() << " cases\n";
+  }
+  return kExitOk;
+}
+
 void add_list(CLI::App& root, int& exit_code) {
   auto* sub = root.add_subcommand(
       "list", "List the ops of a backend's corpus and their case counts at a level.");
@@ -48,59 +100,8 @@ void add_list(CLI::App& root, int& exit_code) {
   sub->add_flag("--cases", *cases, "Every case's node id");
   sub->add_flag("--json", *as_json, "JSON output");
   sub->callback([=, &exit_code] {
-    exit_code = run_command(
-        [&] {
-          core::Knobs k = knobs->resolve();
-          const auto& backend = backends::resolve_backend(k.backend);
-          run::Selection sel = run::select_cases(k, backend.name(), backend.capabilities().host);
-          std::map<std::string, int> counts;
-          for (const auto& c : sel.cases) ++counts[c.op];
-          if (*names) {
-            for (const auto& e : sel.ops) std::cout << e.info.name << "\n";
-          } else if (*cases && *as_json) {
-            nlohmann::json j = {{"backend", backend.name()}, {"level", core::to_string(k.level)}};
-            j["cases"] = nlohmann::json::array();
-            for (const auto& c : sel.cases) j["cases"].push_back(c.node_id());
-            std::cout << j.dump(2) << "\n";
-          } else if (*cases) {
-            for (const auto& c : sel.cases) std::cout << c.node_id() << "\n";
-          } else if (*as_json) {
-            nlohmann::json j = {{"backend", backend.name()},
-                                {"level", core::to_string(k.level)},
-                                {"shapes_file", sel.shapes_file.string()}};
-            for (const auto& e : sel.ops) {
-              std::vector<std::string> dts;
-              for (auto d : e.info.dtypes) dts.emplace_back(to_string(d));
-              j["ops"].push_back({{"op", e.info.name},
-                                  {"family", e.info.family},
-                                  {"dtypes", dts},
-                                  {"cases", counts[e.info.name]},
-                                  {"rng", e.info.rng},
-                                  {"refuses_capture", e.info.refuses_capture},
-                                  {"description", e.info.description},
-                                  {"source", e.source}});
-            }
-            j["total_cases"] = sel.cases.size();
-            std::cout << j.dump(2) << "\n";
-          } else {
-            std::cout << "backend " << backend.name() << ", level " << core::to_string(k.level)
-                      << ", shapes " << sel.shapes_file.string() << "\n\n"
-                      << std::left << std::setw(16) << "op" << std::setw(13) << "family"
-                      << std::setw(22) << "dtypes" << std::right << std::setw(7) << "cases"
-                      << "  source\n";
-            for (const auto& e : sel.ops) {
-              std::string dts;
-              for (auto d : e.info.dtypes)
-                dts += (dts.empty() ? "" : ",") + std::string(to_string(d));
-              std::cout << std::left << std::setw(16) << e.info.name << std::setw(13)
-                        << e.info.family << std::setw(22) << dts << std::right << std::setw(7)
-                        << counts[e.info.name] << "  " << e.source << "\n";
-            }
-            std::cout << "\n" << sel.ops.size() << " ops, " << sel.cases.size() << " cases\n";
-          }
-          return kExitOk;
-        },
-        /*invalid_argument_is_usage=*/true);
+    exit_code = run_command([&] { return list_ops(*knobs, *names, *cases, *as_json); },
+                            /*invalid_argument_is_usage=*/true);
   });
 }
 

@@ -70,31 +70,6 @@ double median_in_place(std::vector<double>& v) {
 
 }  // namespace
 
-std::optional<ReturnMode> parse_return_mode(std::string_view s) noexcept {
-  if (s == "min") return ReturnMode::min;
-  if (s == "max") return ReturnMode::max;
-  if (s == "mean") return ReturnMode::mean;
-  if (s == "median") return ReturnMode::median;
-  if (s == "all") return ReturnMode::all;
-  return std::nullopt;
-}
-
-std::string_view to_string(ReturnMode m) noexcept {
-  switch (m) {
-    case ReturnMode::min:
-      return "min";
-    case ReturnMode::max:
-      return "max";
-    case ReturnMode::mean:
-      return "mean";
-    case ReturnMode::median:
-      return "median";
-    case ReturnMode::all:
-      return "all";
-  }
-  return "median";
-}
-
 double min_of(std::span<const double> xs) {
   require_values(xs, "min");
   return *std::min_element(xs.begin(), xs.end());

@@ -9,9 +9,9 @@
 
 namespace caliber::core {
 
+// Which statistic of the samples is the latency (--return-mode); its words are the settings'
+// (settings/settings.hpp).
 enum class ReturnMode { min, max, mean, median, all };
-[[nodiscard]] std::optional<ReturnMode> parse_return_mode(std::string_view s) noexcept;
-[[nodiscard]] std::string_view to_string(ReturnMode m) noexcept;
 
 [[nodiscard]] double min_of(std::span<const double> xs);
 [[nodiscard]] double max_of(std::span<const double> xs);

@@ -160,7 +160,8 @@ class Fed final : public FedRun {
     o.graph_per_launch = k_.per_launch;
     o.capture_denied =
         std::find(k_.capture_deny.begin(), k_.capture_deny.end(), o.op) != k_.capture_deny.end();
-    if (core::parse_timer_kind(r.value("timer", std::string())) == core::TimerKind::direct)
+    if (core::parse_word<core::TimerKind>(r.value("timer", std::string())) ==
+        core::TimerKind::direct)
       o.timer = timing::TimerKind::direct;
     return o;
   }

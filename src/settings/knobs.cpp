@@ -286,8 +286,7 @@ std::vector<KnobSpec> make_table() {
        "Which statistic of the samples is the latency (all keeps the sequence; repetition "
        "skipped).",
        [](Knobs& k, const std::string& v) {
-         k.return_mode =
-             *parse_return_mode(one_of("return_mode", v, {"min", "max", "mean", "median", "all"}));
+         k.return_mode = one_word<ReturnMode>("return_mode", v);
        }});
   add({"l2", "--l2", "", "Timing", "cold", "cold, warm",
        "cold: evict the L2 before each sample (outside the timed region); warm: do not.",

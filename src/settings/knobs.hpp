@@ -31,10 +31,13 @@ class KnobError : public UsageError {
   using UsageError::UsageError;
 };
 
+// --backend's word for "the first backend with a device" (backends::resolve_backend).
+inline constexpr const char* kAutoBackend = "auto";
+
 // The validated values of one run (or batch) invocation.
 struct Knobs {
   // selection
-  std::string backend = "auto";
+  std::string backend = kAutoBackend;
   std::vector<int> devices;  // as the caller sees them; empty: the first device
   std::vector<std::string> ops;
   std::string op_file;

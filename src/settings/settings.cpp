@@ -42,62 +42,10 @@ CALIBER_SPELLINGS(OpStatus, {OpStatus::pending, "pending"}, {OpStatus::running, 
                   {OpStatus::skipped, "skipped"}, {OpStatus::crashed, "crashed"},
                   {OpStatus::timeout, "timeout"}, {OpStatus::interrupted, "interrupted"});
 
+CALIBER_SPELLINGS(ReturnMode, {ReturnMode::min, "min"}, {ReturnMode::max, "max"},
+                  {ReturnMode::mean, "mean"}, {ReturnMode::median, "median"},
+                  {ReturnMode::all, "all"});
+
 #undef CALIBER_SPELLINGS
-
-const char* to_string(TimerKind t) noexcept {
-  return word_of(t);
-}
-const char* to_string(L2Policy p) noexcept {
-  return word_of(p);
-}
-const char* to_string(ClockRegime r) noexcept {
-  return word_of(r);
-}
-const char* to_string(TuneMode m) noexcept {
-  return word_of(m);
-}
-const char* to_string(SampleMethod m) noexcept {
-  return word_of(m);
-}
-std::string_view to_string(Level l) noexcept {
-  return word_of(l);
-}
-const char* to_string(ShapeMode m) noexcept {
-  return word_of(m);
-}
-const char* to_string(MeasureMode m) noexcept {
-  return word_of(m);
-}
-const char* to_string(L2Method m) noexcept {
-  return word_of(m);
-}
-const char* to_string(SampleDelimiter d) noexcept {
-  return word_of(d);
-}
-const char* to_string(OpStatus s) noexcept {
-  return word_of(s);
-}
-
-std::optional<TimerKind> parse_timer_kind(std::string_view s) noexcept {
-  return parse_word<TimerKind>(s);
-}
-std::optional<L2Policy> parse_l2_policy(std::string_view s) noexcept {
-  return parse_word<L2Policy>(s);
-}
-std::optional<ClockRegime> parse_clock_regime(std::string_view s) noexcept {
-  return parse_word<ClockRegime>(s);
-}
-std::optional<TuneMode> parse_tune_mode(std::string_view s) noexcept {
-  return parse_word<TuneMode>(s);
-}
-std::optional<SampleMethod> parse_sample_method(std::string_view s) noexcept {
-  return parse_word<SampleMethod>(s);
-}
-std::optional<Level> parse_level(std::string_view s) noexcept {
-  return parse_word<Level>(s);
-}
-std::optional<OpStatus> parse_op_status(std::string_view s) noexcept {
-  return parse_word<OpStatus>(s);
-}
 
 }  // namespace caliber::core

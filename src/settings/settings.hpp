@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/stats.hpp"
+
 namespace caliber::core {
 
 // --timer: automatic ("auto") follows the backend's capabilities; the rule is
@@ -73,36 +75,31 @@ struct Spelling {
 // enum above).
 template <class E>
 [[nodiscard]] std::span<const Spelling<E>> spellings() noexcept;
-template <>
-std::span<const Spelling<TimerKind>> spellings<TimerKind>() noexcept;
-template <>
-std::span<const Spelling<L2Policy>> spellings<L2Policy>() noexcept;
-template <>
-std::span<const Spelling<ClockRegime>> spellings<ClockRegime>() noexcept;
-template <>
-std::span<const Spelling<SampleMethod>> spellings<SampleMethod>() noexcept;
-template <>
-std::span<const Spelling<TuneMode>> spellings<TuneMode>() noexcept;
-template <>
-std::span<const Spelling<Level>> spellings<Level>() noexcept;
-template <>
-std::span<const Spelling<ShapeMode>> spellings<ShapeMode>() noexcept;
-template <>
-std::span<const Spelling<MeasureMode>> spellings<MeasureMode>() noexcept;
-template <>
-std::span<const Spelling<Switch>> spellings<Switch>() noexcept;
-template <>
-std::span<const Spelling<PeaksMode>> spellings<PeaksMode>() noexcept;
-template <>
-std::span<const Spelling<SchedulerKind>> spellings<SchedulerKind>() noexcept;
-template <>
-std::span<const Spelling<SettleMode>> spellings<SettleMode>() noexcept;
-template <>
-std::span<const Spelling<L2Method>> spellings<L2Method>() noexcept;
-template <>
-std::span<const Spelling<SampleDelimiter>> spellings<SampleDelimiter>() noexcept;
-template <>
-std::span<const Spelling<OpStatus>> spellings<OpStatus>() noexcept;
+// Whether E is one of the enums above, whose words settings.cpp lists.
+template <class E>
+inline constexpr bool kSpelled = false;
+#define CALIBER_SPELLED(E)                  \
+  template <>                               \
+  inline constexpr bool kSpelled<E> = true; \
+  template <>                               \
+  std::span<const Spelling<E>> spellings<E>() noexcept
+CALIBER_SPELLED(TimerKind);
+CALIBER_SPELLED(L2Policy);
+CALIBER_SPELLED(ClockRegime);
+CALIBER_SPELLED(SampleMethod);
+CALIBER_SPELLED(TuneMode);
+CALIBER_SPELLED(Level);
+CALIBER_SPELLED(ShapeMode);
+CALIBER_SPELLED(MeasureMode);
+CALIBER_SPELLED(Switch);
+CALIBER_SPELLED(PeaksMode);
+CALIBER_SPELLED(SchedulerKind);
+CALIBER_SPELLED(SettleMode);
+CALIBER_SPELLED(L2Method);
+CALIBER_SPELLED(SampleDelimiter);
+CALIBER_SPELLED(OpStatus);
+CALIBER_SPELLED(ReturnMode);
+#undef CALIBER_SPELLED
 
 // The word -> the value; nullopt for anything else (exact spelling, no trimming).
 template <class E>
@@ -126,30 +123,16 @@ template <class E>
   return out;
 }
 
-[[nodiscard]] const char* to_string(TimerKind t) noexcept;
-[[nodiscard]] const char* to_string(L2Policy p) noexcept;
-[[nodiscard]] const char* to_string(ClockRegime r) noexcept;
-[[nodiscard]] const char* to_string(TuneMode m) noexcept;
-[[nodiscard]] const char* to_string(SampleMethod m) noexcept;
-[[nodiscard]] std::string_view to_string(Level l) noexcept;
-[[nodiscard]] const char* to_string(ShapeMode m) noexcept;
-[[nodiscard]] const char* to_string(MeasureMode m) noexcept;
-[[nodiscard]] const char* to_string(L2Method m) noexcept;
-[[nodiscard]] const char* to_string(SampleDelimiter d) noexcept;
-[[nodiscard]] const char* to_string(OpStatus s) noexcept;
+// The value -> its word, for every enum above (the spelling the CLI, run.log and the identity use).
+template <class E>
+requires kSpelled<E>
+[[nodiscard]] const char* to_string(E e) noexcept {
+  return word_of(e);
+}
 // An optional value's word, "" when there is none (a measurement that failed before it timed).
 template <class E>
 [[nodiscard]] std::string spelled(const std::optional<E>& e) {
   return e ? std::string(to_string(*e)) : std::string();
 }
-
-// The CLI spelling -> the value; nullopt for anything else.
-[[nodiscard]] std::optional<TimerKind> parse_timer_kind(std::string_view s) noexcept;
-[[nodiscard]] std::optional<L2Policy> parse_l2_policy(std::string_view s) noexcept;
-[[nodiscard]] std::optional<ClockRegime> parse_clock_regime(std::string_view s) noexcept;
-[[nodiscard]] std::optional<TuneMode> parse_tune_mode(std::string_view s) noexcept;
-[[nodiscard]] std::optional<SampleMethod> parse_sample_method(std::string_view s) noexcept;
-[[nodiscard]] std::optional<Level> parse_level(std::string_view s) noexcept;
-[[nodiscard]] std::optional<OpStatus> parse_op_status(std::string_view s) noexcept;
 
 }  // namespace caliber::core

@@ -163,7 +163,7 @@ class ShapeLoader {
       } else if (key == "comprehensive") {
         read_additions(v, set, base_dir, source, stack);
       } else if (key == "level") {
-        const auto l = v.IsScalar() ? parse_level(v.Scalar()) : std::nullopt;
+        const auto l = v.IsScalar() ? parse_word<Level>(v.Scalar()) : std::nullopt;
         if (!l) fail(source, v, "level must be core or comprehensive");
         set.declared_level_ = l;
       } else if (key == "source") {

@@ -36,7 +36,7 @@ namespace caliber::timing {
 using core::ClockRegime;
 using core::L2Method;
 using core::L2Policy;
-using core::parse_clock_regime;
+using core::parse_word;
 using core::SampleDelimiter;
 using core::SampleMethod;
 using core::TimerKind;

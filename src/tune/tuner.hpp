@@ -23,7 +23,7 @@ using Mode = core::TuneMode;
 using core::to_string;
 // "off", "live", "record", "replay"; nullopt for anything else.
 [[nodiscard]] inline std::optional<Mode> parse_mode(std::string_view s) noexcept {
-  return core::parse_tune_mode(s);
+  return core::parse_word<core::TuneMode>(s);
 }
 
 // The marker a row carries when a failing config could not be evicted ("compile_<stage>_no_evict").

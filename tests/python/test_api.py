@@ -147,5 +147,18 @@ class BenchApi(unittest.TestCase):
         self.assertEqual(mk["stop_missed"], "STOP_NOT_CONVERGED")
 
 
+    def test_option_words_and_defaults_come_from_the_library(self):
+        # The package validates against the library's knob table, not a list of its own.
+        from caliber import _lib
+        st = _lib.settings()
+        self.assertEqual(st["words"]["timer"], ["auto", "graph", "direct"])
+        self.assertEqual(st["words"]["clock"], ["sustained", "burst"])
+        self.assertEqual(st["words"]["return_mode"], ["min", "max", "mean", "median", "all"])
+        self.assertEqual(st["defaults"]["l2"], "cold")
+        self.assertEqual(st["defaults"]["min_samples"], 10)
+        with self.assertRaisesRegex(ValueError, "timer 'fast'; allowed: auto, graph, direct"):
+            caliber.measure(work, timer="fast", **FAST)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -72,14 +72,7 @@ TEST(Stats, EmptyInputThrows) {
 }
 
 TEST(Stats, ReturnModes) {
-  for (const char* s : {"min", "max", "mean", "median", "all"}) {
-    const auto m = parse_return_mode(s);
-    ASSERT_TRUE(m.has_value()) << s;
-    EXPECT_EQ(to_string(*m), s);
-  }
-  EXPECT_FALSE(parse_return_mode("Median").has_value());
-  EXPECT_FALSE(parse_return_mode("").has_value());
-
+  // The words: settings (tests/unit/settings/test_format.cpp).
   const std::vector<double> xs = {5, 1, 2, 10};
   EXPECT_DOUBLE_EQ(reduce(xs, ReturnMode::min), 1);
   EXPECT_DOUBLE_EQ(reduce(xs, ReturnMode::max), 10);

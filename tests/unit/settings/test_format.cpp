@@ -42,16 +42,16 @@ TEST(TextTable, AlignsPadsAndTrims) {
 
 TEST(Settings, SpellingsRoundTrip) {
   for (auto t : {TimerKind::automatic, TimerKind::graph, TimerKind::direct})
-    EXPECT_EQ(parse_timer_kind(to_string(t)), t);
+    EXPECT_EQ(parse_word<TimerKind>(to_string(t)), t);
   EXPECT_STREQ(to_string(TimerKind::automatic), "auto");
-  for (auto p : {L2Policy::cold, L2Policy::warm}) EXPECT_EQ(parse_l2_policy(to_string(p)), p);
+  for (auto p : {L2Policy::cold, L2Policy::warm}) EXPECT_EQ(parse_word<L2Policy>(to_string(p)), p);
   for (auto r : {ClockRegime::burst, ClockRegime::sustained})
-    EXPECT_EQ(parse_clock_regime(to_string(r)), r);
+    EXPECT_EQ(parse_word<ClockRegime>(to_string(r)), r);
   for (auto m : {TuneMode::off, TuneMode::live, TuneMode::record, TuneMode::replay})
-    EXPECT_EQ(parse_tune_mode(to_string(m)), m);
-  EXPECT_FALSE(parse_timer_kind("fast").has_value());
-  EXPECT_FALSE(parse_l2_policy("lukewarm").has_value());
-  EXPECT_FALSE(parse_tune_mode("").has_value());
+    EXPECT_EQ(parse_word<TuneMode>(to_string(m)), m);
+  EXPECT_FALSE(parse_word<TimerKind>("fast").has_value());
+  EXPECT_FALSE(parse_word<L2Policy>("lukewarm").has_value());
+  EXPECT_FALSE(parse_word<TuneMode>("").has_value());
 }
 
 // Each enum's one word list: every value has a distinct word that parses back to it, and
@@ -85,6 +85,8 @@ TEST(Settings, EveryEnumHasOneWordPerValue) {
   expect_words_round_trip<L2Method>(4);
   expect_words_round_trip<SampleDelimiter>(6);
   expect_words_round_trip<OpStatus>(8);
+  expect_words_round_trip<ReturnMode>(5);
+  EXPECT_FALSE(parse_word<ReturnMode>("Median").has_value());
   // The words run.log and ops_status.csv carry, letter for letter (docs/run-log.md).
   EXPECT_STREQ(to_string(L2Method::flush_per_launch), "flush-per-launch");
   EXPECT_STREQ(to_string(SampleDelimiter::kernel_trace), "kernel-trace");

@@ -36,13 +36,13 @@ bool contains(const std::vector<Shape>& v, const Shape& s) {
 }  // namespace
 
 TEST(Shapes, ParseLevel) {
-  EXPECT_EQ(parse_level("core"), Level::core);
-  EXPECT_EQ(parse_level("comprehensive"), Level::comprehensive);
-  EXPECT_FALSE(parse_level("Core").has_value());
-  EXPECT_FALSE(parse_level("bogus").has_value());
-  EXPECT_FALSE(parse_level("").has_value());
-  EXPECT_EQ(to_string(Level::core), "core");
-  EXPECT_EQ(to_string(Level::comprehensive), "comprehensive");
+  EXPECT_EQ(parse_word<Level>("core"), Level::core);
+  EXPECT_EQ(parse_word<Level>("comprehensive"), Level::comprehensive);
+  EXPECT_FALSE(parse_word<Level>("Core").has_value());
+  EXPECT_FALSE(parse_word<Level>("bogus").has_value());
+  EXPECT_FALSE(parse_word<Level>("").has_value());
+  EXPECT_STREQ(to_string(Level::core), "core");
+  EXPECT_STREQ(to_string(Level::comprehensive), "comprehensive");
 }
 
 TEST(Shapes, CoreFileCountsPerLevel) {

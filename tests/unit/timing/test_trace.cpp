@@ -114,7 +114,7 @@ TEST_F(Trace, MinTimeCountsTheWallTimeOfSampling) {
   dev.flush_ms = 1.0;
   const Measurement m = run([this] { dev.kernel(); });
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_EQ(m.sample_method, "kernel-trace");
+  EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::kernel_trace);
   EXPECT_TRUE(m.converged) << m.stop_reason;
   EXPECT_LE(m.total_samples, 40);
   EXPECT_GE(m.total_samples, opt.stop.min_samples);

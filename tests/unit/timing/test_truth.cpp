@@ -417,9 +417,9 @@ TEST_F(Truth, OnTheHostASampleIsABatchOfLaunchesAndSaysSo) {
 }
 
 TEST(RegimeNames, ParseAndPrint) {
-  EXPECT_EQ(parse_clock_regime("burst"), ClockRegime::burst);
-  EXPECT_EQ(parse_clock_regime("sustained"), ClockRegime::sustained);
-  EXPECT_FALSE(parse_clock_regime("boost").has_value());
+  EXPECT_EQ(parse_word<ClockRegime>("burst"), ClockRegime::burst);
+  EXPECT_EQ(parse_word<ClockRegime>("sustained"), ClockRegime::sustained);
+  EXPECT_FALSE(parse_word<ClockRegime>("boost").has_value());
   EXPECT_STREQ(to_string(ClockRegime::sustained), "sustained");
 }
 
