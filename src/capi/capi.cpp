@@ -22,6 +22,7 @@
 #include "proc/process.hpp"
 #include "records/identity.hpp"
 #include "records/markers.hpp"
+#include "run/case_runner.hpp"
 #include "run/cases.hpp"
 #include "run/fed_run.hpp"
 #include "settings/knobs.hpp"
@@ -83,36 +84,38 @@ E word_option(const json& o, const char* key, E fallback) {
 }
 
 // Options of one measurement (docs/python.md); a bad one throws std::invalid_argument naming it.
-// Defaults are the knob table's (core::Knobs), the same as `caliber run`'s.
+// They fill a core::Knobs (its defaults are `caliber run`'s), which becomes timing options by the
+// one mapping a run uses (run::timing_options_of); the rest are the C ABI's own.
 timing::TimingOptions parse_options(const json& o, const backends::Capabilities& caps) {
-  const core::Knobs d;
-  timing::TimingOptions t;
-  t.timer = word_option(o, "timer", d.timer);
-  t.l2 = word_option(o, "l2", d.l2);
-  t.sample_method = word_option(o, "sample_method", d.sample_method);
-  t.regime.regime = word_option(o, "clock", d.clock);
+  core::Knobs k;
+  k.timer = word_option(o, "timer", k.timer);
+  k.l2 = word_option(o, "l2", k.l2);
+  k.sample_method = word_option(o, "sample_method", k.sample_method);
+  k.clock = word_option(o, "clock", k.clock);
   // sustained: the device time of one settling window (docs/timing.md, "Clock regimes").
-  t.regime.settle_window_s = o.value("settle_window_s", t.regime.settle_window_s);
-  if (!(t.regime.settle_window_s > 0 && t.regime.settle_window_s <= 1))
+  const double settle_window_s = o.value("settle_window_s", timing::RegimeRule{}.settle_window_s);
+  if (!(settle_window_s > 0 && settle_window_s <= 1))
     throw std::invalid_argument("settle_window_s: must be above 0 and at most 1");
-  t.return_mode = word_option(o, "return_mode", d.return_mode);
+  k.return_mode = word_option(o, "return_mode", k.return_mode);
   if (o.contains("quantiles") && !o["quantiles"].is_null()) {
     for (const auto& q : o["quantiles"]) {
       const double v = q.get<double>();
       if (!(v >= 0 && v <= 1))
         throw std::invalid_argument("quantiles: " + q.dump() + " is not in [0, 1]");
-      t.quantiles.push_back(v);
+      k.quantiles.push_back(v);
     }
   }
-  t.repeat = o.value("repeat", d.repeat);
-  if (t.repeat < 1) throw std::invalid_argument("repeat: must be at least 1");
-  t.stop.min_samples = o.value("min_samples", d.min_samples);
-  t.stop.min_time_s = o.value("min_time_s", d.min_time_s);
-  t.stop.max_noise = timing::resolved_max_noise(o.value("max_noise", d.max_noise), caps);
-  t.stop.timeout_s = o.value("timeout_s", d.timeout_s);
-  t.stop.warmup_s = o.value("warmup_s", d.warmup_s);
-  if (t.stop.timeout_s <= 0) throw std::invalid_argument("timeout_s: must be positive");
-  t.throttle_fraction = o.value("throttle_fraction", d.throttle_fraction);
+  k.repeat = o.value("repeat", k.repeat);
+  if (k.repeat < 1) throw std::invalid_argument("repeat: must be at least 1");
+  k.min_samples = o.value("min_samples", k.min_samples);
+  k.min_time_s = o.value("min_time_s", k.min_time_s);
+  k.max_noise = o.value("max_noise", k.max_noise);
+  k.timeout_s = o.value("timeout_s", k.timeout_s);
+  k.warmup_s = o.value("warmup_s", k.warmup_s);
+  if (k.timeout_s <= 0) throw std::invalid_argument("timeout_s: must be positive");
+  k.throttle_fraction = o.value("throttle_fraction", k.throttle_fraction);
+  timing::TimingOptions t = run::timing_options_of(k, caps);
+  t.regime.settle_window_s = settle_window_s;
   t.max_kept_samples = o.value("max_kept_samples", t.max_kept_samples);
   // false: the graph timer times a replay of K back-to-back launches and divides by K
   // (events-per-replay, as do_bench_cudagraph does) instead of each launch between event nodes.

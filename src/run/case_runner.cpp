@@ -209,21 +209,27 @@ CaseRunner::CaseRunner(const backends::Backend& backend, int device_index, std::
 
 CaseRunner::~CaseRunner() = default;
 
-timing::TimingOptions CaseRunner::timing_options(const OpInfo& info, bool short_budget) const {
+timing::TimingOptions timing_options_of(const core::Knobs& k, const backends::Capabilities& caps) {
   timing::TimingOptions o;
+  o.timer = k.timer;
+  o.repeat = k.repeat;
+  o.return_mode = k.return_mode;
+  o.quantiles = k.quantiles;
+  o.l2 = k.l2;
+  o.sample_method = k.sample_method;
+  o.stop.min_samples = k.min_samples;
+  o.stop.min_time_s = k.min_time_s;
+  o.stop.max_noise = timing::resolved_max_noise(k.max_noise, caps);
+  o.regime.regime = k.clock;
+  o.stop.timeout_s = k.timeout_s;
+  o.stop.warmup_s = k.warmup_s;
+  o.throttle_fraction = k.throttle_fraction;
+  return o;
+}
+
+timing::TimingOptions CaseRunner::timing_options(const OpInfo& info, bool short_budget) const {
+  timing::TimingOptions o = timing_options_of(knobs_, backend_.capabilities());
   o.timer = timer_;
-  o.repeat = knobs_.repeat;
-  o.return_mode = knobs_.return_mode;
-  o.quantiles = knobs_.quantiles;
-  o.l2 = knobs_.l2;
-  o.sample_method = knobs_.sample_method;
-  o.stop.min_samples = knobs_.min_samples;
-  o.stop.min_time_s = knobs_.min_time_s;
-  o.stop.max_noise = timing::resolved_max_noise(knobs_.max_noise, backend_.capabilities());
-  o.regime.regime = knobs_.clock;
-  o.stop.timeout_s = knobs_.timeout_s;
-  o.stop.warmup_s = knobs_.warmup_s;
-  o.throttle_fraction = knobs_.throttle_fraction;
   o.capture_denied = contains(deny_, info.name);
   o.rng = info.rng;
   o.op = info.name;

@@ -24,6 +24,13 @@ namespace caliber::run {
 
 class PlacementPool;
 
+// The one mapping from the knobs to a measurement's timing options (timer, repetition, return
+// mode, quantiles, L2, sample method, stopping rule, clock regime, throttle): the case runner's,
+// and the C ABI's for caliber.bench (capi/capi.cpp). What is the case's own (the op, the capture
+// deny list, the regime carried) the caller adds.
+[[nodiscard]] timing::TimingOptions timing_options_of(const core::Knobs& k,
+                                                      const backends::Capabilities& caps);
+
 class CaseRunner {
  public:
   CaseRunner(const backends::Backend& backend, int device_index, std::uint64_t seed,
