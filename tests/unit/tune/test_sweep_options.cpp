@@ -20,6 +20,8 @@ TEST(SweepOptions, CutTheFullBudgetAndThePowerLimitWait) {
   EXPECT_GE(full.regime.settle_min_capped_s, 1.0);
   EXPECT_LE(s.regime.settle_min_capped_s, 0.1);
   EXPECT_LE(s.regime.settle_timeout_s, 0.5);
+  EXPECT_LT(s.regime.carry_window_s, full.regime.carry_window_s);
+  EXPECT_LT(s.graph_replay_ms, full.graph_replay_ms);
   // what the run asked for and the sweep does not change stays
   EXPECT_EQ(s.timer, full.timer);
   EXPECT_EQ(s.l2, full.l2);
