@@ -55,7 +55,7 @@ TEST_F(CudaTiming, GraphTimerMatchesKnownDurations) {
   for (double us : {10.0, 100.0, 1000.0}) {
     const Measurement m = time_spin(us, TimerKind::graph);
     ASSERT_TRUE(m.ok) << us << " us: " << m.error;
-    EXPECT_EQ(m.timer, "graph");
+    EXPECT_EQ(m.timer, caliber::core::TimerKind::graph);
     EXPECT_TRUE(m.markers.empty());
     const double got_us = m.latency_ms * 1e3;
     // ncu reads a spin of T us as T + 1.4 us (its launch and teardown, and the overshoot of the
@@ -73,9 +73,9 @@ TEST_F(CudaTiming, DirectTimerKeepsTheLaunchGapOut) {
   for (double us : {10.0, 100.0, 1000.0}) {
     const Measurement m = time_spin(us, TimerKind::direct, L2Policy::cold);
     ASSERT_TRUE(m.ok) << m.error;
-    EXPECT_EQ(m.timer, "direct");
+    EXPECT_EQ(m.timer, caliber::core::TimerKind::direct);
     EXPECT_EQ(m.markers, (Markers{"timer=direct"}));
-    EXPECT_EQ(m.sample_method, "held");
+    EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::held);
     const double got_us = m.latency_ms * 1e3;
     // Held, the pair holds the kernel and the device's own event cost (1.5-3 us over ncu's
     // T + 1.4 us), not the host's launch gap (docs/timing.md); never below the target.
@@ -93,7 +93,7 @@ TEST_F(CudaTiming, AHoldThatASynchronizingLaunchDefeatsGivesUpQuickly) {
   const Measurement m = measure(
       *dev, *backend, [stream] { gt::launch_spin_then_sync(stream, 10.0); }, opt);
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_EQ(m.sample_method, "unheld");
+  EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::unheld);
   EXPECT_NE(m.note.find("hold gave up"), std::string::npos) << m.note;
   EXPECT_LT(m.wall_s, 1.5);
 }
@@ -121,8 +121,8 @@ TEST_F(CudaTiming, ColdGraphLaunchesEachSeeAnEvictedL2) {
   dev->free(src);
   dev->free(dst);
   ASSERT_TRUE(gc.ok && gw.ok && dc.ok) << gc.error << gw.error << dc.error;
-  EXPECT_EQ(gc.l2_method, "flush-per-launch");
-  EXPECT_EQ(gc.sample_method, "events-per-launch");
+  EXPECT_EQ(gc.l2_method, caliber::core::L2Method::flush_per_launch);
+  EXPECT_EQ(gc.sample_method, caliber::core::SampleDelimiter::events_per_launch);
   // Cold reads 32 MiB of DRAM traffic at about 4 TB/s: clearly slower than the L2-resident run.
   EXPECT_GT(gc.latency_ms, 1.15 * gw.latency_ms)
       << "cold " << gc.latency_ms * 1e3 << " us, warm " << gw.latency_ms * 1e3 << " us";
@@ -136,14 +136,14 @@ TEST_F(CudaTiming, GraphAndDirectAgreeOnALongKernel) {
   const Measurement d = time_spin(500.0, TimerKind::direct, L2Policy::cold);
   ASSERT_TRUE(g.ok && d.ok);
   EXPECT_NEAR(g.latency_ms, d.latency_ms, 0.02 * d.latency_ms);
-  EXPECT_EQ(g.l2_method, "flush-per-launch");
-  EXPECT_EQ(d.l2_method, "flush-per-launch");
+  EXPECT_EQ(g.l2_method, caliber::core::L2Method::flush_per_launch);
+  EXPECT_EQ(d.l2_method, caliber::core::L2Method::flush_per_launch);
 }
 
 TEST_F(CudaTiming, AutoTimerIsGraphOnCuda) {
   const Measurement m = time_spin(50.0, TimerKind::automatic);
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_EQ(m.timer, "graph");
+  EXPECT_EQ(m.timer, caliber::core::TimerKind::graph);
 }
 
 TEST_F(CudaTiming, RefusedCaptureFallsBackWithTheMarkers) {
@@ -156,7 +156,7 @@ TEST_F(CudaTiming, RefusedCaptureFallsBackWithTheMarkers) {
   const Measurement m = measure(
       *dev, *backend, [stream] { gt::launch_spin_then_sync(stream, 50.0); }, opt);
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_EQ(m.timer, "direct");
+  EXPECT_EQ(m.timer, caliber::core::TimerKind::direct);
   EXPECT_EQ(m.markers, (Markers{"BENCHMARK_DIRECT_NO_CUDAGRAPH", "timer=direct", "repeat=2"}));
   EXPECT_EQ(m.repeat, 2);
   // The synchronize sits between the events, so its host round trip is part of the reading.
@@ -166,7 +166,7 @@ TEST_F(CudaTiming, RefusedCaptureFallsBackWithTheMarkers) {
   // The context survived: the next case can still be captured.
   const Measurement after = time_spin(20.0, TimerKind::graph);
   ASSERT_TRUE(after.ok) << after.error;
-  EXPECT_EQ(after.timer, "graph");
+  EXPECT_EQ(after.timer, caliber::core::TimerKind::graph);
 }
 
 // One regime per row after a refusal (the H200 regression of 2026-12-01): the baseline graph-timed,
@@ -182,10 +182,10 @@ TEST_F(CudaTiming, BaselineRetimedDirectAfterARefusalReadsNoLeftoverError) {
   const Measurement cand = measure(
       *dev, *backend, [stream] { gt::launch_spin_then_sync(stream, 37.0); }, opt);
   ASSERT_TRUE(cand.ok) << cand.error;
-  ASSERT_EQ(cand.timer, "direct");
+  ASSERT_EQ(cand.timer, caliber::core::TimerKind::direct);
   const Measurement ref = time_spin(37.0, TimerKind::direct, L2Policy::cold);
   ASSERT_TRUE(ref.ok) << ref.error;
-  EXPECT_EQ(ref.timer, "direct");
+  EXPECT_EQ(ref.timer, caliber::core::TimerKind::direct);
 }
 
 // The kernel trace (the default sample method on cuda): CUPTI's records arrive for direct launches
@@ -207,7 +207,8 @@ TEST_F(CudaTiming, KernelTraceReadsSpinsWithinTwoPercentUnderBothTimers) {
                                  (l2 == L2Policy::cold ? "cold " : "warm ") + std::to_string(us) +
                                  " us";
         ASSERT_TRUE(m.ok) << what << ": " << m.error;
-        ASSERT_EQ(m.sample_method, "kernel-trace") << what << ": " << m.note;
+        ASSERT_EQ(m.sample_method, caliber::core::SampleDelimiter::kernel_trace)
+            << what << ": " << m.note;
         const double got_us = m.latency_ms * 1e3;
         EXPECT_GE(got_us, us) << what;
         EXPECT_LE(got_us, us * 1.02) << what;
@@ -235,7 +236,7 @@ TEST_F(CudaTiming, KernelTraceCoversAProviderOfSeveralKernels) {
         },
         opt);
     ASSERT_TRUE(m.ok) << m.error;
-    ASSERT_EQ(m.sample_method, "kernel-trace") << m.note;
+    ASSERT_EQ(m.sample_method, caliber::core::SampleDelimiter::kernel_trace) << m.note;
     EXPECT_EQ(m.kernel_count, 2);
     EXPECT_GE(m.latency_ms * 1e3, 50.0);
     EXPECT_LE(m.latency_ms * 1e3, 50.0 * 1.02 + 3.0);  // the gap between the two kernels
@@ -275,7 +276,7 @@ TEST_F(CudaTiming, KernelTraceNoLibChild) {
   const Measurement m = measure(
       *dev, *backend, [stream] { gt::launch_spin(stream, 20.0); }, opt);
   ASSERT_TRUE(m.ok) << m.error;
-  EXPECT_NE(m.sample_method, "kernel-trace");
+  EXPECT_NE(m.sample_method, caliber::core::SampleDelimiter::kernel_trace);
   EXPECT_NE(std::find(m.markers.begin(), m.markers.end(), "SAMPLE_METHOD_EVENTS_NO_TRACE"),
             m.markers.end());
   EXPECT_NE(m.note.find("libcupti"), std::string::npos) << m.note;
