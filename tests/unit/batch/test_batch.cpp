@@ -94,6 +94,17 @@ TEST(OpsStatus, MissingColumnsAreRefused) {
   EXPECT_THROW((void)parse_ops_status_csv(""), std::runtime_error);
 }
 
+TEST(OpsStatus, EveryStatusWordReadsBack) {
+  // Every status word caliber writes reads back as itself; any other word (a hand-edited file) as
+  // pending, which resume runs again as it runs every status but ok.
+  for (const auto& sp : caliber::core::spellings<caliber::core::OpStatus>())
+    EXPECT_EQ(parse_ops_status_csv(std::string("op,status\nadd,") + sp.word + "\n")[0].status,
+              sp.value)
+        << sp.word;
+  EXPECT_EQ(parse_ops_status_csv("op,status\nadd,weird\n")[0].status,
+            caliber::core::OpStatus::pending);
+}
+
 TEST(Batch, ClassifyExit) {
   ExitStatus st;
   st.kind = ExitKind::exited;

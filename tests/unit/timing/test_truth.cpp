@@ -107,7 +107,7 @@ TEST_F(Truth, TheWarmupSaysTheHostCostOfALaunch) {
     opt.timer = t;
     const Measurement m = run();
     ASSERT_TRUE(m.ok) << m.error;
-    EXPECT_NEAR(m.host_ms, 0.3, 1e-9) << m.timer;
+    EXPECT_NEAR(m.host_ms, 0.3, 1e-9) << core::spelled(m.timer);
   }
 }
 
