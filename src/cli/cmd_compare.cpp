@@ -31,12 +31,14 @@ void add_compare(CLI::App& root, int& exit_code) {
                   "Run or batch directory (the reference); several, comma-separated, for repeated\n"
                   "runs of the same code: their spread then enters the interval")
       ->required();
-  sub->add_option("B", *b, "Run or batch directory (the change); several, comma-separated")
-      ->required();
+  sub->add_option("B", *b,
+                  "Run or batch directory (the change); several, comma-separated. Without B, A is "
+                  "a directory\ncaliber ab wrote: its A rounds against its B rounds again");
   add_compare_options(*sub, *cmp);
   sub->callback([a, b, cmp, &exit_code] {
-    exit_code = cmp->run(report::CompareCommand::side_paths(*a),
-                         report::CompareCommand::side_paths(*b), std::cout, std::cerr);
+    exit_code = b->empty() ? cmp->run_ab_dir(*a, std::cout, std::cerr)
+                           : cmp->run(report::CompareCommand::side_paths(*a),
+                                      report::CompareCommand::side_paths(*b), std::cout, std::cerr);
   });
 }
 

@@ -116,4 +116,22 @@ int CompareCommand::run_ab(const std::vector<std::filesystem::path>& a,
   return compare_exit_code(res, opt);
 }
 
+int CompareCommand::run_ab_dir(const std::filesystem::path& dir, std::ostream& out,
+                               std::ostream& err) const {
+  std::optional<AbDir> ab;
+  try {
+    ab = read_ab_dir(dir);
+  } catch (const std::exception& e) {
+    err << "caliber: " << e.what() << "\n";
+    return 2;
+  }
+  if (!ab) {
+    err << "caliber: compare: '" << dir.string()
+        << "' holds no ab.json; allowed: two sides (compare A B) or one directory that caliber ab "
+           "wrote\n";
+    return 2;
+  }
+  return run_ab(ab->a, ab->b, ab->a_desc, ab->b_desc, ab->rounds, out, err);
+}
+
 }  // namespace caliber::report
