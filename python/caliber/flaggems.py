@@ -526,6 +526,7 @@ class Session:
             import torch
             torch.cuda.set_device(dev["index"])
             torch.cuda.set_stream(_torch.external_stream(dev["stream"], dev["index"]))
+            _torch.heal_generator("after the run's set-up: peaks")
 
     def _identity(self):
         fg = self.flag_gems

@@ -231,8 +231,9 @@ detail::SampleRun direct_call(backends::Device& dev, const std::function<void()>
     if (held && dev.hold_gave_up()) hold = false;
     return traced_or_events(tr, rec, ms, k, k);
   };
-  return detail::sample_until_stop(dev, one, k, w.estimate_ms * k, opt, now,
-                                   [&rec](bool kept) { rec.window(kept); });
+  return detail::sample_until_stop(
+      dev, one, k, w.estimate_ms * k, opt, now, [&rec](bool kept) { rec.window(kept); },
+      tr.active() ? detail::SampleTime::wall : detail::SampleTime::summed);
 }
 
 Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& backend,
@@ -456,8 +457,9 @@ detail::SampleRun replay_samples(backends::Device& dev, backends::Graph& graph,
   dev.record(*end);
   (void)dev.elapsed_ms(*start, *end);
   tr.discard();
-  return detail::sample_until_stop(dev, one, k, estimate_ms * k, opt, now,
-                                   [&rec](bool kept) { rec.window(kept); });
+  return detail::sample_until_stop(
+      dev, one, k, estimate_ms * k, opt, now, [&rec](bool kept) { rec.window(kept); },
+      tr.active() ? detail::SampleTime::wall : detail::SampleTime::summed);
 }
 
 // The graph timer: warm up, size a replay, capture it, replay it until the stopping rule ends.

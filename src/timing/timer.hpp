@@ -136,6 +136,11 @@ struct RegimeRule {
   // again: cool work after one window, warm or power-capped work after two windows that agree
   // as steady() asks of four. The idle gap is where a board's clock recovers, so it is short.
   double carry_gap_s = 0.25;
+  // The windows that check a carried state are this long (at most settle_window_s): they look
+  // for the state the previous measurement left, which a clock reading after 20 ms of the work
+  // shows as well as one after 50 ms; the 50 ms windows of a full settling were most of a short
+  // kernel's cost per measurement (docs/timing.md).
+  double carry_window_s = 0.02;
 };
 
 // The power state a window of work leaves the board in: cool (no power-cap reason, at most
