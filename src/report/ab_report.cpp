@@ -71,6 +71,17 @@ std::string ops_libs_of(const fs::path& run) {
     return "";
   }
 }
+// Whether every run of `runs` is one of `mine` (the same directory, however spelt).
+bool all_among(const std::vector<fs::path>& runs, const std::vector<fs::path>& mine) {
+  for (const auto& r : runs) {
+    bool in = false;
+    std::error_code ec;
+    for (const auto& m : mine) in = in || fs::equivalent(m, r, ec);
+    if (!in) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string describe_side(const std::vector<fs::path>& given, char side) {
@@ -82,19 +93,16 @@ std::string describe_side(const std::vector<fs::path>& given, char side) {
   }
   std::set<fs::path> parents;
   for (const auto& r : runs) parents.insert(r.parent_path());
-  if (parents.size() == 1)
-    if (const auto d = read_ab_dir(*parents.begin())) {
-      const auto& mine = side == 'A' ? d->a : d->b;
-      bool all = true;
-      for (const auto& r : runs) {
-        bool in = false;
-        std::error_code ec;
-        for (const auto& m : mine) in = in || fs::equivalent(m, r, ec);
-        all = all && in;
-      }
-      const std::string& desc = side == 'A' ? d->a_desc : d->b_desc;
-      if (all && desc != AbDir{}.a_desc) return desc;
-    }
+  std::optional<AbDir> d;
+  try {
+    if (parents.size() == 1) d = read_ab_dir(*parents.begin());
+  } catch (const std::exception&) {
+    // an ab.json beside runs of one side only: described as other runs are, below
+  }
+  if (d) {
+    const std::string& desc = side == 'A' ? d->a_desc : d->b_desc;
+    if (desc != AbDir{}.a_desc && all_among(runs, side == 'A' ? d->a : d->b)) return desc;
+  }
   std::set<std::string> libs;
   for (const auto& r : runs) libs.insert(ops_libs_of(r));
   const std::string name =
