@@ -26,14 +26,16 @@ std::string pct(double fraction, int prec = 3) {
   return (std::fabs(v) < 5e-4 ? std::string("0") : fmt(v, prec)) + "%";
 }
 
-// "resolve: about 5 runs a side, or --min-time x3" for an UNSURE pair.
-std::string resolution_text(const core::Resolution& res) {
+// "to settle it: about 5 runs a side, or --min-time x3" for an UNSURE pair; a paired pair's runs
+// are rounds (caliber ab --rounds N).
+std::string resolution_text(const core::Resolution& res, bool paired) {
   if (!res.possible)
     return "an effect between --noise-band and --min-effect (or on an edge): neither SAME nor "
            "FASTER/SLOWER can come of it";
   std::string t = res.toward_same ? "below --min-effect; SAME needs " : "to settle it: ";
   if (res.rounds == 0 && res.min_time_factor == 0) return t + "a rerun";
-  if (res.rounds > 0) t += "about " + std::to_string(res.rounds) + " runs a side";
+  if (res.rounds > 0)
+    t += "about " + std::to_string(res.rounds) + (paired ? " rounds" : " runs a side");
   if (res.min_time_factor > 0) {
     if (res.rounds > 0) t += ", or ";
     const double f = std::max(1.5, std::ceil(res.min_time_factor * 2) / 2);
@@ -137,7 +139,7 @@ std::string pair_note(const PairResult& p, const CompareOptions& opt) {
       (static_cast<int>(p.n_a) < opt.min_samples || static_cast<int>(p.n_b) < opt.min_samples))
     add("too few samples");
   else if (p.verdict == Verdict::unsure)
-    add(resolution_text(p.resolution));
+    add(resolution_text(p.resolution, p.paired));
   return note;
 }
 
