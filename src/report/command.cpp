@@ -99,7 +99,14 @@ int CompareCommand::run(const std::vector<std::filesystem::path>& a,
     emit(rep, fmt, out, err);
     return compare_exit_code(res, opt);
   }
-  emit(compare_report(res, opt), fmt, out, err);
+  Report rep = compare_report(res, opt);
+  // Say who A and B are: the ab switch of rounds named by hand, the op libraries, or the runs.
+  if (!rep.tables.empty())
+    rep.tables.front().notes.insert(rep.tables.front().notes.begin(),
+                                    "A = " + describe_side(a, 'A') +
+                                        "; B = " + describe_side(b, 'B') +
+                                        " (docs/ab.md#reading-the-pairs-table)");
+  emit(rep, fmt, out, err);
   return compare_exit_code(res, opt);
 }
 
