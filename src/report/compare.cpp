@@ -547,9 +547,10 @@ std::string loaded_hosts(const std::vector<RunData>& a, const std::vector<RunDat
   const std::string la = loaded_side("A", a);
   const std::string lb = loaded_side("B", b);
   if (la.empty() && lb.empty()) return "";
-  return "the host was loaded (one-minute load average above its cores) on side " + la +
+  return "the host was loaded (load average above its cores) on side " + la +
          (la.empty() || lb.empty() ? "" : "; side ") + lb +
-         ": other work's noise is in those timings and may exceed the calibrated terms";
+         ": other work's noise is in those timings, maybe beyond the calibrated terms "
+         "(docs/ab.md#calibration-files)";
 }
 }  // namespace
 
