@@ -39,6 +39,13 @@ golden two_sides_table compare paired/ab-20261201-120000/A-1-20261201-120001 \
   paired/ab-20261201-120000/B-1-20261201-120001 "${TERMS[@]}"
 golden summary_one_run summary paired/ab-20261201-120000/A-1-20261201-120001
 
+# compare with one argument takes only a directory caliber ab wrote: anything else exits 2,
+# naming it, and prints no table.
+"$CAL" compare "$G/paired/ab-20261201-120000/A-1-20261201-120001" > "$T/one.out" 2> "$T/one.err"
+rc=$?
+[ "$rc" -eq 2 ] && [ ! -s "$T/one.out" ] && grep -q "A-1-20261201-120001' holds no ab.json" "$T/one.err" ||
+  fail "compare RUN (no B, not an ab directory): exit $rc, $(cat "$T/one.err")"
+
 # What the goldens hold, said once more so that a careless re-bless cannot bless it away.
 grep -q 'ratio_of' "$G/expected/paired_table.out" || fail "the pairs table has no ratio_of column"
 n=$(grep -c '^WARNING: the host was loaded' "$G/expected/paired_table.out")
