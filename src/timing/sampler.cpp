@@ -30,12 +30,15 @@ WarmupResult warmup(backends::Device& dev, const std::function<void()>& launch,
   WarmupResult w;
   for (int round = 1;; ++round) {
     dev.record(*start);
+    const double enqueue_t0 = now();
     for (int i = 0; i < batch; ++i) launch();
+    const double enqueue_s = now() - enqueue_t0;
     dev.record(*end);
     const double ms = dev.elapsed_ms(*start, *end);
     busy_ms += ms;
     w.launches += batch;
     w.estimate_ms = ms / batch;
+    w.host_ms = enqueue_s * 1e3 / batch;
     const double wall = now() - t0;
     // The warmup has bounds of its own (docs/timing.md): the timeout counts from the first
     // sample, so `--warmup 5 --timeout 0.5` warms for 5 s, never for the timeout's 0.5 s.

@@ -260,7 +260,10 @@ struct Measurement {
   std::string note;                     // why the timer differs from the one asked, when it does
   std::vector<double> call_medians_ms;  // per call of the direct timer (repeat > 1)
   double estimate_ms = 0;               // per-launch estimate from the warmup
-  int total_samples = 0;                // samples kept before thinning to samples_ms
+  // The host's time to enqueue one launch, from the warmup's last batch of launches enqueued
+  // back to back (docs/timing.md): what an eager call costs the host while the device keeps up.
+  double host_ms = 0;
+  int total_samples = 0;  // samples kept before thinning to samples_ms
 };
 
 // Time `launch` (which only enqueues on the device's stream) on `dev`.

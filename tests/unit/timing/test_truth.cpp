@@ -98,6 +98,19 @@ TEST_F(Truth, AHoldThatGivesUpIsDroppedAndSaid) {
   EXPECT_LE(dev.holds, 3);  // not one per sample
 }
 
+// The host cost of one call comes from the warmup's last batch, enqueued back to back: on the
+// scripted device a launch costs the host its gap and (synchronously) the kernel.
+TEST_F(Truth, TheWarmupSaysTheHostCostOfALaunch) {
+  dev.kernel_ms = [](long) { return 0.1; };
+  dev.launch_gap_ms = 0.2;
+  for (TimerKind t : {TimerKind::direct, TimerKind::graph}) {
+    opt.timer = t;
+    const Measurement m = run();
+    ASSERT_TRUE(m.ok) << m.error;
+    EXPECT_NEAR(m.host_ms, 0.3, 1e-9) << m.timer;
+  }
+}
+
 TEST_F(Truth, AMissedStoppingRuleIsMarked) {
   // 20% jitter and a short timeout: the 0.5% noise target cannot be met.
   dev.kernel_ms = [](long n) { return n % 2 == 0 ? 0.8 : 1.2; };
