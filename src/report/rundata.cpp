@@ -21,6 +21,11 @@ bool is_run_dir(const fs::path& dir) {
   return fs::is_regular_file(dir / kRunLog, ec);
 }
 
+bool is_batch_dir(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / "ops_status.csv", ec);
+}
+
 std::optional<RunDirName> parse_run_dir_name(const std::string& dirname) {
   static const std::regex re(R"(^(.+)-(\d{8}-\d{6})(?:-(\d+))?$)");
   std::smatch m;
@@ -41,13 +46,15 @@ std::vector<fs::path> expand_run_dirs(const std::vector<fs::path>& dirs) {
       out.push_back(d);
       continue;
     }
-    // name -> (stamp, collision, path) of the newest
+    // name -> (stamp, collision, path) of the newest; only a resumed batch reruns a name, so
+    // elsewhere (a folder of runs, an ab directory) every run counts
+    const bool batch = is_batch_dir(d);
     std::map<std::string, std::pair<std::pair<std::string, int>, fs::path>> newest;
     std::vector<fs::path> unnamed;
     for (const auto& e : fs::directory_iterator(d)) {
       if (!e.is_directory() || !is_run_dir(e.path())) continue;
       const auto parsed = parse_run_dir_name(e.path().filename().string());
-      if (!parsed) {
+      if (!parsed || !batch) {
         unnamed.push_back(e.path());
         continue;
       }
