@@ -3,6 +3,7 @@
 namespace caliber::core {
 
 // Each enum's words, once. The order is --help's (the knob table's "allowed" text).
+// NOLINTBEGIN(bugprone-macro-parentheses): a template argument cannot be parenthesized.
 #define CALIBER_SPELLINGS(E, ...)                          \
   template <>                                              \
   std::span<const Spelling<E>> spellings<E>() noexcept {   \
@@ -47,5 +48,6 @@ CALIBER_SPELLINGS(ReturnMode, {ReturnMode::min, "min"}, {ReturnMode::max, "max"}
                   {ReturnMode::all, "all"});
 
 #undef CALIBER_SPELLINGS
+// NOLINTEND(bugprone-macro-parentheses)
 
 }  // namespace caliber::core

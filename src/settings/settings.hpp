@@ -78,6 +78,8 @@ template <class E>
 // Whether E is one of the enums above, whose words settings.cpp lists.
 template <class E>
 inline constexpr bool kSpelled = false;
+// A template argument cannot be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define CALIBER_SPELLED(E)                  \
   template <>                               \
   inline constexpr bool kSpelled<E> = true; \
@@ -100,6 +102,7 @@ CALIBER_SPELLED(SampleDelimiter);
 CALIBER_SPELLED(OpStatus);
 CALIBER_SPELLED(ReturnMode);
 #undef CALIBER_SPELLED
+// NOLINTEND(bugprone-macro-parentheses)
 
 // The word -> the value; nullopt for anything else (exact spelling, no trimming).
 template <class E>
