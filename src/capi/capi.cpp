@@ -24,6 +24,7 @@
 #include "records/markers.hpp"
 #include "run/cases.hpp"
 #include "run/fed_run.hpp"
+#include "settings/knobs.hpp"
 #include "timing/timer.hpp"
 
 #define CALIBER_C_EXPORT extern "C" __attribute__((visibility("default")))
@@ -72,6 +73,52 @@ json device_json(const backends::Backend& b, backends::Device& d) {
 }
 
 // Options of one measurement (docs/python.md); a bad one throws std::invalid_argument naming it.
+// A caliber.measure option that is a CLI knob too, checked by that knob's own rule
+// (settings/knobs.cpp), so both refuse the same values: min_samples=10**12 is refused, never cut
+// to an int or capped in silence. Absent or null: `k` keeps its value.
+void knob_option(const json& o, const char* key, const char* knob, core::Knobs& k) {
+  const auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return;
+  const core::KnobSpec* spec = core::find_knob(knob);
+  if (spec == nullptr) throw std::logic_error(std::string("no knob ") + knob);
+  const std::string shown = it->dump().substr(0, 200);
+  try {
+    if (!it->is_number()) throw std::invalid_argument("not a number");
+    spec->apply(k, shown);
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument(std::string(key) + ": " + shown + " is not allowed (" +
+                                spec->allowed + ")");
+  }
+}
+
+// The stopping rule's options, the repeat and the throttle fraction, each by its knob.
+void stop_options(const json& o, timing::TimingOptions& t, const backends::Capabilities& caps) {
+  core::Knobs k;
+  k.repeat = 1;
+  k.min_samples = t.stop.min_samples;
+  k.min_time_s = t.stop.min_time_s;
+  k.timeout_s = t.stop.timeout_s;
+  k.warmup_s = t.stop.warmup_s;
+  k.throttle_fraction = t.throttle_fraction;
+  k.max_noise = 0;  // auto
+  knob_option(o, "repeat", "repeat", k);
+  knob_option(o, "min_samples", "min_samples", k);
+  knob_option(o, "min_time_s", "min_time", k);
+  knob_option(o, "timeout_s", "timeout", k);
+  knob_option(o, "warmup_s", "warmup", k);
+  knob_option(o, "throttle_fraction", "throttle_fraction", k);
+  const auto noise = o.find("max_noise");  // 0: auto, the knob's "auto"
+  if (noise != o.end() && !(noise->is_number() && noise->get<double>() == 0))
+    knob_option(o, "max_noise", "max_noise", k);
+  t.repeat = k.repeat;
+  t.stop.min_samples = k.min_samples;
+  t.stop.min_time_s = k.min_time_s;
+  t.stop.timeout_s = k.timeout_s;
+  t.stop.warmup_s = k.warmup_s;
+  t.throttle_fraction = k.throttle_fraction;
+  t.stop.max_noise = timing::resolved_max_noise(k.max_noise, caps);
+}
+
 timing::TimingOptions parse_options(const json& o, const backends::Capabilities& caps) {
   timing::TimingOptions t;
   const std::string timer = o.value("timer", std::string("auto"));
@@ -114,15 +161,7 @@ timing::TimingOptions parse_options(const json& o, const backends::Capabilities&
       t.quantiles.push_back(v);
     }
   }
-  t.repeat = o.value("repeat", 1);
-  if (t.repeat < 1) throw std::invalid_argument("repeat: must be at least 1");
-  t.stop.min_samples = o.value("min_samples", t.stop.min_samples);
-  t.stop.min_time_s = o.value("min_time_s", t.stop.min_time_s);
-  t.stop.max_noise = timing::resolved_max_noise(o.value("max_noise", 0.0), caps);
-  t.stop.timeout_s = o.value("timeout_s", t.stop.timeout_s);
-  t.stop.warmup_s = o.value("warmup_s", t.stop.warmup_s);
-  if (t.stop.timeout_s <= 0) throw std::invalid_argument("timeout_s: must be positive");
-  t.throttle_fraction = o.value("throttle_fraction", t.throttle_fraction);
+  stop_options(o, t, caps);
   t.max_kept_samples = o.value("max_kept_samples", t.max_kept_samples);
   // false: the graph timer times a replay of K back-to-back launches and divides by K
   // (events-per-replay, as do_bench_cudagraph does) instead of each launch between event nodes.

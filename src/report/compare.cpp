@@ -578,6 +578,8 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
   out.loaded_host = loaded_hosts(a, b);
   out.runs_a = static_cast<int>(a.size());
   out.runs_b = static_cast<int>(b.size());
+  out.duplicates_a = duplicate_rows_note(a);
+  out.duplicates_b = duplicate_rows_note(b);
   check_identities(a, b, out);
   detect_cross_device(a, b, out);
   out.band_used = out.cross_device ? std::max(opt.noise_band, opt.device_band) : opt.noise_band;
@@ -590,7 +592,9 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
   for (const auto& key : sb.order)
     if (!sa.cases.count(key)) ++out.only_b;
   OpRanges ops;
+  std::size_t done = 0;
   for (const auto& key : sa.order) {
+    if (opt.progress) opt.progress(done++, sa.order.size());
     const auto itb = sb.cases.find(key);
     if (itb == sb.cases.end()) {
       ++out.only_a;
@@ -598,6 +602,7 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
     }
     compare_case(key, sa.cases.at(key), itb->second, rounds, opt, out, ops);
   }
+  if (opt.progress) opt.progress(sa.order.size(), sa.order.size());
   for (const auto& op : ops.order) out.ops.push_back(ops.ranges.at(op));
   return out;
 }
@@ -831,6 +836,8 @@ Table pairing_table(const CompareResult& r) {
       "paired " + std::to_string(r.paired) + " case(s); unpaired: " + std::to_string(r.only_a) +
       " only in A, " + std::to_string(r.only_b) + " only in B; excluded " +
       std::to_string(r.excluded) + " (not ok with a positive latency on both sides)");
+  if (!r.duplicates_a.empty()) pairing.notes.push_back("side A: " + r.duplicates_a);
+  if (!r.duplicates_b.empty()) pairing.notes.push_back("side B: " + r.duplicates_b);
   return pairing;
 }
 

@@ -185,6 +185,25 @@ attack "21 --timeout-per-op NaN" 2 "--timeout-per-op" -- "$CAL" batch add "${FAS
 attack "21 --profile twice" 2 "profile" -- "$CAL" run add "${FAST[@]}" --profile --profile --out "$T/out"
 attack "21 --min-effect empty" 2 "min-effect" -- "$CAL" compare "$R" "$R" --min-effect ""
 attack "21 export --out empty" 2 "--out empty" -- "$CAL" export "$R" --out ""
+# 1000 copies of a case row: summary and compare both keep each case's first row and say how many
+# they set aside (one rule, one note).
+cp -r "$R" "$T/fx/dup"
+py 'import sys
+f = sys.argv[1] + "/run.log"
+lines = open(f).read().splitlines(True)
+first = next(l for l in lines if "\"type\":\"case\"" in l or "\"type\": \"case\"" in l)
+at = lines.index(first) + 1
+open(f, "w").writelines(lines[:at] + [first] * 1000 + lines[at:])' "$T/fx/dup"
+cases=$(grep -c '"type":"case"' "$R/run.log")
+attack "21 summary of 1000 duplicate rows" 0 "" -- "$CAL" summary "$T/fx/dup" --format csv
+grep -q "1000 duplicate case row" "$T/attack.stderr" || check_fail "21: summary does not count the duplicates: $(cat "$T/attack.stderr")"
+rows=$(py 'import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    if r["op"] == "(all)": print(r["rows"])' "$T/attack.stdout")
+[ "$rows" = "$cases" ] || check_fail "21: summary counts $rows rows of $cases cases"
+attack "21 compare of 1000 duplicate rows" 0 "" -- "$CAL" compare "$T/fx/dup" "$R"
+grep -q "side A: 1000 duplicate case row" "$T/attack.stdout" || check_fail "21: compare does not count the duplicates: $(grep -i dup "$T/attack.stdout")"
+grep -q "paired $cases case(s)" "$T/attack.stdout" || check_fail "21: compare paired $(grep -o 'paired [0-9]* case' "$T/attack.stdout")"
 
 echo "$ATTACKS attacks replayed"
 cli_done
