@@ -133,7 +133,7 @@ for spoil in 'tm=??' 'tm=64,tn=64,tk=64,bogus=3'; do
     *) fail "the note does not name the default $cfg that ran: $note" ;;
   esac
   case "$spoil:$note" in
-    tm=\?\?:*unparseable*M=128,N=128,K=128*) ;;
+    tm=\?\?:*M=128,N=128,K=128*unparseable*) ;;
     *bogus*:*"'bogus'"*"does not declare"*) ;;
     *) fail "the note for '$spoil' does not say why: $note" ;;
   esac
