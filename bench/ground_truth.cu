@@ -345,23 +345,33 @@ json measure_one(Device& dev, const caliber::backends::Backend& backend, const C
             {"kernel_count", m.kernel_count},
             {"kernel_sum_us", m.kernel_sum_ms * 1e3},
             {"record_resolution_us", m.record_resolution_us},
-            {"trace_host_us", m.trace_host_us}};
+            {"trace_host_us", m.trace_host_us},
+            {"settle_s", m.settle_s},
+            {"settle", m.settle},
+            {"regime", m.regime}};
   if (!m.ok) r["error"] = m.error;
   return r;
 }
 
 // Every kernel of `names`, every timer and L2 policy; one JSON line each as it is measured.
+bool settle_carry = true;  // --settle
+
 std::vector<json> run_once(const std::vector<std::string>& names, const TimingOptions& base,
                            bool print) {
   const caliber::backends::Backend* backend = caliber::backends::find_backend("cuda");
   if (backend == nullptr) throw std::runtime_error("no cuda backend in this build");
   auto dev = backend->open(0, 1);
   std::vector<json> rows;
+  // As a run does (--settle carry, its default): one regime state per process, carried from one
+  // measurement to the next while the power class holds, so a row's cost is what a run pays.
+  caliber::timing::RegimeCarry carry;
+  TimingOptions opts = base;
+  if (settle_carry) opts.carry = &carry;
   for (const std::string& name : names) {
     auto c = make_case(*dev, *find_info(name));
     for (TimerKind t : {TimerKind::graph, TimerKind::direct}) {
       for (L2Policy l2 : {L2Policy::cold, L2Policy::warm}) {
-        json r = measure_one(*dev, *backend, *c, t, l2, base);
+        json r = measure_one(*dev, *backend, *c, t, l2, opts);
         if (print) std::printf("%s\n", r.dump().c_str());
         std::fflush(stdout);
         const bool ok = r["ok"];
@@ -479,6 +489,9 @@ int main(int argc, char** argv) {
   app.add_option("--min-samples", base.stop.min_samples, "StopRule::min_samples");
   app.add_option("--timeout", base.stop.timeout_s, "StopRule::timeout_s");
   app.add_option("--replay-ms", base.graph_replay_ms, "graph timer: target replay length");
+  std::string settle = "carry";
+  app.add_option("--settle", settle, "carry (as a run does) or each (every measurement settles)")
+      ->check(CLI::IsMember({"carry", "each"}));
   std::string sample_method = "auto";
   app.add_option("--sample-method", sample_method, "auto, trace or events (TimingOptions)")
       ->check(CLI::IsMember({"auto", "trace", "events"}));
@@ -490,6 +503,7 @@ int main(int argc, char** argv) {
   }
 
   base.sample_method = *caliber::core::parse_sample_method(sample_method);
+  settle_carry = settle == "carry";
   std::vector<std::string> names;
   if (!launch_name.empty()) {
     if (find_info(launch_name) == nullptr) {

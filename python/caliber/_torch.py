@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Any, Dict, Iterator
 
 from . import _lib
@@ -58,15 +59,46 @@ def available() -> bool:
     return torch is not None and torch.cuda.is_available()
 
 
-def _release_generators() -> None:
-    """Gives the current device's default generator a fresh copy of its state (same seed and
-    offset, not capturing), for a capture that ended without torch's own epilogue."""
+_STUCK = "Offset increment outside graph capture"
+
+
+def _fresh_generator_state(state: Any) -> None:
+    """Gives the current device's default generator a new state object holding `state` (its seed
+    and offset) that no graph has registered, so that it is not capturing."""
+    idx = torch.cuda.current_device()
+    gen = torch.cuda.default_generators[idx]
+    fresh = torch.Generator(device=torch.device("cuda", idx))
+    fresh.set_state(state)
+    gen.graphsafe_set_state(fresh.graphsafe_get_state())
+
+
+def heal_generator(where: str) -> bool:
+    """After a capture ended, was aborted or its graph released: the default CUDA generator must
+    draw outside capture again. A capture torch did not close with its own epilogue (an aborted
+    one, or one the timer's hooks ended on another path) leaves the generator's state marked as
+    capturing, and every later torch.rand/randn outside capture then fails ("Offset increment
+    outside graph capture encountered unexpectedly"): FlagGems' next input. One draw finds out;
+    a stuck state is replaced by a fresh one with the same seed and offset. True when healed."""
     try:
-        gen = torch.cuda.default_generators[torch.cuda.current_device()]
-        if hasattr(gen, "graphsafe_set_state") and hasattr(gen, "clone_state"):
-            gen.graphsafe_set_state(gen.clone_state())
-    except Exception:  # an older torch without graph-safe states: nothing to release
-        pass
+        state = torch.cuda.get_rng_state()
+    except Exception:  # no usable device: nothing to heal
+        return False
+    try:
+        torch.randn(1, device="cuda")
+        return False
+    except RuntimeError as e:
+        if _STUCK not in str(e) or not hasattr(torch.cuda.default_generators[0],
+                                               "graphsafe_set_state"):
+            return False  # another state (the stream still capturing): not this repair's
+        _fresh_generator_state(state)
+        sys.stderr.write("caliber: torch's default CUDA generator was left capturing (%s); it "
+                         "has a fresh state with the same seed and offset\n" % where)
+        return True
+    finally:
+        try:
+            torch.cuda.set_rng_state(state)
+        except Exception:
+            pass
 
 
 class _Capture:
@@ -106,19 +138,18 @@ class _Capture:
                 g = self.graphs.pop(graph, None)
                 del g
                 self._restore_rng()
+                heal_generator("after a graph's release")
                 return 0
             if what == 5:  # abort
                 g, self.active = self.active, None
                 if g is not None:
                     try:
                         g.capture_end()
-                    except Exception:
-                        # An invalidated capture makes capture_end raise before torch lets the
-                        # generators it registered leave their capture state; the next random
-                        # input then fails ("Offset increment outside graph capture").
-                        _release_generators()
+                    except Exception:  # an invalidated capture: heal_generator below
+                        pass
                     del g
                 self._restore_rng()
+                heal_generator("after an aborted capture")
                 return 0
             raise ValueError("unknown capture request %d" % what)
         except BaseException as e:  # noqa: B902 - nothing may cross the C boundary

@@ -15,11 +15,13 @@ Seams for the tuning work (LibTuner's cache, parallel warmup): `TuneHooks`, and
 """
 
 import ctypes
+import faulthandler
 import json
 import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -225,6 +227,14 @@ class _Case:
         self.bytes = 0.0
         self.skipped = None
         self.dims = None
+        # Where the case's wall time went on the Python side (docs/run-log.md's phases): FlagGems'
+        # own loop before the case's first provider (its inputs), the first call of each provider
+        # (JIT compilation, LibTuner's sweep) and the host-cost runs; the C++ side adds settling
+        # and timing from its measurements.
+        self.inputs_s = 0.0
+        self.prepare_s = 0.0
+        self.host_s = 0.0
+        self.t_begin = time.perf_counter()
 
     def roles(self):
         return [p["role"] for p in self.providers]
@@ -260,6 +270,7 @@ class Session:
         self.conftest = None
         self.record_tmp = None
         self.pytest_args = []
+        self.t_mark = time.perf_counter()  # where the previous case ended (the inputs phase starts)
 
     # --- before pytest: environment, import, arguments ------------------------------------
 
@@ -515,6 +526,7 @@ class Session:
             import torch
             torch.cuda.set_device(dev["index"])
             torch.cuda.set_stream(_torch.external_stream(dev["stream"], dev["index"]))
+            _torch.heal_generator("after the run's set-up: peaks")
 
     def _identity(self):
         fg = self.flag_gems
@@ -541,6 +553,7 @@ class Session:
         self.node = item.nodeid
         self.opid = self._opid(item)
         self.test_cases = 0
+        self.t_mark = time.perf_counter()
         yield
         self._flush()
         self.node = None
@@ -715,6 +728,8 @@ class Session:
                 detail = None
             c = _Case(bench.op_name, dtype_name(dtype), shape, detail, self.node, self.ordinal)
             c.detail_key = shape
+            c.inputs_s = max(0.0, c.t_begin - self.t_mark)
+            c.t_begin = self.t_mark
             if t is not None:
                 c.dims = [int(d) for d in t.shape]
             self.case = c
@@ -757,12 +772,15 @@ class Session:
         # One call and a synchronize first: JIT compilation and LibTuner's sweep stay out of the
         # timers and captures.
         rng_before = self._rng_state()
+        t_prepare = time.perf_counter()
         try:
             call()
             self._sync()
         except Exception as e:
             self._provider_error(role, e)
             return float("nan")
+        finally:
+            c.prepare_s += time.perf_counter() - t_prepare
         rng = rng_before is not None and not _same(rng_before, self._rng_state())
         if c.skipped:
             return float("nan")
@@ -783,7 +801,14 @@ class Session:
             return float("nan")
         entry = {"name": _provider_name(role), "role": role, "measurement": reply["id"]}
         if reply.get("ok"):
-            entry["host_ms"] = self._host_cost(call)
+            # The timer's warmup enqueued its last batch of calls back to back: their host time
+            # per call is the host cost; runs of its own only where the timer gave none.
+            if reply.get("host_ms", 0) > 0:
+                entry["host_ms"] = reply["host_ms"]
+            else:
+                t_host = time.perf_counter()
+                entry["host_ms"] = self._host_cost(call)
+                c.host_s += time.perf_counter() - t_host
         entry.update(tune_hooks.provider(c, role) or {})  # config, tune, tune_markers
         c.providers.append(entry)
         if not reply.get("ok"):
@@ -848,6 +873,10 @@ class Session:
                    "flops": c.flops, "bytes": c.bytes, "providers": c.providers}
         if c.dims:
             request["dims"] = c.dims
+        now = time.perf_counter()
+        request["phases"] = {"inputs_s": c.inputs_s, "prepare_s": c.prepare_s,
+                             "host_s": c.host_s, "wall_s": max(0.0, now - c.t_begin)}
+        self.t_mark = now
         if c.skipped:
             request.update(status="skipped", reason=c.skipped)
         try:
@@ -1030,6 +1059,13 @@ def install():
     lib = _lib.lib()
     _declare(lib)
     lib.caliber_c_set_feeder(_FEED)
+    # A FlagGems benchmark that hangs (a sweep that never ends, a wait on the device) can be asked
+    # where it is: `kill -USR1 PID` prints every thread's Python stack to stderr (docs/flaggems.md).
+    if hasattr(signal, "SIGUSR1"):
+        try:
+            faulthandler.register(signal.SIGUSR1, all_threads=True)
+        except (RuntimeError, ValueError):  # no usable stderr, or not the main thread
+            pass
 
 
 def main(argv=None):

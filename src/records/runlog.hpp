@@ -105,6 +105,7 @@ inline constexpr const char* inputs_s = "inputs_s";
 inline constexpr const char* prepare_s = "prepare_s";
 inline constexpr const char* check_s = "check_s";
 inline constexpr const char* timing_s = "timing_s";
+inline constexpr const char* host_s = "host_s";
 inline constexpr const char* other_s = "other_s";
 inline constexpr const char* clock_known = "clock_known";
 inline constexpr const char* sm_clock_mean_mhz = "sm_clock_mean_mhz";

@@ -295,6 +295,7 @@ void phase_fields(V& v, Row& p) {
   v(k::check_s, p.check_s);
   v(k::settle_s, p.settle_s);
   v(k::timing_s, p.timing_s);
+  v(k::host_s, p.host_s);
   v(k::other_s, p.other_s);
 }
 
@@ -509,6 +510,7 @@ void Phases::add(const Phases& o) {
   sum(check_s, o.check_s);
   sum(settle_s, o.settle_s);
   sum(timing_s, o.timing_s);
+  sum(host_s, o.host_s);
   sum(other_s, o.other_s);
   sum(wall_s, o.wall_s);
 }

@@ -128,6 +128,7 @@ struct Phases {
   std::optional<double> check_s;
   std::optional<double> settle_s;
   std::optional<double> timing_s;
+  std::optional<double> host_s;  // the host cost runs of a FlagGems row (docs/flaggems.md)
   std::optional<double> other_s;
   std::optional<double> wall_s;
   // The sum of two (absent fields count as 0; absent stays absent when both are).

@@ -141,18 +141,28 @@ Table phase_table(const Summary& s) {
   Table t;
   t.id = "phases";
   t.title = "Where the time went: seconds per op, the case rows' phases summed";
-  t.columns = {"source",  "op",       "cases",    "inputs_s", "prepare_s",
-               "check_s", "settle_s", "timing_s", "other_s",  "wall_s"};
+  // host_s (the host cost runs) only where a row has it: a FlagGems run's.
+  const bool host = std::any_of(s.phases.begin(), s.phases.end(),
+                                [](const auto& g) { return g.phases.host_s.has_value(); });
+  t.columns = {"source", "op", "cases", "inputs_s", "prepare_s", "check_s", "settle_s", "timing_s"};
+  if (host) t.columns.push_back("host_s");
+  t.columns.insert(t.columns.end(), {"other_s", "wall_s"});
   for (const auto& g : s.phases) {
     const core::Phases& p = g.phases;
-    t.rows.push_back({text_cell(g.source), text_cell(g.op), integer_cell(g.cases),
-                      number_cell(p.inputs_s), number_cell(p.prepare_s), number_cell(p.check_s),
-                      number_cell(p.settle_s), number_cell(p.timing_s), number_cell(p.other_s),
-                      number_cell(p.wall_s)});
+    std::vector<Cell> row = {text_cell(g.source),      text_cell(g.op),
+                             integer_cell(g.cases),    number_cell(p.inputs_s),
+                             number_cell(p.prepare_s), number_cell(p.check_s),
+                             number_cell(p.settle_s),  number_cell(p.timing_s)};
+    if (host) row.push_back(number_cell(p.host_s));
+    row.push_back(number_cell(p.other_s));
+    row.push_back(number_cell(p.wall_s));
+    t.rows.push_back(std::move(row));
   }
   t.notes.push_back(
       "prepare_s includes the tuner's sweeps; settle_s the clock regime's settling; timing_s the "
       "timers' warmup, capture and sampling");
+  if (host)
+    t.notes.push_back("host_s: the runs that measured the host cost of one eager call (host_ms)");
   return t;
 }
 

@@ -448,6 +448,7 @@ std::string where_time_went(const core::RunLogFooter& f, double wall_s) {
   part("check", p.check_s);
   part("settle", p.settle_s);
   part("timing", p.timing_s);
+  if (p.host_s) part("host", p.host_s);
   part("other", p.other_s);
   o << "), outside the cases " << core::fixed(std::max(0.0, wall_s - cases), 1)
     << " s (set-up, peaks); clock regime settled " << f.settles.value_or(0) << "x, carried "

@@ -180,11 +180,13 @@ class Fed final : public FedRun {
       return {{"skipped", "not run: the device context is unusable after " + fatal_}};
     const timing::TimingOptions o = options(r);
     Timed t{measure(launch, o), launch, o};
+    count(t.m);
     if (timing::process_unusable(t.m)) fatal_ = r.value("node", r.value("op", std::string()));
     const long long id = next_id_++;
     json reply = {{"id", id},
                   {"ok", t.m.ok && t.m.latency_ms > 0},
                   {"latency_ms", t.m.latency_ms},
+                  {"host_ms", t.m.host_ms},
                   {"timer", t.m.timer},
                   {"markers", t.m.markers},
                   {"error", t.m.error},
@@ -214,6 +216,7 @@ class Fed final : public FedRun {
       timing::TimingOptions direct = t->opts;
       direct.timer = timing::TimerKind::direct;
       t->m = measure(t->launch, direct);
+      count(t->m);
       case_parts::write_timing(prows[p], t->m, flops, bytes);
       prows[p].graph_latency_ms.emplace(graph_latency);
       prows[p].note =
@@ -294,6 +297,35 @@ class Fed final : public FedRun {
     return any_fail;
   }
 
+  // A measurement's settling and timing, for the case row being made (its phases).
+  void count(const timing::Measurement& m) {
+    settle_s_ += m.settle_s;
+    timed_s_ += std::max(0.0, m.wall_s - m.settle_s);
+  }
+
+  // Where the case's wall time went: the embedding's own phases (FlagGems' loop before the case,
+  // the providers' first calls, the host cost runs, the case's wall time) with this side's
+  // settling and timing; the rest is other_s.
+  void write_phases(core::CaseRow& row, const json& r) {
+    const json ph = r.value("phases", json::object());
+    auto get = [&](const char* key) {
+      return ph.is_object() && ph.contains(key) && ph[key].is_number() ? ph[key].get<double>()
+                                                                       : 0.0;
+    };
+    core::Phases& p = row.phases;
+    p.inputs_s = get("inputs_s");
+    p.prepare_s = get("prepare_s");
+    p.check_s = 0.0;
+    p.settle_s = settle_s_;
+    p.timing_s = timed_s_;
+    const double host_s = get("host_s");
+    if (host_s > 0) p.host_s = host_s;  // separate host cost runs, where the timer gave none
+    const double known = *p.inputs_s + *p.prepare_s + settle_s_ + timed_s_ + host_s;
+    p.wall_s = std::max(get("wall_s"), known);
+    p.other_s = *p.wall_s - known;
+    settle_s_ = timed_s_ = 0;
+  }
+
   json add_case(const json& r) {
     core::CaseRow row = row_head(r);
     row.timer = s_.timer;
@@ -326,6 +358,7 @@ class Fed final : public FedRun {
     for (const auto& p : r.value("providers", json::array()))
       if (p.contains("measurement") && p["measurement"].is_number_integer())
         timed_.erase(p["measurement"].get<long long>());
+    write_phases(row, r);
     annotate_with_peaks(row, peaks_);
     files_.log->append_case(row);
     const std::string st = driver_parts::tally(outcome_, row);
@@ -385,6 +418,7 @@ class Fed final : public FedRun {
   std::vector<core::CaseRow> rows_;
   std::map<long long, Timed> timed_;
   long long next_id_ = 1;
+  double settle_s_ = 0, timed_s_ = 0;            // the measurements since the last case row
   std::string fatal_;                            // node after which the device context is unusable
   std::optional<core::FooterTune> tune_footer_;  // from a "tune" call
   json warmup_ = nullptr;                        // the parallel warmup's result, from it too

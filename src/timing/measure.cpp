@@ -201,12 +201,11 @@ double traced_or_events(Tracer& tr, TraceRecorder& rec, double event_ms, int k, 
 // backend can hold its stream, each sample is enqueued behind a hold and released at once, so the
 // host's launch gap stays outside the events.
 detail::SampleRun direct_call(backends::Device& dev, const std::function<void()>& launch,
-                              const TimingOptions& opt, const Clock& now, double& estimate_ms,
+                              const TimingOptions& opt, const Clock& now, detail::WarmupResult& w,
                               bool& hold, int& launches_per_sample, Tracer& tr,
                               TraceRecorder& rec) {
-  const detail::WarmupResult w = detail::warmup(dev, launch, opt.stop, now);
+  w = detail::warmup(dev, launch, opt.stop, now);
   tr.discard();  // the warmup's records are no sample's
-  estimate_ms = w.estimate_ms;
   // On the host a launch is the work itself (no launch gap, no event cost), and a host clock
   // reading around one launch of a microsecond measures mostly the scheduler's jitter: a sample
   // there is as many launches as fill about host_sample_ms (docs/timing.md).
@@ -231,8 +230,9 @@ detail::SampleRun direct_call(backends::Device& dev, const std::function<void()>
     if (held && dev.hold_gave_up()) hold = false;
     return traced_or_events(tr, rec, ms, k, k);
   };
-  return detail::sample_until_stop(dev, one, k, w.estimate_ms * k, opt, now,
-                                   [&rec](bool kept) { rec.window(kept); });
+  return detail::sample_until_stop(
+      dev, one, k, w.estimate_ms * k, opt, now, [&rec](bool kept) { rec.window(kept); },
+      tr.active() ? detail::SampleTime::wall : detail::SampleTime::summed);
 }
 
 Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& backend,
@@ -256,11 +256,14 @@ Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& b
   try {
     tr.emplace(dev, opt, now);
     for (int i = 0; i < calls; ++i) {
-      double estimate = 0;
+      detail::WarmupResult w;
       int k = 1;
-      detail::SampleRun r = direct_call(dev, launch, opt, now, estimate, hold, k, *tr,
-                                        recs[static_cast<std::size_t>(i)]);
-      if (i == 0) m.estimate_ms = estimate;
+      detail::SampleRun r =
+          direct_call(dev, launch, opt, now, w, hold, k, *tr, recs[static_cast<std::size_t>(i)]);
+      if (i == 0) {
+        m.estimate_ms = w.estimate_ms;
+        m.host_ms = w.host_ms;
+      }
       m.launches_per_sample = std::max(m.launches_per_sample, k);
       absorb(m, r);
       m.noise = std::max(m.noise, r.noise);
@@ -456,8 +459,9 @@ detail::SampleRun replay_samples(backends::Device& dev, backends::Graph& graph,
   dev.record(*end);
   (void)dev.elapsed_ms(*start, *end);
   tr.discard();
-  return detail::sample_until_stop(dev, one, k, estimate_ms * k, opt, now,
-                                   [&rec](bool kept) { rec.window(kept); });
+  return detail::sample_until_stop(
+      dev, one, k, estimate_ms * k, opt, now, [&rec](bool kept) { rec.window(kept); },
+      tr.active() ? detail::SampleTime::wall : detail::SampleTime::summed);
 }
 
 // The graph timer: warm up, size a replay, capture it, replay it until the stopping rule ends.
@@ -481,6 +485,7 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
     return m;
   }
   m.estimate_ms = w.estimate_ms;
+  m.host_ms = w.host_ms;
   const int k = graph_launch_count(w.estimate_ms, flush_ms, opt);
   m.launches_per_sample = k;
 

@@ -30,12 +30,15 @@ WarmupResult warmup(backends::Device& dev, const std::function<void()>& launch,
   WarmupResult w;
   for (int round = 1;; ++round) {
     dev.record(*start);
+    const double enqueue_t0 = now();
     for (int i = 0; i < batch; ++i) launch();
+    const double enqueue_s = now() - enqueue_t0;
     dev.record(*end);
     const double ms = dev.elapsed_ms(*start, *end);
     busy_ms += ms;
     w.launches += batch;
     w.estimate_ms = ms / batch;
+    w.host_ms = enqueue_s * 1e3 / batch;
     const double wall = now() - t0;
     // The warmup has bounds of its own (docs/timing.md): the timeout counts from the first
     // sample, so `--warmup 5 --timeout 0.5` warms for 5 s, never for the timeout's 0.5 s.
@@ -214,8 +217,14 @@ void settle_sustained(backends::Device& dev, const std::function<double()>& one_
   std::vector<double> xs;
   bool capped_seen = false;
   run.settle = "settled";
+  RegimeRule carry_rule = rule;
+  carry_rule.settle_window_s = std::min(rule.settle_window_s, rule.carry_window_s);
   for (;;) {
-    windows.push_back(settle_window(dev, one_interval_ms, rule, now, t0, xs));
+    // While a carried state may hold, its short windows; once it cannot, the full ones.
+    const bool checking_carry =
+        carry != nullptr && windows.size() < (carry->power == PowerClass::cool ? 1u : 2u);
+    windows.push_back(
+        settle_window(dev, one_interval_ms, checking_carry ? carry_rule : rule, now, t0, xs));
     const SettleWindow& win = windows.back();
     if (win.clock && has_reason(*win.clock, "power_cap")) capped_seen = true;
     const double elapsed = now() - t0;
@@ -289,10 +298,13 @@ void record_carry(RegimeCarry& c, const SampleRun& run,
 }
 }  // namespace
 
+// How long a window of samples between two clock readings runs at most (see the loop below).
+constexpr double kWindowWallS = 0.01;
+
 SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>& one_interval_ms,
                             int launches_per_sample, double interval_estimate_ms,
                             const TimingOptions& opt, const Clock& now,
-                            const std::function<void(bool kept)>& on_window) {
+                            const std::function<void(bool kept)>& on_window, SampleTime time_by) {
   const StopRule& rule = opt.stop;
   const bool burst = opt.regime.regime == ClockRegime::burst;
   const int k = std::max(1, launches_per_sample);
@@ -316,7 +328,14 @@ SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>
   const double start_s = now();
   for (;;) {
     pending.clear();
-    for (int i = 0; i < window; ++i) pending.push_back(one_interval_ms());
+    // A window ends after its samples or after about 10 ms of wall time, whichever comes first:
+    // a sample whose host cost is far above its device time (a short kernel read from its trace
+    // records) must not stretch the window, and with it the stop rule's next look, to a second.
+    const double window_t0 = now();
+    for (int i = 0; i < window; ++i) {
+      pending.push_back(one_interval_ms());
+      if (now() - window_t0 >= kWindowWallS) break;
+    }
     std::optional<backends::ClockSample> after = dev.clocks();
     // The window counts as its worse reading. A clock held down by the power limit alone is the
     // work's own sustained speed (the largest GEMMs run there all the time): in the sustained
@@ -346,6 +365,7 @@ SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>
     before = after;
     const int n = static_cast<int>(run.per_launch_ms.size());
     const double elapsed = now() - start_s;
+    if (time_by == SampleTime::wall) sum_s = elapsed;
     const bool may_converge = n >= rule.min_samples && sum_s >= rule.min_time_s;
     const bool must_stop = elapsed >= rule.timeout_s || n >= rule.max_samples;
     // The noise costs a sort: evaluate it when 10% more samples arrived, or when stopping anyway.

@@ -16,6 +16,9 @@ using Clock = std::function<double()>;  // seconds
 
 struct WarmupResult {
   double estimate_ms = 0;  // per launch, from the last warmup batch
+  // The host's time per launch of the last warmup batch, enqueued back to back: the host cost of
+  // one call while the device keeps up (once the device's queue is full, the device's time).
+  double host_ms = 0;
   int launches = 0;
 };
 
@@ -49,6 +52,13 @@ struct SampleRun {
 double rest_for_burst(backends::Device& dev, const TimingOptions& opt, const Clock& now,
                       std::string* how = nullptr);
 
+// What the stop rule's min_time_s counts: the kept samples' own summed time (event intervals:
+// the device time each sample covered), or the wall time of sampling, where the samples are
+// kernel-trace spans: those leave out the flushes, the launches' start and the host's reading of
+// the records, so that summing them asked thousands of samples of a short kernel for what its
+// events covered in a few hundred (docs/timing.md).
+enum class SampleTime { summed, wall };
+
 // Takes samples until the stop rule says so; its timeout counts from the first sample (warmup
 // and, in the sustained regime, settling come before it and have bounds of their own).
 // `one_interval_ms` times one sample (its events, and the L2 flush before them, are its business)
@@ -64,7 +74,8 @@ double rest_for_burst(backends::Device& dev, const TimingOptions& opt, const Clo
                                           const std::function<double()>& one_interval_ms,
                                           int launches_per_sample, double interval_estimate_ms,
                                           const TimingOptions& opt, const Clock& now,
-                                          const std::function<void(bool kept)>& on_window = {});
+                                          const std::function<void(bool kept)>& on_window = {},
+                                          SampleTime time_by = SampleTime::summed);
 
 // Saves the default generator before a capture and restores it when destroyed, so that capturing
 // an RNG op does not advance the state callers see. Does nothing when the op draws no random

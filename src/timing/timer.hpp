@@ -136,6 +136,11 @@ struct RegimeRule {
   // again: cool work after one window, warm or power-capped work after two windows that agree
   // as steady() asks of four. The idle gap is where a board's clock recovers, so it is short.
   double carry_gap_s = 0.25;
+  // The windows that check a carried state are this long (at most settle_window_s): they look
+  // for the state the previous measurement left, which a clock reading after 20 ms of the work
+  // shows as well as one after 50 ms; the 50 ms windows of a full settling were most of a short
+  // kernel's cost per measurement (docs/timing.md).
+  double carry_window_s = 0.02;
 };
 
 // The power state a window of work leaves the board in: cool (no power-cap reason, at most
@@ -255,7 +260,10 @@ struct Measurement {
   std::string note;                     // why the timer differs from the one asked, when it does
   std::vector<double> call_medians_ms;  // per call of the direct timer (repeat > 1)
   double estimate_ms = 0;               // per-launch estimate from the warmup
-  int total_samples = 0;                // samples kept before thinning to samples_ms
+  // The host's time to enqueue one launch, from the warmup's last batch of launches enqueued
+  // back to back (docs/timing.md): what an eager call costs the host while the device keeps up.
+  double host_ms = 0;
+  int total_samples = 0;  // samples kept before thinning to samples_ms
 };
 
 // Time `launch` (which only enqueues on the device's stream) on `dev`.

@@ -107,6 +107,21 @@ class FullRun(unittest.TestCase):
         big = [c for c in add if c["shape"] != "64x64_64x64"]
         self.assertTrue(all(c["speedup"] < 0.8 for c in big), [c["speedup"] for c in big])
 
+    def test_rows_say_where_the_time_went(self):
+        # a fed row's phases: FlagGems' loop (inputs), the first calls (prepare), settling and
+        # timing from caliber's measurements, the host cost runs; wall_s covers them all
+        # (the host cost comes from the timer's warmup: no host cost runs, no host_s)
+        keys = ("inputs_s", "prepare_s", "settle_s", "timing_s", "other_s")
+        for c in by_op(self.cases, "add"):
+            for k in keys + ("wall_s",):
+                self.assertIn(k, c, (k, c["node"]))
+                self.assertGreaterEqual(c[k], 0, (k, c["node"]))
+            self.assertNotIn("host_s", c)
+            self.assertGreater(c["timing_s"], 0, c["node"])
+            self.assertGreater(c["prepare_s"], 0, c["node"])
+            self.assertAlmostEqual(sum(c[k] for k in keys), c["wall_s"], places=6)
+        self.assertIn("time: cases", self.so)
+
     def test_blas_backward_custom_run_and_override(self):
         mm = by_op(self.cases, "mm")
         self.assertEqual(len(mm), 4)  # 2 dtypes x 2 core shapes, no transposed pass at core

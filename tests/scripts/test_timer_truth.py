@@ -154,6 +154,20 @@ class JudgeTrace(unittest.TestCase):
         self.assertEqual(verdict, "FAIL")
         self.assertEqual(misses, ["direct: sample methods ['held'], not the trace"])
 
+    def test_ncu_net_of_its_per_kernel_floor(self):
+        # ncu reads an empty kernel 0.86 us above the records (the H200, 2026-12-01): net of that
+        # floor, times the kernels of a launch, a 3-kernel provider agrees; raw, it does not
+        ncu = {"kernels": {"empty": {"cold": {"truth_us": 1.44}},
+                           "multi3": {"cold": {"truth_us": 10.91, "kernels_per_launch": 3}}}}
+        by = {("empty", t, "cold"): trace_summary(0.58) for t in tt.TIMERS}
+        offsets = tt.floor_offsets(ncu, by)
+        self.assertAlmostEqual(offsets[("graph", "cold")], 0.86)
+        s = {t: trace_summary(8.33) for t in tt.TIMERS}
+        self.assertEqual(tt.judge_trace(10.91, s)[0], "FAIL")
+        net = {t: 10.91 - 3 * offsets[(t, "cold")] for t in tt.TIMERS}
+        self.assertEqual(tt.judge_trace(10.91, s, net), ("PASS", []))
+        self.assertEqual(tt.floor_offsets({"kernels": {}}, by), {})
+
 
 FAKE_BIN = r'''#!/usr/bin/env python3
 import json, sys

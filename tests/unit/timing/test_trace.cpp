@@ -105,9 +105,28 @@ TEST_F(Trace, GraphPerReplayReadsTheReplaysSpanOverK) {
   EXPECT_DOUBLE_EQ(m.event_latency_ms, 0.125 + 0.5 / m.launches_per_sample);
 }
 
+// The stopping rule's min_time counts the wall time of sampling under the trace: a 10 us kernel
+// behind a 1 ms flush reaches 10 ms of wall in a few samples, where its summed spans would ask
+// for a thousand; the event-timed measurement keeps counting the samples' own time.
+TEST_F(Trace, MinTimeCountsTheWallTimeOfSampling) {
+  opt.timer = TimerKind::direct;
+  dev.kernel_ms = [](long) { return 0.01; };
+  dev.flush_ms = 1.0;
+  const Measurement m = run([this] { dev.kernel(); });
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.sample_method, "kernel-trace");
+  EXPECT_TRUE(m.converged) << m.stop_reason;
+  EXPECT_LE(m.total_samples, 40);
+  EXPECT_GE(m.total_samples, opt.stop.min_samples);
+  dev.caps_.kernel_trace = false;
+  const Measurement e = run([this] { dev.kernel(); });
+  ASSERT_TRUE(e.ok) << e.error;
+  EXPECT_GE(e.total_samples, 20);  // 10 ms of its own 0.51 ms samples
+}
+
 TEST_F(Trace, MissingRecordsFallBackToTheEventsWithTheMarker) {
   opt.timer = TimerKind::direct;
-  dev.drop_records_after = 30;  // some samples in, the records stop
+  dev.drop_records_after = 12;  // the warmup and a few samples in, the records stop
   const Measurement m = run([this] { dev.kernel(); });
   ASSERT_TRUE(m.ok) << m.error;
   EXPECT_NE(m.sample_method, "kernel-trace");
