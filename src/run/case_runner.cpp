@@ -5,6 +5,7 @@
 #include "core/format.hpp"
 #include "records/runlog.hpp"
 #include "settings/knobs.hpp"
+#include "tune/sweep_options.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -221,22 +222,7 @@ timing::TimingOptions CaseRunner::timing_options(const OpInfo& info, bool short_
   o.rng = info.rng;
   o.op = info.name;
   if (knobs_.settle_carry) o.carry = carry_.get();
-  if (short_budget) {
-    // The sweep uses the measurement's timer with a shorter budget (issue 6): enough to rank
-    // configs.
-    o.repeat = 1;
-    o.quantiles.clear();
-    o.return_mode = core::ReturnMode::median;
-    o.stop.min_samples = std::min(o.stop.min_samples, 5);
-    o.stop.min_time_s = std::min(o.stop.min_time_s, 0.002);
-    o.stop.max_noise = std::max(o.stop.max_noise, 0.02);
-    o.stop.timeout_s = std::min(o.stop.timeout_s, 0.25);
-    o.stop.warmup_s = std::min(o.stop.warmup_s, 0.005);
-    // Settle windows of 20 ms: a sweep's configs follow each other, so after the first the
-    // regime is carried in one or two windows (docs/timing.md), and 50 ms windows made the
-    // settle most of a config's cost.
-    o.regime.settle_window_s = std::min(o.regime.settle_window_s, 0.02);
-  }
+  if (short_budget) o = tune::sweep_options(o);
   return o;
 }
 
