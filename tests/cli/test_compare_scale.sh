@@ -66,4 +66,17 @@ grep -q "cases paired (" "$T/err.json" && check_fail "compare --format json wrot
 pairs=$(py 'import json, sys; print(len(json.load(open(sys.argv[1]))["pairs"]["rows"]))' "$T/out.json") ||
   check_fail "the JSON output does not parse"
 [ "$pairs" = $((2 * CASES)) ] || check_fail "$pairs pairs, expected one per provider and case: $((2 * CASES))"
+# On a terminal (script(1) gives compare one) from 2000 cases on: one line rewritten in place and
+# erased at the end, standard output untouched.
+if command -v script > /dev/null; then
+  gen "$R" "$T/a5" 5000 3 && gen "$R" "$T/b5" 5000 4 || fatal "generating the 5000-case runs failed"
+  script -qec "\"$CAL\" compare \"$T/a5\" \"$T/b5\" > \"$T/tty.out\"" "$T/tty.log" > /dev/null ||
+    check_fail "compare on a terminal failed: $(tail -c 300 "$T/tty.log")"
+  grep -q "cases paired (" "$T/tty.log" || check_fail "no progress line on a terminal: $(tail -c 300 "$T/tty.log")"
+  py 'import sys; t = open(sys.argv[1], "rb").read(); sys.exit(0 if t.rfind(b"\r\x1b[K") > t.rfind(b"cases paired (") else 1)' "$T/tty.log" ||
+    check_fail "the progress line is not erased at the end: $(tail -c 100 "$T/tty.log" | od -c | tail -3)"
+  grep -q "cases paired (" "$T/tty.out" && check_fail "a progress line reached standard output on a terminal"
+else
+  echo "skip: the terminal progress check: no script(1)"
+fi
 cli_done
