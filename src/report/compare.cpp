@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "settings/knobs.hpp"
 
@@ -108,13 +109,17 @@ struct SideCase {
   std::vector<const core::CaseRow*> rows;
 };
 
+// A side's cases by key (a hash: pairing two sides is linear in their cases), in first-seen order.
 struct Side {
   std::vector<std::string> order;
-  std::map<std::string, SideCase> cases;
+  std::unordered_map<std::string, SideCase> cases;
 };
 
 Side collect(const std::vector<RunData>& runs) {
   Side s;
+  std::size_t rows = 0;
+  for (const auto& run : runs) rows += run.log.cases.size();
+  s.cases.reserve(rows);
   for (const auto& run : runs)
     for (const auto& row : run.log.cases) {
       const std::string key = row_key(row);
