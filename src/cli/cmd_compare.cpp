@@ -17,13 +17,12 @@ void add_compare(CLI::App& root, int& exit_code) {
       "is printed as CALIBER MISMATCH and exits 2 unless --allow-mismatch. Rows are paired by op,\n"
       "dtype and shape; only rows ok on both sides with a positive latency count, and the "
       "unpaired\n"
-      "and excluded counts are printed. Per pair and provider: ratio = median(B) / median(A) of "
-      "the\n"
-      "stored samples, a bootstrap 95% CI and a verdict (FASTER, SLOWER, SAME, UNSURE) against\n"
-      "--noise-band; per op the range of ratios, marked (fallback rows) where a row fell back to "
-      "the\n"
-      "direct timer. Exit 0, 1 with --fail-on-regression and a regression, 2 mismatch or bad "
-      "input.");
+      "and excluded counts are printed. Per pair and provider: ratio = B's latency / A's "
+      "(ratio_of:\n"
+      "medians of the samples, or a paired A/B's blocks), its 95% CI and a verdict (FASTER, "
+      "SLOWER,\n"
+      "SAME, UNSURE); per op the range of ratios. Columns and notes: docs/ab.md. Exit 0, 1 with\n"
+      "--fail-on-regression and a regression, 2 mismatch or bad input.");
   auto a = std::make_shared<std::string>();
   auto b = std::make_shared<std::string>();
   auto cmp = std::make_shared<report::CompareCommand>();
@@ -31,12 +30,14 @@ void add_compare(CLI::App& root, int& exit_code) {
                   "Run or batch directory (the reference); several, comma-separated, for repeated\n"
                   "runs of the same code: their spread then enters the interval")
       ->required();
-  sub->add_option("B", *b, "Run or batch directory (the change); several, comma-separated")
-      ->required();
+  sub->add_option("B", *b,
+                  "Run or batch directory (the change); several, comma-separated. Without B, A is "
+                  "a directory\ncaliber ab wrote: its A rounds against its B rounds again");
   add_compare_options(*sub, *cmp);
   sub->callback([a, b, cmp, &exit_code] {
-    exit_code = cmp->run(report::CompareCommand::side_paths(*a),
-                         report::CompareCommand::side_paths(*b), std::cout, std::cerr);
+    exit_code = b->empty() ? cmp->run_ab_dir(*a, std::cout, std::cerr)
+                           : cmp->run(report::CompareCommand::side_paths(*a),
+                                      report::CompareCommand::side_paths(*b), std::cout, std::cerr);
   });
 }
 

@@ -26,7 +26,7 @@ inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool
                  "UNSURE pair says what would settle it).\nGuarantee: the CI carries the "
                  "run-to-run terms below, so the same code on both sides comes\nout "
                  "FASTER/SLOWER only where it moved more than any calibration pair of its class "
-                 "did;\ndetection power measured on the H200: docs/ab.md")
+                 "did;\nits detection power: docs/ab.md")
       ->check(refuse_empty)
       ->group("Compare");
   sub.add_option("--noise-band", cmp.noise_band_pct,

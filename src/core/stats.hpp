@@ -77,6 +77,14 @@ class ResampledMedian {
                                                  std::span<const double> b,
                                                  double confidence = 0.95, int resamples = 2000,
                                                  std::uint64_t seed = 1);
+// The same interval with every resampled median drawn from its exact distribution over the
+// sorted samples (what bootstrap_median_ratio_ci does past kDirectBootstrapMax): a sort a side,
+// then a few draws per resample whatever the sample count, for a table of many rows.
+[[nodiscard]] Interval bootstrap_median_ratio_ci_sorted(std::span<const double> a,
+                                                        std::span<const double> b,
+                                                        double confidence = 0.95,
+                                                        int resamples = 2000,
+                                                        std::uint64_t seed = 1);
 
 // The same with each side given as groups (one per run or round): a two-stage bootstrap that
 // resamples the groups, then the samples within them, so drift between runs widens the interval

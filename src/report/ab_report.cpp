@@ -1,6 +1,16 @@
 #include "report/ab_report.hpp"
 
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "records/identity.hpp"
+#include "report/html.hpp"
+
 namespace caliber::report {
+
+namespace fs = std::filesystem;
 
 bool switch_may_be_dead(const CompareResult& r) noexcept {
   return r.paired > 0 && !r.any_difference();
@@ -11,19 +21,95 @@ void add_ab_notes(Report& rep, const CompareResult& r, const std::string& a_desc
   if (!rep.tables.empty())
     rep.tables.front().notes.insert(
         rep.tables.front().notes.begin(),
-        "A = " + a_desc + ", B = " + b_desc + "; " + std::to_string(rounds) +
-            (r.paired_rounds > 0 ? " round(s), each one process timing A and B "
-                                   "alternately block by block (paired)"
-                                 : " interleaved round(s) per side, samples pooled "
-                                   "per row"));
+        "A = " + a_desc + "; B = " + b_desc + "; " + std::to_string(rounds) +
+            (r.paired_rounds > 0 ? " round(s), each one process timing A and B block by block"
+                                 : " interleaved round(s), a process per side and round") +
+            " (docs/ab.md)");
   if (switch_may_be_dead(r))
-    rep.warnings.push_back("A (" + a_desc + ") and B (" + b_desc +
-                           ") give the same numbers within "
-                           "noise on every one of " +
+    rep.warnings.push_back("A and B gave the same numbers within noise on all " +
                            std::to_string(r.paired) +
-                           " paired case(s): no row is FASTER or SLOWER. The switch may not be "
-                           "live (nothing reads it?); confirm the axis is live before trusting "
-                           "this as 'no difference'.");
+                           " paired case(s): the switch may not be live (does anything read "
+                           "it?); confirm that before reading this as no difference");
+}
+
+std::optional<AbDir> read_ab_dir(const fs::path& dir) {
+  auto sides = ab_sides(dir);
+  if (!sides) return std::nullopt;
+  AbDir d;
+  d.a = std::move(sides->first);
+  d.b = std::move(sides->second);
+  d.rounds = static_cast<int>(d.a.size());
+  try {
+    std::ifstream in(dir / "ab.json");
+    const auto j = nlohmann::json::parse(in);
+    const auto desc = [&](const char* k, std::string& into) {
+      const auto& s = j.at(k).at("switch");
+      if (s.is_string() && !s.get<std::string>().empty()) into = s.get<std::string>();
+    };
+    desc("a", d.a_desc);
+    desc("b", d.b_desc);
+  } catch (const std::exception&) {
+    // a malformed ab.json: the sides stay "(not recorded)", the rounds are still compared
+  }
+  return d;
+}
+
+namespace {
+// The op libraries a run's identity names, joined; "" when none.
+std::string ops_libs_of(const fs::path& run) {
+  try {
+    const auto id = core::read_identity(run);
+    std::string s;
+    if (const auto it = id.find("ops_libs"); it != id.end() && it->is_array())
+      for (const auto& l : *it)
+        if (l.is_string()) {
+          if (!s.empty()) s += ',';
+          s += l.get<std::string>();
+        }
+    return s.empty() ? "" : "--ops-lib=" + s;
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+// Whether every run of `runs` is one of `mine` (the same directory, however spelt).
+bool all_among(const std::vector<fs::path>& runs, const std::vector<fs::path>& mine) {
+  for (const auto& r : runs) {
+    bool in = false;
+    std::error_code ec;
+    for (const auto& m : mine) in = in || fs::equivalent(m, r, ec);
+    if (!in) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string describe_side(const std::vector<fs::path>& given, char side) {
+  if (given.empty()) return "(no runs)";
+  std::vector<fs::path> runs;  // "x/A-1/" is "x/A-1"
+  for (auto r : given) {
+    r = r.lexically_normal();
+    runs.push_back(r.filename().empty() ? r.parent_path() : r);
+  }
+  std::set<fs::path> parents;
+  for (const auto& r : runs) parents.insert(r.parent_path());
+  std::optional<AbDir> d;
+  try {
+    if (parents.size() == 1) d = read_ab_dir(*parents.begin());
+  } catch (const std::exception&) {
+    // an ab.json beside runs of one side only: described as other runs are, below
+  }
+  if (d) {
+    const std::string& desc = side == 'A' ? d->a_desc : d->b_desc;
+    if (desc != AbDir{}.a_desc && all_among(runs, side == 'A' ? d->a : d->b)) return desc;
+  }
+  std::set<std::string> libs;
+  for (const auto& r : runs) libs.insert(ops_libs_of(r));
+  const std::string name =
+      runs.front().filename().string() +
+      (runs.size() > 1 ? " and " + std::to_string(runs.size() - 1) + " more" : std::string());
+  if (libs.size() == 1 && !libs.begin()->empty()) return *libs.begin() + " (" + name + ")";
+  return name;
 }
 
 }  // namespace caliber::report

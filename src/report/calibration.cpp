@@ -218,11 +218,9 @@ std::vector<Calibration> all_files(const std::vector<fs::path>& dirs) {
 // One file's section into the choice: the largest terms so far, and the file cited.
 void take(ChosenTerms& into, const Calibration& c, const CalibratedTerms& t) {
   into.terms = max_terms(into.terms, t.terms);
-  const Derivation& d = t.derivation;
-  into.from += std::string(into.from.empty() ? "" : "; ") + "share/caliber/calibration/" +
-               c.file.filename().string() + " (" + c.device_model + ", " + d.date + ", " +
-               std::to_string(d.pairs) + " pairs on " + std::to_string(d.machines.size()) +
-               " machine(s), quantile " + core::general(d.quantile, 3) + ")";
+  // Only the file is cited: its derivation (date, pairs, machines, quantile) stays in it.
+  into.from += std::string(into.from.empty() ? "" : ", ") + "share/caliber/calibration/" +
+               c.file.filename().string();
 }
 
 }  // namespace
@@ -255,7 +253,7 @@ CalibrationChoice choose_calibration(const std::vector<DeviceKey>& devices,
     for (const auto& c : acc) names += (names.empty() ? "" : ", ") + c.file.filename().string();
     notes.push_back("no calibration file for device model '" + dev.model + "' (backend " +
                     dev.backend + "): it takes the largest terms of " + names +
-                    ", the most conservative known");
+                    ", the most conservative known (docs/ab.md#calibration-files)");
     used.insert(used.end(), acc.begin(), acc.end());
   }
   CalibrationChoice ch;

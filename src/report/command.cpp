@@ -142,7 +142,14 @@ int CompareCommand::run(const std::vector<std::filesystem::path>& a,
     emit(rep, fmt, out, err);
     return compare_exit_code(res, opt);
   }
-  emit(compare_report(res, opt), fmt, out, err);
+  Report rep = compare_report(res, opt);
+  // Say who A and B are: the ab switch of rounds named by hand, the op libraries, or the runs.
+  if (!rep.tables.empty())
+    rep.tables.front().notes.insert(rep.tables.front().notes.begin(),
+                                    "A = " + describe_side(a, 'A') +
+                                        "; B = " + describe_side(b, 'B') +
+                                        " (docs/ab.md#reading-the-pairs-table)");
+  emit(rep, fmt, out, err);
   return compare_exit_code(res, opt);
 }
 
@@ -157,6 +164,24 @@ int CompareCommand::run_ab(const std::vector<std::filesystem::path>& a,
   add_ab_notes(rep, res, a_desc, b_desc, rounds);
   emit(rep, fmt, out, err);  // the report's own warning says when the switch may not be live
   return compare_exit_code(res, opt);
+}
+
+int CompareCommand::run_ab_dir(const std::filesystem::path& dir, std::ostream& out,
+                               std::ostream& err) const {
+  std::optional<AbDir> ab;
+  try {
+    ab = read_ab_dir(dir);
+  } catch (const std::exception& e) {
+    err << "caliber: " << e.what() << "\n";
+    return 2;
+  }
+  if (!ab) {
+    err << "caliber: compare: '" << dir.string()
+        << "' holds no ab.json; allowed: two sides (compare A B) or one directory that caliber ab "
+           "wrote\n";
+    return 2;
+  }
+  return run_ab(ab->a, ab->b, ab->a_desc, ab->b_desc, ab->rounds, out, err);
 }
 
 }  // namespace caliber::report

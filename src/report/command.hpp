@@ -46,6 +46,9 @@ struct CompareCommand {
   int run_ab(const std::vector<std::filesystem::path>& a,
              const std::vector<std::filesystem::path>& b, const std::string& a_desc,
              const std::string& b_desc, int rounds, std::ostream& out, std::ostream& err) const;
+  // `caliber compare AB_DIR`: run_ab again on a directory `caliber ab` wrote (its ab.json names
+  // the sides); exit 2 naming the argument when it is not one.
+  int run_ab_dir(const std::filesystem::path& dir, std::ostream& out, std::ostream& err) const;
 
  private:
   struct Loaded {

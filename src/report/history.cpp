@@ -24,11 +24,6 @@ std::optional<HistoryOrder> parse_history_order(const std::string& s) noexcept {
 
 namespace {
 
-bool is_batch_dir(const fs::path& d) {
-  std::error_code ec;
-  return fs::is_regular_file(d / "ops_status.csv", ec);
-}
-
 std::string identity_text(const nlohmann::json& id, const char* key) {
   if (!id.is_object()) return "";
   const auto it = id.find(key);

@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "core/stats.hpp"
-
+#include "report/ab_report.hpp"
 #include "report/summary.hpp"
 
 namespace caliber::report {
@@ -403,33 +403,9 @@ ab_sides(const std::filesystem::path& dir) {
   return std::make_pair(a, b);
 }
 
-namespace {
-// "caliber A/B: A (CALIBER_X=0) vs B (CALIBER_X=1), 3 rounds": what the sides were, from ab.json.
-std::string ab_dir_title(const std::filesystem::path& dir, std::size_t rounds) {
-  std::string a = "A", b = "B";
-  try {
-    std::ifstream in(dir / "ab.json");
-    const auto j = nlohmann::json::parse(in);
-    const auto side = [&](const char* k) {
-      const auto& s = j.at(k).at("switch");
-      return s.is_string() ? " (" + s.get<std::string>() + ")" : std::string();
-    };
-    a += side("a");
-    b += side("b");
-  } catch (const std::exception&) {
-    // an ab.json without the descriptions: the page still opens, titled by side letters
-  }
-  return "caliber A/B: " + a + " vs " + b + ", " + std::to_string(rounds) + " round" +
-         (rounds == 1 ? "" : "s");
-}
-}  // namespace
-
 std::string html_report(const std::vector<std::filesystem::path>& dirs) {
   if (dirs.size() == 1)
-    if (auto sides = ab_sides(dirs.front())) {
-      const std::string title = ab_dir_title(dirs.front(), sides->first.size());
-      return html_ab_report(sides->first, sides->second, {}, title);
-    }
+    if (auto ab = read_ab_dir(dirs.front())) return html_ab_report(ab->a, ab->b);
   const auto runs = load_runs(expand_run_dirs(dirs));
   if (runs.empty()) throw std::invalid_argument("no run directory under the given paths");
   Report r = summary_report(summarize(dirs));
@@ -456,16 +432,19 @@ std::string html_ab_report(const std::vector<std::filesystem::path>& a,
   o.allow_mismatch = true;  // the page shows the mismatch as a banner
   const CompareResult res = compare_loaded(runs_a, runs_b, o);
   Report r = compare_report(res, o);
+  // Title and first note name what the sides were (the ab.json switch, else the op libraries or
+  // run names), not only their first run directories.
+  const std::string da = describe_side(a, 'A'), db = describe_side(b, 'B');
+  const int rounds = static_cast<int>(a.size());  // A's runs: an ab directory's rounds
+  add_ab_notes(r, res, da, db, rounds);
   std::vector<RunData> all = runs_a;
   all.insert(all.end(), runs_b.begin(), runs_b.end());
   r.tables.insert(r.tables.begin(), caliber_table(all));
   auto figures = compare_figures(res);
-  const auto side = [](const std::vector<std::filesystem::path>& s) {
-    return s.front().filename().string() +
-           (s.size() > 1 ? " and " + std::to_string(s.size() - 1) + " more" : std::string());
-  };
-  const std::string title =
-      page_title.empty() ? "caliber A/B: A = " + side(a) + " vs B = " + side(b) : page_title;
+  const std::string title = page_title.empty()
+                                ? "caliber A/B: A = " + da + " vs B = " + db + ", " +
+                                      std::to_string(rounds) + " round" + (rounds == 1 ? "" : "s")
+                                : page_title;
   return render_html(r, title, figures, 1);
 }
 

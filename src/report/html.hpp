@@ -44,7 +44,8 @@ struct Figure {
 [[nodiscard]] std::string html_report(const std::vector<std::filesystem::path>& dirs);
 // The A/B page (`caliber report --ab A B`): the comparison's tables and its ratio chart, then each
 // side's charts. A caliber mismatch is shown as a banner, not refused: the page says what differs.
-// `title` empty: "caliber A/B: A = <first run> [and N more] vs B = ...".
+// `title` empty: "caliber A/B: A = <what A was> vs B = <what B was>, N rounds", the sides
+// described by describe_side (report/ab_report.hpp), which the pairs table's first note repeats.
 [[nodiscard]] std::string html_ab_report(const std::vector<std::filesystem::path>& a,
                                          const std::vector<std::filesystem::path>& b,
                                          const CompareOptions& opt = {},

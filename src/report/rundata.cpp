@@ -22,6 +22,11 @@ bool is_run_dir(const fs::path& dir) {
   return fs::is_regular_file(dir / kRunLog, ec);
 }
 
+bool is_batch_dir(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / "ops_status.csv", ec);
+}
+
 std::optional<RunDirName> parse_run_dir_name(const std::string& dirname) {
   static const std::regex re(R"(^(.+)-(\d{8}-\d{6})(?:-(\d+))?$)");
   std::smatch m;
@@ -42,13 +47,15 @@ std::vector<fs::path> expand_run_dirs(const std::vector<fs::path>& dirs) {
       out.push_back(d);
       continue;
     }
-    // name -> (stamp, collision, path) of the newest
+    // name -> (stamp, collision, path) of the newest; only a resumed batch reruns a name, so
+    // elsewhere (a folder of runs, an ab directory) every run counts
+    const bool batch = is_batch_dir(d);
     std::map<std::string, std::pair<std::pair<std::string, int>, fs::path>> newest;
     std::vector<fs::path> unnamed;
     for (const auto& e : fs::directory_iterator(d)) {
       if (!e.is_directory() || !is_run_dir(e.path())) continue;
       const auto parsed = parse_run_dir_name(e.path().filename().string());
-      if (!parsed) {
+      if (!parsed || !batch) {
         unnamed.push_back(e.path());
         continue;
       }
@@ -108,7 +115,8 @@ std::string DuplicateRows::note() const {
   return std::to_string(rows) + " duplicate case row(s) in " + std::to_string(runs) +
          " run.log(s) were set aside (the same op, dtype, shape and node as an earlier row of "
          "that run.log; the first: " +
-         first + "): a case's first row counts";
+         first +
+         "): a case's first row counts (docs/limits.md#readers-that-do-not-lose-rows-silently)";
 }
 
 std::string duplicate_rows_note(const std::vector<RunData>& runs) {

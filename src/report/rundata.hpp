@@ -30,12 +30,15 @@ struct RunData {
   std::string first_duplicate;  // the node (else op, dtype, shape) of the first one set aside
 };
 
-// A run directory holds run.log. A batch (or ab) directory holds run directories: every one of
-// them, except that when a name was run more than once (a resumed batch) only the newest counts.
-// Throws std::runtime_error naming an argument that is neither.
+// A run directory holds run.log. Any other directory holds run directories: every one of them,
+// except in a batch directory (it holds ops_status.csv), where a name run more than once (a
+// resumed batch) counts only in its newest run. Throws std::runtime_error naming an argument that
+// is neither.
 [[nodiscard]] std::vector<std::filesystem::path> expand_run_dirs(
     const std::vector<std::filesystem::path>& dirs);
 [[nodiscard]] bool is_run_dir(const std::filesystem::path& dir);
+// A directory `caliber batch` wrote: it holds ops_status.csv.
+[[nodiscard]] bool is_batch_dir(const std::filesystem::path& dir);
 [[nodiscard]] RunData load_run(const std::filesystem::path& run_dir);
 [[nodiscard]] std::vector<RunData> load_runs(const std::vector<std::filesystem::path>& dirs);
 // The duplicate case rows of a set of runs, and the note a report prints about them.

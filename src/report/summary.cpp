@@ -131,8 +131,26 @@ Summary summarize_rows(const std::vector<std::pair<std::string, std::vector<RunD
 
 Summary summarize(const std::vector<std::filesystem::path>& inputs, const SummaryOptions& opt) {
   std::vector<std::pair<std::string, std::vector<RunData>>> loaded;
-  for (const auto& in : inputs) loaded.emplace_back(input_name(in), load_runs({in}));
-  return summarize_rows(loaded, opt);
+  std::vector<std::string> folders;
+  for (const auto& in : inputs) {
+    // A run, or a batch (its runs are the ops of one batch), is one source. Any other folder of
+    // runs holds unrelated runs (runs/: yesterday's add beside today's): one source per run,
+    // never merged, so two runs of one op stay two lines.
+    if (is_run_dir(in) || is_batch_dir(in)) {
+      loaded.emplace_back(input_name(in), load_runs({in}));
+      continue;
+    }
+    auto runs = load_runs({in});
+    if (runs.size() > 1)
+      folders.push_back(input_name(in) + " (" + std::to_string(runs.size()) + " runs)");
+    for (auto& r : runs) {
+      std::string name = input_name(r.dir);
+      loaded.emplace_back(std::move(name), std::vector<RunData>{std::move(r)});
+    }
+  }
+  Summary s = summarize_rows(loaded, opt);
+  s.split_folders = std::move(folders);
+  return s;
 }
 
 namespace {
@@ -207,10 +225,15 @@ Report summary_report(const Summary& s) {
                "geomean",  "ci95_lo",  "ci95_hi",     "min",    "max",
                "fallback", "poisoned", "stop_missed", "failed", "skipped"};
   int excluded = 0, power_capped = 0, stop_missed = 0;
+  // One row has no interval across rows: its cells say n=1 (null in JSON and CSV), never a
+  // bootstrap of one value ("1.518-1.518").
+  const auto ci_cell = [](const SummaryGroup& g, const std::optional<double>& v) {
+    return g.with_speedup == 1 ? Cell{"n=1", nullptr} : number_cell(v);
+  };
   auto add = [&](const SummaryGroup& g) {
     t.rows.push_back({text_cell(g.source), text_cell(g.op), text_cell(g.dtype),
                       integer_cell(g.rows), integer_cell(g.with_speedup), number_cell(g.geomean),
-                      number_cell(g.ci_lo), number_cell(g.ci_hi), number_cell(g.min),
+                      ci_cell(g, g.ci_lo), ci_cell(g, g.ci_hi), number_cell(g.min),
                       number_cell(g.max), integer_cell(g.fallback), integer_cell(g.poisoned),
                       integer_cell(g.stop_missed), integer_cell(g.failed),
                       integer_cell(g.skipped)});
@@ -225,7 +248,8 @@ Report summary_report(const Summary& s) {
   }
   for (; gi < s.groups.size(); ++gi) add(s.groups[gi]);
   t.notes.push_back(
-      "geomean and its bootstrap 95% CI are over the speedup_rows only (no CI for one row)");
+      "geomean and its bootstrap 95% CI are over the speedup_rows only; n=1: one row, no "
+      "interval across rows (a row's own interval: caliber run's closing table, speedup_ci)");
   if (excluded > 0)
     t.notes.push_back(std::to_string(excluded) +
                       " row(s) have no speedup (baseline-only ops, failed accuracy, failed or "
@@ -239,6 +263,13 @@ Report summary_report(const Summary& s) {
                       " row(s) carry STOP_NOT_CONVERGED: a provider stopped on its timeout below "
                       "--min-samples or above the --max-noise target, so its figure is less "
                       "precise than asked");
+  if (!s.split_folders.empty()) {
+    std::string names;
+    for (const auto& f : s.split_folders) names += (names.empty() ? "" : ", ") + f;
+    t.notes.push_back(names +
+                      ": a folder of runs, not a batch: each run is a source of its own (give "
+                      "runs as DIR... to choose, or compare two)");
+  }
   if (s.bad_lines > 0)
     t.notes.push_back(std::to_string(s.bad_lines) +
                       " run.log line(s) could not be read (not JSON objects" +

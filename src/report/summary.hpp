@@ -21,7 +21,7 @@ struct SummaryOptions {
 };
 
 struct SummaryGroup {
-  std::string source;  // the input directory's name
+  std::string source;  // the input directory's name (a run's, within a folder of runs)
   std::string op;      // "(all)" on the overall line
   std::string dtype;
   int rows = 0;
@@ -58,14 +58,17 @@ struct Summary {
   int truncated_logs = 0;       // run.logs whose last line was cut (an interrupted run)
   int unfinished_runs = 0;      // run.logs without a footer
   std::string duplicates;       // duplicate_rows_note of every input's runs; "" when none
+  // Inputs that were folders of runs (neither a run nor a batch), "runs (3 runs)": each of their
+  // runs became a source of its own (summarize), and a note says so.
+  std::vector<std::string> split_folders;
 };
 
 // Summarizes rows already loaded (one input = a list of runs).
 [[nodiscard]] Summary summarize_rows(
     const std::vector<std::pair<std::string, std::vector<RunData>>>& inputs,
     const SummaryOptions& opt = {});
-// Reads each directory (a run or a batch) and summarizes it. Throws std::runtime_error on a bad
-// input.
+// Reads each directory (a run, a batch, or a folder of runs: one source per run) and summarizes
+// it. Throws std::runtime_error on a bad input.
 [[nodiscard]] Summary summarize(const std::vector<std::filesystem::path>& inputs,
                                 const SummaryOptions& opt = {});
 [[nodiscard]] Report summary_report(const Summary& s);

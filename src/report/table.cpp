@@ -64,7 +64,7 @@ const char* format_names() noexcept {
 namespace {
 
 bool numeric(const Cell& c) {
-  return c.value.is_number() || (c.value.is_null() && c.text == "-");
+  return c.value.is_number() || c.value.is_null();  // "-" or "n=1": a number that is not there
 }
 
 std::string md_escape(const std::string& s) {
@@ -88,6 +88,15 @@ std::string csv_value(const Cell& c) {
   if (c.value.is_number()) return c.value.dump();
   if (c.value.is_string()) return core::csv_text_cell(c.value.get<std::string>());
   return core::csv_text_cell(c.text);
+}
+
+// Each line once, in first-seen order: a warning or note that two parts of a report raised is
+// printed once.
+std::vector<std::string> distinct(const std::vector<std::string>& lines) {
+  std::vector<std::string> out;
+  for (const auto& l : lines)
+    if (std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
+  return out;
 }
 
 }  // namespace
@@ -121,9 +130,9 @@ std::string render_text(const Report& r) {
     }
     o << text.str();
     if (t.rows.empty()) o << "(no rows)\n";
-    for (const auto& n : t.notes) o << "note: " << n << "\n";
+    for (const auto& n : distinct(t.notes)) o << "note: " << n << "\n";
   }
-  for (const auto& w : r.warnings) o << "\nWARNING: " << w << "\n";
+  for (const auto& w : distinct(r.warnings)) o << "\nWARNING: " << w << "\n";
   return o.str();
 }
 
@@ -148,9 +157,9 @@ std::string render_markdown(const Report& r) {
       o << "\n";
     }
     o << "\n";
-    for (const auto& n : t.notes) o << "_" << md_escape(n) << "_\n\n";
+    for (const auto& n : distinct(t.notes)) o << "_" << md_escape(n) << "_\n\n";
   }
-  for (const auto& w : r.warnings) o << "> **WARNING:** " << md_escape(w) << "\n\n";
+  for (const auto& w : distinct(r.warnings)) o << "> **WARNING:** " << md_escape(w) << "\n\n";
   return o.str();
 }
 
@@ -171,20 +180,20 @@ std::string render_csv_side(const Report& r) {
   std::ostringstream o;
   for (const auto& b : r.banners) o << b << "\n";
   if (!r.tables.empty())
-    for (const auto& n : r.tables.front().notes) o << "note: " << n << "\n";
+    for (const auto& n : distinct(r.tables.front().notes)) o << "note: " << n << "\n";
   if (r.tables.size() > 1) {
     Report rest;
     rest.tables.assign(r.tables.begin() + 1, r.tables.end());
     o << "\n" << render_text(rest);
   }
-  for (const auto& w : r.warnings) o << "WARNING: " << w << "\n";
+  for (const auto& w : distinct(r.warnings)) o << "WARNING: " << w << "\n";
   return o.str();
 }
 
 nlohmann::json render_json(const Report& r) {
   nlohmann::json j = nlohmann::json::object();
   j["banners"] = r.banners;
-  j["warnings"] = r.warnings;
+  j["warnings"] = distinct(r.warnings);
   for (const auto& t : r.tables) {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& row : t.rows) {
@@ -193,7 +202,8 @@ nlohmann::json render_json(const Report& r) {
         obj[t.columns[c]] = row[c].value;
       rows.push_back(std::move(obj));
     }
-    j[t.id] = {{"title", t.title}, {"columns", t.columns}, {"rows", rows}, {"notes", t.notes}};
+    j[t.id] = {
+        {"title", t.title}, {"columns", t.columns}, {"rows", rows}, {"notes", distinct(t.notes)}};
   }
   return j;
 }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/format.hpp"
+#include "core/stats.hpp"
 #include "core/text_table.hpp"
 #include "records/runlog.hpp"
 #include "settings/knobs.hpp"
@@ -79,9 +80,9 @@ void add_quantile_columns(std::vector<Column>& table, const std::vector<core::Ca
 // A column's title and alignment (core::run_table_columns() lists the names).
 Column column_head(const std::string& c) {
   static const std::map<std::string, std::string> titles = {
-      {"base_ms", "base ms"}, {"cand_ms", "cand ms"},  {"tflops", "TFLOPS"},
-      {"gbps", "GB/s"},       {"pct_peak_bw", "% bw"}, {"pct_peak_flops", "% flops"},
-      {"noise", "noise %"}};
+      {"base_ms", "base ms"}, {"cand_ms", "cand ms"},       {"tflops", "TFLOPS"},
+      {"gbps", "GB/s"},       {"pct_peak_bw", "% bw"},      {"pct_peak_flops", "% flops"},
+      {"noise", "noise %"},   {"speedup_ci", "speedup 95%"}};
   static const std::vector<std::string> left = {"op",   "dtype", "shape",   "node",
                                                 "stop", "timer", "markers", "status"};
   Column col;
@@ -111,6 +112,31 @@ std::string status_cell(const core::CaseRow& r) {
   return v;
 }
 
+// The speedup's 95% interval from this run's samples: a bootstrap of median(baseline) /
+// median(candidate) (the first of each role), "lo-hi"; "n=1" where a side has one sample, "-"
+// without both roles. Run-to-run noise is not in it: compare adds that (docs/ab.md).
+std::string speedup_ci_cell(const core::CaseRow& r) {
+  if (!r.providers || !r.speedup || !*r.speedup) return "-";
+  const std::vector<double>*cand = nullptr, *base = nullptr;
+  for (const auto& p : *r.providers) {
+    if (!p.samples_ms || p.samples_ms->empty()) continue;
+    if (p.role == core::role::candidate && cand == nullptr) cand = &*p.samples_ms;
+    if (p.role == core::role::baseline && base == nullptr) base = &*p.samples_ms;
+  }
+  if (cand == nullptr || base == nullptr) return "-";
+  if (cand->size() < 2 || base->size() < 2) return "n=1";
+  for (const auto* side : {cand, base})
+    for (const double x : *side)
+      if (!(x > 0)) return "-";
+  // A closing table's guide over maybe hundreds of rows of thousands of samples: each resampled
+  // median drawn from its exact distribution (a sort a side, then a few draws), so the table
+  // costs milliseconds; compare resamples 2000 times for its verdicts.
+  constexpr int kResamples = 1000;
+  const core::Interval ci =
+      core::bootstrap_median_ratio_ci_sorted(*cand, *base, 0.95, kResamples, 1);
+  return core::fixed(ci.lo, 2) + "-" + core::fixed(ci.hi, 2);
+}
+
 // One cell: column `c` of row `r`.
 std::string cell(const std::string& c, const core::CaseRow& r) {
   const core::ProviderRow* m = main_provider(r);
@@ -125,6 +151,7 @@ std::string cell(const std::string& c, const core::CaseRow& r) {
   if (c == "base_ms") return fixed_or_dash(r.latency_base_ms, 4);
   if (c == "cand_ms") return fixed_or_dash(r.latency_ms, 4);
   if (c == "speedup") return fixed_or_dash(r.speedup, 2);
+  if (c == "speedup_ci") return speedup_ci_cell(r);
   if (c == "tflops") return fixed_or_dash(r.tflops, 2);
   if (c == "gbps") return fixed_or_dash(r.gbps, 1);
   if (c == "pct_peak_bw") return fixed_or_dash(r.pct_peak_bw, 1);
@@ -191,6 +218,10 @@ void print_run_table(std::ostream& out, const std::vector<core::CaseRow>& rows,
     table.push_back(std::move(col));
   }
   render(out, table, rows.size());
+  if (std::find(cols.begin(), cols.end(), "speedup_ci") != cols.end())
+    out << "note: speedup 95%: the interval of this run's samples (a bootstrap of the medians); "
+           "the next run may land outside it, which caliber compare accounts for "
+           "(docs/ab.md#the-rule)\n";
   note_above_peak(out, rows, cols);
 }
 

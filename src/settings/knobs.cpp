@@ -432,8 +432,9 @@ std::vector<KnobSpec> make_table() {
          k.profile = static_cast<int>(parse_int("profile", v, 1, 1000));
        }});
   add({"columns", "--columns", "", "Output",
-       "op,dtype,shape,base_ms,cand_ms,speedup,tflops,gbps,status",
-       "a comma list of: op, dtype, shape, node, base_ms, cand_ms, speedup, tflops, gbps, "
+       "op,dtype,shape,base_ms,cand_ms,speedup,speedup_ci,tflops,gbps,status",
+       "a comma list of: op, dtype, shape, node, base_ms, cand_ms, speedup, speedup_ci, tflops, "
+       "gbps, "
        "pct_peak_bw, pct_peak_flops, noise, samples, quantiles, stop, timer, markers, status",
        "Columns of the table printed at the end of a run (status shows a missed stopping rule "
        "as STOP_NOT_CONVERGED).",
@@ -522,15 +523,16 @@ std::optional<std::string> process_env(const std::string& name) {
 
 const std::vector<std::string>& run_table_columns() {
   static const std::vector<std::string> cols = {
-      "op",      "dtype",     "shape", "node",        "base_ms",        "cand_ms",
-      "speedup", "tflops",    "gbps",  "pct_peak_bw", "pct_peak_flops", "noise",
-      "samples", "quantiles", "stop",  "timer",       "markers",        "status"};
+      "op",         "dtype",  "shape", "node",        "base_ms",        "cand_ms", "speedup",
+      "speedup_ci", "tflops", "gbps",  "pct_peak_bw", "pct_peak_flops", "noise",   "samples",
+      "quantiles",  "stop",   "timer", "markers",     "status"};
   return cols;
 }
 
 const std::vector<std::string>& default_run_table_columns() {
-  static const std::vector<std::string> cols = {"op",      "dtype",  "shape", "base_ms", "cand_ms",
-                                                "speedup", "tflops", "gbps",  "status"};
+  static const std::vector<std::string> cols = {"op",      "dtype",   "shape",      "base_ms",
+                                                "cand_ms", "speedup", "speedup_ci", "tflops",
+                                                "gbps",    "status"};
   return cols;
 }
 

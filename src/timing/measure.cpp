@@ -235,6 +235,19 @@ detail::SampleRun direct_call(backends::Device& dev, const std::function<void()>
       tr.active() ? detail::SampleTime::wall : detail::SampleTime::summed);
 }
 
+// How the direct timer's samples were delimited, and why the hold was dropped where it was.
+void describe_direct(Measurement& m, const TimingOptions& opt, bool hold, bool hold_asked) {
+  m.sample_method = hold ? "held" : "unheld";
+  if (m.launches_per_sample > 1) {
+    m.sample_method = "host-batch";  // K launches between two host clock readings
+    if (opt.l2 == L2Policy::cold) m.l2_method = "flush-per-sample";
+  }
+  if (hold_asked && !hold)
+    m.note =
+        "the stream hold gave up (the launch waits on the device): launch gaps are inside "
+        "the events";
+}
+
 Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& backend,
                                const std::function<void()>& launch, const TimingOptions& opt,
                                const Clock& now, DirectMode mode) {
@@ -292,20 +305,12 @@ Measurement direct_with_repeat(backends::Device& dev, const backends::Backend& b
   }
   m.stop_reason = first_timeout.empty() ? "converged" : first_timeout;
   m.converged = first_timeout.empty();
-  m.sample_method = hold ? "held" : "unheld";
   TraceRecorder all;
   for (std::size_t i = 0; i < samples.size(); ++i) {
     detail::choose_samples(*tr, recs[i], samples[i]);
     all.append(recs[i]);
   }
-  if (m.launches_per_sample > 1) {
-    m.sample_method = "host-batch";  // K launches between two host clock readings
-    if (opt.l2 == L2Policy::cold) m.l2_method = "flush-per-sample";
-  }
-  if (hold_asked && !hold)
-    m.note =
-        "the stream hold gave up (the launch waits on the device): launch gaps are inside "
-        "the events";
+  describe_direct(m, opt, hold, hold_asked);
   summarize(m, samples, opt);
   if (mode == DirectMode::chosen) {
     m.markers = {kMarkerTimerDirect};

@@ -298,8 +298,23 @@ void record_carry(RegimeCarry& c, const SampleRun& run,
 }
 }  // namespace
 
-// How long a window of samples between two clock readings runs at most (see the loop below).
+namespace {
+// How long a window of samples between two clock readings runs at most.
 constexpr double kWindowWallS = 0.01;
+
+// One window's samples: `window` of them, or fewer once about 10 ms of wall time passed: a sample
+// whose host cost is far above its device time (a short kernel read from its trace records) must
+// not stretch the window, and with it the stop rule's next look, to a second.
+void take_window(const std::function<double()>& one_interval_ms, int window, const Clock& now,
+                 std::vector<double>& pending) {
+  pending.clear();
+  const double window_t0 = now();
+  for (int i = 0; i < window; ++i) {
+    pending.push_back(one_interval_ms());
+    if (now() - window_t0 >= kWindowWallS) break;
+  }
+}
+}  // namespace
 
 SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>& one_interval_ms,
                             int launches_per_sample, double interval_estimate_ms,
@@ -327,15 +342,7 @@ SampleRun sample_until_stop(backends::Device& dev, const std::function<double()>
   std::optional<backends::ClockSample> before = dev.clocks();
   const double start_s = now();
   for (;;) {
-    pending.clear();
-    // A window ends after its samples or after about 10 ms of wall time, whichever comes first:
-    // a sample whose host cost is far above its device time (a short kernel read from its trace
-    // records) must not stretch the window, and with it the stop rule's next look, to a second.
-    const double window_t0 = now();
-    for (int i = 0; i < window; ++i) {
-      pending.push_back(one_interval_ms());
-      if (now() - window_t0 >= kWindowWallS) break;
-    }
+    take_window(one_interval_ms, window, now, pending);
     std::optional<backends::ClockSample> after = dev.clocks();
     // The window counts as its worse reading. A clock held down by the power limit alone is the
     // work's own sustained speed (the largest GEMMs run there all the time): in the sustained

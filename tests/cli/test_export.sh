@@ -122,7 +122,7 @@ assert pd.api.types.is_integer_dtype(df["n_a"]), df["n_a"].dtype
 assert pd.api.types.is_float_dtype(df["ratio"]), df["ratio"].dtype
 assert set(df["verdict"]) <= {"FASTER", "SLOWER", "SAME", "UNSURE"}
 PY
-grep -q 'Per op: range of ratios' "$T/c.err" || check_fail "compare csv: the per-op table is not on stderr"
+grep -q 'Per op: range of the pairs' "$T/c.err" || check_fail "compare csv: the per-op table is not on stderr"
 grep -q 'Pairing by' "$T/c.err" || check_fail "compare csv: the pairing table is not on stderr"
 
 # --- schema (docs/run-log.md, Compatibility): the run driver writes it; a run without it is

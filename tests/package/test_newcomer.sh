@@ -94,9 +94,12 @@ extract() {  # extract MARKER FILE: the fenced block after <!-- newcomer:MARKER 
 }
 extract cmake "$D/CMakeLists.txt"
 extract op "$D/my_scale.cpp"
-cmake -S "$D" -B "$D/build" "${gen[@]}" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_BUILD_TYPE=Release \
+# As the page says: no build type given, so the library must be optimized on its own.
+cmake -S "$D" -B "$D/build" "${gen[@]}" -DCMAKE_PREFIX_PATH="$P" \
   > "$T/op-config.log" 2>&1 || fatal "the docs' op: configure: $(tail -20 "$T/op-config.log")"
-cmake --build "$D/build" > "$T/op-build.log" 2>&1 || fatal "the docs' op: build: $(tail -30 "$T/op-build.log")"
+cmake --build "$D/build" --verbose > "$T/op-build.log" 2>&1 || fatal "the docs' op: build: $(tail -30 "$T/op-build.log")"
+grep -q -- '-O2.*my_scale.cpp' "$T/op-build.log" ||
+  check_fail "the docs' op was compiled without -O2 (no build type given): $(grep my_scale.cpp "$T/op-build.log" | head -2)"
 LIB="$D/build/libmy_ops.so"
 [ -f "$LIB" ] || fatal "the docs' op built no $LIB"
 cd "$D" || fatal "cd"

@@ -249,3 +249,29 @@ TEST(Stats, BootstrapMedianRatioCiMatchesResampling) {
     EXPECT_NEAR(ci.hi, hi, 0.05 * (hi - lo)) << "n " << n;
   }
 }
+
+// The sorted form draws each resampled median from its exact distribution: past
+// kDirectBootstrapMax it is what bootstrap_median_ratio_ci computes (the same draws for a seed),
+// and below it an interval of the same ratio and about the same width.
+TEST(Stats, SortedMedianRatioBootstrapIsTheLargeSamplePath) {
+  std::vector<double> big_a, big_b, a, b;
+  for (int i = 0; i < 5000; ++i) {
+    big_a.push_back(1.0 + 0.001 * (i % 97));
+    big_b.push_back(2.0 + 0.002 * (i % 89));
+  }
+  const auto x = caliber::core::bootstrap_median_ratio_ci(big_a, big_b, 0.95, 300, 7);
+  const auto y = caliber::core::bootstrap_median_ratio_ci_sorted(big_a, big_b, 0.95, 300, 7);
+  EXPECT_EQ(x.lo, y.lo);
+  EXPECT_EQ(x.hi, y.hi);
+  for (int i = 0; i < 201; ++i) {
+    a.push_back(1.0 + 0.01 * i);
+    b.push_back(2.0 * (1.0 + 0.01 * i));
+  }
+  const auto d = caliber::core::bootstrap_median_ratio_ci(a, b, 0.95, 2000, 1);
+  const auto s = caliber::core::bootstrap_median_ratio_ci_sorted(a, b, 0.95, 2000, 1);
+  EXPECT_LT(s.lo, 2.0);
+  EXPECT_GT(s.hi, 2.0);
+  const double wd = std::log(d.hi / d.lo), ws = std::log(s.hi / s.lo);
+  EXPECT_NEAR(ws / wd, 1.0, 0.2) << "direct " << d.lo << "-" << d.hi << ", sorted " << s.lo << "-"
+                                 << s.hi;
+}

@@ -157,11 +157,13 @@ TEST(Calibration, CompareCitesTheFileAndTheUserWins) {
   EXPECT_DOUBLE_EQ(r.noise.run_noise, h.run_noise.terms.pct);
   EXPECT_DOUBLE_EQ(r.noise.paired_one_phase, h.paired_one_phase.terms.pct);
   const std::string notes = notes_of(r);
-  EXPECT_NE(notes.find("from share/caliber/calibration/nvidia-h200.yaml (NVIDIA H200, " +
-                       h.run_noise.derivation.date),
+  EXPECT_NE(notes.find("share/caliber/calibration/nvidia-h200.yaml (docs/ab.md#calibration-files)"),
             std::string::npos)
       << notes;
+  // The derivation (its date, pairs, machines, quantile) stays in the file and the docs.
   EXPECT_EQ(notes.find("derived"), std::string::npos) << "no derivation prose: " << notes;
+  EXPECT_EQ(notes.find(h.run_noise.derivation.date), std::string::npos) << notes;
+  EXPECT_EQ(notes.find("pairs on"), std::string::npos) << notes;
   CompareOptions mine;
   parse_run_noise("7", mine);
   const auto rm = compare_dirs({a}, {b}, mine);

@@ -2,6 +2,7 @@
 // blocks' estimate and interval, and compare taking a paired pair's CI from its blocks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/stats.hpp"
@@ -224,4 +225,51 @@ TEST(ComparePaired, CrossedAndOnePhasePairsTakeTheirOwnResidual) {
       load_calibration(fs::path(CALIBER_SOURCE_DIR) / "share/caliber/calibration/nvidia-h200.yaml");
   EXPECT_EQ(verdict(1, h.paired.spec), Verdict::slower);
   EXPECT_EQ(verdict(2, h.paired_one_phase.spec), Verdict::unsure);
+}
+
+// The pairs table says what each ratio is (issue #32): a paired pair whose blocks say 3% while
+// its pooled medians say about 50% shows the blocks' ratio under ratio_of "blocks", and a note
+// says that it is not median_b / median_a; an unpaired pair's ratio is exactly that quotient.
+TEST(ComparePaired, TheRatioColumnSaysWhatEachRatioIs) {
+  TempDir t;
+  const auto da = write_run(t.path(), "A-1-20261130-101010", {paired_row(1.0, kBlocksA, 1)},
+                            paired_identity("A", "x"));
+  const auto db = write_run(t.path(), "B-1-20261130-101010", {paired_row(1.5, kBlocksB, 2)},
+                            paired_identity("B", "x"));
+  const auto r = compare_dirs({da}, {db});
+  const auto rep = compare_report(r);
+  const auto& tbl = rep.tables.front();
+  ASSERT_EQ(tbl.id, "pairs");
+  const auto col = [&](const std::string& name) {
+    const auto it = std::find(tbl.columns.begin(), tbl.columns.end(), name);
+    EXPECT_NE(it, tbl.columns.end()) << name;
+    return static_cast<std::size_t>(it - tbl.columns.begin());
+  };
+  bool seen = false;
+  for (const auto& row : tbl.rows) {
+    if (row[col("role")].text != "candidate") continue;
+    seen = true;
+    const double ma = row[col("median_a_ms")].value.get<double>();
+    const double mb = row[col("median_b_ms")].value.get<double>();
+    const double ratio = row[col("ratio")].value.get<double>();
+    EXPECT_EQ(row[col("ratio_of")].text, "blocks");
+    EXPECT_NEAR(ratio, 1.03, 1e-3);
+    EXPECT_GT(mb / ma, 1.4) << "the medians tell another story, and the row says which it shows";
+  }
+  EXPECT_TRUE(seen);
+  EXPECT_TRUE(noted(r, {}, "ratio_of blocks: ratio = exp(mean of ln(B/A)"));
+  EXPECT_NE(tbl.title.find("ratio_of"), std::string::npos) << tbl.title;
+  EXPECT_EQ(tbl.title.find("median(B) / median(A)"), std::string::npos)
+      << "the title must not name one ratio for all rows: " << tbl.title;
+  // Unpaired (different pairing ids): ratio_of medians, and the ratio is the quotient shown.
+  const auto dc = write_run(t.path(), "B-2-20261130-101010", {paired_row(1.5, kBlocksB, 2)},
+                            paired_identity("B", "y"));
+  const auto u = compare_report(compare_dirs({da}, {dc}));
+  for (const auto& row : u.tables.front().rows) {
+    EXPECT_EQ(row[col("ratio_of")].text, "medians");
+    EXPECT_NEAR(
+        row[col("ratio")].value.get<double>(),
+        row[col("median_b_ms")].value.get<double>() / row[col("median_a_ms")].value.get<double>(),
+        1e-12);
+  }
 }

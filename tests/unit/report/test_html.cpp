@@ -152,16 +152,31 @@ TEST(Html, AnAbDirectoryGivesTheAbPage) {
   ASSERT_TRUE(sides);
   EXPECT_EQ(sides->first.size(), 2u);
   EXPECT_EQ(sides->second.size(), 1u);
-  // An ab.json without the sides' switches: titled by the letters and the rounds.
-  EXPECT_NE(html_report({ab}).find("caliber A/B: A vs B, 2 rounds"), std::string::npos);
-  // With them (what caliber ab writes): the title says what A and B were.
+  // An ab.json without the sides' switches: titled by the runs of each side and the rounds.
+  EXPECT_NE(
+      html_report({ab}).find(
+          "caliber A/B: A = A-1-20261130-101011 and 1 more vs B = B-1-20261130-101012, 2 rounds"),
+      std::string::npos);
+  // With them (what caliber ab writes): the title, the heading and the pairs table's first note
+  // say what A and B were, also for the rounds named by hand (`report --ab A-1,A-2 B-1`).
   std::ofstream(ab / "ab.json") << R"({"a": {"switch": "X=0"}, "b": {"switch": "X=1"}})"
                                 << "\n";
   const std::string page = html_report({ab});
-  EXPECT_NE(page.find("caliber A/B: A (X=0) vs B (X=1), 2 rounds"), std::string::npos);
-  // Two sides named by hand: the first run of each and how many more.
-  EXPECT_NE(html_ab_report(sides->first, sides->second)
-                .find("caliber A/B: A = A-1-20261130-101011 and 1 more vs B = B-1-20261130-101012"),
+  EXPECT_NE(page.find("<title>caliber A/B: A = X=0 vs B = X=1, 2 rounds</title>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<h1>caliber A/B: A = X=0 vs B = X=1, 2 rounds</h1>"), std::string::npos);
+  EXPECT_NE(page.find("A = X=0; B = X=1; 2"), std::string::npos);
+  EXPECT_NE(html_ab_report(sides->first, sides->second).find("caliber A/B: A = X=0 vs B = X=1"),
+            std::string::npos);
+  // Runs outside an ab directory: the op libraries their identities name, else their names.
+  TempDir u;
+  json lib = identity();
+  lib["ops_libs"] = {"/opt/mine.so"};
+  const auto la = write_run(u.path(), "a-20261130-101010", {make_row(s)}, lib);
+  const auto lb = write_run(u.path(), "b-20261130-101010", {make_row(s)});
+  EXPECT_NE(html_ab_report({la}, {lb})
+                .find("caliber A/B: A = --ops-lib=/opt/mine.so (a-20261130-101010) vs B = "
+                      "b-20261130-101010, 1 round"),
             std::string::npos);
   EXPECT_EQ(count(page, "<svg class=\"chart\""), 1u);
 }

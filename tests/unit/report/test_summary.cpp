@@ -183,6 +183,29 @@ TEST(Summary, BatchDirectoryUsesTheNewestRunPerOp) {
   EXPECT_EQ(s.overall[0].source, "batch-20261129-100000");
 }
 
+// `caliber summary runs/` (issue #32): a folder of runs that is not a batch holds unrelated
+// runs. Each is a source of its own, named, and two runs of one op are both shown, never merged
+// into one line nor one of them dropped; a note says so.
+TEST(Summary, AFolderOfRunsIsSummarizedPerRun) {
+  TempDir t;
+  const auto runs = t.path() / "runs";
+  write_run(runs, "add-20261129-100001", {speedup_row("add", "f32", "1", 2.0)});
+  write_run(runs, "add-20261130-100001", {speedup_row("add", "f32", "1", 4.0)});
+  write_run(runs, "mm-20261130-110000", {speedup_row("mm", "f32", "1", 8.0)});
+  const auto s = summarize({runs});
+  ASSERT_EQ(s.overall.size(), 3u);
+  std::vector<std::string> sources;
+  for (const auto& o : s.overall) sources.push_back(o.source);
+  EXPECT_EQ(sources, (std::vector<std::string>{"add-20261129-100001", "add-20261130-100001",
+                                               "mm-20261130-110000"}));
+  std::vector<double> add;
+  for (const auto& g : s.groups)
+    if (g.op == "add") add.push_back(*g.geomean);
+  EXPECT_EQ(add, (std::vector<double>{2.0, 4.0})) << "both runs of add, each on its own line";
+  const std::string text = caliber::report::render_text(summary_report(s));
+  EXPECT_NE(text.find("runs (3 runs): a folder of runs, not a batch"), std::string::npos) << text;
+}
+
 TEST(Summary, TruncatedLastLineIsTolerated) {
   TempDir t;
   const auto run = write_run(t.path(), "add-20261129-101010", {speedup_row("add", "f32", "1", 2.0)},

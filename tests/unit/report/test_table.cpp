@@ -37,6 +37,30 @@ TEST(Table, BannersAndWarningsAreShown) {
   EXPECT_EQ(j["banners"][0], "CALIBER MISMATCH: level: core vs comprehensive");
 }
 
+// The same WARNING (or note) raised by two parts of a report is printed once, in every format.
+TEST(Table, ARepeatedWarningOrNoteIsPrintedOnce) {
+  Report r;
+  Table t;
+  t.id = "pairs";
+  t.columns = {"op"};
+  t.notes = {"a note", "another", "a note"};
+  r.tables.push_back(t);
+  r.warnings = {"the host was loaded", "the host was loaded"};
+  const auto count = [](const std::string& s, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  for (const auto f : {Format::table, Format::md}) {
+    const std::string out = render(r, f);
+    EXPECT_EQ(count(out, "the host was loaded"), 1u) << out;
+    EXPECT_EQ(count(out, "a note"), 1u) << out;
+  }
+  EXPECT_EQ(count(render_csv_side(r), "the host was loaded"), 1u);
+  EXPECT_EQ(render_json(r)["warnings"].size(), 1u);
+  EXPECT_EQ(render_json(r)["pairs"]["notes"].size(), 2u);
+}
+
 TEST(Table, FormatNames) {
   EXPECT_EQ(parse_format("md"), Format::md);
   EXPECT_EQ(parse_format("json"), Format::json);

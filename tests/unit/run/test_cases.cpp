@@ -3,10 +3,15 @@
 // node filters make which cases, and the errors that name the knob.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <regex>
+#include <sstream>
 
 #include "run/case_runner.hpp"
 #include "run/cases.hpp"
+#include "run/run_table.hpp"
+#include "settings/knobs.hpp"
 #include "temp_dir.hpp"
 #include "unit_ops.hpp"
 
@@ -16,7 +21,10 @@ TEST(Glob, WildcardsAndLiteralBrackets) {
   EXPECT_TRUE(glob_match("mm[bf16-*]", "mm[bf16-M4096-N4096-K4096]"));
   EXPECT_FALSE(glob_match("mm[bf16-*]", "mm[f16-M4096-N4096-K4096]"));
   EXPECT_TRUE(glob_match("*[f32-*]", "add[f32-65536]"));
-  EXPECT_TRUE(glob_match("add[f?" "?-*]", "add[f32-65536]"));
+  EXPECT_TRUE(
+      glob_match("add[f?"
+                 "?-*]",
+                 "add[f32-65536]"));
   EXPECT_FALSE(glob_match("add[f?-*]", "add[f32-65536]"));
   EXPECT_TRUE(glob_match("mm[bf16-M4096-N4096-K4096]", "mm[bf16-M4096-N4096-K4096]"));
   EXPECT_FALSE(glob_match("mm[bf16-M4096-N4096-K4096]", "mm[bf16-M4096-N4096-K40960]"));
@@ -53,6 +61,43 @@ TEST(RunTable, StopRuleMissFromAnyProvider) {
             "a: not converged");
   EXPECT_EQ(stop_rule_miss({{"providers", {{{"name", "a"}, {"markers", {"STOP_NOT_CONVERGED"}}}}}}),
             "a: not converged");
+}
+
+// The closing table shows each speedup's interval (issue #32): from the row's samples, around the
+// speedup, "n=1" for a side of one sample and "-" without both roles; a note says what it holds.
+TEST(RunTable, EachSpeedupShowsItsInterval) {
+  using nlohmann::json;
+  auto row = [](std::vector<double> cand, std::vector<double> base) {
+    json r = {{"type", "case"}, {"op", "add"}, {"dtype", "f32"}, {"shape", "1"}, {"speedup", 2.0}};
+    r["providers"] = json::array();
+    if (!cand.empty())
+      r["providers"].push_back({{"name", "c"}, {"role", "candidate"}, {"samples_ms", cand}});
+    if (!base.empty())
+      r["providers"].push_back({{"name", "b"}, {"role", "baseline"}, {"samples_ms", base}});
+    return caliber::core::case_row_from_json(r);
+  };
+  std::vector<double> cand, base;
+  for (int i = 0; i < 51; ++i) {
+    cand.push_back(1.0 + 0.01 * i);          // median 1.25
+    base.push_back(2.0 * (1.0 + 0.01 * i));  // median 2.5: speedup 2.00
+  }
+  std::ostringstream out;
+  caliber::run::print_run_table(out, {row(cand, base), row({1.0}, {2.0}), row(cand, {})},
+                                {"op", "speedup", "speedup_ci"});
+  const std::string t = out.str();
+  EXPECT_NE(t.find("speedup 95%"), std::string::npos) << t;
+  // Around 2, wider than a point: each side's median moves by a few percent when resampled.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(t, m, std::regex(R"(add +2\.00 +([0-9.]+)-([0-9.]+))"))) << t;
+  EXPECT_LT(std::stod(m[1]), 1.97) << t;
+  EXPECT_GT(std::stod(m[1]), 1.5) << t;
+  EXPECT_GT(std::stod(m[2]), 2.03) << t;
+  EXPECT_LT(std::stod(m[2]), 2.5) << t;
+  EXPECT_NE(t.find("n=1"), std::string::npos) << t;
+  EXPECT_NE(t.find("note: speedup 95%: the interval of this run's samples"), std::string::npos)
+      << t;
+  const auto& d = caliber::core::default_run_table_columns();
+  EXPECT_NE(std::find(d.begin(), d.end(), "speedup_ci"), d.end()) << "shown by default";
 }
 
 namespace {
