@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import ctypes
 import json
+import math
 import os
 import sys
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 LAUNCH_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_int64,
                              ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p, ctypes.c_int64)
@@ -126,6 +127,34 @@ def write(ptr: Any, cap: int, message: str) -> None:
         return
     data = message.encode("utf-8", "replace")[:cap - 1] + b"\0"
     ctypes.memmove(ptr, data, len(data))
+
+
+def nonfinite(obj: Any, path: str = "") -> Optional[Tuple[str, float]]:
+    """The first NaN or infinity in `obj` (nested dicts, lists and tuples) and where: ("flops",
+    nan), ("quantiles[1]", inf); None when there is none."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return path, obj
+    if isinstance(obj, dict):
+        items: Any = ((("%s.%s" % (path, k)) if path else str(k), v) for k, v in obj.items())
+    elif isinstance(obj, (list, tuple)):
+        items = (("%s[%d]" % (path, i), v) for i, v in enumerate(obj))
+    else:
+        return None
+    for where, v in items:
+        found = nonfinite(v, where)
+        if found is not None:
+            return found
+    return None
+
+
+def dumps(obj: Any, who: str) -> str:
+    """JSON for the library. JSON has no NaN or Infinity (json.dumps would write the bare words,
+    which no JSON reader takes): a value that is not a finite number is refused, naming `who`,
+    the key and the value."""
+    found = nonfinite(obj)
+    if found is not None:
+        raise ValueError("%s: %s=%r is not allowed (a finite number)" % (who, found[0], found[1]))
+    return json.dumps(obj, allow_nan=False)
 
 
 def markers() -> Dict[str, Any]:

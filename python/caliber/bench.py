@@ -186,6 +186,7 @@ def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
             for x in grads:
                 x.grad = None
             fn()
+    opts_json = _lib.dumps(opts, "caliber.measure").encode()
     with _lock:
         target = _next[0]
         _next[0] += 1
@@ -195,10 +196,10 @@ def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
         if torch_dev:
             from . import _torch
             with _torch.rng_guard(), _torch.on_stream(info["stream"], device):
-                status = _lib.lib().caliber_c_measure(handle, json.dumps(opts).encode(), _LAUNCH,
+                status = _lib.lib().caliber_c_measure(handle, opts_json, _LAUNCH,
                                                       target, buf, len(buf))
         else:
-            status = _lib.lib().caliber_c_measure(handle, json.dumps(opts).encode(), _LAUNCH,
+            status = _lib.lib().caliber_c_measure(handle, opts_json, _LAUNCH,
                                                   target, buf, len(buf))
     finally:
         _targets.pop(target, None)

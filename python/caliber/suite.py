@@ -419,13 +419,29 @@ class Registry:
                 "message": "op '%s': %s raised %s: %s" % (op["name"], what, type(e).__name__, e)}
 
     def _call(self, target: int, request: bytes, reply: Any, cap: int) -> int:
+        req: Dict[str, Any] = {}
         try:
             req = json.loads(request.decode())
             answer = self._answer(target, req)
         except BaseException as e:  # noqa: B902 - nothing may cross the C boundary
             answer = {"status": "error", "message": "%s: %s" % (type(e).__name__, e)}
-        _lib.write(reply, cap, json.dumps(answer))
+        _lib.write(reply, cap, self._reply_json(target, req, answer))
         return 0
+
+    def _reply_json(self, target: int, req: Dict[str, Any], answer: Dict[str, Any]) -> str:
+        """The answer as JSON; one holding a NaN or an infinity (which JSON cannot carry) becomes
+        an error that names the op, the call, the provider and the value."""
+        found = _lib.nonfinite(answer)
+        if found is None:
+            return json.dumps(answer, allow_nan=False)
+        who = "op '%s'" % self.ops[target][0]["name"] if 0 <= target < len(self.ops) else "op ?"
+        if "provider" in req and 0 <= target < len(self.ops):
+            provs = self.ops[target][1]
+            p = int(req["provider"])
+            if 0 <= p < len(provs):
+                who += ": provider '%s'" % provs[p][0]
+        return json.dumps({"status": "error", "message": "%s: %s gave %s=%r, not a finite number" % (
+            who, req.get("call", "a call"), found[0], found[1])})
 
     def _answer(self, target: int, req: Dict[str, Any]) -> Dict[str, Any]:
         op, provs = self.ops[target]
@@ -464,6 +480,10 @@ class Registry:
                     bytes_ = float(sum(getattr(a, "nbytes", 0) or 0 for a in args))
             except Exception as e:
                 return self._err(op, "field 'flops' or 'bytes'", e)
+            for field, value in (("flops", flops), ("bytes", bytes_)):
+                if not math.isfinite(value) or value < 0:
+                    return {"status": "error", "message": "op '%s': field '%s' gave %r; allowed: a "
+                            "finite number, 0 or more" % (op["name"], field, value)}
             wid = self.next_id
             self.next_id += 1
             self.workloads[wid] = w
@@ -520,8 +540,10 @@ class Registry:
                                                        op.get("tolerance"))
             except Exception as e:
                 return self._err(op, "field 'reference' (checking '%s')" % pname, e)
-            return {"status": "ok", "passed": bool(passed), "max_abs_err": max_abs,
-                    "rel_err": rel, "detail": detail}
+            # A provider's NaN output fails its check; its errors then are no numbers (null).
+            return {"status": "ok", "passed": bool(passed),
+                    "max_abs_err": max_abs if math.isfinite(max_abs) else None,
+                    "rel_err": rel if math.isfinite(rel) else None, "detail": detail}
         return {"status": "error", "message": "unknown call '%s'" % what}
 
     def _launch(self, target: int, provider: int, code_ptr: Any, msg: Any, cap: int) -> int:

@@ -83,6 +83,24 @@ E word_option(const json& o, const char* key, E fallback) {
                               "'; allowed: " + core::allowed_words<E>());
 }
 
+// A caliber.measure option that is a CLI knob too, checked by that knob's own rule
+// (settings/knobs.cpp), so both refuse the same values: min_samples=10**12 is refused, never cut
+// to an int or capped in silence. Absent or null: `k` keeps its value.
+void knob_option(const json& o, const char* key, const char* knob, core::Knobs& k) {
+  const auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return;
+  const core::KnobSpec* spec = core::find_knob(knob);
+  if (spec == nullptr) throw std::logic_error(std::string("no knob ") + knob);
+  const std::string shown = it->dump().substr(0, 200);
+  try {
+    if (!it->is_number()) throw std::invalid_argument("not a number");
+    spec->apply(k, shown);
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument(std::string(key) + ": " + shown + " is not allowed (" +
+                                spec->allowed + ")");
+  }
+}
+
 // Options of one measurement (docs/python.md); a bad one throws std::invalid_argument naming it.
 // They fill a core::Knobs (its defaults are `caliber run`'s), which becomes timing options by the
 // one mapping a run uses (run::timing_options_of); the rest are the C ABI's own.
@@ -105,15 +123,16 @@ timing::TimingOptions parse_options(const json& o, const backends::Capabilities&
       k.quantiles.push_back(v);
     }
   }
-  k.repeat = o.value("repeat", k.repeat);
-  if (k.repeat < 1) throw std::invalid_argument("repeat: must be at least 1");
-  k.min_samples = o.value("min_samples", k.min_samples);
-  k.min_time_s = o.value("min_time_s", k.min_time_s);
-  k.max_noise = o.value("max_noise", k.max_noise);
-  k.timeout_s = o.value("timeout_s", k.timeout_s);
-  k.warmup_s = o.value("warmup_s", k.warmup_s);
-  if (k.timeout_s <= 0) throw std::invalid_argument("timeout_s: must be positive");
-  k.throttle_fraction = o.value("throttle_fraction", k.throttle_fraction);
+  // The stopping rule's options, the repeat and the throttle fraction, each by its knob's rule.
+  knob_option(o, "repeat", "repeat", k);
+  knob_option(o, "min_samples", "min_samples", k);
+  knob_option(o, "min_time_s", "min_time", k);
+  knob_option(o, "timeout_s", "timeout", k);
+  knob_option(o, "warmup_s", "warmup", k);
+  knob_option(o, "throttle_fraction", "throttle_fraction", k);
+  const auto noise = o.find("max_noise");  // 0: auto, the knob's "auto"
+  if (noise != o.end() && !(noise->is_number() && noise->get<double>() == 0))
+    knob_option(o, "max_noise", "max_noise", k);
   timing::TimingOptions t = run::timing_options_of(k, caps);
   t.regime.settle_window_s = settle_window_s;
   t.max_kept_samples = o.value("max_kept_samples", t.max_kept_samples);

@@ -1,5 +1,6 @@
 #include "capi/host_op.hpp"
 
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <utility>
@@ -140,8 +141,14 @@ class HostWorkload final : public Workload, public tune::SelfTuning {
     if (r.value("status", "") != "ok") raise(*s_, r, "check " + s_->providers[p].name);
     Accuracy a;
     a.passed = r.value("passed", false);
-    a.max_abs_err = r.value("max_abs_err", 0.0);
-    a.rel_err = r.value("rel_err", 0.0);
+    // null: the check's error is no number (a NaN output); the check failed on it.
+    auto error_of = [&](const char* key) {
+      const auto it = r.find(key);
+      if (it == r.end()) return 0.0;
+      return it->is_number() ? it->get<double>() : std::numeric_limits<double>::quiet_NaN();
+    };
+    a.max_abs_err = error_of("max_abs_err");
+    a.rel_err = error_of("rel_err");
     a.detail = r.value("detail", std::string());
     return a;
   }

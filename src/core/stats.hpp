@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <random>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -43,9 +44,34 @@ struct Interval {
 // Bootstrap percentile confidence interval of the geometric mean (deterministic for a seed).
 [[nodiscard]] Interval bootstrap_geomean_ci(std::span<const double> xs, double confidence = 0.95,
                                             int resamples = 2000, std::uint64_t seed = 1);
-// Past this many samples a side's resampled median is drawn from its exact distribution (sorted
-// once) rather than by sorting every resample; grouped sides are thinned to this many quantiles.
+// A side's resampled median is drawn from its exact distribution (the side sorted once), never by
+// sorting a resample: up to this many samples through ResampledMedian's table, past it through
+// beta draws of the order statistics; grouped sides are thinned to this many quantiles.
 inline constexpr std::size_t kDirectBootstrapMax = 4096;
+
+// The law of the median of a bootstrap resample (n draws with replacement) of n sorted values, as
+// the order statistics it takes: v[lower] for odd n, (v[lower] + v[upper]) / 2 for even n. Built
+// once per side in O(n) evaluations of the incomplete beta function; a draw then costs one or two
+// uniforms and a binary search, where resampling costs n draws and a selection. Exact, not an
+// approximation: the k-th smallest of n draws is at index <= i when at least k of the n draws are,
+// a binomial tail; for even n the (k+1)-th either shares the k-th's index or is the smallest of the
+// n - k draws above it.
+class ResampledMedian {
+ public:
+  explicit ResampledMedian(std::size_t n);
+  struct Draw {
+    std::size_t lower = 0, upper = 0;  // upper == lower for odd n
+  };
+  [[nodiscard]] Draw draw(std::mt19937_64& rng) const;
+  // P(lower == i), and for even n P(upper > i | lower == i) (0 for odd n).
+  [[nodiscard]] double p_lower(std::size_t i) const;
+  [[nodiscard]] double p_apart(std::size_t i) const;
+
+ private:
+  std::size_t n_, k_;
+  std::vector<double> cdf_;    // P(lower <= i)
+  std::vector<double> apart_;  // P(upper > i | lower == i), even n only
+};
 // Bootstrap CI of median(b) / median(a), resampling each side independently.
 [[nodiscard]] Interval bootstrap_median_ratio_ci(std::span<const double> a,
                                                  std::span<const double> b,

@@ -1,5 +1,8 @@
 #include "report/command.hpp"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
 #include <iostream>
 #include <sstream>
@@ -40,6 +43,44 @@ double percentage(const char* flag, double v, double hi, const char* allowed) {
 }
 }  // namespace
 
+namespace {
+// Progress of a long compare on `err` (standard error), never on the output: on a terminal, one
+// line rewritten in place from kProgressTtyCases cases, erased at the end; elsewhere (a CI log),
+// from kProgressLogCases cases, a line at each tenth. A JSON, CSV or Markdown compare writes no
+// progress lines off a terminal.
+constexpr std::size_t kProgressTtyCases = 2000;
+constexpr std::size_t kProgressLogCases = 20000;
+
+std::function<void(std::size_t, std::size_t)> compare_progress(std::ostream& err, Format fmt) {
+  const bool tty = &err == &std::cerr && ::isatty(STDERR_FILENO) == 1;
+  if (!tty && fmt != Format::table) return {};
+  const auto start = std::chrono::steady_clock::now();
+  auto last = start;
+  std::size_t last_tenth = 0;
+  return [&err, tty, start, last, last_tenth](std::size_t done, std::size_t total) mutable {
+    if (total < (tty ? kProgressTtyCases : kProgressLogCases)) return;
+    const auto now = std::chrono::steady_clock::now();
+    const std::size_t tenth = done * 10 / total;
+    if (tty ? done < total && now - last < std::chrono::milliseconds(200)
+            : tenth == last_tenth || done == total)
+      return;
+    last = now;
+    last_tenth = tenth;
+    const auto s = std::chrono::duration_cast<std::chrono::seconds>(now - start).count();
+    std::ostringstream line;
+    line << "compare: " << done << " of " << total << " cases paired (" << done * 100 / total
+         << "%, " << s << " s)";
+    if (!tty) {
+      err << line.str() << "\n" << std::flush;
+    } else if (done < total) {
+      err << "\r" << line.str() << "\x1b[K" << std::flush;
+    } else {
+      err << "\r\x1b[K" << std::flush;
+    }
+  };
+}
+}  // namespace
+
 CompareOptions CompareCommand::options() const {
   CompareOptions o;
   o.noise_band =
@@ -75,7 +116,9 @@ std::optional<CompareCommand::Loaded> CompareCommand::load(
     l.opt = options();
     if (allow_mismatch) l.opt.allow_mismatch = true;
     l.fmt = output_format();
+    l.opt.progress = compare_progress(err, l.fmt);
     l.res = compare_dirs(a, b, l.opt);
+    l.opt.progress = {};
   } catch (const std::exception& e) {
     err << "caliber: " << e.what() << "\n";
     return std::nullopt;

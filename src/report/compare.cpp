@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "settings/knobs.hpp"
 
@@ -108,13 +109,17 @@ struct SideCase {
   std::vector<const core::CaseRow*> rows;
 };
 
+// A side's cases by key (a hash: pairing two sides is linear in their cases), in first-seen order.
 struct Side {
   std::vector<std::string> order;
-  std::map<std::string, SideCase> cases;
+  std::unordered_map<std::string, SideCase> cases;
 };
 
 Side collect(const std::vector<RunData>& runs) {
   Side s;
+  std::size_t rows = 0;
+  for (const auto& run : runs) rows += run.log.cases.size();
+  s.cases.reserve(rows);
   for (const auto& run : runs)
     for (const auto& row : run.log.cases) {
       const std::string key = row_key(row);
@@ -563,6 +568,8 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
   out.loaded_host = loaded_hosts(a, b);
   out.runs_a = static_cast<int>(a.size());
   out.runs_b = static_cast<int>(b.size());
+  out.duplicates_a = duplicate_rows_note(a);
+  out.duplicates_b = duplicate_rows_note(b);
   check_identities(a, b, out);
   detect_cross_device(a, b, out);
   out.band_used = out.cross_device ? std::max(opt.noise_band, opt.device_band) : opt.noise_band;
@@ -575,7 +582,9 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
   for (const auto& key : sb.order)
     if (!sa.cases.count(key)) ++out.only_b;
   OpRanges ops;
+  std::size_t done = 0;
   for (const auto& key : sa.order) {
+    if (opt.progress) opt.progress(done++, sa.order.size());
     const auto itb = sb.cases.find(key);
     if (itb == sb.cases.end()) {
       ++out.only_a;
@@ -583,6 +592,7 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
     }
     compare_case(key, sa.cases.at(key), itb->second, rounds, opt, out, ops);
   }
+  if (opt.progress) opt.progress(sa.order.size(), sa.order.size());
   for (const auto& op : ops.order) out.ops.push_back(ops.ranges.at(op));
   return out;
 }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -82,6 +83,8 @@ struct CompareOptions : NoiseModel {
   int min_samples = 2;  // fewer samples on a side: the verdict is UNSURE
   bool allow_mismatch = false;
   std::optional<double> fail_on_regression_pct;
+  // Called after each case of side A is paired (done, total); empty: no progress is shown.
+  std::function<void(std::size_t, std::size_t)> progress;
 };
 
 // "0.5,blas=1.5,fallback=3,floor_us=0.2" -> default 0.5%, then per class (a family or
@@ -136,6 +139,8 @@ struct CompareResult {
       identity_problems;  // a missing identity, or a side disagreeing with itself
   std::vector<PairResult> pairs;
   std::vector<OpRange> ops;
+  // duplicate_rows_note of each side; "" when none.
+  std::string duplicates_a, duplicates_b;
   int runs_a = 0, runs_b = 0;
   int cases_a = 0, cases_b = 0;  // distinct (op, dtype, shape) per side
   int paired = 0;                // cases that were compared

@@ -235,6 +235,8 @@ Table pairing_table(const CompareResult& r) {
       " only in A, " + std::to_string(r.only_b) + " only in B; excluded " +
       std::to_string(r.excluded) +
       " (not ok with a positive latency on both sides) (docs/ab.md#reading-the-pairs-table)");
+  if (!r.duplicates_a.empty()) pairing.notes.push_back("side A: " + r.duplicates_a);
+  if (!r.duplicates_b.empty()) pairing.notes.push_back("side B: " + r.duplicates_b);
   return pairing;
 }
 

@@ -328,6 +328,7 @@ ExportTable export_table(const std::vector<RunData>& runs) {
                       " run.log(s) end in a cut line (an interrupted run); that line is ignored");
   if (bad_lines > 0)
     t.notes.push_back(std::to_string(bad_lines) + " unreadable run.log line(s) were skipped");
+  if (const std::string dup = duplicate_rows_note(runs); !dup.empty()) t.notes.push_back(dup);
   if (no_peaks > 0)
     t.notes.push_back(std::to_string(no_peaks) +
                       " run(s) have no measured peaks (--peaks off or not measurable): their "

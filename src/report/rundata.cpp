@@ -5,6 +5,7 @@
 #include <map>
 #include <regex>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "records/identity.hpp"
 
@@ -74,11 +75,62 @@ std::vector<fs::path> expand_run_dirs(const std::vector<fs::path>& dirs) {
   return out;
 }
 
+namespace {
+// A case's identity within one run.log: the pairing key, the node id and the parameters.
+std::string case_identity(const core::CaseRow& row) {
+  std::string id = row_key(row) + "\x1f" + row.node.value_or("");
+  if (row.params)
+    for (const auto& [k, v] : *row.params) id += "\x1f" + k + "=" + v;
+  return id;
+}
+
+// Keeps the first row of each case, counting the rest.
+void drop_duplicate_rows(RunData& r) {
+  std::unordered_set<std::string> seen;
+  seen.reserve(r.log.cases.size());
+  std::vector<core::CaseRow> kept;
+  kept.reserve(r.log.cases.size());
+  for (auto& row : r.log.cases) {
+    if (seen.insert(case_identity(row)).second) {
+      kept.push_back(std::move(row));
+      continue;
+    }
+    if (r.duplicate_rows++ == 0)
+      r.first_duplicate =
+          row.node.value_or(row.op + " " + row.dtype.value_or("") + " " + row.shape.value_or(""))
+              .substr(0, 200);
+  }
+  r.log.cases = std::move(kept);
+}
+}  // namespace
+
+void DuplicateRows::add(const RunData& run) {
+  if (run.duplicate_rows == 0) return;
+  rows += run.duplicate_rows;
+  if (runs++ == 0) first = run.first_duplicate + " in " + run.dir.filename().string();
+}
+
+std::string DuplicateRows::note() const {
+  if (rows == 0) return "";
+  return std::to_string(rows) + " duplicate case row(s) in " + std::to_string(runs) +
+         " run.log(s) were set aside (the same op, dtype, shape and node as an earlier row of "
+         "that run.log; the first: " +
+         first +
+         "): a case's first row counts (docs/limits.md#readers-that-do-not-lose-rows-silently)";
+}
+
+std::string duplicate_rows_note(const std::vector<RunData>& runs) {
+  DuplicateRows d;
+  for (const auto& r : runs) d.add(r);
+  return d.note();
+}
+
 RunData load_run(const fs::path& run_dir) {
   RunData r;
   // "runs/x/" names the same directory as "runs/x": keep its name (filename() of the first is "").
   r.dir = run_dir.filename().empty() ? run_dir.parent_path() : run_dir;
   r.log = core::read_run_log(run_dir / kRunLog);
+  drop_duplicate_rows(r);
   try {
     r.identity = core::read_identity(run_dir);
   } catch (const core::SchemaError&) {

@@ -24,6 +24,10 @@ struct RunData {
   nlohmann::json identity;  // null when run_identity.json is missing or unreadable
   std::string identity_error;
   core::RunLog log;
+  // Case rows set aside because an earlier row of the same run.log is the same case (op, dtype,
+  // shape, node and parameters alike): a case's first row counts, in every report (load_run).
+  int duplicate_rows = 0;
+  std::string first_duplicate;  // the node (else op, dtype, shape) of the first one set aside
 };
 
 // A run directory holds run.log. Any other directory holds run directories: every one of them,
@@ -37,6 +41,14 @@ struct RunData {
 [[nodiscard]] bool is_batch_dir(const std::filesystem::path& dir);
 [[nodiscard]] RunData load_run(const std::filesystem::path& run_dir);
 [[nodiscard]] std::vector<RunData> load_runs(const std::vector<std::filesystem::path>& dirs);
+// The duplicate case rows of a set of runs, and the note a report prints about them.
+struct DuplicateRows {
+  int rows = 0, runs = 0;
+  std::string first;  // the first one set aside and its run
+  void add(const RunData& run);
+  [[nodiscard]] std::string note() const;  // "" when there are none
+};
+[[nodiscard]] std::string duplicate_rows_note(const std::vector<RunData>& runs);
 
 // "<name>-YYYYmmdd-HHMMSS[-N]" -> name, stamp, N (1 without suffix); nullopt when not that form.
 struct RunDirName {

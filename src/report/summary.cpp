@@ -81,6 +81,10 @@ std::string input_name(const std::filesystem::path& p) {
 Summary summarize_rows(const std::vector<std::pair<std::string, std::vector<RunData>>>& inputs,
                        const SummaryOptions& opt) {
   Summary out;
+  DuplicateRows duplicates;
+  for (const auto& [source, runs] : inputs)
+    for (const auto& run : runs) duplicates.add(run);
+  out.duplicates = duplicates.note();
   for (const auto& [source, runs] : inputs) {
     std::map<std::pair<std::string, std::string>, Accumulator> groups;
     std::vector<PhaseGroup> phases;  // in the order the ops first appear
@@ -277,6 +281,7 @@ Report summary_report(const Summary& s) {
     t.notes.push_back(std::to_string(s.repaired_lines) +
                       " run.log line(s) were read after a repair: invalid UTF-8 bytes read as '?', "
                       "NaN, Infinity or out-of-range numbers read as missing");
+  if (!s.duplicates.empty()) t.notes.push_back(s.duplicates);
   if (s.truncated_logs > 0)
     t.notes.push_back(
         std::to_string(s.truncated_logs) +

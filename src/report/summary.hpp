@@ -57,6 +57,7 @@ struct Summary {
   int repaired_lines = 0;       // lines read after a repair (invalid UTF-8, NaN, Infinity)
   int truncated_logs = 0;       // run.logs whose last line was cut (an interrupted run)
   int unfinished_runs = 0;      // run.logs without a footer
+  std::string duplicates;       // duplicate_rows_note of every input's runs; "" when none
   // Inputs that were folders of runs (neither a run nor a batch), "runs (3 runs)": each of their
   // runs became a source of its own (summarize), and a note says so.
   std::vector<std::string> split_folders;

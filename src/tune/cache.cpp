@@ -419,6 +419,7 @@ ConfigCache::~ConfigCache() {
 }
 
 std::optional<CacheRecord> ConfigCache::find(const CacheKey& key) {
+  unparseable_.clear();
   if (!db_) return std::nullopt;
   const std::string sql =
       std::string("SELECT config, ms, trials, created FROM tune_configs") + kKeyWhere;
@@ -435,6 +436,7 @@ std::optional<CacheRecord> ConfigCache::find(const CacheKey& key) {
   }
   auto cfg = Config::parse(s.text(0));
   if (!cfg) {
+    unparseable_ = s.text(0);
     last_error_ = "unparseable config '" + s.text(0) + "' for " + key.str();
     return std::nullopt;
   }

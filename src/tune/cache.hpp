@@ -59,6 +59,8 @@ class ConfigCache {
   ConfigCache& operator=(const ConfigCache&) = delete;
 
   [[nodiscard]] std::optional<CacheRecord> find(const CacheKey& key);
+  // The stored text of the config the last find() found but could not parse; "" otherwise.
+  [[nodiscard]] const std::string& unparseable() const noexcept { return unparseable_; }
   // false when the cache is read-only or the write failed (the reason goes to last_error()).
   bool store(const CacheKey& key, const CacheRecord& rec);
   // Removes the key; false when it cannot (read-only source) or the write failed.
@@ -88,6 +90,7 @@ class ConfigCache {
   ::sqlite3* db_ = nullptr;
   bool in_memory_ = false;
   std::string last_error_;
+  std::string unparseable_;
 };
 
 // $XDG_CACHE_HOME/caliber/tune.db, else ~/.cache/caliber/tune.db.

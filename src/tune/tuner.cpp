@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <exception>
 #include <limits>
+#include <map>
+#include <set>
 
 #include "core/format.hpp"
 
@@ -21,6 +23,35 @@ std::string format_seconds(double s) {
 
 std::string format_ms(double ms) {
   return core::general(ms, 4) + " ms";
+}
+
+// Why `c` cannot be one of the space's configs as the op reads them: a parameter no config of the
+// op declares (the op would ignore it and run its default), or one every config has that it
+// lacks; "" when it fits.
+std::string parameter_misfit(const ConfigSpace& space, const Config& c) {
+  std::set<std::string> declared;
+  std::map<std::string, std::size_t> in_configs;  // name -> configs that have it
+  std::vector<const Config*> all{&space.default_config};
+  for (const auto& cfg : space.configs) all.push_back(&cfg);
+  for (const auto* cfg : all)
+    for (const auto& [k, v] : cfg->values) {
+      declared.insert(k);
+      ++in_configs[k];
+    }
+  std::set<std::string> given;
+  for (const auto& [k, v] : c.values) {
+    given.insert(k);
+    if (!declared.count(k)) {
+      std::string names;
+      for (const auto& d : declared) names += (names.empty() ? "" : ", ") + d;
+      return "has the parameter '" + k.substr(0, 200) + "', which the op does not declare (its " +
+             "parameters: " + (names.empty() ? std::string("none") : names) + ")";
+    }
+  }
+  for (const auto& [d, n] : in_configs)
+    if (n == all.size() && !given.count(d))
+      return "lacks the parameter '" + d + "' the op declares";
+  return "";
 }
 
 bool contains(const ConfigSpace& space, const Config& c) {
@@ -231,21 +262,7 @@ Selection Tuner::choose(const CacheKey& key_in, const ConfigSpace& space,
   ConfigCache* c = cache();
   std::optional<CacheRecord> hit = c ? c->find(key) : std::nullopt;
 
-  if (settings_.mode == Mode::replay) {
-    if (hit) {
-      sel.config = hit->config;
-      sel.source = "replay";
-      sel.trials = hit->trials;
-      sel.note = "replayed " + hit->config.str() + " from " + cache_file().string();
-      return sel;
-    }
-    ++replay_missing_;
-    sel.config = space.default_config;
-    sel.source = "replay-missing";
-    sel.note = "no recorded config for key " + key.str() + " in " + cache_file().string() +
-               "; using the default " + space.default_config.str() + "; not tuned";
-    return sel;
-  }
+  if (settings_.mode == Mode::replay) return replay(key, space, hit, c);
 
   // A config the provider no longer declares is stale (the space changed under the same version).
   fs::path hit_file = cache_file();
@@ -264,6 +281,38 @@ Selection Tuner::choose(const CacheKey& key_in, const ConfigSpace& space,
     return sel;
   }
   return sweep_now(key);
+}
+
+// A replay: the recorded config when it fits the op's parameters, else the default, with a note
+// (and, for a record that is there but cannot be what runs, a warning) saying why.
+Selection Tuner::replay(const CacheKey& key, const ConfigSpace& space,
+                        const std::optional<CacheRecord>& hit, ConfigCache* c) {
+  Selection sel;
+  const std::string misfit = hit ? parameter_misfit(space, hit->config) : "";
+  if (hit && misfit.empty()) {
+    sel.config = hit->config;
+    sel.source = "replay";
+    sel.trials = hit->trials;
+    sel.note = "replayed " + hit->config.str() + " from " + cache_file().string();
+    return sel;
+  }
+  ++replay_missing_;
+  sel.config = space.default_config;
+  sel.source = "replay-missing";
+  const std::string fallback = "; using the default " + space.default_config.str() + "; not tuned";
+  if (hit) {
+    sel.note = "the recorded config " + hit->config.str() + " for key " + key.str() + " in " +
+               cache_file().string() + " " + misfit + fallback;
+  } else if (c && !c->unparseable().empty()) {
+    sel.note = "the recorded config for key " + key.str() + " in " + cache_file().string() +
+               " is unparseable ('" + c->unparseable().substr(0, 200) + "')" + fallback;
+  } else {
+    sel.note =
+        "no recorded config for key " + key.str() + " in " + cache_file().string() + fallback;
+    return sel;
+  }
+  warnings_.push_back(sel.note);
+  return sel;
 }
 
 Selection Tuner::on_launch_failure(const CacheKey& key_in, const ConfigSpace& space,

@@ -119,6 +119,9 @@ class Tuner {
  private:
   ConfigCache* cache();
   ConfigCache* read_also();
+  // The replay mode's rule for a key and what the cache holds for it.
+  Selection replay(const CacheKey& key, const ConfigSpace& space,
+                   const std::optional<CacheRecord>& hit, ConfigCache* c);
   // The lookup rules of select; `sweep_now` is called where a sweep is due.
   Selection choose(const CacheKey& key_in, const ConfigSpace& space,
                    const std::function<Selection(const CacheKey&)>& sweep_now);

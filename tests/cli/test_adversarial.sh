@@ -185,6 +185,78 @@ attack "21 --timeout-per-op NaN" 2 "--timeout-per-op" -- "$CAL" batch add "${FAS
 attack "21 --profile twice" 2 "profile" -- "$CAL" run add "${FAST[@]}" --profile --profile --out "$T/out"
 attack "21 --min-effect empty" 2 "min-effect" -- "$CAL" compare "$R" "$R" --min-effect ""
 attack "21 export --out empty" 2 "--out empty" -- "$CAL" export "$R" --out ""
+# 1000 copies of a case row: summary and compare both keep each case's first row and say how many
+# they set aside (one rule, one note).
+cp -r "$R" "$T/fx/dup"
+py 'import sys
+f = sys.argv[1] + "/run.log"
+lines = open(f).read().splitlines(True)
+first = next(l for l in lines if "\"type\":\"case\"" in l or "\"type\": \"case\"" in l)
+at = lines.index(first) + 1
+open(f, "w").writelines(lines[:at] + [first] * 1000 + lines[at:])' "$T/fx/dup"
+cases=$(grep -c '"type":"case"' "$R/run.log")
+attack "21 summary of 1000 duplicate rows" 0 "" -- "$CAL" summary "$T/fx/dup" --format csv
+grep -q "1000 duplicate case row" "$T/attack.stderr" || check_fail "21: summary does not count the duplicates: $(cat "$T/attack.stderr")"
+rows=$(py 'import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    if r["op"] == "(all)": print(r["rows"])' "$T/attack.stdout")
+[ "$rows" = "$cases" ] || check_fail "21: summary counts $rows rows of $cases cases"
+attack "21 compare of 1000 duplicate rows" 0 "" -- "$CAL" compare "$T/fx/dup" "$R"
+grep -q "side A: 1000 duplicate case row" "$T/attack.stdout" || check_fail "21: compare does not count the duplicates: $(grep -i dup "$T/attack.stdout")"
+grep -q "paired $cases case(s)" "$T/attack.stdout" || check_fail "21: compare paired $(grep -o 'paired [0-9]* case' "$T/attack.stdout")"
+# 21. A run.log whose header says "schema": null is refused naming the file and the key.
+cp -r "$R" "$T/fx/schema-null"
+py 'import json, sys
+f = sys.argv[1] + "/run.log"
+lines = open(f).read().splitlines()
+h = json.loads(lines[0])
+h["schema"] = None
+open(f, "w").write("\n".join([json.dumps(h)] + lines[1:]) + "\n")' "$T/fx/schema-null"
+attack "21 schema null" 2 "schema run.log" -- "$CAL" summary "$T/fx/schema-null"
+# 20. A library of another architecture says so (not "No such file or directory").
+cp "$LIB2" "$T/fx/arm.so"
+py 'import sys
+f = open(sys.argv[1], "r+b")
+f.seek(18)
+f.write(bytes([0xB7, 0]))' "$T/fx/arm.so"
+attack "20 --ops-lib of another architecture" 2 "architecture" -- "$CAL" list --backend cpu --ops-lib "$T/fx/arm.so"
+grep -q "No such file" "$T/attack.stderr" && check_fail "20: a wrong-architecture library reads as missing"
+# 20/21. A replayed tune record that does not parse, or that names a parameter the op does not
+# declare, is not replayed: the default runs, the row says so, and a warning names the key.
+NODE='mm[f64-M128-N128-K128]'
+"$CAL" run "${FAST[@]}" --node "$NODE" --tune record --out "$T/rec" > /dev/null 2>&1 || fatal "the record run failed"
+REC=$(only_run_dir "$T/rec")
+for spoil in 'tm=??' 'tm=64,tn=64,tk=64,bogus=3'; do
+  rm -rf "$T/spoil" "$T/replayed"
+  mkdir -p "$T/spoil"
+  cp "$REC/tune.db" "$T/spoil/tune.db"
+  py 'import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("update tune_configs set config = ?", (sys.argv[2],))
+db.commit()' "$T/spoil/tune.db" "$spoil"
+  case $spoil in *bogus*) why="does not declare" ;; *) why=unparseable ;; esac
+  attack "20 replay of '$spoil'" 0 "M=128,N=128,K=128 $why" -- "$CAL" run "${FAST[@]}" --node "$NODE" --replay-from "$T/spoil" --out "$T/replayed"
+  src=$(py 'import glob, json, sys
+for l in open(glob.glob(sys.argv[1] + "/*/run.log")[0]):
+    j = json.loads(l)
+    if j.get("type") == "case":
+        print([p for p in j["providers"] if p["role"] == "candidate"][0]["tune"]["source"])' "$T/replayed")
+  [ "$src" = replay-missing ] || check_fail "20: a replayed '$spoil' is recorded as '$src'"
+done
+# 20/21. The Python package: a NaN keyword is refused by name, min_samples=10**12 by its range.
+if [ -d "$(dirname "$CAL")/python/caliber" ]; then
+  for kw in 'min_time_s=float("nan")' 'min_samples=10**12'; do
+    attack "21 caliber.measure($kw)" 1 "min_" -- env PYTHONPATH="$(dirname "$CAL")/python" CALIBER_NO_TORCH=1 python3 -c "import caliber; caliber.measure(lambda: None, backend='cpu', $kw)"
+    grep -q "json.exception" "$T/attack.stderr" && check_fail "21: caliber.measure($kw) gave a raw JSON error"
+  done
+  printf 'import caliber
+OPS = [caliber.Op(name="py_nan", family="pointwise", dtypes=["f64"], shapes=[[16]], inputs=lambda c: ([1.0] * c.numel,), baseline=("b", lambda xs: list(xs)), flops=lambda c: float("nan"))]
+' > "$T/nan_suite.py"
+  attack "20 a suite whose flops give NaN" 1 "" -- "$CAL" run --py-ops "$T/nan_suite.py" "${FAST[@]}" --out "$T/pynan"
+  grep -rq "field 'flops' gave nan" "$T/pynan" || check_fail "20: the NaN flops row does not say so: $(grep -rho '"error":"[^"]*' "$T/pynan" | head -1)"
+else
+  echo "skip: the caliber.measure and suite NaN attacks: no Python package beside $CAL"
+fi
 
 echo "$ATTACKS attacks replayed"
 cli_done

@@ -110,4 +110,33 @@ row=$(grep '"type":"case"' "$L2/run.log" | jq -c 'select(.node == "mm[f64-M128-N
   fail "an evictable config was marked no_evict"
 now=$(sqlite3 "$T/live.db" "select config from tune_configs where $KEY")
 [ -n "$now" ] && [ "$now" != "$BAD" ] || fail "the cache still holds '$now'"
+# A recorded config that does not parse, or that names a parameter the host mm does not declare
+# (mm would ignore it and run its default tiles), is not replayed: the row records the default
+# that ran (replay-missing), and its note and a warning say why, naming the key.
+for spoil in 'tm=??' 'tm=64,tn=64,tk=64,bogus=3'; do
+  rm -rf "$T/spoil" "$T/sp"
+  mkdir -p "$T/spoil"
+  cp "$REC/tune.db" "$T/spoil/tune.db"
+  sqlite3 "$T/spoil/tune.db" "update tune_configs set config = '$spoil' where $KEY"
+  "$CAL" run mm --replay-from "$T/spoil" --out "$T/sp" "${FAST[@]}" > "$T/sp.txt" 2>&1 ||
+    fail "replay of '$spoil' exited $?: $(cat "$T/sp.txt")"
+  SP=$(one_dir "$T/sp")
+  prov=$(grep '"type":"case"' "$SP/run.log" |
+    jq -c 'select(.node == "mm[f64-M128-N128-K128]") | .providers[] | select(.role == "candidate")')
+  [ "$(jq -r .tune.source <<< "$prov")" = replay-missing ] ||
+    fail "a replayed '$spoil' is recorded as $(jq -r .tune.source <<< "$prov"): $prov"
+  cfg=$(jq -r .config <<< "$prov")
+  note=$(jq -r .tune.note <<< "$prov")
+  [ "$cfg" != "$spoil" ] || fail "the row records '$spoil' as the config that ran"
+  case "$note" in
+    *"using the default $cfg;"*) ;;
+    *) fail "the note does not name the default $cfg that ran: $note" ;;
+  esac
+  case "$spoil:$note" in
+    tm=\?\?:*M=128,N=128,K=128*unparseable*) ;;
+    *bogus*:*"'bogus'"*"does not declare"*) ;;
+    *) fail "the note for '$spoil' does not say why: $note" ;;
+  esac
+  grep -q "M=128,N=128,K=128" "$T/sp.txt" || fail "no warning names the key of '$spoil': $(tail -5 "$T/sp.txt")"
+done
 echo PASS

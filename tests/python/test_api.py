@@ -121,6 +121,23 @@ class BenchApi(unittest.TestCase):
         with self.assertRaisesRegex(caliber.CaliberError, "nosuch"):
             caliber.measure(work, backend="nosuch")
 
+    def test_non_finite_and_out_of_range_options_are_refused(self):
+        # JSON has no NaN: the option is refused by name, never sent as a bare NaN the library
+        # cannot parse; a value past a knob's range is refused by that knob's rule, not cut to an
+        # int or capped in silence.
+        for kw, words in ((dict(min_time_s=float("nan")), "min_time_s=nan"),
+                          (dict(warmup_s=float("inf")), "warmup_s=inf"),
+                          (dict(quantiles=[0.5, float("nan")]), r"quantiles\[1\]=nan"),
+                          (dict(min_samples=10**12), "min_samples: 1000000000000 is not allowed"),
+                          (dict(min_samples=0), "min_samples: 0 is not allowed"),
+                          (dict(repeat=10**6), "repeat: 1000000 is not allowed")):
+            with self.subTest(kw=kw):
+                opts = dict(FAST)
+                opts.update(kw)
+                with self.assertRaisesRegex(ValueError, words) as raised:
+                    caliber.measure(work, **opts)
+                self.assertNotIn("json.exception", str(raised.exception))
+
     def test_sample_method_trace_without_one_falls_back_with_the_marker(self):
         # The cpu backend has no kernel trace: asked for, the events (the host timer) time it and
         # the row says so; by default (auto) nothing is marked.

@@ -181,6 +181,33 @@ class BadInput(unittest.TestCase):
         self.assertEqual(footer["ok"], 1)
         self.assertEqual(footer["failed"], 1)
 
+    def test_non_finite_values_from_a_suite_name_the_op_and_value(self):
+        # JSON has no NaN: a suite's NaN or infinity reaches caliber as a refusal that names the
+        # op, the field and the value (never "not JSON"); a provider's NaN output fails its check.
+        ops = {
+            "flops": GOOD_OP.replace("inputs=", 'flops=lambda c: float("nan"), inputs='),
+            "bytes": GOOD_OP.replace("inputs=", 'bytes=lambda c: float("inf"), inputs='),
+            "output": GOOD_OP[:-1] + ', candidate=("c", lambda xs: [float("nan")] * len(xs)))',
+        }
+        for what, op in ops.items():
+            with self.subTest(what):
+                out = tmpdir()
+                rc, so, se = py_caliber("run", write_suite("import caliber\nOPS = [%s]\n" % op),
+                                        "--out", out, *QUICK)
+                self.assertEqual(rc, 1, so + se)
+                (d,) = run_dirs(out)
+                cases, _, _ = rows(d)
+                self.assertEqual(cases[0]["status"], "failed")
+                text = json.dumps(cases[0])
+                self.assertNotIn("not JSON", text)
+                if what == "output":
+                    self.assertIn("accuracy check failed", cases[0]["error"])
+                    self.assertIn("non-finite", cases[0]["error"])
+                else:
+                    self.assertIn("op 'py_x'", cases[0]["error"])
+                    self.assertIn("field '%s' gave %s" % (what, "nan" if what == "flops" else "inf"),
+                                  cases[0]["error"])
+
 
 class Batch(unittest.TestCase):
     def test_a_crashing_op_fails_alone(self):

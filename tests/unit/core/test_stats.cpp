@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
@@ -141,6 +143,104 @@ TEST(Stats, BootstrapMedianRatioCi) {
   EXPECT_LE(same.lo, 1.0);
   EXPECT_GE(same.hi, 1.0);
   EXPECT_THROW((void)bootstrap_median_ratio_ci({}, b), std::invalid_argument);
+}
+
+namespace {
+// The law of a resample's median order statistics by enumerating all n^n resamples: P(lower = i)
+// and P(upper > i and lower = i).
+struct EnumeratedMedian {
+  std::vector<double> lower, apart;
+};
+EnumeratedMedian enumerate_median(std::size_t n) {
+  EnumeratedMedian e{std::vector<double>(n), std::vector<double>(n)};
+  std::vector<std::size_t> idx(n, 0), sorted(n);
+  const double total = std::pow(static_cast<double>(n), static_cast<double>(n));
+  const std::size_t k = n % 2 == 1 ? (n + 1) / 2 : n / 2;
+  for (;;) {
+    sorted = idx;
+    std::sort(sorted.begin(), sorted.end());
+    const std::size_t lo = sorted[k - 1];
+    e.lower[lo] += 1 / total;
+    if (n % 2 == 0 && sorted[k] > lo) e.apart[lo] += 1 / total;
+    std::size_t d = 0;
+    while (d < n && ++idx[d] == n) idx[d++] = 0;
+    if (d == n) break;
+  }
+  return e;
+}
+}  // namespace
+
+TEST(Stats, ResampledMedianIsTheLawOfAResampledMedian) {
+  for (std::size_t n = 1; n <= 7; ++n) {
+    const auto e = enumerate_median(n);
+    const ResampledMedian law(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(law.p_lower(i), e.lower[i], 1e-12) << "n " << n << " i " << i;
+      const double apart = e.lower[i] > 0 ? e.apart[i] / e.lower[i] : 0;
+      EXPECT_NEAR(law.p_apart(i), apart, 1e-12) << "n " << n << " i " << i;
+    }
+  }
+  // Its draws follow it: the frequencies of (lower, upper) of 400k draws for n = 6.
+  const std::size_t n = 6;
+  const auto e = enumerate_median(n);
+  const ResampledMedian law(n);
+  std::mt19937_64 rng(11);
+  std::vector<double> lower(n), apart(n), gap(n);
+  const int draws = 400000;
+  for (int r = 0; r < draws; ++r) {
+    const auto d = law.draw(rng);
+    ASSERT_LT(d.upper, n);
+    ASSERT_LE(d.lower, d.upper);
+    lower[d.lower] += 1.0 / draws;
+    if (d.upper > d.lower) apart[d.lower] += 1.0 / draws;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_NEAR(lower[i], e.lower[i], 0.005) << i;
+    EXPECT_NEAR(apart[i], e.apart[i], 0.005) << i;
+  }
+  // The upper order statistic when apart: lower 1 of n = 6 (k = 3) leaves 3 draws uniform over
+  // indices 2..5; the smallest is 2 with probability 1 - (3/4)^3.
+  std::mt19937_64 rng2(12);
+  double two = 0, apart1 = 0;
+  for (int r = 0; r < draws; ++r) {
+    const auto d = law.draw(rng2);
+    if (d.lower != 1 || d.upper == 1) continue;
+    apart1 += 1;
+    if (d.upper == 2) two += 1;
+  }
+  EXPECT_NEAR(two / apart1, 1 - std::pow(0.75, 3), 0.01);
+  // A table of the largest size the direct path takes is a distribution.
+  const ResampledMedian big(kDirectBootstrapMax);
+  double sum = 0;
+  for (std::size_t i = 0; i < kDirectBootstrapMax; ++i) sum += big.p_lower(i);
+  EXPECT_NEAR(sum, 1.0, 1e-12);
+  EXPECT_NEAR(big.p_lower(kDirectBootstrapMax / 2 - 1), big.p_lower(kDirectBootstrapMax / 2), 1e-3);
+}
+
+TEST(Stats, BootstrapMedianRatioCiMatchesResampling) {
+  // The interval drawn from the median's law agrees with one that resamples and sorts (20000
+  // resamples each, so bootstrap noise is a small part of the width), for odd and even n.
+  for (std::size_t n : {7, 8, 50, 51}) {
+    std::mt19937_64 gen(n);
+    std::lognormal_distribution<double> d(0.0, 0.1);
+    std::vector<double> a(n), b(n);
+    for (auto& x : a) x = d(gen);
+    for (auto& x : b) x = 1.05 * d(gen);
+    std::mt19937_64 rng(5);
+    std::uniform_int_distribution<std::size_t> pick(0, n - 1);
+    std::vector<double> est, ra(n), rb(n);
+    const int resamples = 20000;
+    for (int r = 0; r < resamples; ++r) {
+      for (auto& x : ra) x = a[pick(rng)];
+      for (auto& x : rb) x = b[pick(rng)];
+      est.push_back(median(rb) / median(ra));
+    }
+    std::sort(est.begin(), est.end());
+    const double lo = quantile(est, 0.025), hi = quantile(est, 0.975);
+    const auto ci = bootstrap_median_ratio_ci(a, b, 0.95, resamples, 3);
+    EXPECT_NEAR(ci.lo, lo, 0.05 * (hi - lo)) << "n " << n;
+    EXPECT_NEAR(ci.hi, hi, 0.05 * (hi - lo)) << "n " << n;
+  }
 }
 
 // The sorted form draws each resampled median from its exact distribution: past

@@ -107,8 +107,9 @@ TEST(Bootstrap, HundredThousandSamplesAreFastAndRight) {
 }
 
 TEST(Bootstrap, ExactMedianDrawMatchesTheSortingBootstrap) {
-  // Just past the threshold the fast path runs; its interval must agree with the direct one
-  // computed on the same data just below it (a subset), within bootstrap noise.
+  // Just past the threshold the median's law is drawn through beta variates; just below it (a
+  // subset of the same data) through its table: the two intervals must agree within bootstrap
+  // noise. (Both against real resampling: core.Stats.BootstrapMedianRatioCiMatchesResampling.)
   std::mt19937_64 rng(9);
   std::lognormal_distribution<double> d(0.0, 0.2);
   std::vector<double> a(core::kDirectBootstrapMax + 1), b(core::kDirectBootstrapMax + 1);
