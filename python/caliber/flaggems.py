@@ -10,13 +10,14 @@ base.py's module global `triton` reaches them) is routed to the run's timers thr
 builds every row, writes run.log, the identity and the footer. FlagGems' own record
 (`--record json`) lands beside run.log as flaggems_result.json, carrying caliber's numbers.
 
-Seams for the tuning work (LibTuner's cache, parallel warmup): `TuneHooks`, and
-`benchmark_files(root)` for a batch that wants one process per file.
+Seams for the tuning work (LibTuner's cache, parallel warmup): `TuneHooks`. A tree's op list (one
+op per benchmark file) is the C++ side's, one rule: `caliber list --flaggems ROOT`, which
+`caliber batch --flaggems` runs one child per op of.
 """
 
 import ctypes
-import gc
 import faulthandler
+import gc
 import json
 import math
 import os
@@ -82,12 +83,6 @@ tune_hooks = TuneHooks()
 # The mapping itself fills the seams: python/caliber/flaggems_tune.py.
 from .flaggems_tune import Hooks as _TuneMapping  # noqa: E402
 tune_hooks = _TuneMapping()
-
-
-def benchmark_files(root):
-    """The benchmark files of a FlagGems checkout (test_*.py under ROOT/benchmark), sorted."""
-    bench = os.path.join(root, "benchmark")
-    return sorted(f for f in os.listdir(bench) if f.startswith("test_") and f.endswith(".py"))
 
 
 def dtype_name(d):
@@ -1076,25 +1071,3 @@ def install():
             faulthandler.register(signal.SIGUSR1, all_threads=True)
         except (RuntimeError, ValueError):  # no usable stderr, or not the main thread
             pass
-
-
-def main(argv=None):
-    """python3 -m caliber.flaggems files ROOT: the tree's benchmark files, one a line (what a
-    batch of one process per file runs); exit 2 when ROOT is not a FlagGems checkout."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) != 2 or argv[0] != "files":
-        print("usage: python3 -m caliber.flaggems files ROOT", file=sys.stderr)
-        return 2
-    root = argv[1]
-    for f in ("conftest.py", "base.py"):
-        if not os.path.isfile(os.path.join(root, "benchmark", f)):
-            print("caliber: --flaggems: '%s' is not a FlagGems checkout (no benchmark/%s)" %
-                  (root, f), file=sys.stderr)
-            return 2
-    for name in benchmark_files(root):
-        print(name)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/registry.hpp"
+#include "batch/flaggems_tree.hpp"
 #include "cli/commands.hpp"
 #include "cli/knob_options.hpp"
 #include "run/cases.hpp"
@@ -14,9 +15,37 @@
 namespace caliber::cli {
 namespace {
 
+// A FlagGems checkout's benchmark files, one op each (what `batch --flaggems` runs, one child
+// per op): their cases are FlagGems' to yield, so there are no counts here.
+int list_flaggems(const std::string& root, bool names, bool as_json) {
+  run::check_flaggems_root(run::kFlagGemsFlag, root);
+  const std::vector<std::string> ops = run::flaggems_ops(root);
+  if (as_json) {
+    nlohmann::json j = {{"flaggems", root}, {"ops", nlohmann::json::array()}};
+    for (const auto& op : ops)
+      j["ops"].push_back({{"op", op}, {"file", "benchmark/test_" + op + ".py"}});
+    std::cout << j.dump(2) << "\n";
+  } else if (names) {
+    for (const auto& op : ops) std::cout << op << "\n";
+  } else {
+    std::cout << "FlagGems benchmark files of " << root << "\n\n";
+    for (const auto& op : ops)
+      std::cout << std::left << std::setw(24) << op << "benchmark/test_" << op << ".py\n";
+    std::cout << "\n" << ops.size() << " ops; their cases are FlagGems', yielded as it runs\n";
+  }
+  return kExitOk;
+}
+
 // The listing itself: ops (or their node ids) of the backend's corpus, as text or JSON.
 int list_ops(const KnobOptions& knobs, bool names, bool cases, bool as_json) {
   core::Knobs k = knobs.resolve();
+  if (!k.flaggems.empty()) {
+    if (cases)
+      throw core::UsageError(
+          "--cases: a FlagGems tree's cases are FlagGems' to yield as it runs; "
+          "allowed with --flaggems: --names, --json");
+    return list_flaggems(k.flaggems, names, as_json);
+  }
   const auto& backend = backends::resolve_backend(k.backend);
   run::Selection sel = run::select_cases(k, backend.name(), backend.capabilities().host);
   std::map<std::string, int> counts;

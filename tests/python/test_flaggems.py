@@ -274,16 +274,23 @@ class Knobs(unittest.TestCase):
         # a guard with another reason stays
         self.assertEqual([c["status"] for c in by_op(cases, "fft_other")], ["skipped"])
 
-    def test_files_listing_for_a_batch(self):
-        p = subprocess.run([PYTHON, "-m", "caliber.flaggems", "files", ROOT], capture_output=True,
-                           text=True, env=env())
-        self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("test_add.py", p.stdout.split())
-        self.assertNotIn("conftest.py", p.stdout.split())
-        p = subprocess.run([PYTHON, "-m", "caliber.flaggems", "files", STUBS],
+    def test_list_names_the_trees_ops_for_a_batch(self):
+        # one rule for a tree's ops (the C++ side's), as batch --flaggems runs them
+        p = subprocess.run([CALIBER_BIN, "list", "--flaggems", ROOT, "--names"],
                            capture_output=True, text=True, env=env())
-        self.assertEqual(p.returncode, 2)
-        self.assertIn("is not a FlagGems checkout", p.stderr)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("add", p.stdout.split())
+        self.assertNotIn("conftest", p.stdout)
+        self.assertIn("custom", p.stdout.split())  # the tree's, not the built-in corpus
+        self.assertNotIn("sort", p.stdout.split())
+        p = subprocess.run([CALIBER_BIN, "list", "--flaggems", ROOT, "--json"],
+                           capture_output=True, text=True, env=env())
+        self.assertIn({"op": "add", "file": "benchmark/test_add.py"}, json.loads(p.stdout)["ops"])
+        for bad in (["--flaggems", STUBS], ["--flaggems", ROOT, "--cases"]):
+            p = subprocess.run([CALIBER_BIN, "list", *bad], capture_output=True, text=True,
+                               env=env())
+            self.assertEqual(p.returncode, 2, p.stdout)
+            self.assertEqual(p.stdout, "")
 
     def test_python_entry_point(self):
         out = tmpdir()
