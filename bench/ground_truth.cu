@@ -323,13 +323,13 @@ json measure_one(Device& dev, const caliber::backends::Backend& backend, const C
             {"timer", timer == TimerKind::graph ? "graph" : "direct"},
             {"l2", l2 == L2Policy::cold ? "cold" : "warm"},
             {"ok", m.ok},
-            {"timer_used", m.timer},
+            {"timer_used", caliber::core::spelled(m.timer)},
             {"latency_us", m.latency_ms * 1e3},
             {"noise", m.noise},
             {"samples", m.total_samples},
             {"wall_s", m.wall_s},
             {"outer_wall_s", outer_s},
-            {"l2_method", m.l2_method},
+            {"l2_method", caliber::core::spelled(m.l2_method)},
             {"launches_per_sample", m.launches_per_sample},
             {"stop_reason", m.stop_reason},
             {"throttled_discarded", m.throttled_discarded},
@@ -340,7 +340,7 @@ json measure_one(Device& dev, const caliber::backends::Backend& backend, const C
             {"true_us", c.info.true_us},
             {"bytes", c.info.bytes},
             {"fits_l2", c.info.fits_l2},
-            {"sample_method", m.sample_method},
+            {"sample_method", caliber::core::spelled(m.sample_method)},
             {"event_latency_us", m.event_latency_ms * 1e3},
             {"kernel_count", m.kernel_count},
             {"kernel_sum_us", m.kernel_sum_ms * 1e3},
@@ -348,7 +348,7 @@ json measure_one(Device& dev, const caliber::backends::Backend& backend, const C
             {"trace_host_us", m.trace_host_us},
             {"settle_s", m.settle_s},
             {"settle", m.settle},
-            {"regime", m.regime}};
+            {"regime", caliber::core::spelled(m.regime)}};
   if (!m.ok) r["error"] = m.error;
   return r;
 }
@@ -502,7 +502,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
 
-  base.sample_method = *caliber::core::parse_sample_method(sample_method);
+  base.sample_method = *caliber::core::parse_word<caliber::core::SampleMethod>(sample_method);
   settle_carry = settle == "carry";
   std::vector<std::string> names;
   if (!launch_name.empty()) {
