@@ -163,7 +163,6 @@ class BenchApi(unittest.TestCase):
         self.assertEqual(mk["direct_no_graph"], "BENCHMARK_DIRECT_NO_CUDAGRAPH")
         self.assertEqual(mk["stop_missed"], "STOP_NOT_CONVERGED")
 
-
     def test_option_words_and_defaults_come_from_the_library(self):
         # The package validates against the library's knob table, not a list of its own.
         from caliber import _lib
