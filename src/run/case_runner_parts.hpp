@@ -37,8 +37,19 @@ void end_skipped(core::CaseRow& row, const std::string& reason);
 
 }  // namespace case_parts
 
+// What a case's measurements cost: their settling, and the rest of their wall time (the timers'
+// warmup, capture and sampling): a row's settle_s and timing_s. A native case and a fed one
+// (run/fed_run.cpp) count them the same way.
+struct MeasuredTime {
+  double settle_s = 0, timed_s = 0;
+  void count(const timing::Measurement& m) {
+    settle_s += m.settle_s;
+    timed_s += std::max(0.0, m.wall_s - m.settle_s);
+  }
+};
+
 // The work of one case between run_case's phases.
-struct CaseRunner::CaseWork {
+struct CaseRunner::CaseWork : MeasuredTime {
   std::unique_ptr<Workload> w;
   std::vector<ProviderInfo> providers;
   std::vector<core::ProviderRow> prows;  // the provider objects, one per provider
@@ -48,11 +59,7 @@ struct CaseRunner::CaseWork {
   bool fell_back = false;   // a provider fell back to the direct timer under the graph timer
   std::string first_error;  // "<provider>: <error>" of the first provider that failed
   // Seconds spent per phase (the row's inputs_s, prepare_s, ...).
-  double inputs_s = 0, prepare_s = 0, check_s = 0, settle_s = 0, timed_s = 0;
-  void count(const timing::Measurement& m) {
-    settle_s += m.settle_s;
-    timed_s += std::max(0.0, m.wall_s - m.settle_s);
-  }
+  double inputs_s = 0, prepare_s = 0, check_s = 0;  // settle_s, timed_s: MeasuredTime
 };
 
 }  // namespace caliber::run

@@ -182,7 +182,7 @@ class Fed final : public FedRun {
       return {{"skipped", "not run: the device context is unusable after " + fatal_}};
     const timing::TimingOptions o = options(r);
     Timed t{measure(launch, o), launch, o};
-    count(t.m);
+    measured_.count(t.m);
     if (timing::process_unusable(t.m)) fatal_ = r.value("node", r.value("op", std::string()));
     const long long id = next_id_++;
     json reply = {{"id", id},
@@ -218,7 +218,7 @@ class Fed final : public FedRun {
       timing::TimingOptions direct = t->opts;
       direct.timer = timing::TimerKind::direct;
       t->m = measure(t->launch, direct);
-      count(t->m);
+      measured_.count(t->m);
       case_parts::write_timing(prows[p], t->m, flops, bytes);
       prows[p].graph_latency_ms.emplace(graph_latency);
       prows[p].note =
@@ -299,12 +299,6 @@ class Fed final : public FedRun {
     return any_fail;
   }
 
-  // A measurement's settling and timing, for the case row being made (its phases).
-  void count(const timing::Measurement& m) {
-    settle_s_ += m.settle_s;
-    timed_s_ += std::max(0.0, m.wall_s - m.settle_s);
-  }
-
   // Where the case's wall time went: the embedding's own phases (FlagGems' loop before the case,
   // the providers' first calls, the host cost runs, the case's wall time) with this side's
   // settling and timing; the rest is other_s.
@@ -318,14 +312,15 @@ class Fed final : public FedRun {
     p.inputs_s = get("inputs_s");
     p.prepare_s = get("prepare_s");
     p.check_s = 0.0;
-    p.settle_s = settle_s_;
-    p.timing_s = timed_s_;
+    p.settle_s = measured_.settle_s;
+    p.timing_s = measured_.timed_s;
     const double host_s = get("host_s");
     if (host_s > 0) p.host_s = host_s;  // separate host cost runs, where the timer gave none
-    const double known = *p.inputs_s + *p.prepare_s + settle_s_ + timed_s_ + host_s;
+    const double known =
+        *p.inputs_s + *p.prepare_s + measured_.settle_s + measured_.timed_s + host_s;
     p.wall_s = std::max(get("wall_s"), known);
     p.other_s = *p.wall_s - known;
-    settle_s_ = timed_s_ = 0;
+    measured_ = {};
   }
 
   json add_case(const json& r) {
@@ -420,7 +415,7 @@ class Fed final : public FedRun {
   std::vector<core::CaseRow> rows_;
   std::map<long long, Timed> timed_;
   long long next_id_ = 1;
-  double settle_s_ = 0, timed_s_ = 0;            // the measurements since the last case row
+  MeasuredTime measured_;                        // the measurements since the last case row
   std::string fatal_;                            // node after which the device context is unusable
   std::optional<core::FooterTune> tune_footer_;  // from a "tune" call
   json warmup_ = nullptr;                        // the parallel warmup's result, from it too
