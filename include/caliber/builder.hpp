@@ -385,7 +385,7 @@ class op_builder {
     }
     Accuracy check(std::size_t p) override {
       if (!spec_->check)
-        return {true, 0, 0, "not checked: the op declares no .check or .reference"};
+        return {true, 0, 0, "not checked: the op declares no .check or .reference", {}, 0, 0};
       const std::function<void()> once = [this, p] { launch(p); };
       Run<Data> r{ctx_, case_, *data_, configs_.at(p), &once};
       return spec_->check(r);

@@ -31,43 +31,65 @@ namespace caliber::ref {
   return x / (1.0 + std::exp(-x));
 }
 
+// y[i] = f(x[i]) and y[i] = f(a[i], b[i]), on the host's threads (check::parallel_for): f is
+// called concurrently and must not write shared state.
 template <class F>
 [[nodiscard]] std::vector<double> map(const std::vector<double>& x, F f) {
   std::vector<double> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = f(x[i]);
+  check::parallel_for(y.size(), [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) y[i] = f(x[i]);
+  });
   return y;
 }
 template <class F>
 [[nodiscard]] std::vector<double> zip(const std::vector<double>& a, const std::vector<double>& b,
                                       F f) {
   std::vector<double> y(std::min(a.size(), b.size()));
-  for (std::size_t i = 0; i < y.size(); ++i) y[i] = f(a[i], b[i]);
+  check::parallel_for(y.size(), [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) y[i] = f(a[i], b[i]);
+  });
   return y;
 }
 
 // ---------------------------------------------------------------------------------------------
-// Row references: x holds `rows` rows of `cols` contiguous elements (the last dimension).
+// Row references: x holds `rows` rows of `cols` contiguous elements (the last dimension). Rows
+// are spread over the host's threads, each row on one thread in its own order, so the bits do not
+// depend on the thread count.
+
+// fn(r) for every row r < rows, rows split over the host's threads (check::parallel_for) so
+// that a thread gets at least kParallelGrain elements.
+template <class F>
+void for_each_row(std::int64_t rows, std::int64_t cols, F fn) {
+  const auto grain = std::max<std::size_t>(
+      1, check::kParallelGrain / static_cast<std::size_t>(std::max<std::int64_t>(cols, 1)));
+  check::parallel_for(
+      static_cast<std::size_t>(std::max<std::int64_t>(rows, 0)),
+      [&](std::size_t begin, std::size_t end) {
+        for (std::size_t r = begin; r < end; ++r) fn(static_cast<std::int64_t>(r));
+      },
+      grain);
+}
 
 [[nodiscard]] inline std::vector<double> row_sum(const std::vector<double>& x, std::int64_t rows,
                                                  std::int64_t cols) {
   std::vector<double> y(static_cast<std::size_t>(rows), 0.0);
-  for (std::int64_t r = 0; r < rows; ++r) {
+  for_each_row(rows, cols, [&](std::int64_t r) {
     double s = 0;
     for (std::int64_t c = 0; c < cols; ++c) s += x[static_cast<std::size_t>(r * cols + c)];
     y[static_cast<std::size_t>(r)] = s;
-  }
+  });
   return y;
 }
 
 [[nodiscard]] inline std::vector<double> row_amax(const std::vector<double>& x, std::int64_t rows,
                                                   std::int64_t cols) {
   std::vector<double> y(static_cast<std::size_t>(rows), -std::numeric_limits<double>::infinity());
-  for (std::int64_t r = 0; r < rows; ++r) {
+  for_each_row(rows, cols, [&](std::int64_t r) {
     for (std::int64_t c = 0; c < cols; ++c) {
       y[static_cast<std::size_t>(r)] =
           std::max(y[static_cast<std::size_t>(r)], x[static_cast<std::size_t>(r * cols + c)]);
     }
-  }
+  });
   return y;
 }
 
@@ -75,7 +97,7 @@ template <class F>
 [[nodiscard]] inline std::vector<std::int64_t> row_argmax(const std::vector<double>& x,
                                                           std::int64_t rows, std::int64_t cols) {
   std::vector<std::int64_t> y(static_cast<std::size_t>(rows), 0);
-  for (std::int64_t r = 0; r < rows; ++r) {
+  for_each_row(rows, cols, [&](std::int64_t r) {
     std::int64_t best = 0;
     for (std::int64_t c = 1; c < cols; ++c) {
       if (x[static_cast<std::size_t>(r * cols + c)] >
@@ -84,20 +106,20 @@ template <class F>
       }
     }
     y[static_cast<std::size_t>(r)] = best;
-  }
+  });
   return y;
 }
 
 [[nodiscard]] inline std::vector<double> row_cumsum(const std::vector<double>& x, std::int64_t rows,
                                                     std::int64_t cols) {
   std::vector<double> y(x.size());
-  for (std::int64_t r = 0; r < rows; ++r) {
+  for_each_row(rows, cols, [&](std::int64_t r) {
     double s = 0;
     for (std::int64_t c = 0; c < cols; ++c) {
       s += x[static_cast<std::size_t>(r * cols + c)];
       y[static_cast<std::size_t>(r * cols + c)] = s;
     }
-  }
+  });
   return y;
 }
 
@@ -105,7 +127,7 @@ template <class F>
                                                      std::int64_t rows, std::int64_t cols,
                                                      bool log = false) {
   std::vector<double> y(x.size());
-  for (std::int64_t r = 0; r < rows; ++r) {
+  for_each_row(rows, cols, [&](std::int64_t r) {
     const double* xr = x.data() + r * cols;
     double* yr = y.data() + r * cols;
     double m = -std::numeric_limits<double>::infinity();
@@ -116,7 +138,7 @@ template <class F>
     for (std::int64_t c = 0; c < cols; ++c) {
       yr[c] = log ? (xr[c] - m - ls) : std::exp(xr[c] - m) / s;
     }
-  }
+  });
   return y;
 }
 
@@ -133,7 +155,7 @@ template <class F>
                                                         const std::vector<double>& gamma = {},
                                                         const std::vector<double>& beta = {}) {
   std::vector<double> y(x.size());
-  for (std::int64_t r = 0; r < rows; ++r) {
+  for_each_row(rows, cols, [&](std::int64_t r) {
     const double* xr = x.data() + r * cols;
     double mean = 0;
     for (std::int64_t c = 0; c < cols; ++c) mean += xr[c];
@@ -148,7 +170,7 @@ template <class F>
       const double b = beta.empty() ? 0.0 : beta[ci];
       y[static_cast<std::size_t>(r * cols + c)] = (xr[c] - mean) * inv * g + b;
     }
-  }
+  });
   return y;
 }
 
@@ -158,7 +180,7 @@ template <class F>
                                                       double eps,
                                                       const std::vector<double>& gamma = {}) {
   std::vector<double> y(x.size());
-  for (std::int64_t r = 0; r < rows; ++r) {
+  for_each_row(rows, cols, [&](std::int64_t r) {
     const double* xr = x.data() + r * cols;
     double ms = 0;
     for (std::int64_t c = 0; c < cols; ++c) ms += xr[c] * xr[c];
@@ -168,7 +190,7 @@ template <class F>
       const double g = gamma.empty() ? 1.0 : gamma[static_cast<std::size_t>(c)];
       y[static_cast<std::size_t>(r * cols + c)] = xr[c] * inv * g;
     }
-  }
+  });
   return y;
 }
 

@@ -276,10 +276,10 @@ class EwWorkload final : public Workload {
       what = std::string(kind_name(K)) + ": " + std::to_string(idx.size()) + " sampled of " +
              std::to_string(n_) + " elements vs host float64, all checked for NaN on device";
     }
-    std::vector<double> r(a.size());
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      r[i] = host_math(K, a[i], is_binary(K) ? b[i] : 0.0);
-    }
+    // The float64 reference on the host's threads (docs/writing-ops.md, "The gate's cost").
+    const std::vector<double> r =
+        is_binary(K) ? ref::zip(a, b, [](double x, double y) { return host_math(K, x, y); })
+                     : ref::map(a, [](double x) { return host_math(K, x, 0.0); });
     Accuracy acc = check::compare(out, r, tol, what);
     check::covered(acc,
                    n_ <= kFullCheckLimit ? check::method::host_full : check::method::host_sampled,

@@ -16,6 +16,7 @@
 #include <cub/device/device_segmented_radix_sort.cuh>
 #include <limits>
 #include <memory>
+#include <mutex>
 
 #include "common/cuda_common.cuh"
 #include "common/rowwise.cuh"
@@ -225,44 +226,61 @@ class SortWorkload final : public Workload {
         idx.insert(idx.end(), part.begin(), part.end());
       }
     }
-    std::size_t bad_rows = 0;
+    // Rows on the host's threads (docs/writing-ops.md, "The gate's cost"); each range of rows
+    // reports its bad rows and its first, and the lowest first row wins whatever the threads.
+    std::size_t bad_rows = 0, first_ri = rows.size();
     std::string first;
-    for (std::size_t ri = 0; ri < rows.size(); ++ri) {
-      const auto xr = x.begin() + static_cast<std::ptrdiff_t>(ri * rs_.cols);
-      std::vector<double> want(xr, xr + rs_.cols);
-      if (M == Mode::topk) {
-        std::sort(want.begin(), want.end(), std::greater<double>());
-      } else {
-        std::sort(want.begin(), want.end());
-      }
-      std::string why;
-      std::vector<char> seen(static_cast<std::size_t>(rs_.cols), 0);
-      for (std::int64_t j = 0; j < k_ && why.empty(); ++j) {
-        const auto o = ri * static_cast<std::size_t>(k_) + static_cast<std::size_t>(j);
-        // Values: exactly the sorted input (sort, topk).
-        if (!y.empty() && !(y[o] == want[static_cast<std::size_t>(j)])) {
-          why = "value at " + std::to_string(j) + " is " + std::to_string(y[o]) + ", want " +
-                std::to_string(want[static_cast<std::size_t>(j)]);
-        }
-        // Indices: a permutation whose gather is the sorted order (ties allowed).
-        if (!idx.empty() && why.empty()) {
-          const long long i = idx[o];
-          if (i < 0 || i >= rs_.cols || seen[static_cast<std::size_t>(i)]) {
-            why = "index at " + std::to_string(j) + " is " + std::to_string(i) +
-                  " (out of range or repeated)";
-          } else {
-            seen[static_cast<std::size_t>(i)] = 1;
-            if (!(xr[i] == want[static_cast<std::size_t>(j)])) {
-              why = "input[index at " + std::to_string(j) + "] is not the sorted value";
+    std::mutex merge;
+    check::parallel_for(
+        rows.size(),
+        [&](std::size_t begin, std::size_t end) {
+          std::size_t range_bad = 0, range_first = rows.size();
+          std::string range_why;
+          for (std::size_t ri = begin; ri < end; ++ri) {
+            const auto xr = x.begin() + static_cast<std::ptrdiff_t>(ri * rs_.cols);
+            std::vector<double> want(xr, xr + rs_.cols);
+            if (M == Mode::topk) {
+              std::sort(want.begin(), want.end(), std::greater<double>());
+            } else {
+              std::sort(want.begin(), want.end());
+            }
+            std::string why;
+            std::vector<char> seen(static_cast<std::size_t>(rs_.cols), 0);
+            for (std::int64_t j = 0; j < k_ && why.empty(); ++j) {
+              const auto o = ri * static_cast<std::size_t>(k_) + static_cast<std::size_t>(j);
+              // Values: exactly the sorted input (sort, topk).
+              if (!y.empty() && !(y[o] == want[static_cast<std::size_t>(j)])) {
+                why = "value at " + std::to_string(j) + " is " + std::to_string(y[o]) + ", want " +
+                      std::to_string(want[static_cast<std::size_t>(j)]);
+              }
+              // Indices: a permutation whose gather is the sorted order (ties allowed).
+              if (!idx.empty() && why.empty()) {
+                const long long i = idx[o];
+                if (i < 0 || i >= rs_.cols || seen[static_cast<std::size_t>(i)]) {
+                  why = "index at " + std::to_string(j) + " is " + std::to_string(i) +
+                        " (out of range or repeated)";
+                } else {
+                  seen[static_cast<std::size_t>(i)] = 1;
+                  if (!(xr[i] == want[static_cast<std::size_t>(j)])) {
+                    why = "input[index at " + std::to_string(j) + "] is not the sorted value";
+                  }
+                }
+              }
+            }
+            if (!why.empty()) {
+              if (range_bad == 0) range_first = ri, range_why = std::move(why);
+              ++range_bad;
             }
           }
-        }
-      }
-      if (!why.empty()) {
-        if (bad_rows == 0) first = "row " + std::to_string(rows[ri]) + ": " + why;
-        ++bad_rows;
-      }
-    }
+          const std::lock_guard<std::mutex> lock(merge);
+          bad_rows += range_bad;
+          if (range_bad > 0 && range_first < first_ri) {
+            first_ri = range_first;
+            first = "row " + std::to_string(rows[range_first]) + ": " + range_why;
+          }
+        },
+        std::max<std::size_t>(1, check::kParallelGrain / static_cast<std::size_t>(
+                                                             std::max<std::int64_t>(rs_.cols, 1))));
     Accuracy a;
     a.passed = bad_rows == 0 && !rows.empty();
     a.rel_err =

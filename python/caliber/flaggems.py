@@ -53,6 +53,21 @@ _TORCH_NAMES = {v: k for k, v in _DTYPES.items()}
 BASELINE, CANDIDATE = "baseline", "candidate"
 RECORD_FILE = "flaggems_result.json"
 
+_T_LOADED = time.time()  # when this plugin was imported: the interpreter and pytest had started
+
+
+def _process_start():
+    """The wall time this process started (Linux's /proc), else this plugin's import time."""
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        started_ago = uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+        return min(time.time() - max(0.0, started_ago), _T_LOADED)
+    except (OSError, ValueError, IndexError):
+        return _T_LOADED
+
 
 class FlagGemsError(ValueError):
     """Bad input (exit 2, nothing written): the message names the knob and the value."""
@@ -248,6 +263,7 @@ class Session:
         self.host = bool(knobs.get("host"))
         self.refusal = None
         self.opened = None
+        self.planned = False  # --dry-run: the selection was printed (_plan)
         self.case = None
         self.keys = {}  # (op, dtype, shape) -> times seen, for distinct keys
         self.node = None
@@ -268,6 +284,8 @@ class Session:
         self.record_tmp = None
         self.pytest_args = []
         self.t_mark = time.perf_counter()  # where the previous case ended (the inputs phase starts)
+        # Wall times of the start-up's milestones (docs/run-log.md, the footer's startup).
+        self.t_start = {"process": _process_start(), "loaded": _T_LOADED}
 
     # --- before pytest: environment, import, arguments ------------------------------------
 
@@ -287,6 +305,7 @@ class Session:
             sys.path.insert(0, src)
         if self.root not in sys.path:
             sys.path.insert(0, self.root)
+        self.t_start["import"] = time.time()
         try:
             import flag_gems
         except ModuleNotFoundError as e:
@@ -298,6 +317,7 @@ class Session:
             raise FlagGemsError("--flaggems: '%s': FlagGems does not import in %s: %s" %
                                 (self.knobs["flaggems"], sys.executable, tb))
         self.flag_gems = flag_gems
+        self.t_start["imported"] = time.time()
         vendor = getattr(flag_gems, "vendor_name", None)
         expected = (given,) if given else want
         if expected and vendor not in expected:
@@ -365,7 +385,10 @@ class Session:
         elif not paths:
             paths.append(os.path.join(self.root, "benchmark"))
         self.record_tmp = tempfile.mkdtemp(prefix="caliber-flaggems-")
-        args = paths + ["--rootdir", self.root, "-p", "no:cacheprovider", "--capture=sys", "-q",
+        # A dry run prints caliber's plan only: pytest's own report ("no tests ran", the banner
+        # of its exit after the collection) is left out with its terminal plugin.
+        quiet = ["-p", "no:terminal"] if k.get("dry_run") else ["-q"]
+        args = paths + ["--rootdir", self.root, "-p", "no:cacheprovider", "--capture=sys", *quiet,
                         "--level", k["level"], "--mode", k["mode"],
                         "--record", "json", "--output",
                         os.path.join(self.record_tmp, RECORD_FILE)]
@@ -485,14 +508,19 @@ class Session:
                 self.knobs["flaggems"])
         if self.refusal:
             pytest.exit(self.refusal, returncode=2)
+        if self.knobs.get("dry_run"):  # what the selection holds, and nothing run
+            self._plan(session.items)
+            pytest.exit("caliber run --dry-run", returncode=0)
         self._patch_base()
         if tune_hooks.in_shard():  # a parallel-warmup shard opens no run (flaggems_warmup.py)
             return
+        self.t_start["collected"] = time.time()
         try:
             self._open(session.items)
         except _RunRefused as e:  # the run directory could not be claimed (--out, ...)
             self.refusal = str(e)
             pytest.exit(self.refusal, returncode=2)
+        self._send_startup()
         # FlagGems' loop calls gc.collect() after every input; with torch, Triton and FlagGems
         # imported that scan cost ~0.1 s an input on the H200 (2026-12-01). What exists now
         # (modules, classes, the run's set-up) is moved out of the collector's view, so each
@@ -502,6 +530,17 @@ class Session:
     def pytest_collectreport(self, report):
         if report.failed:
             self.collect_errors = getattr(self, "collect_errors", []) + [str(report.longrepr)]
+
+    def _plan(self, items):
+        ops = {}
+        for item in items:
+            o = ops.setdefault(self._opid(item), {"benchmarks": 0, "files": []})
+            o["benchmarks"] += 1
+            path = os.path.relpath(os.path.abspath(_item_path(item)), self.knobs["flaggems"])
+            if path not in o["files"]:
+                o["files"].append(path)
+        self.run.call({"call": "plan", "ops": [dict(v, op=k) for k, v in ops.items()]})
+        self.planned = True
 
     def _open(self, items):
         ops = []
@@ -529,6 +568,22 @@ class Session:
             torch.cuda.set_device(dev["index"])
             torch.cuda.set_stream(_torch.external_stream(dev["stream"], dev["index"]))
             _torch.heal_generator("after the run's set-up: peaks")
+
+    def _send_startup(self):
+        """The start-up's phases for the footer: the interpreter and pytest up to this plugin,
+        FlagGems' import (torch and Triton with it), pytest's collection of the selection, and
+        the run's opening (its directory, the device, the peaks)."""
+        t = dict(self.t_start, opened=time.time())
+        if "import" not in t:
+            return
+
+        def span(a, b):
+            return round(max(0.0, t[b] - t[a]), 3)
+        self.run.call({"call": "startup", "phases": {
+            "interpreter_s": span("process", "loaded"),
+            "flag_gems_import_s": span("import", "imported"),
+            "collection_s": span("imported", "collected"),
+            "open_s": span("collected", "opened")}})
 
     def _identity(self):
         fg = self.flag_gems
@@ -1033,6 +1088,8 @@ def _feed(handle, knobs_text, msg, cap):
         if session.refusal:
             _lib.write(msg, cap, session.refusal)
             return 2
+        if session.planned:  # --dry-run: printed, nothing opened
+            return 0
         if tune_hooks.in_shard():  # prepared its share; nothing opened, nothing measured
             return 0 if int(code) in (0, 1) else 2
         if session.opened is None and int(code) == 4 and knobs.get("node"):

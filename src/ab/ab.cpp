@@ -105,7 +105,7 @@ void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std
     throw AbUsageError("A and B are identical (" + a.describe() + "): nothing would be compared");
 }
 
-bool choose_paired(AbOptions& opt, const std::vector<std::string>& envs,
+bool choose_paired(AbSettings& opt, const std::vector<std::string>& envs,
                    const std::vector<std::string>& args, const std::string& lib_a,
                    const std::string& lib_b, bool isolate) {
   if (isolate || lib_a.empty() || lib_b.empty() || !envs.empty() || !args.empty()) return false;
@@ -123,28 +123,76 @@ std::vector<fs::path> AbOutcome::run_dirs(char side) const {
 
 namespace {
 
-// A side's Python suites are checked (they import, the ops exist) before anything is written.
-void check_sides(const AbOptions& opt, const fs::path& self) {
-  for (const AbSide* side : {&opt.a, &opt.b}) {
-    std::vector<std::string> args = opt.run_args;
-    args.insert(args.end(), side->args.begin(), side->args.end());
-    // ab gives every round its own --out and --name (and a paired round its --paired-*): a
-    // switch that sets them would make each round's run refuse its flags after the A/B
-    // directory exists.
-    for (const auto& a : side->args) {
-      const std::string flag = a.substr(0, a.find('='));
-      if (flag == "--out" || flag == "--name" || flag.rfind("--paired-", 0) == 0)
-        throw AbUsageError("--arg: '" + a.substr(0, 200) +
-                           "' sets a flag ab gives each round itself; allowed: a run flag "
-                           "other than --out, --name and --paired-*");
-    }
-    const core::Knobs k = run_knobs_of(args);
-    if (!k.py_ops.empty()) (void)check_py_suites(self, k, opt.ops);
+// The environment a side's runs see: its --env over this process's (nullopt: unset there).
+EnvLookup side_env(const AbSide& side) {
+  return [&side](const std::string& name) -> std::optional<std::string> {
+    const auto it = side.env.find(name);
+    if (it != side.env.end()) return it->second;
+    return core::process_env(name);
+  };
+}
+
+// The refusal a child printed: its last line that is not CLI11's "Run with --help" note, without
+// "caliber: ".
+std::string refusal_of(const std::string& text) {
+  std::string last;
+  for (const auto& line : core::split_fields(text, '\n')) {
+    const auto b = line.find_first_not_of(" \t\r");
+    if (b == std::string::npos || line.rfind("Run with --help", b) == b) continue;
+    last = line.substr(b);
+  }
+  const std::string prefix = "caliber: ";
+  if (last.rfind(prefix, 0) == 0) last = last.substr(prefix.size());
+  while (!last.empty() && (last.back() == '\r' || last.back() == ' ')) last.pop_back();
+  return last.substr(0, 600);
+}
+
+// ab gives every round its own --out and --name (and a paired round its --paired-*): a switch
+// that sets them would make each round's run refuse its flags after the A/B directory exists.
+void check_round_flags(const AbSide& side) {
+  for (const auto& a : side.args) {
+    const std::string flag = a.substr(0, a.find('='));
+    if (flag == "--out" || flag == "--name" || flag.rfind("--paired-", 0) == 0)
+      throw AbUsageError("--arg: '" + a.substr(0, 200) +
+                         "' sets a flag ab gives each round itself; allowed: a run flag "
+                         "other than --out, --name and --paired-*");
   }
 }
 
+// One side's run as its rounds run it: the run flags and the side's own, over the side's
+// environment, then `caliber run --dry-run` of it (the ops, the libraries, the suites, the
+// devices, the timer, the replay source), whose refusal is the side's. A FlagGems side's run is
+// Python's (docs/flaggems.md): its tree was checked, the rest is its run's.
+void check_side(const AbSettings& s, char name, const AbSide& side) {
+  const std::string label = std::string("side ") + name + ": ";
+  std::vector<std::string> args = s.run_args;
+  args.insert(args.end(), side.args.begin(), side.args.end());
+  core::Knobs k;
+  try {
+    k = resolve_run_args(args, side_env(side), "--arg");
+  } catch (const core::UsageError& e) {
+    throw AbUsageError(label + e.what());
+  }
+  if (!s.paired_lib_b.empty() && (k.profile > 0 || k.parallel_warmup > 0))
+    throw AbUsageError(
+        "--ops-lib-a/--ops-lib-b (paired A/B): not with --profile or --parallel-warmup; "
+        "allowed: --isolate (a process per side and round)");
+  if (!k.flaggems.empty()) return;
+  SpawnSpec dry;
+  dry.argv = {s.self.string(), "run"};
+  dry.argv.insert(dry.argv.end(), s.ops.begin(), s.ops.end());
+  dry.argv.emplace_back("--dry-run");
+  dry.argv.insert(dry.argv.end(), args.begin(), args.end());
+  dry.env = side.env;
+  const Captured r = run_capture(dry, 600, /*merge_stderr=*/true);
+  // Only a refusal (exit 2) is the side's bad input; a run that cannot even be planned for
+  // another reason fails its rounds, which report it.
+  if (r.status.kind == ExitKind::exited && r.status.code == 2)
+    throw AbUsageError(label + refusal_of(r.out));
+}
+
 // The A/B directory with its logs/ and ab.json (the rounds, the switch, the run flags).
-fs::path claim_ab_dir(const AbOptions& opt, std::ostream& out) {
+fs::path claim_ab_dir(const AbSettings& opt, std::ostream& out) {
   const bool paired = !opt.paired_lib_b.empty();
   const fs::path dir = core::claim_run_dir(opt.out, opt.name);
   fs::create_directories(dir / "logs");
@@ -168,7 +216,7 @@ fs::path claim_ab_dir(const AbOptions& opt, std::ostream& out) {
 }
 
 // One round's child: `caliber run` of one side (paired: of both) into the A/B directory.
-SpawnSpec round_spec(const AbOptions& opt, const fs::path& self, const fs::path& ab_dir, int round,
+SpawnSpec round_spec(const AbSettings& opt, const fs::path& self, const fs::path& ab_dir, int round,
                      const std::string& name, const std::vector<std::string>& extra,
                      const std::map<std::string, std::optional<std::string>>& env) {
   const bool paired = !opt.paired_lib_b.empty();
@@ -192,7 +240,7 @@ SpawnSpec round_spec(const AbOptions& opt, const fs::path& self, const fs::path&
 
 // Runs one round of one side (paired: both), records its run directories into `outcome` and
 // prints them; false when the first run refused its flags (exit 2), which ends the A/B.
-bool run_round(const AbOptions& opt, const fs::path& self, int round, char side,
+bool run_round(const AbSettings& opt, const fs::path& self, int round, char side,
                const std::vector<std::string>& extra,
                const std::map<std::string, std::optional<std::string>>& env, AbOutcome& outcome,
                std::ostream& out, std::ostream& err) {
@@ -239,10 +287,41 @@ bool run_round(const AbOptions& opt, const fs::path& self, int round, char side,
 
 }  // namespace
 
-AbOutcome run_ab_rounds(const AbOptions& opt, std::ostream& out, std::ostream& err) {
-  if (opt.rounds < 1) throw AbUsageError("--rounds: must be at least 1");
-  const fs::path self = opt.self_exe.empty() ? caliber_executable() : opt.self_exe;
-  check_sides(opt, self);
+AbSettings resolve_ab(const AbRequest& req) {
+  if (req.rounds < 1 || req.rounds > 1000)
+    throw AbUsageError("--rounds: '" + std::to_string(req.rounds) +
+                       "' is not allowed; allowed: 1 to 1000");
+  if (req.blocks < 2 || req.blocks > 1000)
+    throw AbUsageError("--blocks: '" + std::to_string(req.blocks) +
+                       "' is not allowed; allowed: 2 to 1000");
+  AbSettings s;
+  add_flaggems_sides(s.a, s.b, req.flaggems_a, req.flaggems_b, req.run_args,
+                     !req.lib_a.empty() || !req.lib_b.empty());
+  parse_ab_switch(req.envs, req.args, s.a, s.b, req.lib_a, req.lib_b);
+  (void)choose_paired(s, req.envs, req.args, req.lib_a, req.lib_b, req.isolate);
+  s.blocks = req.blocks;
+  s.crossover = req.crossover;
+  s.rounds = req.rounds;
+  s.out = req.out;
+  s.name = req.name;
+  s.ops = req.ops;
+  s.run_args = req.run_args;
+  s.timeout_per_run_s = req.timeout_per_run_s;
+  s.self = req.self_exe.empty() ? caliber_executable() : req.self_exe;
+  check_round_flags(s.a);
+  check_round_flags(s.b);
+  try {
+    core::check_out_dir(s.out);
+  } catch (const std::invalid_argument& e) {
+    throw AbUsageError(std::string("--out: ") + e.what());
+  }
+  check_side(s, 'A', s.a);
+  check_side(s, 'B', s.b);
+  return s;
+}
+
+AbOutcome run_ab_rounds(const AbSettings& opt, std::ostream& out, std::ostream& err) {
+  const fs::path& self = opt.self;
   AbOutcome outcome;
   outcome.ab_dir = claim_ab_dir(opt, out);
   SignalGuard guard;

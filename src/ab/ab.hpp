@@ -43,7 +43,27 @@ void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std
 void add_flaggems_sides(AbSide& a, AbSide& b, const std::string& root_a, const std::string& root_b,
                         const std::vector<std::string>& run_args, bool ops_libs);
 
-struct AbOptions {
+// What the command line asks of an A/B, before anything is resolved.
+struct AbRequest {
+  std::vector<std::string> envs;       // --env NAME=VALUE, A's then B's
+  std::vector<std::string> args;       // --arg, A's then B's
+  std::string lib_a, lib_b;            // --ops-lib-a, --ops-lib-b
+  std::string flaggems_a, flaggems_b;  // --flaggems-a, --flaggems-b
+  bool isolate = false;
+  int blocks = 8;
+  bool crossover = true;
+  int rounds = 3;
+  std::filesystem::path out = "runs";
+  std::string name = "ab";
+  std::vector<std::string> ops;
+  std::vector<std::string> run_args;  // the same for both sides
+  std::filesystem::path self_exe;     // empty: /proc/self/exe
+  double timeout_per_run_s = 0;
+};
+
+// An A/B as resolve_ab leaves it: both sides typed and checked, nothing written yet; the rounds
+// read it and refuse nothing (docs/architecture.md, "What is resolved where").
+struct AbSettings {
   AbSide a, b;
   // Paired A/B (docs/ab.md): both libraries in one process per round, each case timed block by
   // block, A and B alternately (`blocks` a side). Only for two libraries and no other switch:
@@ -56,13 +76,19 @@ struct AbOptions {
   std::string name = "ab";  // the A/B directory: <out>/<name>-<timestamp>
   std::vector<std::string> ops;
   std::vector<std::string> run_args;  // the same for both sides
-  std::filesystem::path self_exe;     // empty: /proc/self/exe
+  std::filesystem::path self;         // the caliber binary the rounds run
   double timeout_per_run_s = 0;       // <= 0: none
 };
 
+// The switch, the op libraries, the FlagGems trees, the rounds' flags and names, --out; then
+// each side's run as its rounds will run it (its flags and environment resolved, and a `caliber
+// run --dry-run` of it, which refuses what a round would). Throws AbUsageError (core::KnobError
+// for a bad knob value). Writes nothing.
+[[nodiscard]] AbSettings resolve_ab(const AbRequest& req);
+
 // Whether an A/B is paired in one process: two libraries, no environment or flag switch (those
-// cannot differ inside one process), and not --isolate. Sets opt.paired_lib_a/b when it is.
-bool choose_paired(AbOptions& opt, const std::vector<std::string>& envs,
+// cannot differ inside one process), and not --isolate. Sets s.paired_lib_a/b when it is.
+bool choose_paired(AbSettings& s, const std::vector<std::string>& envs,
                    const std::vector<std::string>& args, const std::string& lib_a,
                    const std::string& lib_b, bool isolate);
 
@@ -76,12 +102,13 @@ struct AbRound {
 };
 
 struct AbOutcome {
-  int exit_code = 0;  // 0 rounds ran; 2 bad usage (the first run refused its flags); 128+N signal
+  // 0 rounds ran; 2 the first run refused its flags (what changed since resolve_ab); 128+N signal
+  int exit_code = 0;
   std::filesystem::path ab_dir;
   std::vector<AbRound> rounds;
   [[nodiscard]] std::vector<std::filesystem::path> run_dirs(char side) const;
 };
 
-[[nodiscard]] AbOutcome run_ab_rounds(const AbOptions& opt, std::ostream& out, std::ostream& err);
+[[nodiscard]] AbOutcome run_ab_rounds(const AbSettings& s, std::ostream& out, std::ostream& err);
 
 }  // namespace caliber::run

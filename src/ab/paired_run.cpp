@@ -69,15 +69,10 @@ PairedRows run_paired_cases(const core::Knobs& k, const Setup& s,
   return rows;
 }
 
-}  // namespace
-
-// A paired A/B (docs/ab.md): side A's ops (the knobs' --ops-lib) and side B's (req.paired_lib)
-// in this one process, each case timed block by block, A and B alternately; two run directories,
-// each an ordinary run whose identity carries "paired" (the pair's id, its side, the blocks).
-RunOutcome run_paired(const RunRequest& req, std::ostream& out, std::ostream& err) {
+// What a paired run refuses of its own before the run's setup: the modes it does not take, the
+// blocks, side B's name, side B's library (loaded here).
+void check_paired_request(const RunRequest& req) {
   const core::Knobs& k = req.knobs;
-  const auto t_start = std::chrono::steady_clock::now();
-  const auto wall_start = std::chrono::system_clock::now();
   if (k.profile > 0 || k.parallel_warmup > 0 || !req.tune_shard.empty())
     throw UsageError(
         "--ops-lib-b (paired A/B): not with --profile or --parallel-warmup; "
@@ -92,7 +87,25 @@ RunOutcome run_paired(const RunRequest& req, std::ostream& out, std::ostream& er
   } catch (const SelectionError& e) {
     throw UsageError(e.what());
   }
+}
+
+}  // namespace
+
+// A paired A/B (docs/ab.md): side A's ops (the knobs' --ops-lib) and side B's (req.paired_lib)
+// in this one process, each case timed block by block, A and B alternately; two run directories,
+// each an ordinary run whose identity carries "paired" (the pair's id, its side, the blocks).
+RunOutcome run_paired(const RunRequest& req, std::ostream& out, std::ostream& err) {
+  const core::Knobs& k = req.knobs;
+  const auto t_start = std::chrono::steady_clock::now();
+  const auto wall_start = std::chrono::system_clock::now();
+  check_paired_request(req);
   const Setup s = resolve_setup(req);
+  if (req.dry_run) {  // each case runs on both sides, block by block: twice the estimate
+    print_dry_run(out, k, s,
+                  " (paired A/B with side B's " + req.paired_lib + ", " +
+                      std::to_string(req.paired_blocks) + " blocks a side: each case twice)");
+    return RunOutcome{};
+  }
   const auto side_b = paired_ops(s.backend->name());
   const std::uint64_t seed = k.seed != 0 ? k.seed : fresh_seed();
   const std::string id = std::to_string(seed) + "@" + core::iso8601_utc(wall_start);

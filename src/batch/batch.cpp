@@ -1,7 +1,5 @@
 #include "batch/batch.hpp"
 
-#include "records/csv.hpp"
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -39,72 +37,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const std::vector<std::string>& csv_columns() {
-  static const std::vector<std::string> cols = {"op",    "status", "backend",    "device",
-                                                "timer", "rows",   "duration_s", "reason"};
-  return cols;
-}
-
-using core::csv_field;
-
-std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> row;
-  std::string field;
-  bool quoted = false, any = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        field += c;
-      }
-      continue;
-    }
-    if (c == '"') {
-      quoted = true;
-      any = true;
-    } else if (c == ',') {
-      row.push_back(std::move(field));
-      field.clear();
-      any = true;
-    } else if (c == '\n') {
-      if (any || !field.empty()) {
-        row.push_back(std::move(field));
-        rows.push_back(std::move(row));
-      }
-      row.clear();
-      field.clear();
-      any = false;
-    } else if (c != '\r') {
-      field += c;
-      any = true;
-    }
-  }
-  if (any || !field.empty()) {
-    row.push_back(std::move(field));
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
-
 fs::path self_executable(const BatchOptions& opt) {
   if (!opt.self_exe.empty()) return opt.self_exe;
   return caliber_executable();
 }
 
 }  // namespace
-
-std::string one_line(std::string s, std::size_t max) {
-  for (char& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
-  if (s.size() > max) s = s.substr(0, max - 3) + "...";
-  return s;
-}
 
 std::string format_duration(double s) {
   const long t = std::lround(std::max(0.0, s));
@@ -133,70 +71,6 @@ std::string last_log_line(const fs::path& log) {
   return one_line(last, 200);
 }
 
-std::string ops_status_csv(const std::vector<OpStatusRow>& rows) {
-  std::ostringstream o;
-  const auto& cols = csv_columns();
-  for (std::size_t i = 0; i < cols.size(); ++i) o << (i ? "," : "") << cols[i];
-  o << "\n";
-  for (const auto& r : rows) {
-    char dur[32];
-    std::snprintf(dur, sizeof dur, "%.3f", r.duration_s);
-    o << csv_field(r.op) << "," << csv_field(core::to_string(r.status)) << ","
-      << csv_field(r.backend) << "," << csv_field(r.device) << "," << csv_field(r.timer) << ","
-      << r.rows << "," << dur << "," << csv_field(one_line(r.reason)) << "\n";
-  }
-  return o.str();
-}
-
-std::vector<OpStatusRow> parse_ops_status_csv(const std::string& text) {
-  const auto rows = parse_csv(text);
-  if (rows.empty()) throw std::runtime_error("ops_status.csv is empty");
-  std::map<std::string, std::size_t> col;
-  for (std::size_t i = 0; i < rows[0].size(); ++i) col[rows[0][i]] = i;
-  for (const char* needed : {"op", "status"})
-    if (!col.count(needed))
-      throw std::runtime_error(std::string("ops_status.csv has no '") + needed + "' column");
-  auto get = [&](const std::vector<std::string>& r, const char* name) -> std::string {
-    const auto it = col.find(name);
-    if (it == col.end() || it->second >= r.size()) return "";
-    return r[it->second];
-  };
-  std::vector<OpStatusRow> out;
-  for (std::size_t i = 1; i < rows.size(); ++i) {
-    OpStatusRow s;
-    s.op = get(rows[i], "op");
-    if (s.op.empty()) continue;
-    // A word no caliber writes (a hand-edited file) reads as pending: it is run again on resume,
-    // as every status but ok is.
-    s.status =
-        core::parse_word<core::OpStatus>(get(rows[i], "status")).value_or(core::OpStatus::pending);
-    s.backend = get(rows[i], "backend");
-    s.device = get(rows[i], "device");
-    s.timer = get(rows[i], "timer");
-    try {
-      s.rows = std::stoi(get(rows[i], "rows"));
-    } catch (...) {
-      s.rows = 0;
-    }
-    try {
-      s.duration_s = std::stod(get(rows[i], "duration_s"));
-    } catch (...) {
-      s.duration_s = 0;
-    }
-    s.reason = get(rows[i], "reason");
-    out.push_back(std::move(s));
-  }
-  return out;
-}
-
-std::vector<OpStatusRow> read_ops_status(const fs::path& batch_dir) {
-  std::ifstream in(batch_dir / kOpsStatusFile);
-  if (!in) throw std::runtime_error("cannot read " + (batch_dir / kOpsStatusFile).string());
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_ops_status_csv(text.str());
-}
-
 namespace {
 // The last rewrite of ops_status.csv that failed (a full disk), or "": a batch goes on and writes
 // it again after the next op, and summarize() tries once more at the end.
@@ -216,6 +90,14 @@ void write_ops_status(const fs::path& batch_dir, const std::vector<OpStatusRow>&
                 << "; the batch goes on and writes it again after the next op\n";
     status_write_error() = e.what();
   }
+}
+
+std::optional<double> parse_timeout_seconds(const std::string& text) {
+  char* end = nullptr;
+  const double d = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(d) || d < 0 || d > 1e7)
+    return std::nullopt;
+  return d;
 }
 
 Classified classify_exit(const ExitStatus& st, double timeout_s) {
@@ -272,15 +154,48 @@ std::optional<fs::path> find_child_run_dir(const fs::path& batch_dir, const std:
   return best;
 }
 
-core::Knobs run_knobs_of(const std::vector<std::string>& run_args) {
+namespace {
+
+// The knob a run flag sets (`--devices` also as `--gpus`); nullptr for a flag caliber run does not
+// take as a knob. The positional ops are no flag.
+const core::KnobSpec* knob_of_flag(const std::string& flag) {
+  for (const auto& spec : core::knob_table())
+    if (!spec.flag.empty() && spec.name != "ops" &&
+        (spec.flag == flag || (spec.name == "devices" && flag == "--gpus")))
+      return &spec;
+  return nullptr;
+}
+
+}  // namespace
+
+core::Knobs resolve_run_args(const std::vector<std::string>& run_args, const EnvLookup& env,
+                             const std::string& who) {
   std::map<std::string, std::string> given;
+  std::map<std::string, std::string> set_by;  // knob name -> the argument that set it
   for (const auto& a : run_args) {
+    if (a == "--quiet") continue;  // a flag of the command line, no knob
     const auto eq = a.find('=');
-    if (eq == std::string::npos) continue;
-    for (const auto& spec : core::knob_table())
-      if (spec.flag == a.substr(0, eq)) given[spec.name] = a.substr(eq + 1);
+    const std::string flag = a.substr(0, eq);
+    const std::string shown = "'" + one_line(a, 200) + "'";
+    const core::KnobSpec* spec = knob_of_flag(flag);
+    if (spec == nullptr)
+      throw BatchUsageError(who + ": " + shown +
+                            " is not a flag of caliber run; allowed: --FLAG=VALUE of a run knob "
+                            "(caliber run --help), --profile, --quiet");
+    // --profile alone is 3 launches, as caliber run's own flag has it.
+    if (eq == std::string::npos && spec->name != "profile")
+      throw BatchUsageError(who + ": " + shown + " gives " + flag + " no value; allowed: " + flag +
+                            "=VALUE");
+    const std::string value = eq == std::string::npos ? "3" : a.substr(eq + 1);
+    // A repeatable knob (and --shape) joins its values, as caliber run does; any other flag given
+    // twice is refused by caliber run, so here.
+    const auto [it, first] = set_by.emplace(spec->name, a);
+    if (!first && !spec->repeatable && spec->name != "shape")
+      throw BatchUsageError(who + ": " + shown + " sets " + spec->flag + " again (" +
+                            one_line(it->second, 200) + " set it); allowed: each flag once");
+    given[spec->name] = first ? value : given[spec->name] + "," + value;
   }
-  return core::resolve_knobs(given, core::process_env);
+  return core::resolve_knobs(given, env);
 }
 
 std::vector<std::string> read_op_file(const fs::path& file) {
@@ -292,36 +207,64 @@ std::vector<std::string> read_op_file(const fs::path& file) {
   }
 }
 
-void read_child_results(OpStatusRow& row, const std::optional<fs::path>& run_dir) {
-  if (!run_dir) return;
+std::string group_run_name(const std::vector<std::string>& ops) {
+  return "group-" + (ops.empty() ? std::string("none") : ops.front()) + "-" +
+         std::to_string(ops.size());
+}
+
+ChildRun read_child_run(const fs::path& run_dir) {
+  ChildRun r;
+  r.dir = run_dir;
   try {
-    const auto log = core::read_run_log(*run_dir / core::run_log_file);
-    row.rows = static_cast<int>(log.cases.size());
-    int skipped = 0;
-    std::string first_error, first_skip;
-    for (const auto& c : log.cases) {
-      const std::string st = core::status_of(c);
-      if (st == core::status::skipped) {
-        ++skipped;
-        if (first_skip.empty()) first_skip = c.reason.value_or("");
-      }
-      if (st == core::status::failed && first_error.empty())
-        first_error = c.node.value_or("") + ": " + c.error.value_or("failed");
-    }
-    if (row.status == core::OpStatus::ok && (row.rows == 0 || skipped == row.rows)) {
-      row.status = core::OpStatus::skipped;
-      row.reason = row.rows == 0 ? "no cases ran" : "every case skipped: " + first_skip;
-    }
-    if (row.status == core::OpStatus::failed && !first_error.empty()) row.reason = first_error;
+    r.log = core::read_run_log(run_dir / core::run_log_file);
   } catch (const std::exception&) {
-    // No readable run.log: the child died before writing one; rows stay 0.
+    // No readable run.log: the child died before writing one.
   }
   try {
-    const auto id = core::read_identity(*run_dir);
+    const auto id = core::read_identity(run_dir);
     const auto t = id.find("timer");
-    if (t != id.end() && t->is_string()) row.timer = t->get<std::string>();
+    if (t != id.end() && t->is_string()) r.timer = t->get<std::string>();
   } catch (const std::exception&) {
   }
+  return r;
+}
+
+double apply_child_run(OpStatusRow& row, const ChildRun& run, bool own_rows_only) {
+  row.run = run.dir.filename().string();
+  if (!run.timer.empty()) row.timer = run.timer;
+  if (!run.log) return 0;  // rows stay 0
+  row.rows = 0;
+  int skipped = 0;
+  double wall_s = 0;
+  std::string first_error, first_skip;
+  for (const auto& c : run.log->cases) {
+    if (own_rows_only && batch_op_of(c) != row.op) continue;
+    ++row.rows;
+    wall_s += c.phases.wall_s.value_or(0);
+    const std::string st = core::status_of(c);
+    if (st == core::status::skipped) {
+      ++skipped;
+      if (first_skip.empty()) first_skip = c.reason.value_or("");
+    }
+    if (st == core::status::failed && first_error.empty())
+      first_error = c.node.value_or("") + ": " + c.error.value_or("failed");
+    // A row whose check failed fails its op, as it fails a run (exit 1).
+    if (st != core::status::failed && c.accuracy && *c.accuracy && !**c.accuracy &&
+        first_error.empty())
+      first_error = c.node.value_or(c.op) + ": the accuracy check failed";
+  }
+  if (own_rows_only && row.status == core::OpStatus::ok && !first_error.empty())
+    row.status = core::OpStatus::failed;  // the group's exit says nothing of one op
+  if (row.status == core::OpStatus::ok && (row.rows == 0 || skipped == row.rows)) {
+    row.status = core::OpStatus::skipped;
+    row.reason = row.rows == 0 ? "no cases ran" : "every case skipped: " + first_skip;
+  }
+  if (row.status == core::OpStatus::failed && !first_error.empty()) row.reason = first_error;
+  return wall_s;
+}
+
+void read_child_results(OpStatusRow& row, const std::optional<fs::path>& run_dir) {
+  if (run_dir) (void)apply_child_run(row, read_child_run(*run_dir), false);
 }
 
 namespace {
@@ -382,8 +325,11 @@ void note_orphaned_batch_child(int exit_code) {
   try {
     auto rows = read_ops_status(batch_dir);
     bool changed = false;
+    const auto mine = core::split_list(*op);  // a group's ops, comma separated
     for (auto& r : rows) {
-      if (r.op != *op || r.status != core::OpStatus::running) continue;
+      if (std::find(mine.begin(), mine.end(), r.op) == mine.end() ||
+          r.status != core::OpStatus::running)
+        continue;
       r.status = exit_code == 0 ? core::OpStatus::ok : core::OpStatus::interrupted;
       r.reason =
           "the batch process ended while this op ran (killed?); the op ended with it "
@@ -417,35 +363,36 @@ bool slurm_flags_given(const slurm::SlurmOptions& s) {
 void apply_stored_settings(const nlohmann::json& cfg, BatchOptions& opt);
 
 // --resume: the batch's rows, and its settings unless given again now.
-void load_resumed_batch(BatchContext& ctx) {
-  BatchOptions& opt = ctx.opt;
-  ctx.batch_dir = opt.resume_dir;
-  const fs::path status_file = ctx.batch_dir / kOpsStatusFile;
+void load_resumed_batch(BatchSettings& s) {
+  BatchOptions& opt = s.opt;
+  const fs::path& dir = opt.resume_dir;
+  const fs::path status_file = dir / kOpsStatusFile;
   if (!fs::is_regular_file(status_file))
-    throw BatchUsageError("--resume: '" + ctx.batch_dir.string() + "' holds no " + kOpsStatusFile);
+    throw BatchUsageError("--resume: '" + dir.string() + "' holds no " + kOpsStatusFile);
   try {
-    ctx.rows = read_ops_status(ctx.batch_dir);
+    s.rows = read_ops_status(dir);
   } catch (const std::exception& e) {
-    throw BatchUsageError("--resume: '" + ctx.batch_dir.string() + "': " + e.what());
+    throw BatchUsageError("--resume: '" + dir.string() + "': " + e.what());
   }
-  if (ctx.rows.empty())
-    throw BatchUsageError("--resume: '" + status_file.string() + "' lists no op");
+  if (s.rows.empty()) throw BatchUsageError("--resume: '" + status_file.string() + "' lists no op");
   std::set<std::string> listed;
-  for (const auto& r : ctx.rows)
+  for (const auto& r : s.rows)
     if (!listed.insert(r.op).second)
       throw BatchUsageError("--resume: '" + status_file.string() + "' lists op '" +
                             one_line(r.op, 80) + "' twice");
   nlohmann::json cfg;
-  std::ifstream cfg_in(ctx.batch_dir / kBatchConfigFile);
+  std::ifstream cfg_in(dir / kBatchConfigFile);
   if (cfg_in) cfg = nlohmann::json::parse(cfg_in, nullptr, false);
   if (!cfg.is_object()) cfg = nlohmann::json::object();
   try {
     apply_stored_settings(cfg, opt);
   } catch (const nlohmann::json::exception&) {
-    throw BatchUsageError("--resume: '" + (ctx.batch_dir / kBatchConfigFile).string() +
+    throw BatchUsageError("--resume: '" + (dir / kBatchConfigFile).string() +
                           "' holds a field of the wrong type (devices: a list of numbers, "
-                          "run_args: a list of strings, timeout_per_op_s: a number, slurm: an "
-                          "object); it was not written by caliber batch");
+                          "run_args: a list of strings, timeout_per_op_s: a number, timeout_for: "
+                          "an object of numbers, ops_per_child: a number, slurm: an object); it "
+                          "was not written by caliber "
+                          "batch");
   }
   if (!opt.ops.empty() || !opt.op_file.empty())
     throw BatchUsageError("--resume: the ops are those of the batch; do not name ops as well");
@@ -508,7 +455,13 @@ void apply_stored_settings(const nlohmann::json& cfg, BatchOptions& opt) {
     opt.run_args =
         merge_resumed_args(cfg["run_args"].get<std::vector<std::string>>(), opt.run_args);
   if (opt.timeout_per_op_s <= 0) opt.timeout_per_op_s = cfg.value("timeout_per_op_s", 0.0);
+  if (const auto t = cfg.find("timeout_for");
+      opt.timeout_for.empty() && t != cfg.end() && t->is_object())
+    for (const auto& [op, seconds] : t->items())
+      opt.timeout_for.push_back(op + "=" + nlohmann::json(seconds.get<double>()).dump());
   if (opt.scheduler.empty()) opt.scheduler = cfg.value("scheduler", std::string());
+  if (const auto n = cfg.find("ops_per_child"); !opt.ops_per_child && n != cfg.end())
+    opt.ops_per_child = std::to_string(n->get<int>());
   if (const auto s = cfg.find("slurm"); s != cfg.end() && s->is_object()) {
     auto& so = opt.slurm;
     if (so.partition.empty()) so.partition = s->value("partition", std::string());
@@ -521,7 +474,7 @@ void apply_stored_settings(const nlohmann::json& cfg, BatchOptions& opt) {
 }
 
 // --scheduler, else CALIBER_SCHEDULER, else the resumed batch's, else local.
-std::unique_ptr<BatchScheduler> choose_scheduler(BatchOptions& opt, bool slurm_given) {
+core::SchedulerKind choose_scheduler(BatchOptions& opt, bool slurm_given) {
   if (opt.scheduler.empty()) opt.scheduler = opt.scheduler_env;
   if (opt.scheduler.empty()) opt.scheduler = core::word_of(core::SchedulerKind::local);
   const auto kind = core::parse_word<core::SchedulerKind>(opt.scheduler);
@@ -534,7 +487,7 @@ std::unique_ptr<BatchScheduler> choose_scheduler(BatchOptions& opt, bool slurm_g
     throw BatchUsageError(
         "--scheduler (CALIBER_SCHEDULER): '" + opt.scheduler +
         "' is not a scheduler; allowed: " + core::allowed_words<core::SchedulerKind>());
-  return *kind == core::SchedulerKind::slurm ? make_slurm_scheduler() : make_local_scheduler();
+  return *kind;
 }
 
 const backends::Backend* resolve_batch_backend(const BatchOptions& opt) {
@@ -549,11 +502,12 @@ const backends::Backend* resolve_batch_backend(const BatchOptions& opt) {
 // Named ops (arguments or OP, --op-file or OP_FILE: a list, or one .py test file of the tree) must
 // be files of it; none named: every file. The knob table resolved OP and OP_FILE into opt.ops and
 // opt.op_file. The root and every name are checked here, before anything is written.
-std::vector<std::string> flaggems_batch_ops(const BatchOptions& opt, const std::string& root) {
+std::vector<std::string> flaggems_batch_ops(const BatchOptions& opt, const core::Knobs& run_knobs,
+                                            const std::string& root) {
   const std::string knob = kFlagGemsFlag;
   // A FlagGems run shards its sweep itself (python/caliber/flaggems_warmup.py), on one host: the
   // Slurm merge job merges caliber's tune caches, not LibTuner's databases.
-  if (const int n = run_knobs_of(opt.run_args).parallel_warmup; n > 1)
+  if (const int n = run_knobs.parallel_warmup; n > 1)
     throw BatchUsageError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" + std::to_string(n) +
                           "' with batch --flaggems: each op's run tunes on its one device; "
                           "shard one FlagGems run's sweep with `caliber run --flaggems ROOT "
@@ -581,58 +535,119 @@ std::vector<std::string> flaggems_batch_ops(const BatchOptions& opt, const std::
 
 // The ops of a new batch: named (or OP), and --op-file (or OP_FILE), else every op listed. The
 // knob table resolved OP and OP_FILE into opt.ops and opt.op_file.
-std::vector<std::string> batch_ops(const BatchContext& ctx) {
-  const BatchOptions& opt = ctx.opt;
+std::vector<std::string> batch_ops(const BatchSettings& s) {
+  const BatchOptions& opt = s.opt;
   if (const std::string root = flaggems_root_of(opt.run_args); !root.empty())
-    return flaggems_batch_ops(opt, root);
+    return flaggems_batch_ops(opt, s.run_knobs, root);
   std::vector<std::string> ops = opt.ops;
   if (!opt.op_file.empty()) {
     const auto more = read_op_file(opt.op_file);
     ops.insert(ops.end(), more.begin(), more.end());
   }
   if (ops.empty()) {
-    core::Knobs k = run_knobs_of(opt.run_args);
-    if (!k.py_ops.empty()) {  // the suites' ops, listed by a child in Python
-      k.backend = ctx.backend->name();
-      ops = check_py_suites(ctx.self, k, {});
+    if (!s.run_knobs.py_ops.empty()) {  // the suites' ops, listed by a child in Python
+      core::Knobs k = s.run_knobs;
+      k.backend = s.backend->name();
+      ops = check_py_suites(s.self, k, {});
     } else {
-      ops = default_ops(ctx.self, ctx.backend->name());
+      ops = default_ops(s.self, s.backend->name());
     }
   }
   if (ops.empty()) throw BatchUsageError("no ops to run");
   return ops;
 }
 
-// A new batch: its rows, every op and run flag checked, then the batch directory and batch.json.
-void claim_new_batch(BatchContext& ctx, const BatchScheduler& scheduler) {
-  const BatchOptions& opt = ctx.opt;
-  const std::vector<std::string> ops = batch_ops(ctx);
+// The ops and their checks: a new batch's (named, listed, or a FlagGems tree's) into one pending
+// row each; a resumed batch's rows against the run flags it resumes with (a FlagGems tree may have
+// changed since: its files again).
+void resolve_ops(BatchSettings& s) {
+  core::Knobs k = s.run_knobs;  // the children's knobs, on the batch's backend
+  k.backend = s.backend->name();
+  const std::string root = flaggems_root_of(s.opt.run_args);
+  if (s.resumed()) {
+    std::vector<std::string> ops;
+    for (const auto& r : s.rows) ops.push_back(r.op);
+    if (!root.empty()) {
+      BatchOptions named = s.opt;
+      named.ops = ops;
+      named.op_file.clear();
+      (void)flaggems_batch_ops(named, s.run_knobs, root);
+    } else if (s.opt.check_ops) {
+      s.opt.check_ops(k, ops);
+    }
+    return;
+  }
+  s.ops = batch_ops(s);
   std::set<std::string> seen;
-  for (const auto& op : ops) {
+  for (const auto& op : s.ops) {
     if (!seen.insert(op).second) continue;  // an op twice would race for its own directory
     OpStatusRow r;
     r.op = op;
-    r.backend = ctx.backend->name();
-    ctx.rows.push_back(std::move(r));
+    r.backend = s.backend->name();
+    s.rows.push_back(std::move(r));
   }
   // Every op must be one of the corpus, and the run flags valid, before the batch directory
   // exists: a name such as --help would otherwise reach a child as a flag. A FlagGems batch's
   // ops were checked against its tree (flaggems_batch_ops); the corpus does not have them.
-  if (opt.check_ops && flaggems_root_of(opt.run_args).empty()) opt.check_ops(ops);
+  if (s.opt.check_ops && root.empty()) s.opt.check_ops(k, s.ops);
   try {
-    core::check_out_dir(opt.out);
+    core::check_out_dir(s.opt.out);
   } catch (const std::invalid_argument& e) {
     throw BatchUsageError(std::string("--out: ") + e.what());
   }
-  ctx.batch_dir = core::claim_run_dir(opt.out, opt.name);
-  nlohmann::json cfg = {{"backend", ctx.backend->name()},
-                        {"run_args", opt.run_args},
-                        {"timeout_per_op_s", opt.timeout_per_op_s},
-                        {"ops", ops}};
-  if (core::parse_word<core::SchedulerKind>(opt.scheduler) != core::SchedulerKind::local)
-    cfg["scheduler"] = opt.scheduler;
-  const nlohmann::json settings = scheduler.settings(opt);  // items() does not keep it alive
-  for (const auto& [k, v] : settings.items()) cfg[k] = v;
+}
+
+// --timeout-for OP=SECONDS: each op one of the batch's, once, its seconds a timeout's.
+void resolve_op_timeouts(BatchSettings& s) {
+  for (const auto& given : s.opt.timeout_for) {
+    const auto eq = given.find('=');
+    const std::string op = given.substr(0, eq);
+    const auto seconds =
+        eq == std::string::npos ? std::nullopt : parse_timeout_seconds(given.substr(eq + 1));
+    if (op.empty() || !seconds)
+      throw BatchUsageError("--timeout-for: '" + one_line(given, 200) +
+                            "' is not allowed; allowed: OP=SECONDS, seconds from 0 to 1e7 (0: "
+                            "none), e.g. --timeout-for mm=600");
+    if (std::none_of(s.rows.begin(), s.rows.end(), [&](const auto& r) { return r.op == op; }))
+      throw BatchUsageError("--timeout-for: '" + one_line(given, 200) + "': '" + one_line(op, 80) +
+                            "' is not an op of this batch");
+    if (!s.op_timeouts.emplace(op, *seconds).second)
+      throw BatchUsageError("--timeout-for: '" + one_line(op, 80) + "' is given twice");
+  }
+}
+
+// --ops-per-child N: a whole number from 1 to kMaxOpsPerChild; more than 1 only where this host
+// starts the children (a Slurm task runs one op).
+void resolve_ops_per_child(BatchSettings& s) {
+  if (!s.opt.ops_per_child) return;
+  const std::string& given = *s.opt.ops_per_child;
+  const bool digits = !given.empty() && given.size() <= 4 &&
+                      given.find_first_not_of("0123456789") == std::string::npos;
+  const int n = digits ? std::stoi(given) : 0;
+  if (n < 1 || n > kMaxOpsPerChild)
+    throw BatchUsageError("--ops-per-child: '" + one_line(given, 80) +
+                          "' is not allowed; allowed: a whole number from 1 to " +
+                          std::to_string(kMaxOpsPerChild) + " (1: a child per op)");
+  if (n > 1 && s.scheduler == core::SchedulerKind::slurm)
+    throw BatchUsageError("--ops-per-child: '" + given +
+                          "' with --scheduler slurm: each array task runs one op; group ops "
+                          "with --scheduler local");
+  s.ops_per_child = n;
+}
+
+// A new batch: the batch directory and batch.json.
+void claim_new_batch(BatchContext& ctx, const BatchScheduler& scheduler) {
+  const BatchSettings& s = ctx.settings;
+  ctx.batch_dir = core::claim_run_dir(s.opt.out, s.opt.name);
+  nlohmann::json cfg = {{"backend", s.backend->name()},
+                        {"run_args", s.opt.run_args},
+                        {"timeout_per_op_s", s.opt.timeout_per_op_s},
+                        {"ops", s.ops}};
+  if (!s.op_timeouts.empty()) cfg["timeout_for"] = s.op_timeouts;
+  if (s.ops_per_child > 1) cfg["ops_per_child"] = s.ops_per_child;
+  if (s.scheduler != core::SchedulerKind::local) cfg["scheduler"] = s.opt.scheduler;
+  const nlohmann::json stored = scheduler.stored(s);  // items() does not keep it alive
+  for (const auto& [k, v] : stored.items()) cfg[k] = v;
   core::write_file_atomic(ctx.batch_dir / kBatchConfigFile, cfg.dump(2) + "\n");
 }
 
@@ -647,7 +662,7 @@ void queue_pending(BatchContext& ctx, const BatchScheduler& scheduler, std::ostr
     }
   out << "batch: " << ctx.batch_dir.string() << " (" << ctx.pending.size() << " op(s) to run"
       << (ctx.opt.resume_dir.empty() ? "" : ", resumed") << ", backend " << ctx.backend->name()
-      << ", " << scheduler.describe(ctx.opt) << ")" << std::endl;
+      << ", " << scheduler.describe(ctx.settings) << ")" << std::endl;
   write_ops_status(ctx.batch_dir, ctx.rows);
 }
 
@@ -684,36 +699,53 @@ BatchOutcome summarize(const BatchContext& ctx, int sig, std::ostream& out) {
 
 }  // namespace
 
-BatchOutcome run_batch(const BatchOptions& in_opt, std::ostream& out, std::ostream& err) {
-  BatchContext ctx;
-  ctx.opt = in_opt;
-  ctx.self = self_executable(ctx.opt);
-  if (!ctx.opt.resume_dir.empty()) load_resumed_batch(ctx);
-  const auto scheduler = choose_scheduler(ctx.opt, slurm_flags_given(in_opt.slurm));
-  ctx.backend = resolve_batch_backend(ctx.opt);
+std::unique_ptr<BatchScheduler> make_scheduler(core::SchedulerKind kind) {
+  return kind == core::SchedulerKind::slurm ? make_slurm_scheduler() : make_local_scheduler();
+}
+
+BatchSettings resolve_batch(const BatchOptions& opt) {
+  BatchSettings s;
+  s.opt = opt;
+  s.self = self_executable(opt);
+  if (opt.resume_given && opt.resume_dir.string().find_first_not_of(" \t") == std::string::npos)
+    throw BatchUsageError("--resume: '" + opt.resume_dir.string() +
+                          "' is empty; allowed: a batch directory");
+  if (s.resumed()) load_resumed_batch(s);
+  s.scheduler = choose_scheduler(s.opt, slurm_flags_given(opt.slurm));
+  s.backend = resolve_batch_backend(s.opt);
+  // The children's run flags as each child will read them; a resumed batch's come from its
+  // batch.json.
+  s.run_knobs = resolve_run_args(
+      s.opt.run_args, core::process_env,
+      s.resumed() ? "--resume: '" + (s.opt.resume_dir / kBatchConfigFile).string() + "' run_args"
+                  : std::string("run flags"));
+  resolve_ops_per_child(s);
   // Everything the scheduler needs is checked before anything is claimed.
-  scheduler->check(ctx.opt, *ctx.backend);
-  if (!ctx.opt.resume_dir.empty()) {
-    std::vector<std::string> ops;
-    for (const auto& r : ctx.rows) ops.push_back(r.op);
-    if (const std::string root = flaggems_root_of(ctx.opt.run_args); !root.empty()) {
-      BatchOptions named = ctx.opt;  // the tree may have changed since: its files again
-      named.ops = ops;
-      named.op_file.clear();
-      (void)flaggems_batch_ops(named, root);
-    } else if (ctx.opt.check_ops) {
-      ctx.opt.check_ops(ops);
-    }
-  } else {
+  make_scheduler(s.scheduler)->resolve(s);
+  resolve_ops(s);
+  resolve_op_timeouts(s);
+  return s;
+}
+
+BatchOutcome run_batch(const BatchSettings& s, std::ostream& out, std::ostream& err) {
+  const auto scheduler = make_scheduler(s.scheduler);
+  BatchContext ctx(s);
+  ctx.rows = s.rows;
+  if (s.resumed())
+    ctx.batch_dir = s.opt.resume_dir;
+  else
     claim_new_batch(ctx, *scheduler);
-  }
   fs::create_directories(ctx.batch_dir / "logs");
   queue_pending(ctx, *scheduler, out);
 
   SignalGuard guard;
-  ctx.progress = ctx.opt.progress.value_or(::isatty(STDERR_FILENO) == 1);
+  ctx.progress = s.opt.progress.value_or(::isatty(STDERR_FILENO) == 1);
   const int sig = scheduler->execute(ctx, out, err);
   return summarize(ctx, sig, out);
+}
+
+BatchOutcome run_batch(const BatchOptions& opt, std::ostream& out, std::ostream& err) {
+  return run_batch(resolve_batch(opt), out, err);
 }
 
 }  // namespace caliber::run

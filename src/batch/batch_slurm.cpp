@@ -102,9 +102,9 @@ std::optional<std::map<int, sl::TaskState>> query_tasks(const std::string& array
 class SlurmScheduler final : public BatchScheduler {
  public:
   [[nodiscard]] std::string name() const override { return "slurm"; }
-  void check(const BatchOptions& opt, const backends::Backend& backend) override;
-  [[nodiscard]] nlohmann::json settings(const BatchOptions& opt) const override {
-    const auto& s = opt.slurm;
+  void resolve(BatchSettings& settings) const override;
+  [[nodiscard]] nlohmann::json stored(const BatchSettings& settings) const override {
+    const auto& s = settings.opt.slurm;
     return {{"slurm",
              {{"partition", s.partition},
               {"account", s.account},
@@ -112,24 +112,23 @@ class SlurmScheduler final : public BatchScheduler {
               {"time_limit", s.time_limit},
               {"sbatch_args", s.sbatch_args}}}};
   }
-  [[nodiscard]] std::string describe(const BatchOptions& opt) const override {
-    const auto& s = opt.slurm;
+  [[nodiscard]] std::string describe(const BatchSettings& settings) const override {
+    const auto& s = settings.opt.slurm;
     std::string d = "Slurm job array";
     if (!s.partition.empty()) d += ", partition " + s.partition;
     if (!s.account.empty()) d += ", account " + s.account;
     if (s.gpus_per_task > 0) d += ", " + std::to_string(s.gpus_per_task) + " GPU(s) per task";
     if (!s.time_limit.empty()) d += ", time limit " + s.time_limit;
-    if (warmup_shards_ > 0)
-      d += ", parallel warmup over " + std::to_string(warmup_shards_) + " array task(s) first";
+    if (settings.warmup_shards > 0)
+      d += ", parallel warmup over " + std::to_string(settings.warmup_shards) +
+           " array task(s) first";
     return d;
   }
-  int execute(BatchContext& ctx, std::ostream& out, std::ostream& err) override;
-
- private:
-  int warmup_shards_ = 0;  // a parallel warmup across nodes before the ops (0: none)
+  int execute(BatchContext& ctx, std::ostream& out, std::ostream& err) const override;
 };
 
-void SlurmScheduler::check(const BatchOptions& opt, const backends::Backend&) {
+void SlurmScheduler::resolve(BatchSettings& settings) const {
+  const BatchOptions& opt = settings.opt;
   if (opt.backend.empty() || opt.backend == core::kAutoBackend)
     throw BatchUsageError(
         "--backend: '" + (opt.backend.empty() ? std::string("auto") : opt.backend) +
@@ -139,14 +138,15 @@ void SlurmScheduler::check(const BatchOptions& opt, const backends::Backend&) {
     throw BatchUsageError(
         "--devices: not with --scheduler slurm: Slurm gives each task its devices "
         "(--gpus-per-task)");
-  if (opt.timeout_per_op_s > 0)
+  if (opt.timeout_per_op_s > 0 || !opt.timeout_for.empty())
     throw BatchUsageError(
-        "--timeout-per-op: not with --scheduler slurm: give Slurm's time limit per task "
+        std::string(opt.timeout_per_op_s > 0 ? "--timeout-per-op" : "--timeout-for") +
+        ": not with --scheduler slurm: give Slurm's time limit per task "
         "(--time-limit)");
   // --parallel-warmup N: the sweep over the batch's ops as N array tasks, merged into the shared
   // cache by a dependent job, before the op array (docs/cluster.md).
-  const core::Knobs k = run_knobs_of(opt.run_args);
-  warmup_shards_ = k.tune == core::TuneMode::live ? k.parallel_warmup : 0;
+  const core::Knobs& k = settings.run_knobs;
+  settings.warmup_shards = k.tune == core::TuneMode::live ? k.parallel_warmup : 0;
   if (k.parallel_warmup > 0 && k.tune == core::TuneMode::record)
     throw BatchUsageError(
         "--parallel-warmup (PARALLEL_WARMUP_GPUS): '" + std::to_string(k.parallel_warmup) +
@@ -626,9 +626,9 @@ class SlurmRun {
   std::ostream& err_;
 };
 
-int SlurmScheduler::execute(BatchContext& ctx, std::ostream& out, std::ostream& err) {
+int SlurmScheduler::execute(BatchContext& ctx, std::ostream& out, std::ostream& err) const {
   if (ctx.pending.empty()) return 0;
-  return SlurmRun(ctx, warmup_shards_, out, err).execute();
+  return SlurmRun(ctx, ctx.settings.warmup_shards, out, err).execute();
 }
 
 }  // namespace

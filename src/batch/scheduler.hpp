@@ -15,14 +15,19 @@
 
 #include "backends/backend.hpp"
 #include "batch/batch.hpp"
+#include "records/runlog.hpp"
 
 namespace caliber::run {
 
-// The batch as prepared by run_batch, shared with the scheduler that runs it.
+// The batch as run_batch runs it: its settings (resolved before anything was written) and what
+// changes as it runs.
 struct BatchContext {
-  BatchOptions opt;
-  std::filesystem::path self;  // the caliber binary the children run (absolute)
-  const backends::Backend* backend = nullptr;
+  explicit BatchContext(const BatchSettings& s)
+      : settings(s), opt(s.opt), self(s.self), backend(s.backend) {}
+  const BatchSettings& settings;
+  const BatchOptions& opt;            // settings.opt
+  const std::filesystem::path& self;  // the caliber binary the children run (absolute)
+  const backends::Backend* backend;
   std::filesystem::path batch_dir;
   std::vector<OpStatusRow> rows;
   std::vector<std::size_t> pending;  // indices into rows, in order
@@ -33,28 +38,44 @@ class BatchScheduler {
  public:
   virtual ~BatchScheduler() = default;
   [[nodiscard]] virtual std::string name() const = 0;
-  // Checks what the scheduler needs before anything is written; throws BatchUsageError.
-  virtual void check(const BatchOptions& opt, const backends::Backend& backend) = 0;
+  // Part of resolve_batch: checks what the scheduler needs and fills its settings (the local
+  // devices and their pins, the Slurm warmup); throws BatchUsageError. Writes nothing.
+  virtual void resolve(BatchSettings& s) const = 0;
   // What batch.json keeps of this scheduler's settings, for --resume.
-  [[nodiscard]] virtual nlohmann::json settings(const BatchOptions& opt) const = 0;
+  [[nodiscard]] virtual nlohmann::json stored(const BatchSettings& s) const = 0;
   // The line "batch: DIR (N op(s) to run, ...)" ends with this.
-  [[nodiscard]] virtual std::string describe(const BatchOptions& opt) const = 0;
+  [[nodiscard]] virtual std::string describe(const BatchSettings& s) const = 0;
   // Runs ctx.pending; every row it touches ends ok, failed, crashed, timeout, skipped or
   // interrupted, with ops_status.csv rewritten as they change. Returns the signal that
   // interrupted it (0: none).
-  virtual int execute(BatchContext& ctx, std::ostream& out, std::ostream& err) = 0;
+  virtual int execute(BatchContext& ctx, std::ostream& out, std::ostream& err) const = 0;
 };
 
+[[nodiscard]] std::unique_ptr<BatchScheduler> make_scheduler(core::SchedulerKind kind);
 [[nodiscard]] std::unique_ptr<BatchScheduler> make_local_scheduler();
 [[nodiscard]] std::unique_ptr<BatchScheduler> make_slurm_scheduler();
 
 // Shared by the schedulers: how a finished op's row is completed from what its run left.
-// Fills rows, timer and the reason details from the op's run directory (run.log, identity).
+// What a child's run directory holds, read once: its run.log (none when unreadable: the child died
+// before writing one) and the timer of its identity.
+struct ChildRun {
+  std::filesystem::path dir;
+  std::optional<core::RunLog> log;
+  std::string timer;
+  [[nodiscard]] bool finished() const { return log && log->footer; }  // the footer written
+};
+[[nodiscard]] ChildRun read_child_run(const std::filesystem::path& run_dir);
+// Fills rows, timer, run and the reason details of `row` from its child's run; returns the wall
+// time of the rows it counted. own_rows_only: the run is a group's (--ops-per-child), holding
+// other ops' rows too; only the rows batch_op_of gives to row.op count, and they alone decide
+// between ok, failed (a failed case or check) and skipped.
+double apply_child_run(OpStatusRow& row, const ChildRun& run, bool own_rows_only);
+// The same for an op's own run directory, read here (nothing when there is none).
 void read_child_results(OpStatusRow& row, const std::optional<std::filesystem::path>& run_dir);
 // The last non-empty line of a log (usually the error an op died with), on one line.
 [[nodiscard]] std::string last_log_line(const std::filesystem::path& log);
 [[nodiscard]] std::string format_duration(double s);
-[[nodiscard]] std::string one_line(std::string s, std::size_t max = 300);
+using core::one_line;
 // "[batch] OP: STATUS (N rows, S s, WHERE): REASON"
 void print_finished(std::ostream& out, const OpStatusRow& row, const std::string& where);
 

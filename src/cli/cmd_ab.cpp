@@ -77,21 +77,23 @@ void add_ab(CLI::App& root, int& exit_code) {
           const core::Knobs k = knobs->resolve();
           (void)cmp->options();  // refuse a bad --noise-band before any round runs
           (void)cmp->output_format();
-          run::AbOptions opt;
-          std::vector<std::string> arg_values;
-          for (const auto& a : *args) arg_values.push_back(a);
-          opt.run_args = knobs->as_args({"out", "name", "ops"});
-          run::add_flaggems_sides(opt.a, opt.b, *fg_a, *fg_b, opt.run_args,
-                                  !lib_a->empty() || !lib_b->empty());
-          run::parse_ab_switch(*envs, arg_values, opt.a, opt.b, *lib_a, *lib_b);
-          (void)run::choose_paired(opt, *envs, arg_values, *lib_a, *lib_b, *isolate);
-          opt.blocks = *blocks;
-          opt.crossover = core::parse_switch("--crossover", *crossover) == core::Switch::on;
-          opt.rounds = *rounds;
-          opt.out = k.out;
-          if (!k.name.empty()) opt.name = k.name;
-          opt.ops = knobs->positional_ops;
-          opt.timeout_per_run_s = *timeout;
+          run::AbRequest req;
+          req.envs = *envs;
+          req.args = *args;
+          req.lib_a = *lib_a;
+          req.lib_b = *lib_b;
+          req.flaggems_a = *fg_a;
+          req.flaggems_b = *fg_b;
+          req.isolate = *isolate;
+          req.blocks = *blocks;
+          req.crossover = core::parse_switch("--crossover", *crossover) == core::Switch::on;
+          req.rounds = *rounds;
+          req.out = k.out;
+          if (!k.name.empty()) req.name = k.name;
+          req.ops = knobs->positional_ops;
+          req.run_args = knobs->as_args({"out", "name", "ops"});
+          req.timeout_per_run_s = *timeout;
+          const run::AbSettings opt = run::resolve_ab(req);  // every refusal is here
           const auto rounds_out = run::run_ab_rounds(opt, std::cout, std::cerr);
           if (rounds_out.exit_code != 0) return rounds_out.exit_code;
           const auto a_dirs = rounds_out.run_dirs('A');

@@ -15,10 +15,7 @@ namespace {
 // --timeout-per-op's values: CLI::NonNegativeNumber lets NaN through (NaN < 0 is false), and a
 // NaN timeout would be none.
 std::string timeout_seconds(const std::string& v) {
-  char* end = nullptr;
-  const double d = std::strtod(v.c_str(), &end);
-  if (!v.empty() && end == v.c_str() + v.size() && std::isfinite(d) && d >= 0 && d <= 1e7)
-    return "";
+  if (run::parse_timeout_seconds(v)) return "";
   return "'" + v.substr(0, 200) + "' is not allowed; allowed: seconds from 0 to 1e7 (0: none)";
 }
 
@@ -30,8 +27,8 @@ void add_batch(CLI::App& root, int& exit_code) {
       "at a time, each child pinned to its physical device. A child that crashes, hangs past\n"
       "--timeout-per-op or fails leaves the rest running. Writes a batch directory holding one "
       "run\n"
-      "directory per op and ops_status.csv "
-      "(op,status,backend,device,timer,rows,duration_s,reason;\n"
+      "directory per op (per group with --ops-per-child) and ops_status.csv "
+      "(op,status,backend,device,timer,rows,duration_s,reason,run;\n"
       "status ok, failed, crashed, timeout, skipped, interrupted), rewritten after every op. Run "
       "flags\n"
       "are passed to every child. Default ops: `caliber list --names`. SIGINT/SIGTERM terminates "
@@ -43,6 +40,20 @@ void add_batch(CLI::App& root, int& exit_code) {
   auto knobs = std::make_shared<KnobOptions>();
   knobs->add_to(*sub);  // --name names the batch directory; each child is named after its op
   auto timeout = std::make_shared<double>(0);
+  auto timeout_for = std::make_shared<std::vector<std::string>>();
+  sub->add_option("--timeout-for", *timeout_for,
+                  "OP=SECONDS: that op's own limit instead of --timeout-per-op (0: none), "
+                  "repeatable;\ne.g. a FlagGems GEMM file's minutes beside pointwise files' "
+                  "seconds")
+      ->group("Batch")
+      ->allow_extra_args(false);
+  auto per_child = std::make_shared<std::string>();
+  sub->add_option("--ops-per-child", *per_child,
+                  "N: up to N ops share one child (`caliber run OP1 .. OPN`, one run directory\n"
+                  "group-FIRST-N), its start-up paid once: a FlagGems file's import of torch, "
+                  "Triton and\nflag_gems. An op a group cannot vouch for (a failed case, a "
+                  "crash, a timeout)\nruns again alone. Default 1; local scheduler only")
+      ->group("Batch");
   auto resume = std::make_shared<std::string>();
   sub->add_option("--timeout-per-op", *timeout,
                   "Seconds an op's child may run before it is terminated (status timeout); 0: none")
@@ -72,7 +83,8 @@ void add_batch(CLI::App& root, int& exit_code) {
                   "One more argument for sbatch, repeatable (slurm), e.g. --sbatch-arg=--qos=high")
       ->group("Scheduler")
       ->allow_extra_args(false);
-  sub->callback([knobs, timeout, resume, resume_opt, scheduler, slurm, &exit_code] {
+  sub->callback([sub, knobs, timeout, timeout_for, per_child, resume, resume_opt, scheduler, slurm,
+                 &exit_code] {
     exit_code = run_command([&] {
       const core::Knobs k = knobs->resolve();
       run::BatchOptions opt;
@@ -83,15 +95,17 @@ void add_batch(CLI::App& root, int& exit_code) {
       opt.out = k.out;
       if (!k.name.empty()) opt.name = k.name;
       opt.timeout_per_op_s = *timeout;
+      opt.timeout_for = *timeout_for;
+      if (sub->count("--ops-per-child") > 0) opt.ops_per_child = *per_child;
       opt.resume_dir = *resume;
       opt.scheduler = *scheduler;
       opt.scheduler_env = k.scheduler;
       opt.slurm = *slurm;
       opt.run_args = knobs->as_args({"backend", "devices", "op_file", "out", "name", "ops"});
-      if (resume_opt->count() > 0 && resume->find_first_not_of(" \t") == std::string::npos)
-        throw run::BatchUsageError("--resume: '' is empty; allowed: a batch directory");
-      opt.check_ops = [k](const std::vector<std::string>& ops) { run::check_batch_ops(k, ops); };
-      return run::run_batch(opt, std::cout, std::cerr).exit_code;
+      opt.resume_given = resume_opt->count() > 0;
+      opt.check_ops = run::check_batch_ops;
+      const run::BatchSettings settings = run::resolve_batch(opt);  // every refusal is here
+      return run::run_batch(settings, std::cout, std::cerr).exit_code;
     });
   });
 }

@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/knob_options.hpp"
 #include "run/cases.hpp"
+#include "run/driver.hpp"
 #include "settings/shapes.hpp"
 
 namespace caliber::cli {
@@ -46,7 +47,7 @@ int list_ops(const KnobOptions& knobs, bool names, bool cases, bool as_json) {
           "allowed with --flaggems: --names, --json");
     return list_flaggems(k.flaggems, names, as_json);
   }
-  const auto& backend = backends::resolve_backend(k.backend);
+  const auto& backend = run::resolve_backend_knob(k);
   run::Selection sel = run::select_cases(k, backend.name(), backend.capabilities().host);
   std::map<std::string, int> counts;
   for (const auto& c : sel.cases) ++counts[c.op];

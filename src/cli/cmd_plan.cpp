@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/knob_options.hpp"
 #include "plan/plan.hpp"
+#include "run/driver.hpp"
 
 namespace caliber::cli {
 namespace {
@@ -29,7 +30,7 @@ void add_plan(CLI::App& root, int& exit_code) {
     exit_code = run_command(
         [&] {
           const core::Knobs k = knobs->resolve();
-          const backends::Backend& backend = backends::resolve_backend(k.backend);
+          const backends::Backend& backend = run::resolve_backend_knob(k);
           plan::PlanInputs in;
           in.timer = k.timer;
           in.tune = k.tune;

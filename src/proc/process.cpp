@@ -440,12 +440,18 @@ void set_caliber_executable(const std::filesystem::path& exe) {
 }
 
 Captured run_capture(const std::vector<std::string>& argv, double timeout_s, bool merge_stderr) {
+  SpawnSpec spec;
+  spec.argv = argv;
+  return run_capture(spec, timeout_s, merge_stderr);
+}
+
+Captured run_capture(const SpawnSpec& in, double timeout_s, bool merge_stderr) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
   Child c;
   try {
-    SpawnSpec spec;
-    spec.argv = argv;
+    SpawnSpec spec = in;
+    spec.log_file.clear();  // the output comes back through the pipe
     c.start_ = Clock::now();
     c.pid_ = spawn_impl(spec, fds[1], merge_stderr);
     register_child(c.pid_);
@@ -483,10 +489,12 @@ std::size_t ChildPool::running() const noexcept {
   return n;
 }
 
-void ChildPool::start(std::size_t slot, std::size_t tag, const SpawnSpec& spec) {
+void ChildPool::start(std::size_t slot, std::size_t tag, const SpawnSpec& spec,
+                      std::optional<double> timeout_s) {
   if (slots_.at(slot)) throw std::logic_error("ChildPool::start: slot is busy");
   Running r;
   r.tag = tag;
+  r.timeout_s = timeout_s;
   r.child = Child::spawn(spec);
   slots_[slot] = std::move(r);
 }
@@ -502,7 +510,8 @@ int ChildPool::run(const Hooks& hooks, double timeout_s, double grace_s) {
       auto& slot = slots_[s];
       if (!slot) continue;
       auto st = slot->child.poll();
-      if (!st && timeout_s > 0 && slot->child.elapsed_s() >= timeout_s)
+      const double limit = slot->timeout_s.value_or(timeout_s);
+      if (!st && limit > 0 && slot->child.elapsed_s() >= limit)
         st = slot->child.terminate(grace_s, ExitKind::timeout);
       if (!st) continue;
       const Ended e{s, slot->tag, *st};

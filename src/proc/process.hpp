@@ -84,8 +84,7 @@ class Child {
   ExitStatus terminate(double grace_s = 5.0, ExitKind as = ExitKind::stopped);
 
  private:
-  friend Captured run_capture(const std::vector<std::string>& argv, double timeout_s,
-                              bool merge_stderr);
+  friend Captured run_capture(const SpawnSpec& spec, double timeout_s, bool merge_stderr);
   void release() noexcept;
   pid_t pid_ = -1;
   std::chrono::steady_clock::time_point start_{};
@@ -117,8 +116,10 @@ class ChildPool {
   [[nodiscard]] std::size_t slots() const noexcept { return slots_.size(); }
   [[nodiscard]] bool busy(std::size_t slot) const { return slots_.at(slot).has_value(); }
   [[nodiscard]] std::size_t running() const noexcept;
-  // Spawns into a free slot; Child::spawn's error propagates and the slot stays free.
-  void start(std::size_t slot, std::size_t tag, const SpawnSpec& spec);
+  // Spawns into a free slot; Child::spawn's error propagates and the slot stays free. `timeout_s`:
+  // this child's own limit (<= 0: none) instead of run()'s.
+  void start(std::size_t slot, std::size_t tag, const SpawnSpec& spec,
+             std::optional<double> timeout_s = std::nullopt);
   // Looks every 50 ms until no child runs and fill has nothing more, or until SignalGuard
   // reports a signal; a child running past `timeout_s` (<= 0: none) is terminated (SIGTERM,
   // `grace_s`, SIGKILL). Returns the signal (0: none); children still running then are
@@ -132,6 +133,7 @@ class ChildPool {
   struct Running {
     std::size_t tag = 0;
     Child child;
+    std::optional<double> timeout_s;  // start()'s, over run()'s
   };
   std::vector<std::optional<Running>> slots_;
 };
@@ -150,6 +152,8 @@ void set_caliber_executable(const std::filesystem::path& exe);
 // merge_stderr: the child's stderr goes into `out` too (its refusal message, for the caller).
 [[nodiscard]] Captured run_capture(const std::vector<std::string>& argv, double timeout_s = 60.0,
                                    bool merge_stderr = false);
+// The same for a child with an environment of its own (spec.env; spec.log_file is not used).
+[[nodiscard]] Captured run_capture(const SpawnSpec& spec, double timeout_s, bool merge_stderr);
 
 // While one exists, SIGINT and SIGTERM set a flag instead of killing the parent; every Child is
 // registered, and a second signal kills the registered groups at once and exits (the user asked

@@ -486,6 +486,7 @@ RunLogHeader header_from_json(const json& j) {
 json to_json(const RunLogFooter& ft) {
   json j = write_object(ft, kFooterFields, json{{field::type, row_type::footer}});
   if (ft.parallel_warmup) j["parallel_warmup"] = *ft.parallel_warmup;
+  if (ft.startup) j["startup"] = *ft.startup;
   return j;
 }
 
@@ -496,8 +497,12 @@ RunLogFooter footer_from_json(const json& j) {
   std::optional<json> warmup;
   if (j.is_object() && j.contains("parallel_warmup")) warmup = j["parallel_warmup"];
   f.drop("parallel_warmup");
+  std::optional<json> startup;
+  if (j.is_object() && j.contains("startup") && j["startup"].is_object()) startup = j["startup"];
+  f.drop("startup");
   RunLogFooter ft = read_object<RunLogFooter>(f, kFooterFields);
   ft.parallel_warmup = std::move(warmup);
+  ft.startup = std::move(startup);
   return ft;
 }
 

@@ -196,6 +196,10 @@ struct RunLogFooter {
   std::optional<FooterTune> tune;
   // The parallel warmup's merge result (the identity's parallel_warmup_result) or null.
   std::optional<nlohmann::json> parallel_warmup;
+  // A fed run's start-up before its first case, as the embedding measured it: an object of
+  // named seconds (FlagGems: interpreter_s, flag_gems_import_s, collection_s, open_s), or absent
+  // (docs/run-log.md).
+  std::optional<nlohmann::json> startup;
   // The cases' phases summed (wall_s above is the whole run's; the phases' own sum is in
   // cases_wall_s), and the clock regime's settles and carries over the run.
   Phases phases;

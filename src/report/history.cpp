@@ -34,7 +34,7 @@ HistoryPoint make_point(const fs::path& dir) {
   HistoryPoint p;
   p.label = dir.filename().string();
   if (p.label.empty()) p.label = dir.parent_path().filename().string();
-  p.runs = is_batch_dir(dir) ? load_runs(expand_run_dirs({dir})) : load_runs({dir});
+  p.runs = load_runs({dir});
   for (const auto& r : p.runs) {
     const std::string t = identity_text(r.identity, "start_time");
     if (!t.empty() && (p.start_time.empty() || t < p.start_time)) p.start_time = t;

@@ -406,7 +406,7 @@ ab_sides(const std::filesystem::path& dir) {
 std::string html_report(const std::vector<std::filesystem::path>& dirs) {
   if (dirs.size() == 1)
     if (auto ab = read_ab_dir(dirs.front())) return html_ab_report(ab->a, ab->b);
-  const auto runs = load_runs(expand_run_dirs(dirs));
+  const auto runs = load_runs(dirs);
   if (runs.empty()) throw std::invalid_argument("no run directory under the given paths");
   Report r = summary_report(summarize(dirs));
   r.tables.insert(r.tables.begin(), caliber_table(runs));

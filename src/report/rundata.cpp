@@ -4,10 +4,12 @@
 #include <cmath>
 #include <map>
 #include <regex>
+#include <set>
 #include <stdexcept>
 #include <unordered_set>
 
 #include "records/identity.hpp"
+#include "records/ops_status.hpp"
 
 namespace fs = std::filesystem;
 
@@ -38,40 +40,97 @@ std::optional<RunDirName> parse_run_dir_name(const std::string& dirname) {
   return r;
 }
 
-std::vector<fs::path> expand_run_dirs(const std::vector<fs::path>& dirs) {
-  std::vector<fs::path> out;
+namespace {
+
+// A run directory of a batch and, for a group's (batch --ops-per-child), the ops whose rows count.
+struct BatchRun {
+  fs::path dir;
+  std::set<std::string> ops;  // empty: every row counts
+};
+
+// The run directories of a folder that holds them. In a batch directory whose ops_status.csv
+// names each op's run (its `run` column), exactly those: a group's run, named by several ops,
+// keeps only their rows (an op of the group that ran again alone has its rows in its own run);
+// an op with no run named there, its newest run of its name. A batch without the column (older
+// ones): each name's newest run. Elsewhere (a folder of runs, an ab directory) every run counts.
+std::vector<BatchRun> runs_in(const fs::path& d) {
+  const bool batch = is_batch_dir(d);
+  // name -> (stamp, collision, path) of the newest
+  std::map<std::string, std::pair<std::pair<std::string, int>, fs::path>> newest;
+  std::vector<BatchRun> unnamed;
+  std::map<std::string, fs::path> by_dirname;
+  for (const auto& e : fs::directory_iterator(d)) {
+    if (!e.is_directory() || !is_run_dir(e.path())) continue;
+    by_dirname[e.path().filename().string()] = e.path();
+    const auto parsed = parse_run_dir_name(e.path().filename().string());
+    if (!parsed || !batch) {
+      unnamed.push_back({e.path(), {}});
+      continue;
+    }
+    const auto order = std::make_pair(parsed->stamp, parsed->collision);
+    auto it = newest.find(parsed->name);
+    if (it == newest.end() || it->second.first < order) newest[parsed->name] = {order, e.path()};
+  }
+  std::vector<core::OpStatusRow> status;
+  if (batch) {
+    try {
+      status = core::read_ops_status(d);
+    } catch (const std::exception&) {
+      status.clear();  // unreadable: each name's newest run, as before the column
+    }
+  }
+  const bool named = std::any_of(status.begin(), status.end(),
+                                 [](const core::OpStatusRow& r) { return !r.run.empty(); });
+  std::vector<BatchRun> found;
+  if (named) {
+    std::map<fs::path, std::set<std::string>> owners;
+    for (const auto& r : status) {
+      const auto it = by_dirname.find(r.run);
+      if (it != by_dirname.end()) {
+        owners[it->second].insert(r.op);
+      } else if (const auto n = newest.find(r.op); n != newest.end()) {
+        owners[n->second.second].insert(r.op);
+      }
+    }
+    for (auto& [dir, ops] : owners) {
+      const auto parsed = parse_run_dir_name(dir.filename().string());
+      // A run of one op's own name holds that op's rows only: all of them count, as before.
+      const bool own = parsed && ops.size() == 1 && *ops.begin() == parsed->name;
+      found.push_back({dir, own ? std::set<std::string>{} : ops});
+    }
+  } else {
+    found = unnamed;
+    for (const auto& [name, v] : newest) found.push_back({v.second, {}});
+  }
+  std::sort(found.begin(), found.end(),
+            [](const BatchRun& a, const BatchRun& b) { return a.dir < b.dir; });
+  return found;
+}
+
+std::vector<BatchRun> expand(const std::vector<fs::path>& dirs) {
+  std::vector<BatchRun> out;
   for (const auto& d : dirs) {
     std::error_code ec;
     if (!fs::is_directory(d, ec)) throw std::runtime_error(d.string() + ": not a directory");
     if (is_run_dir(d)) {
-      out.push_back(d);
+      out.push_back({d, {}});
       continue;
     }
-    // name -> (stamp, collision, path) of the newest; only a resumed batch reruns a name, so
-    // elsewhere (a folder of runs, an ab directory) every run counts
-    const bool batch = is_batch_dir(d);
-    std::map<std::string, std::pair<std::pair<std::string, int>, fs::path>> newest;
-    std::vector<fs::path> unnamed;
-    for (const auto& e : fs::directory_iterator(d)) {
-      if (!e.is_directory() || !is_run_dir(e.path())) continue;
-      const auto parsed = parse_run_dir_name(e.path().filename().string());
-      if (!parsed || !batch) {
-        unnamed.push_back(e.path());
-        continue;
-      }
-      const auto order = std::make_pair(parsed->stamp, parsed->collision);
-      auto it = newest.find(parsed->name);
-      if (it == newest.end() || it->second.first < order) newest[parsed->name] = {order, e.path()};
-    }
-    std::vector<fs::path> found = unnamed;
-    for (const auto& [name, v] : newest) found.push_back(v.second);
+    const auto found = runs_in(d);
     if (found.empty())
       throw std::runtime_error(d.string() +
                                ": neither a run directory (no run.log) nor a batch "
                                "directory (no run directories inside)");
-    std::sort(found.begin(), found.end());
     out.insert(out.end(), found.begin(), found.end());
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<fs::path> expand_run_dirs(const std::vector<fs::path>& dirs) {
+  std::vector<fs::path> out;
+  for (const auto& r : expand(dirs)) out.push_back(r.dir);
   return out;
 }
 
@@ -144,7 +203,19 @@ RunData load_run(const fs::path& run_dir) {
 
 std::vector<RunData> load_runs(const std::vector<fs::path>& dirs) {
   std::vector<RunData> out;
-  for (const auto& d : expand_run_dirs(dirs)) out.push_back(load_run(d));
+  for (const auto& r : expand(dirs)) {
+    RunData run = load_run(r.dir);
+    if (!r.ops.empty()) {
+      // A group's run: the rows of the ops the batch took from it.
+      auto& cases = run.log.cases;
+      cases.erase(std::remove_if(cases.begin(), cases.end(),
+                                 [&](const core::CaseRow& c) {
+                                   return r.ops.count(core::batch_op_of(c)) == 0;
+                                 }),
+                  cases.end());
+    }
+    out.push_back(std::move(run));
+  }
   return out;
 }
 

@@ -31,9 +31,10 @@ struct RunData {
 };
 
 // A run directory holds run.log. Any other directory holds run directories: every one of them,
-// except in a batch directory (it holds ops_status.csv), where a name run more than once (a
-// resumed batch) counts only in its newest run. Throws std::runtime_error naming an argument that
-// is neither.
+// except in a batch directory (it holds ops_status.csv), where the runs its `run` column names
+// count (a group's run only for its ops' rows: load_runs), or in a batch without that column a
+// name run more than once (a resumed batch) counts only in its newest run. Throws
+// std::runtime_error naming an argument that is neither.
 [[nodiscard]] std::vector<std::filesystem::path> expand_run_dirs(
     const std::vector<std::filesystem::path>& dirs);
 [[nodiscard]] bool is_run_dir(const std::filesystem::path& dir);

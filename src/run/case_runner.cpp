@@ -250,27 +250,33 @@ Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w,
                      std::string(to_string(c.dtype)),
                      tune_key(pi.space.key)};
   std::optional<timing::Measurement> broken;
-  auto time_config = [&](const Config& cfg) -> double {
-    if (broken) throw ConfigRejected("device context unusable");
-    w.prepare(p, cfg);
-    auto m = timing::measure(
-        *device_, backend_, [&] { w.launch(p); }, timing_options(info, true));
-    // A broken context is not a bad config: remember it, so the case fails and the run stops
-    // timing.
-    if (timing::process_unusable(m)) {
-      broken = m;
-      throw ConfigRejected(m.error);
-    }
-    if (!m.ok) throw ConfigRejected(m.error.empty() ? "measurement failed" : m.error);
-    return m.latency_ms;
+  const timing::TimingOptions sweep_opt = timing_options(info, true);
+  auto timed_by = [this, &w, p, &broken](timing::TimingOptions opt) {
+    return [this, &w, p, &broken, opt = std::move(opt)](const Config& cfg) -> double {
+      if (broken) throw ConfigRejected("device context unusable");
+      w.prepare(p, cfg);
+      auto m = timing::measure(
+          *device_, backend_, [&] { w.launch(p); }, opt);
+      // A broken context is not a bad config: remember it, so the case fails and the run stops
+      // timing.
+      if (timing::process_unusable(m)) {
+        broken = m;
+        throw ConfigRejected(m.error);
+      }
+      if (!m.ok) throw ConfigRejected(m.error.empty() ? "measurement failed" : m.error);
+      return m.latency_ms;
+    };
   };
+  const tune::TimeConfig time_config = timed_by(sweep_opt);
+  tune::Screen screen;
+  if (knobs_.tune_screen) screen.time = timed_by(tune::screen_options(timing_options(info, false)));
   // A provider that sweeps its own configs (a Python suite's Triton autotuner) is asked to, under
   // the same cache rules; the others are timed config by config here.
   auto* self = dynamic_cast<tune::SelfTuning*>(&w);
   tune::Selection s = self != nullptr && self->sweeps_itself(p)
                           ? active_tuner().select_external(
                                 key, pi.space, [&] { return self->prepare_and_sweep(p); })
-                          : active_tuner().select(key, pi.space, time_config);
+                          : active_tuner().select(key, pi.space, time_config, screen);
   if (broken) throw DeviceBroken(broken->error, broken->failure);
   prow.config = s.config.str();
   core::TuneChoice& tune = prow.tune.emplace();

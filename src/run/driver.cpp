@@ -34,6 +34,7 @@
 #include "run/warmup_runner.hpp"
 #include "timing/timer.hpp"
 #include "tune/cache.hpp"
+#include "tune/warmup.hpp"
 
 namespace caliber::run {
 
@@ -91,9 +92,9 @@ void check_replay_source(const core::Knobs& k) {
 }
 
 // The backend the knobs name; a bad name is bad usage.
-static const backends::Backend* resolve_backend_knob(const core::Knobs& k) {
+const backends::Backend& resolve_backend_knob(const core::Knobs& k) {
   try {
-    return &backends::resolve_backend(k.backend);
+    return backends::resolve_backend(k.backend);
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--backend (ZL_BACKEND): ") + e.what());
   }
@@ -104,7 +105,7 @@ void check_batch_ops(const core::Knobs& knobs, const std::vector<std::string>& o
   k.ops = ops;
   k.op_file.clear();
   k.node.clear();
-  const backends::Backend* backend = resolve_backend_knob(k);
+  const backends::Backend* backend = &resolve_backend_knob(k);
   if (!k.py_ops.empty() && !py_suites_missing(k.py_ops).empty()) {
     // The executable cannot load a Python suite: a `caliber list` child in Python checks it.
     (void)check_py_suites(caliber_executable(), k, ops);
@@ -127,7 +128,7 @@ namespace driver_parts {
 Setup resolve_setup(const RunRequest& req) {
   const core::Knobs& k = req.knobs;
   Setup s;
-  s.backend = resolve_backend_knob(k);
+  s.backend = &resolve_backend_knob(k);
   try {
     s.backend->setup_guard();
   } catch (const backends::BackendUnavailable& e) {
@@ -147,11 +148,12 @@ Setup resolve_setup(const RunRequest& req) {
                              [&](const auto& d) { return d.index == s.dev_index; });
   s.device = *dev_it;
   if (k.parallel_warmup > 0 && req.tune_shard.empty()) {
-    const int selected = k.devices.empty() ? 1 : static_cast<int>(k.devices.size());
-    if (k.parallel_warmup > selected)
-      throw UsageError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" +
-                       std::to_string(k.parallel_warmup) + "' is more than the " +
-                       std::to_string(selected) + " device(s) selected with --devices");
+    try {  // the rule is the tuner's (tune/warmup.hpp); here it refuses before anything is written
+      tune::validate_parallel_warmup(k.parallel_warmup,
+                                     k.devices.empty() ? 1 : static_cast<int>(k.devices.size()));
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
     // Every shard's device is checked here, before the run directory is claimed.
     for (int i = 0; i < k.parallel_warmup; ++i) {
       try {
@@ -179,6 +181,17 @@ Setup resolve_setup(const RunRequest& req) {
   if (k.timer == core::TimerKind::automatic && s.timer == core::TimerKind::direct && !s.caps.host)
     s.timer_note = "backend " + s.backend->name() + " times with the direct timer (timer=direct)";
   check_replay_source(k);
+  // Where the run directory goes, here rather than when it is claimed: a fed run claims it only
+  // when its embedding opens the run, after FlagGems' session has started.
+  if (req.tune_shard.empty()) {
+    try {
+      core::check_out_dir(k.out);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--out: ") + e.what());
+    }
+  } else if (req.shard_cache.empty()) {
+    throw UsageError("--tune-shard: needs --shard-cache FILE");
+  }
   s.sequence_mode = !k.quantiles.empty() || k.return_mode == core::ReturnMode::all;
   return s;
 }
@@ -251,12 +264,7 @@ RunFiles claim_run(const core::Knobs& k, const Setup& s, std::uint64_t seed,
                    std::chrono::system_clock::time_point wall_start, const json& extra) {
   std::string name = k.name;
   if (name.empty()) name = s.sel.ops.size() == 1 ? s.sel.ops.front().info.name : "run";
-  try {
-    core::check_out_dir(k.out);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--out: ") + e.what());
-  }
-  RunFiles f;
+  RunFiles f;  // --out was checked by resolve_setup
   f.dir = core::claim_run_dir(k.out, name, wall_start);
   f.identity = make_identity(k, s, seed, wall_start);
   // What an embedding adds (the Python package: python, torch and triton versions).
@@ -455,6 +463,18 @@ std::string where_time_went(const core::RunLogFooter& f, double wall_s) {
   o << "), outside the cases " << core::fixed(std::max(0.0, wall_s - cases), 1)
     << " s (set-up, peaks); clock regime settled " << f.settles.value_or(0) << "x, carried "
     << f.carries.value_or(0) << "x";
+  if (f.startup && !f.startup->empty()) {
+    double total = 0;
+    std::string parts;
+    for (const auto& [name, v] : f.startup->items()) {
+      const double s = v.is_number() ? v.get<double>() : 0.0;
+      total += s;
+      std::string label = name;
+      if (label.size() > 2 && label.ends_with("_s")) label.resize(label.size() - 2);
+      parts += (parts.empty() ? "" : ", ") + label + " " + core::fixed(s, 1);
+    }
+    o << "; start-up before the run " << core::fixed(total, 1) << " s (" << parts << ")";
+  }
   return o.str();
 }
 
@@ -467,7 +487,7 @@ void record_end_load(RunFiles& f) {
 void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_result,
                 const std::vector<core::CaseRow>& rows, double wall_s, core::RunLogWriter& log,
                 const RunOutcome& outcome, std::ostream& out, std::ostream& err, tune::Tuner* tuner,
-                const core::FooterTune* tune_footer) {
+                const core::FooterTune* tune_footer, const json* startup) {
   tune::Tuner& tn = tuner != nullptr ? *tuner : runner.tuner();  // a paired run's side B: its own
   core::RunLogFooter footer;
   footer.ok = outcome.ok;
@@ -486,6 +506,7 @@ void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_res
   footer.cases_wall_s = footer.phases.wall_s.value_or(0.0);
   footer.settles = runner.regime_carry().settled;
   footer.carries = runner.regime_carry().carried;
+  if (startup != nullptr && startup->is_object()) footer.startup = *startup;
   log.append_footer(footer);
   for (const auto& w : runner.warnings()) err << "caliber: WARNING: " << w << "\n";
 
@@ -493,6 +514,22 @@ void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_res
   out << "ok " << outcome.ok << ", failed " << outcome.failed << ", skipped " << outcome.skipped
       << " in " << fmt(wall_s, 1) << " s; run directory " << outcome.run_dir.string() << "\n";
   out << where_time_went(footer, wall_s) << "\n";
+}
+
+void print_dry_run(std::ostream& out, const core::Knobs& k, const Setup& s,
+                   const std::string& what) {
+  const CostModel model = cost_model(s.caps.host, k);
+  timing::TimingOptions probe;
+  probe.l2 = k.l2;
+  probe.regime.regime = k.clock;
+  const bool cached =
+      !k.peaks || k.profile != 0 ||
+      (!k.peaks_refresh && load_cached_peaks(peaks_cache_file(s.backend->name(), s.device),
+                                             peaks_policy(s.timer, probe)));
+  out << "caliber run --dry-run" << what << ": backend " << s.backend->name() << ", device "
+      << s.dev_index << " (" << s.device.name << "), level " << core::to_string(k.level)
+      << "; nothing is run or written\n";
+  print_estimate(out, model, s.sel, estimate_cases(model, s.sel, k), cached);
 }
 
 }  // namespace driver_parts
@@ -504,22 +541,12 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
 
   if (!k.flaggems.empty()) return run_fed(req, out, err);
   const Setup s = resolve_setup(req);
-  const CostModel model = cost_model(s.caps.host, k);
-  const std::vector<double> est = estimate_cases(model, s.sel, k);
   if (req.dry_run) {
-    timing::TimingOptions probe;
-    probe.l2 = k.l2;
-    probe.regime.regime = k.clock;
-    const bool cached =
-        !k.peaks || k.profile != 0 ||
-        (!k.peaks_refresh && load_cached_peaks(peaks_cache_file(s.backend->name(), s.device),
-                                               peaks_policy(s.timer, probe)));
-    out << "caliber run --dry-run: backend " << s.backend->name() << ", device " << s.dev_index
-        << " (" << s.device.name << "), level " << core::to_string(k.level)
-        << "; nothing is run or written\n";
-    print_estimate(out, model, s.sel, est, cached);
+    print_dry_run(out, k, s);
     return RunOutcome{};
   }
+  const CostModel model = cost_model(s.caps.host, k);
+  const std::vector<double> est = estimate_cases(model, s.sel, k);
   // A parallel-warmup child tunes its shard and measures nothing; it claims no run directory.
   if (!req.tune_shard.empty()) {
     RunOutcome shard;

@@ -9,6 +9,10 @@
 
 #include "settings/knobs.hpp"
 
+namespace caliber::backends {
+class Backend;
+}
+
 namespace caliber::run {
 
 // Bad usage or input found before anything is written: exit code 2 (settings/usage_error.hpp).
@@ -38,6 +42,10 @@ struct RunOutcome {
   std::filesystem::path paired_run_dir;  // side B's, in a paired A/B
   int ok = 0, failed = 0, skipped = 0;
 };
+
+// The backend --backend (ZL_BACKEND) names ("auto": the first with a device); a bad name is a
+// UsageError naming the flag and the names allowed.
+[[nodiscard]] const backends::Backend& resolve_backend_knob(const core::Knobs& k);
 
 // A replay source (--tune replay) must be a run directory (or file) holding a readable tune cache;
 // throws UsageError otherwise.

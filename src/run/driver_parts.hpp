@@ -58,6 +58,10 @@ struct RunFiles {
                                  const json& extra = json());
 void print_banner(std::ostream& out, const core::Knobs& k, const Setup& s, const fs::path& dir,
                   std::uint64_t seed);
+// --dry-run: what the run would cost (cases, GB and seconds per op, whether the peaks are
+// cached); `what` is said after the run's name ("" for a plain run). Nothing is run or written.
+void print_dry_run(std::ostream& out, const core::Knobs& k, const Setup& s,
+                   const std::string& what = "");
 [[nodiscard]] Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend,
                               const backends::DeviceDesc& device, core::TimerKind timer,
                               CaseRunner& runner, RunFiles& f, std::ostream& out);
@@ -74,11 +78,13 @@ void print_progress(std::ostream& out, const core::Knobs& k, const std::string& 
 // "host_load"; compare warns about a side whose host was loaded).
 void record_end_load(RunFiles& f);
 // Phase 6: the footer, the warnings and the closing table. `tune_footer`: the footer's tune object
-// when the tuning was not caliber's tuner's (a FlagGems run's LibTuner totals).
+// when the tuning was not caliber's tuner's (a FlagGems run's LibTuner totals); `startup`: a fed
+// run's start-up phases (named seconds) for the footer and the closing line.
 void finish_run(const core::Knobs& k, CaseRunner& runner, const json& warmup_result,
                 const std::vector<core::CaseRow>& rows, double wall_s, core::RunLogWriter& log,
                 const RunOutcome& outcome, std::ostream& out, std::ostream& err,
-                tune::Tuner* tuner = nullptr, const core::FooterTune* tune_footer = nullptr);
+                tune::Tuner* tuner = nullptr, const core::FooterTune* tune_footer = nullptr,
+                const json* startup = nullptr);
 
 }  // namespace driver_parts
 

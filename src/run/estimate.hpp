@@ -42,7 +42,9 @@ void print_estimate(std::ostream& out, const CostModel& m, const Selection& sel,
                     const std::vector<double>& est, bool peaks_cached);
 
 // The ETA from the estimate, honest from the first case: the remaining cases' estimate scaled by
-// how the finished ones compared with theirs (the ratio clamped to [0.25, 4]).
+// how the finished ones compared with theirs, that ratio weighed against the model's own 1 by a
+// prior of kEtaPrior of the run's estimate (then clamped to [0.25, 4]).
+inline constexpr double kEtaPrior = 0.25;
 [[nodiscard]] double eta_s(const std::vector<double>& est, std::size_t done, double elapsed_s);
 
 }  // namespace caliber::run

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <optional>
@@ -53,7 +54,8 @@ json knobs_json(const core::Knobs& k, const driver_parts::Setup& s, const RunReq
           {"replay_from", k.replay_from},
           {"parallel_warmup", k.parallel_warmup},
           {"out", k.out},
-          {"name", k.name}};
+          {"name", k.name},
+          {"dry_run", req.dry_run}};
 }
 
 std::vector<std::string> string_list(const json& j) {
@@ -101,20 +103,24 @@ class Fed final : public FedRun {
 
  public:
   Fed(const RunRequest& req, const driver_parts::Setup& s, std::ostream& out, std::ostream& err)
-      : k_(req.knobs), s_(s), out_(out), err_(err) {}
+      : k_(req.knobs), s_(s), out_(out), err_(err), dry_run_(req.dry_run) {}
 
   json call(const json& r, const std::function<void()>& launch) override {
     const std::string what = r.value("call", std::string());
+    if (what == "plan") return plan(r);
+    if (dry_run_) throw std::invalid_argument("fed run: '" + what + "' in a dry run");
     if (what == "open") return open(r);
     if (!files_.log) throw std::invalid_argument("fed run: '" + what + "' before 'open'");
     if (what == "time") return time(r, launch);
     if (what == "case") return add_case(r);
     if (what == "shapes") return shapes(r);
     if (what == "tune") return tune_totals(r);
+    if (what == "startup") return startup(r);
     throw std::invalid_argument("fed run: unknown call '" + what + "'");
   }
 
   [[nodiscard]] bool opened() const { return files_.log != nullptr; }
+  [[nodiscard]] bool planned() const { return planned_; }
   [[nodiscard]] DeviceContext* device() override { return runner_ ? &runner_->device() : nullptr; }
 
   // The footer and the closing table; `stop` is why the embedding's loop ended early ("" none).
@@ -126,12 +132,44 @@ class Fed final : public FedRun {
       ++outcome_.failed;
     }
     driver_parts::finish_run(k_, *runner_, warmup_, rows_, wall_s, *files_.log, outcome_, out_,
-                             err_, nullptr, tune_footer_ ? &*tune_footer_ : nullptr);
+                             err_, nullptr, tune_footer_ ? &*tune_footer_ : nullptr,
+                             startup_.empty() ? nullptr : &startup_);
     outcome_.exit_code = outcome_.failed > 0 ? 1 : 0;
     return outcome_;
   }
 
  private:
+  // --dry-run: what the selection holds, printed; nothing is claimed, measured or written. The
+  // cases themselves are only known as FlagGems' loop makes its inputs, so the plan counts
+  // benchmarks (pytest items) per op.
+  json plan(const json& r) {
+    if (!dry_run_) throw std::invalid_argument("fed run: 'plan' outside a dry run");
+    if (planned_) throw std::invalid_argument("fed run: 'plan' twice");
+    planned_ = true;
+    const json ops = r.value("ops", json::array());
+    std::size_t total = 0;
+    for (const auto& o : ops) total += o.value("benchmarks", std::size_t{0});
+    out_ << "caliber run --dry-run: FlagGems at " << k_.flaggems << ", backend "
+         << s_.backend->name() << ", device " << s_.dev_index << " (" << s_.device.name
+         << "), level " << core::to_string(k_.level) << ", shape mode "
+         << core::to_string(k_.shape_mode) << ", mode " << core::to_string(k_.mode)
+         << "; nothing is run or written\n";
+    out_ << "  " << total << (total == 1 ? " benchmark" : " benchmarks") << " of " << ops.size()
+         << (ops.size() == 1 ? " op" : " ops")
+         << " (the cases come as FlagGems' loop makes its inputs: a dtype and shape each)\n";
+    for (const auto& o : ops) {
+      out_ << "  " << o.value("op", std::string("?")) << ": "
+           << o.value("benchmarks", std::size_t{0}) << " in";
+      const char* sep = " ";
+      for (const auto& f : string_list(o.value("files", json::array()))) {
+        out_ << sep << f;
+        sep = ", ";
+      }
+      out_ << "\n";
+    }
+    return json::object();
+  }
+
   json open(const json& r) {
     if (opened()) throw std::invalid_argument("fed run: 'open' twice");
     seed_ = k_.seed != 0 ? k_.seed : driver_parts::fresh_seed();
@@ -388,6 +426,30 @@ class Fed final : public FedRun {
     return {{"status", "ok"}};
   }
 
+  // The embedding's start-up before its first case, for the footer: {"phases": {name: seconds}},
+  // each name a short word ending in _s, each value a finite number of seconds from 0 to a day.
+  json startup(const json& r) {
+    const json ph = r.value("phases", json::object());
+    if (!ph.is_object()) throw std::invalid_argument("fed run: 'startup' phases: not an object");
+    json kept = json::object();
+    for (const auto& [name, v] : ph.items()) {
+      const bool named = name.size() > 2 && name.size() <= 40 && name.ends_with("_s") &&
+                         std::all_of(name.begin(), name.end(),
+                                     [](char c) { return (c >= 'a' && c <= 'z') || c == '_'; });
+      if (!named)
+        throw std::invalid_argument("fed run: 'startup': a phase named '" + name.substr(0, 40) +
+                                    "' (allowed: a-z and _, "
+                                    "ending in _s)");
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 ||
+          v.get<double>() > 86400)
+        throw std::invalid_argument("fed run: 'startup': " + name +
+                                    " is not a number of seconds from 0 to 86400");
+      kept[name] = v.get<double>();
+    }
+    startup_ = std::move(kept);
+    return {{"status", "ok"}};
+  }
+
   json shapes(const json& r) {
     YAML::Emitter e;
     e << YAML::Comment("the shapes this run used, as FlagGems' benchmark classes held them");
@@ -411,6 +473,7 @@ class Fed final : public FedRun {
   driver_parts::RunFiles files_;
   std::unique_ptr<CaseRunner> runner_;
   Peaks peaks_;
+  json startup_ = json::object();
   RunOutcome outcome_;
   std::vector<core::CaseRow> rows_;
   std::map<long long, Timed> timed_;
@@ -419,6 +482,8 @@ class Fed final : public FedRun {
   std::string fatal_;                            // node after which the device context is unusable
   std::optional<core::FooterTune> tune_footer_;  // from a "tune" call
   json warmup_ = nullptr;                        // the parallel warmup's result, from it too
+  bool dry_run_ = false;                         // --dry-run: only 'plan' is answered
+  bool planned_ = false;
 };
 
 }  // namespace
@@ -456,6 +521,11 @@ RunOutcome run_fed(const RunRequest& req, std::ostream& out, std::ostream& err) 
   } catch (const std::exception& e) {
     if (!run.opened()) throw UsageError(who + e.what());
     stop = e.what();
+  }
+  if (req.dry_run) {
+    if (!stop.empty()) throw UsageError(stop);
+    if (!run.planned()) throw UsageError(who + "selected no benchmark");
+    return RunOutcome{};
   }
   if (!run.opened()) throw UsageError(stop.empty() ? who + "selected no benchmark" : stop);
   return run.finish(stop);

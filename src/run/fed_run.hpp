@@ -17,6 +17,9 @@
 namespace caliber::run {
 
 // The run as the embedding sees it: one entry point taking a JSON request {"call": ...}.
+//   plan   {"ops": [{"op", "benchmarks", "files": [paths]}]}: --dry-run only, instead of open:
+//          prints what the selection holds; nothing is claimed or written. Reply: {}. Once; in a
+//          dry run every other call is refused.
 //   open   {"ops": [names], "identity": {key: value}}: claims the run directory and writes the
 //          identity (with those keys), the header and the banner; measures the peaks. Reply:
 //          {"run_dir", "device": {"backend", "name", "stream", "host"}}. Once.

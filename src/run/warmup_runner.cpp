@@ -438,11 +438,7 @@ WarmupOutcome run_parallel_warmup(const RunRequest& req, const backends::Backend
   core::Knobs k = req.knobs;
   const int n = k.parallel_warmup;
   const std::vector<int> devices = k.devices.empty() ? std::vector<int>{0} : k.devices;
-  try {
-    tune::validate_parallel_warmup(n, static_cast<int>(devices.size()));
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--parallel-warmup (PARALLEL_WARMUP_GPUS): ") + e.what());
-  }
+  // resolve_setup refused a count the devices cannot hold (tune::validate_parallel_warmup).
   if (n <= 0) return WarmupOutcome{};
 
   // 1. Plan: pins, seed, the shards' arguments and cases.
@@ -474,7 +470,6 @@ int run_tune_shard(const RunRequest& req, const backends::Backend& backend, cons
                    std::uint64_t seed, std::ostream& out, std::ostream& err) {
   const core::Knobs& k = req.knobs;
   const auto [index, count] = parse_shard(req.tune_shard);
-  if (req.shard_cache.empty()) throw UsageError("--tune-shard: needs --shard-cache FILE");
   const auto t0 = Clock::now();
   const auto plan = plan_warmup_shards(sel.cases, case_costs(sel), count);
   const auto& mine = plan[static_cast<std::size_t>(index)];

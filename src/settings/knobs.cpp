@@ -12,6 +12,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "caliber/check.hpp"
 #include "caliber/dtype.hpp"
 #include "settings/library_file.hpp"
 
@@ -77,14 +78,6 @@ std::string not_empty(const std::string& name, const std::string& value) {
   std::string t = trim(value);
   if (t.empty()) refuse(name, value, "is empty");
   return t;
-}
-
-std::string one_of(const std::string& name, const std::string& value,
-                   std::initializer_list<const char*> allowed) {
-  const std::string t = trim(value);
-  for (const char* a : allowed)
-    if (t == a) return t;
-  refuse(name, value, "is not allowed");
 }
 
 // One of E's words (settings/settings.hpp), surrounding blanks ignored.
@@ -377,6 +370,13 @@ std::vector<KnobSpec> make_table() {
        "a run directory that holds a tune.db",
        "Replay the configs recorded by that run (implies --tune replay).",
        [](Knobs& k, const std::string& v) { k.replay_from = not_empty("replay_from", v); }});
+  add({"tune_screen", "--tune-screen", "", "Autotune", "on", "on, off",
+       "on: a sweep of 12 configs or more times each config briefly first and only the fastest "
+       "quarter (at least 4) at the sweep's budget; off: every config at the sweep's budget "
+       "(docs/timing.md).",
+       [](Knobs& k, const std::string& v) {
+         k.tune_screen = one_word<Switch>("tune_screen", v) == Switch::on;
+       }});
   add({"parallel_warmup", "--parallel-warmup", "PARALLEL_WARMUP_GPUS", "Autotune", "unset",
        "an integer from 1 to the number of devices selected",
        "Shard the autotune sweep over N devices in child processes, then measure serially on one.",
@@ -443,7 +443,8 @@ std::vector<KnobSpec> make_table() {
          }
          if (k.columns.empty()) refuse("columns", v, "names no column");
        }});
-  // --- Environment only: no flag of run's; they keep the value as given (no refusal here).
+  // --- Environment only: no flag of run's; the first three keep the value as given (no refusal
+  // here), check_threads is refused when bad.
   add({"python", "", "CALIBER_PYTHON", "Selection", "python3 on PATH",
        "a python3 with caliber's package (a path, or a name on PATH)",
        "The interpreter run and list hand --py-ops and --flaggems to (docs/python.md).",
@@ -455,6 +456,17 @@ std::vector<KnobSpec> make_table() {
   add({"scheduler", "", "CALIBER_SCHEDULER", "Selection", "local", "local, slurm",
        "batch's scheduler when --scheduler is not given (docs/cluster.md).",
        [](Knobs& k, const std::string& v) { k.scheduler = v; }});
+  add({"check_threads", "", check::kCheckThreadsEnv, "Selection",
+       "the host's threads, at most " + std::to_string(check::kMaxCheckThreads),
+       "an integer from 1 to " + std::to_string(check::kCheckThreadsLimit),
+       "Host threads of a correctness check: conversion, float64 reference, comparison "
+       "(docs/writing-ops.md, \"The gate's cost\").",
+       [](Knobs& k, const std::string& v) {
+         k.check_threads = check::parse_check_threads(v);
+         if (k.check_threads == 0)
+           refuse("check_threads", v,
+                  "is not an integer from 1 to " + std::to_string(check::kCheckThreadsLimit));
+       }});
   add({"seed", "--seed", "CALIBER_SEED", "Output", "fresh per run", "an integer from 1",
        "Seed of the random inputs (recorded in run_identity.json).",
        [](Knobs& k, const std::string& v) {

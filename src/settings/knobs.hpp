@@ -75,6 +75,7 @@ struct Knobs {
   // --settle carry (default): a measurement keeps the clock regime the previous one left while
   // its power class holds; each: every measurement settles (rests) on its own (docs/timing.md)
   bool settle_carry = true;
+  bool tune_screen = true;  // a sweep's screening pass (tune::Screen)
   int profile = 0;  // --profile: launches per provider inside NVTX ranges, no timing; 0: off
   // autotune
   TuneMode tune = TuneMode::live;
@@ -93,6 +94,9 @@ struct Knobs {
   std::string python;
   std::string shapes_dir;
   std::string scheduler;
+  // CALIBER_CHECK_THREADS, refused here when bad; the check helpers read the environment
+  // themselves (caliber/check.hpp), so an op library sees it too. 0: unset.
+  unsigned check_threads = 0;
 };
 
 // The columns the run's closing table can show (--columns), and the default set.

@@ -204,7 +204,7 @@ detail::SampleRun direct_call(backends::Device& dev, const std::function<void()>
                               const TimingOptions& opt, const Clock& now, detail::WarmupResult& w,
                               bool& hold, int& launches_per_sample, Tracer& tr,
                               TraceRecorder& rec) {
-  w = detail::warmup(dev, launch, opt.stop, now);
+  w = detail::warmup(dev, launch, detail::warmup_rule(opt, now()), now);
   tr.discard();  // the warmup's records are no sample's
   // On the host a launch is the work itself (no launch gap, no event cost), and a host clock
   // reading around one launch of a microsecond measures mostly the scheduler's jitter: a sample
@@ -484,7 +484,7 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
   detail::WarmupResult w;
   double flush_ms = 0;
   try {
-    w = detail::warmup(dev, launch, opt.stop, now);
+    w = detail::warmup(dev, launch, detail::warmup_rule(opt, now()), now);
     if (per_launch) flush_ms = flush_estimate_ms(dev, opt);
   } catch (const NativeError& e) {
     fail_classified(m, backend, e, "launch failed before capture");

@@ -152,13 +152,25 @@ PowerClass power_class(const std::optional<backends::ClockSample>& c, const Regi
 }
 
 // The state the previous measurement left, when it may be carried into this one: recent enough
-// (carry_gap_s of idle at most) and valid.
+// (carry_gap_s of idle at most, cool_carry_gap_s for a cool state) and valid.
 const RegimeCarry* carry_of(const TimingOptions& opt, double t0) {
   const RegimeCarry* c = opt.carry;
   if (c == nullptr || !c->valid) return nullptr;
-  if (t0 - c->ended_s > opt.regime.carry_gap_s || t0 < c->ended_s) return nullptr;
+  const double gap =
+      c->power == PowerClass::cool ? opt.regime.cool_carry_gap_s : opt.regime.carry_gap_s;
+  if (t0 - c->ended_s > gap || t0 < c->ended_s) return nullptr;
   return c;
 }
+
+}  // namespace
+
+StopRule warmup_rule(const TimingOptions& opt, double t0) {
+  StopRule r = opt.stop;
+  if (carry_of(opt, t0) != nullptr) r.warmup_s = std::min(r.warmup_s, opt.regime.carried_warmup_s);
+  return r;
+}
+
+namespace {
 
 // The carried state holds: the windows so far (one for cool work, two otherwise) show the
 // carried power class, the first at a clock within settle_clock_tol of where the carried state

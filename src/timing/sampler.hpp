@@ -28,6 +28,10 @@ struct WarmupResult {
 [[nodiscard]] WarmupResult warmup(backends::Device& dev, const std::function<void()>& launch,
                                   const StopRule& rule, const Clock& now);
 
+// The stop rule the warmup of a measurement starting at t0 runs under: opt.stop, its warmup
+// shortened to regime.carried_warmup_s where the previous measurement's state may be carried.
+[[nodiscard]] StopRule warmup_rule(const TimingOptions& opt, double t0);
+
 struct SampleRun {
   std::vector<double> per_launch_ms;  // kept samples, divided by launches_per_sample
   double noise = 0;

@@ -138,11 +138,23 @@ struct RegimeRule {
   // again: cool work after one window, warm or power-capped work after two windows that agree
   // as steady() asks of four. The idle gap is where a board's clock recovers, so it is short.
   double carry_gap_s = 0.25;
+  // ... and a cool state (no power limit, the clock at its maximum) up to cool_carry_gap_s: such
+  // a state has no memory for the gap to erase (no power control winding down, no heat), and the
+  // carry's first window must still read the clock where the state left it, so a board that
+  // idled down and has not come back settles in full. Checks and inputs of large cases take
+  // longer than 0.25 s, and each lapsed carry of cool work cost a full settle's two 50 ms
+  // windows instead of one 20 ms window.
+  double cool_carry_gap_s = 1.0;
   // The windows that check a carried state are this long (at most settle_window_s): they look
   // for the state the previous measurement left, which a clock reading after 20 ms of the work
   // shows as well as one after 50 ms; the 50 ms windows of a full settling were most of a short
   // kernel's cost per measurement (docs/timing.md).
   double carry_window_s = 0.02;
+  // Where a carried state may be kept (the gap above), the warmup is this long at most instead
+  // of StopRule::warmup_s: the board is already in the state the warmup brings it to, so the
+  // warmup is left with sizing the replay and the first launch's lazy loading, which its first
+  // two batches see (docs/timing.md).
+  double carried_warmup_s = 0.005;
 };
 
 // The power state a window of work leaves the board in: cool (no power-cap reason, at most

@@ -297,6 +297,7 @@ std::string trials_to_json(const std::vector<Trial>& trials) {
   for (const auto& t : trials) {
     nlohmann::json j{{"config", t.config.str()}, {"ms", t.ms}, {"rejected", t.rejected}};
     if (!t.error.empty()) j["error"] = t.error;
+    if (t.screened_out) j["screened_out"] = true;
     arr.push_back(std::move(j));
   }
   return arr.dump();
@@ -315,6 +316,7 @@ std::vector<Trial> trials_from_json(const std::string& text) {
     t.ms = j.value("ms", 0.0);
     t.rejected = j.value("rejected", false);
     t.error = j.value("error", std::string());
+    t.screened_out = j.value("screened_out", false);
     out.push_back(std::move(t));
   }
   return out;

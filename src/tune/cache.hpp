@@ -28,6 +28,9 @@ struct Trial {
   double ms = 0;
   bool rejected = false;
   std::string error;
+  // Timed by a sweep's screening pass only (ms is the screen's figure): it did not go on to the
+  // sweep's own pass (tuner.hpp, Screen).
+  bool screened_out = false;
   bool operator==(const Trial&) const = default;
 };
 

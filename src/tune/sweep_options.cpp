@@ -1,6 +1,7 @@
 #include "tune/sweep_options.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace caliber::tune {
 
@@ -31,6 +32,21 @@ timing::TimingOptions sweep_options(timing::TimingOptions o) {
   // a case were 110 s of the main job's first 330 s, 2026-12-01).
   o.regime.carry_window_s = std::min(o.regime.carry_window_s, 0.005);
   o.graph_replay_ms = std::min(o.graph_replay_ms, 0.25);
+  return o;
+}
+
+timing::TimingOptions screen_options(timing::TimingOptions full) {
+  timing::TimingOptions o = sweep_options(std::move(full));
+  // Three samples of a quiet record tell a config 5% off the best from one within noise; the
+  // second pass ranks the survivors at the sweep's own budget. The fixed costs (warmup, the
+  // carried regime's window) were most of a config's cost, so they shrink too.
+  o.stop.min_samples = std::min(o.stop.min_samples, 3);
+  o.stop.min_time_s = std::min(o.stop.min_time_s, 0.0005);
+  o.stop.max_noise = std::max(o.stop.max_noise, 1.0);
+  o.stop.timeout_s = std::min(o.stop.timeout_s, 0.05);
+  o.stop.warmup_s = std::min(o.stop.warmup_s, 0.001);
+  o.regime.carried_warmup_s = std::min(o.regime.carried_warmup_s, 0.001);
+  o.regime.carry_window_s = std::min(o.regime.carry_window_s, 0.002);
   return o;
 }
 

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <limits>
@@ -128,46 +130,93 @@ std::vector<std::string> Tuner::take_warnings() {
   return out;
 }
 
+std::vector<std::size_t> screen_survivors(const std::vector<Trial>& trials, const Screen& screen) {
+  std::vector<std::size_t> valid;
+  for (std::size_t i = 0; i < trials.size(); ++i)
+    if (!trials[i].rejected) valid.push_back(i);
+  const auto want = static_cast<std::size_t>(std::max<double>(
+      screen.min_keep, std::ceil(screen.keep * static_cast<double>(valid.size()))));
+  if (valid.size() <= want) return valid;
+  std::stable_sort(valid.begin(), valid.end(),
+                   [&](std::size_t a, std::size_t b) { return trials[a].ms < trials[b].ms; });
+  valid.resize(want);
+  std::sort(valid.begin(), valid.end());
+  return valid;
+}
+
+namespace {
+
+// One config timed by `time`, its failure a rejected trial.
+Trial time_one(const Config& c, const TimeConfig& time) {
+  Trial t{c, 0, false, {}};
+  try {
+    t.ms = time(c);
+    if (!(t.ms > 0) || t.ms == std::numeric_limits<double>::infinity()) {
+      t.rejected = true;
+      t.error = "no valid latency";
+    }
+  } catch (const std::exception& e) {
+    t.rejected = true;
+    t.error = e.what();
+  }
+  return t;
+}
+
+}  // namespace
+
 Selection Tuner::sweep(const CacheKey& key, const ConfigSpace& space, const TimeConfig& time_config,
-                       const Config* excluded) {
+                       const Config* excluded, const Screen& screen) {
   Selection sel;
   const bool progress = settings_.show_progress && ::isatty(STDERR_FILENO);
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
+  const bool screening =
+      screen.time && static_cast<int>(space.configs.size()) >= std::max(2, screen.from);
   const int total = static_cast<int>(space.configs.size());
-  double best = std::numeric_limits<double>::infinity();
-  const Config* winner = nullptr;
   int done = 0;
+  auto show = [&] {
+    ++done;
+    if (progress)
+      std::fprintf(stderr, "\r%s\x1b[K", progress_line(key, done, total, elapsed()).c_str());
+  };
+  // The first pass: every config, by the screen's budget where there is a screen.
   for (const auto& c : space.configs) {
     Trial t{c, 0, false, {}};
     if (excluded && c == *excluded) {
       t.rejected = true;
       t.error = "failed at launch earlier; excluded";
     } else {
-      try {
-        t.ms = time_config(c);
-        if (!(t.ms > 0) || t.ms == std::numeric_limits<double>::infinity()) {
-          t.rejected = true;
-          t.error = "no valid latency";
-        }
-      } catch (const std::exception& e) {
-        t.rejected = true;
-        t.error = e.what();
-      }
+      t = time_one(c, screening ? screen.time : time_config);
       ++sel.tried;
     }
-    if (t.rejected) {
-      ++sel.rejected;
-    } else if (t.ms < best) {
-      best = t.ms;
-      winner = &c;
-    }
+    if (t.rejected) ++sel.rejected;
     sel.trials.push_back(std::move(t));
-    ++done;
-    if (progress)
-      std::fprintf(stderr, "\r%s\x1b[K", progress_line(key, done, total, elapsed()).c_str());
+    show();
+  }
+  // The second pass: the screen's survivors, by the sweep's own budget.
+  std::vector<std::size_t> finalists;
+  if (screening) {
+    finalists = screen_survivors(sel.trials, screen);
+    std::vector<bool> kept(sel.trials.size(), false);
+    for (std::size_t i : finalists) kept[i] = true;
+    for (std::size_t i = 0; i < sel.trials.size(); ++i)
+      if (!sel.trials[i].rejected && !kept[i]) sel.trials[i].screened_out = true;
+    for (std::size_t i : finalists) {
+      Trial t = time_one(sel.trials[i].config, time_config);
+      if (t.rejected) ++sel.rejected;
+      sel.trials[i] = std::move(t);
+    }
+  }
+  // The winner: the fastest trial of the last pass (a screened-out trial's figure is the screen's).
+  double best = std::numeric_limits<double>::infinity();
+  const Config* winner = nullptr;
+  for (const Trial& t : sel.trials) {
+    if (!t.rejected && !t.screened_out && t.ms < best) {
+      best = t.ms;
+      winner = &t.config;
+    }
   }
   sel.sweep_s = elapsed();
   sweep_seconds_ += sel.sweep_s;
@@ -175,7 +224,9 @@ Selection Tuner::sweep(const CacheKey& key, const ConfigSpace& space, const Time
 
   const std::string tried =
       "tried " + std::to_string(sel.tried) + " configs in " + format_seconds(sel.sweep_s) +
-      (sel.rejected ? " (" + std::to_string(sel.rejected) + " rejected)" : "");
+      (sel.rejected ? " (" + std::to_string(sel.rejected) + " rejected)" : "") +
+      (screening ? ", the fastest " + std::to_string(finalists.size()) + " of a screen timed again"
+                 : "");
   if (!winner) {
     sel.config = space.default_config;
     sel.source = "default";
@@ -187,7 +238,7 @@ Selection Tuner::sweep(const CacheKey& key, const ConfigSpace& space, const Time
   sel.source = "tuned";
   sel.note =
       "tune " + key.str() + ": " + tried + "; winner " + winner->str() + " at " + format_ms(best);
-  keep(key, *winner, best, sel.trials);
+  keep(key, sel.config, best, sel.trials);
   return sel;
 }
 
@@ -236,9 +287,9 @@ Selection Tuner::adopt(const CacheKey& key, const ConfigSpace& space, ExternalSw
 }
 
 Selection Tuner::select(const CacheKey& key, const ConfigSpace& space,
-                        const TimeConfig& time_config) {
+                        const TimeConfig& time_config, const Screen& screen) {
   return choose(key, space,
-                [&](const CacheKey& k) { return sweep(k, space, time_config, nullptr); });
+                [&](const CacheKey& k) { return sweep(k, space, time_config, nullptr, screen); });
 }
 
 Selection Tuner::select_external(const CacheKey& key, const ConfigSpace& space,
@@ -350,7 +401,7 @@ Selection Tuner::on_launch_failure(const CacheKey& key_in, const ConfigSpace& sp
                " and could not be evicted (" + c->last_error() + "); the config was kept";
     return sel;
   }
-  sel = sweep(key, space, time_config, &failed);
+  sel = sweep(key, space, time_config, &failed, Screen{});
   sel.note =
       "config " + failed.str() + " failed at " + stage + "; evicted and retuned: " + sel.note;
   return sel;

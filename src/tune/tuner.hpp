@@ -57,6 +57,23 @@ struct Settings {
 // (or any std::exception) for a config that cannot run here.
 using TimeConfig = std::function<double(const Config&)>;
 
+// A sweep's cheaper first pass (docs/timing.md, "Autotune sweeps"): every config timed with
+// `time` (a screening budget), then the fastest `keep` fraction of those that ran, at least
+// `min_keep`, timed again with the sweep's own TimeConfig; the winner is the fastest of the
+// second pass. A space of fewer than `from` configs, or an empty `time`, is swept in one pass.
+struct Screen {
+  TimeConfig time;
+  int from = 12;
+  double keep = 0.25;
+  int min_keep = 4;
+};
+
+// Which configs of a screening pass go on to the sweep's own pass: the indices of the fastest
+// max(min_keep, ceil(keep x valid)) valid trials (rejected ones never), in the order of
+// `trials`; all of them when that many or fewer ran. Ties keep the earlier config.
+[[nodiscard]] std::vector<std::size_t> screen_survivors(const std::vector<Trial>& trials,
+                                                        const Screen& screen);
+
 // A sweep a provider runs itself: Triton's @triton.autotune benchmarks its configs in the
 // provider's first call (docs/python.md, "Autotuning and the tune cache"). The provider times and
 // chooses; the tuner keeps the cache rules (when to sweep, what to store, what to reuse).
@@ -90,7 +107,7 @@ class Tuner {
   // The config to use for `key`. An empty key.key is filled from space.key (tune_key()).
   // Never sweeps in replay mode; never touches a cache in off mode or for an untunable space.
   [[nodiscard]] Selection select(const CacheKey& key, const ConfigSpace& space,
-                                 const TimeConfig& time_config);
+                                 const TimeConfig& time_config, const Screen& screen = {});
   // The same rules for a provider that sweeps itself: `run` is called where select would sweep
   // (live or record, no usable cached config); its winner is stored like a sweep's. Source
   // "tuned" then, with ExternalSweep::by in the selection.
@@ -126,7 +143,7 @@ class Tuner {
   Selection choose(const CacheKey& key_in, const ConfigSpace& space,
                    const std::function<Selection(const CacheKey&)>& sweep_now);
   Selection sweep(const CacheKey& key, const ConfigSpace& space, const TimeConfig& time_config,
-                  const Config* excluded);
+                  const Config* excluded, const Screen& screen);
   Selection adopt(const CacheKey& key, const ConfigSpace& space, ExternalSweep ext);
   // Counts a winner and stores it in the cache (a warning when it cannot).
   void keep(const CacheKey& key, const Config& winner, double ms, const std::vector<Trial>& trials);

@@ -86,15 +86,12 @@ std::string warmup_warning(const MergeResult& r) {
 }
 
 void validate_parallel_warmup(int n, int devices_selected) {
-  if (n < 0)
-    throw std::invalid_argument(
-        "--parallel-warmup (PARALLEL_WARMUP_GPUS) must be >= 0 (0 or unset: off), got " +
-        std::to_string(n));
+  const std::string knob = "--parallel-warmup (PARALLEL_WARMUP_GPUS): '" + std::to_string(n) + "'";
+  if (n < 0) throw std::invalid_argument(knob + " is not allowed; allowed: 0 (off) or more");
   if (n > devices_selected)
-    throw std::invalid_argument(
-        "--parallel-warmup (PARALLEL_WARMUP_GPUS) is " + std::to_string(n) + " but only " +
-        std::to_string(devices_selected) +
-        " device(s) are selected; select at least that many with --devices or lower N");
+    throw std::invalid_argument(knob + " is more than the " + std::to_string(devices_selected) +
+                                " device(s) selected with --devices; select at least that many "
+                                "or lower N");
 }
 
 }  // namespace caliber::tune

@@ -19,7 +19,7 @@ cat "$T/out.txt"
 [ "$rc" -eq 1 ] || fail "exit code $rc, expected 1 (some ops not ok)"
 B=$(ls -d "$T"/runs/batch-* | head -1)
 [ -f "$B/ops_status.csv" ] || fail "no ops_status.csv"
-head -1 "$B/ops_status.csv" | grep -q '^op,status,backend,device,timer,rows,duration_s,reason$' \
+head -1 "$B/ops_status.csv" | grep -q '^op,status,backend,device,timer,rows,duration_s,reason,run$' \
   || fail "ops_status.csv header"
 status() { awk -F, -v op="$1" '$1 == op { print $2 }' "$B/ops_status.csv"; }
 rows() { awk -F, -v op="$1" '$1 == op { print $6 }' "$B/ops_status.csv"; }

@@ -18,6 +18,7 @@ run|1|test_fail ${FAST[*]} --out $T/o --name failing|yes
 run|2|add ${FAST[*]} --level nosuch --out $T/refused-out|no
 list|0|--backend cpu|yes
 list|2|--backend cpu --level nosuch|no
+list|2|--backend nosuch|no
 batch|0|add ${FAST[*]} --devices 0 --out $T/o --name bok|yes
 batch|1|test_fail ${FAST[*]} --devices 0 --out $T/o --name bfail|yes
 batch|2|nosuchop ${FAST[*]} --devices 0 --out $T/refused-out|no
@@ -65,6 +66,17 @@ while IFS='|' read -r sub want args prints; do
     grep -q "standard output" "$T/stderr" || check_fail "$sub > /dev/full: no message: $(head -c 300 "$T/stderr")"
   fi
 done <<< "$TABLE"
+
+# A bad backend is refused naming the flag, the value and the names allowed, wherever it is given.
+for sub in run list plan devices; do
+  msg=$("$CAL" $sub --backend nosuch 2>&1 > /dev/null)
+  for want in "--backend" "'nosuch'" "cpu"; do
+    case "$msg" in
+      *"$want"*) ;;
+      *) check_fail "$sub --backend nosuch: the message does not say $want: $msg" ;;
+    esac
+  done
+done
 
 # Every subcommand caliber has (as its refusal of an unknown one lists them) is in the table.
 subs=$("$CAL" nosuchcmd 2>&1 | sed -n 's/.*allowed: //p' | tr ',' ' ')

@@ -38,7 +38,9 @@ assert len(rows) == int(sys.argv[2]), (len(rows), sys.argv[2])
 for r in rows:
     assert r["op"] in ("add", "sum"), r
     assert r["provider"], r
-    assert int(r["samples"]) >= 3, r
+    # --min-samples 3, unless the 0.2 s timeout came first (a loaded host), which the row says
+    assert int(r["samples"]) >= 3 or (int(r["samples"]) >= 1 and
+                                      "STOP_NOT_CONVERGED" in r["markers"]), r
     assert float(r["latency_ms"]) > 0, r
     assert float(r["p10_ms"]) <= float(r["p50_ms"]) <= float(r["p90_ms"]), r
     assert r["status"] == "ok", r

@@ -34,6 +34,8 @@ expect_refused "--repeat 0" "--repeat 0" -- \
   "$CAL" run add "${FAST[@]}" "${O[@]}" --repeat 0
 expect_refused "ZL_DIRECT_REPEAT=abc" "ZL_DIRECT_REPEAT abc" -- \
   env ZL_DIRECT_REPEAT=abc "$CAL" run add "${FAST[@]}" "${O[@]}"
+expect_refused "CALIBER_CHECK_THREADS=0" "CALIBER_CHECK_THREADS 0 256" -- \
+  env CALIBER_CHECK_THREADS=0 "$CAL" run add "${FAST[@]}" "${O[@]}"
 # The message lists the valid names and aliases, so the caller can correct the spelling.
 expect_refused "--backend bogus" "--backend bogus cpu cuda rocm musa ascend host nvidia" -- \
   "$CAL" run add "${STOP[@]}" "${O[@]}" --backend bogus

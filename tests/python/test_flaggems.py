@@ -122,6 +122,21 @@ class FullRun(unittest.TestCase):
             self.assertAlmostEqual(sum(c[k] for k in keys), c["wall_s"], places=6)
         self.assertIn("time: cases", self.so)
 
+    def test_the_footer_says_where_the_start_up_went(self):
+        # the interpreter and pytest, FlagGems' import, the collection and the run's opening,
+        # each measured by the plugin; the closing line names them
+        _, _, footer = rows(self.dir)
+        st = footer["startup"]
+        self.assertEqual(set(st), {"interpreter_s", "flag_gems_import_s", "collection_s",
+                                   "open_s"}, st)
+        for k, v in st.items():
+            self.assertGreaterEqual(v, 0, k)
+            self.assertLess(v, 120, k)
+        # the interpreter started before the plugin loaded: never nothing
+        self.assertGreater(st["interpreter_s"], 0, st)
+        self.assertRegex(self.so, r"start-up before the run [0-9.]+ s \(collection [0-9.]+, "
+                         r"flag_gems_import [0-9.]+, interpreter [0-9.]+, open [0-9.]+\)")
+
     def test_blas_backward_custom_run_and_override(self):
         mm = by_op(self.cases, "mm")
         self.assertEqual(len(mm), 4)  # 2 dtypes x 2 core shapes, no transposed pass at core
@@ -321,6 +336,27 @@ class Failures(unittest.TestCase):
         self.assertTrue(all(m["latency"] is None for m in bad))
         self.assertTrue(all(isinstance(m["latency"], float) and math.isfinite(m["latency"])
                             for m in metrics if not m["error_msg"]))
+
+
+class DryRun(unittest.TestCase):
+    def test_dry_run_says_what_the_selection_holds_and_writes_nothing(self):
+        out = tmpdir()
+        code, so, se = run("--dry-run", "--out", out)
+        self.assertEqual(code, 0, so + se)
+        self.assertIn("caliber run --dry-run: FlagGems at %s" % ROOT, so)
+        self.assertIn("nothing is run or written", so)
+        self.assertRegex(so, r"\n  add: [1-9][0-9]* in benchmark/test_add\.py\n")
+        self.assertRegex(so, r"\n  [1-9][0-9]* benchmarks of [1-9][0-9]* ops ")
+        self.assertEqual(run_dirs(out), [], so)
+        self.assertFalse(os.path.exists(out) and os.listdir(out), so)
+        code, so, se = run("add", "--dry-run", "--out", out)
+        self.assertEqual(code, 0, so + se)
+        self.assertIn("1 benchmark of 1 op", so)
+        # The selection is still checked: a bad op is refused as a real run refuses it.
+        code, so, se = run("nosuchop", "--dry-run", "--out", out)
+        self.assertEqual(code, 2, so + se)
+        self.assertIn("OP: 'nosuchop' is neither", se)
+        self.assertEqual(run_dirs(out), [])
 
 
 class BadInput(unittest.TestCase):

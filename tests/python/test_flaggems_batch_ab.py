@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -18,7 +19,8 @@ from test_flaggems import ROOT, QUICK, env  # noqa: E402
 
 def caliber(*args, extra_env=None):
     e = env(extra_env)
-    for k in ("STANDIN_MM_CRASHES", "STANDIN_GEMS_FACTOR"):
+    for k in ("STANDIN_MM_CRASHES", "STANDIN_GEMS_FACTOR", "STANDIN_IMPORT_LOG",
+              "STANDIN_IMPORT_S"):
         e.pop(k, None)
     e.update(extra_env or {})
     p = subprocess.run([CALIBER_BIN] + list(args), capture_output=True, text=True, env=e,
@@ -57,6 +59,55 @@ class FlagGemsBatch(unittest.TestCase):
         self.assertIn("mm: ok", so)
         self.assertNotIn("add: ok", so)
 
+    def test_ops_per_child_pays_the_import_once_a_group(self):
+        """--ops-per-child 3 over the stand-in's 6 files: 2 groups; the group with the failing
+        file vouches for its 2 ok files and runs the failing one alone (3 imports, not 6); every
+        status and row count is the one-child-per-file batch's; the group whose file crashes
+        (STANDIN_MM_CRASHES) runs each of its files alone; summary counts each row once."""
+        runs = {}
+        for per_child, crash in (("1", "0"), ("3", "0"), ("3", "1")):
+            out = os.path.join(tmpdir(), "b")
+            log = os.path.join(tmpdir(), "imports.log")
+            t0 = time.monotonic()
+            rc, so, se = caliber("batch", "--flaggems", ROOT, "--ops-per-child", per_child,
+                                 "--out", out, *QUICK,
+                                 extra_env={"STANDIN_IMPORT_LOG": log, "STANDIN_IMPORT_S": "0.5",
+                                            **({"STANDIN_MM_CRASHES": "1"} if crash == "1"
+                                               else {})})
+            wall = time.monotonic() - t0
+            self.assertEqual(rc, 1, so + se)  # the failures file fails, in every layout
+            with open(log) as f:
+                imports = len(f.read().split())
+            d, st = status(out)
+            runs[per_child, crash] = (d, st, imports)
+            print("ops-per-child %s%s: %d FlagGems imports, %.1f s wall" % (
+                per_child, " (mm crashes)" if crash == "1" else "", imports, wall))
+        _, one, one_imports = runs["1", "0"]
+        d, grouped, imports = runs["3", "0"]
+        self.assertEqual(one_imports, 6)
+        self.assertEqual(imports, 3, "2 groups, and the failing file again alone")
+        for op in one:
+            self.assertEqual(grouped[op]["status"], one[op]["status"], (op, grouped[op]))
+            self.assertEqual(grouped[op]["rows"], one[op]["rows"], (op, grouped[op]))
+        self.assertEqual(grouped["add"]["run"], grouped["custom"]["run"])
+        self.assertTrue(grouped["add"]["run"].startswith("group-add-3-"), grouped["add"])
+        self.assertTrue(grouped["failures"]["run"].startswith("failures-"), grouped["failures"])
+        self.assertTrue(grouped["softmax"]["run"].startswith("group-fft-3-"), grouped["softmax"])
+        # summary of the batch: every op's rows once, the failing file's from its own run only
+        rc, so, se = caliber("export", d, "--format", "csv")
+        self.assertEqual(rc, 0, se)
+        exported = list(csv.DictReader(so.splitlines()))
+        rc1, so1, se1 = caliber("export", runs["1", "0"][0], "--format", "csv")
+        self.assertEqual(rc1, 0, se1)
+        self.assertEqual(len(exported), len(list(csv.DictReader(so1.splitlines()))))
+        _, crashed, crash_imports = runs["3", "1"]
+        self.assertEqual(crashed["mm"]["status"], "crashed", crashed["mm"])
+        self.assertIn("SIGSEGV", crashed["mm"]["reason"])
+        for op in ("fft", "softmax"):  # mm's group could vouch for none: each ran alone
+            self.assertTrue(crashed[op]["run"].startswith(op + "-"), crashed[op])
+            self.assertEqual(crashed[op]["status"], one[op]["status"])
+        self.assertEqual(crash_imports, 1 + 1 + 1 + 3, "group 1, failures, group 2, its 3 files")
+
     def test_named_ops_and_bad_input(self):
         out = os.path.join(tmpdir(), "b")
         rc, so, se = caliber("batch", "--flaggems", ROOT, "add", "test_softmax.py", "--out", out,
@@ -69,6 +120,8 @@ class FlagGemsBatch(unittest.TestCase):
                  "op: 'nosuchop' is not a benchmark of the FlagGems tree"),
                 (["--flaggems", ROOT, "--parallel-warmup", "2"],
                  "--parallel-warmup (PARALLEL_WARMUP_GPUS): '2'"),
+                (["--flaggems", ROOT, "--ops-per-child", "0"],
+                 "--ops-per-child: '0' is not allowed; allowed: a whole number from 1 to 1000"),
                 (["--flaggems", tmpdir()], "--flaggems")):
             bad = os.path.join(tmpdir(), "bad")
             rc, so, se = caliber("batch", *args, "--out", bad, *QUICK)
@@ -77,9 +130,12 @@ class FlagGemsBatch(unittest.TestCase):
             self.assertFalse(os.path.exists(bad) and os.listdir(bad), "nothing written")
 
 
-def verdicts(text, op):
-    """The verdicts of the compare table's rows of `op`."""
-    return [w for line in text.splitlines() if line.lstrip().startswith(op)
+def verdicts(text, op, role="candidate"):
+    """The verdicts of the compare table's rows of `op` and `role`. Only the candidate (gems)
+    rows carry the planted effect; the torch baseline rows are the same code on both sides, a
+    null whose verdict is a matter of odds (and of the host's load), not of the planting."""
+    return [w for line in text.splitlines()
+            if line.lstrip().startswith(op) and role in line.split()
             for w in line.split() if w in ("FASTER", "SLOWER", "SAME", "UNSURE")]
 
 

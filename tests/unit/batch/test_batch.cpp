@@ -73,38 +73,6 @@ BatchOptions options(const TempDir& t) {
 
 }  // namespace
 
-TEST(OpsStatus, CsvRoundTripWithQuoting) {
-  std::vector<OpStatusRow> rows(2);
-  rows[0] = {"add", caliber::core::OpStatus::ok, "cpu", "0", "direct", 12, 1.5, ""};
-  rows[1] = {"mm", caliber::core::OpStatus::crashed,         "cpu", "1", "", 0,
-             0.25, "crashed: SIGSEGV, \"boom\"\nsecond line"};
-  const std::string csv = ops_status_csv(rows);
-  EXPECT_EQ(csv.substr(0, csv.find('\n')), "op,status,backend,device,timer,rows,duration_s,reason");
-  const auto back = parse_ops_status_csv(csv);
-  ASSERT_EQ(back.size(), 2u);
-  EXPECT_EQ(back[0].op, "add");
-  EXPECT_EQ(back[0].rows, 12);
-  EXPECT_DOUBLE_EQ(back[0].duration_s, 1.5);
-  EXPECT_EQ(back[1].status, caliber::core::OpStatus::crashed);
-  EXPECT_EQ(back[1].reason, "crashed: SIGSEGV, \"boom\" second line");  // kept on one line
-}
-
-TEST(OpsStatus, MissingColumnsAreRefused) {
-  EXPECT_THROW((void)parse_ops_status_csv("name,state\nadd,ok\n"), std::runtime_error);
-  EXPECT_THROW((void)parse_ops_status_csv(""), std::runtime_error);
-}
-
-TEST(OpsStatus, EveryStatusWordReadsBack) {
-  // Every status word caliber writes reads back as itself; any other word (a hand-edited file) as
-  // pending, which resume runs again as it runs every status but ok.
-  for (const auto& sp : caliber::core::spellings<caliber::core::OpStatus>())
-    EXPECT_EQ(parse_ops_status_csv(std::string("op,status\nadd,") + sp.word + "\n")[0].status,
-              sp.value)
-        << sp.word;
-  EXPECT_EQ(parse_ops_status_csv("op,status\nadd,weird\n")[0].status,
-            caliber::core::OpStatus::pending);
-}
-
 TEST(Batch, ClassifyExit) {
   ExitStatus st;
   st.kind = ExitKind::exited;

@@ -137,6 +137,35 @@ TEST(CheckStatistics, UniformAndNormalPassAndShiftedOnesFail) {
           .passed);
 }
 
+// A uniform sample bent by a ripple of amplitude a (x = u + a sin(8 pi u) on an even grid u):
+// its KS distance is about a while the mean stays 0.5 and the variance moves by a / (4 pi) only,
+// so the verdict below is the KS bound's alone.
+std::vector<double> rippled(std::size_t n, double a) {
+  std::vector<double> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double u = (static_cast<double>(i) + 0.5) / static_cast<double>(n);
+    v[i] = u + a * std::sin(8.0 * M_PI * u);
+  }
+  return v;
+}
+
+TEST(CheckStatistics, TheKsBoundHasTheMomentsOdds) {
+  // 2 exp(-2 c^2): the chance a correct generator's distance passes c / sqrt(m); the moments'
+  // six standard errors are about 2e-9.
+  EXPECT_LT(2 * std::exp(-2 * check::kKsBoundC * check::kKsBoundC), 1e-8);
+  EXPECT_GT(2 * std::exp(-2 * check::kKsBoundC * check::kKsBoundC), 1e-10);
+  const std::size_t n = 1 << 16;  // the sample size of a device check
+  const double root = std::sqrt(static_cast<double>(n));
+  // The H200's false failure of 2026-12-02 (a correct Philox rand at 1.97 / sqrt(m)) passes...
+  const auto near = check::check_distribution(check::Distribution::uniform01,
+                                              rippled(n, 2.2 / root), DType::f32, "rand: ");
+  EXPECT_TRUE(near.passed) << near.detail;
+  // ... and a CDF bent by 1.5% at this size still fails on the distance alone.
+  const auto bent = check::check_distribution(check::Distribution::uniform01,
+                                              rippled(n, 4.0 / root), DType::f32, "rand: ");
+  EXPECT_FALSE(bent.passed) << bent.detail;
+}
+
 TEST(CheckStatistics, KeepRate) {
   EXPECT_TRUE(check::check_keep_rate(500100, 1000000, 0.5, 0, "dropout: ").passed);
   EXPECT_FALSE(check::check_keep_rate(495000, 1000000, 0.5, 0, "dropout: ").passed);

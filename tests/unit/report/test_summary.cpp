@@ -183,6 +183,37 @@ TEST(Summary, BatchDirectoryUsesTheNewestRunPerOp) {
   EXPECT_EQ(s.overall[0].source, "batch-20261129-100000");
 }
 
+// batch --ops-per-child: ops_status.csv's `run` column says which run holds each op's rows. A
+// group's run (add, sum and mm ran in one child) counts only for the ops that name it: mm failed
+// there and ran again alone, so its rows in the group's run are set aside; a group that could
+// vouch for none of its ops (named by no op) is left out; an op without a run value (an older
+// batch's row) still finds its newest run by name.
+TEST(Summary, BatchRunColumnPicksEachOpsRowsFromItsRun) {
+  TempDir t;
+  const auto batch = t.path() / "batch-20261202-070000";
+  write_run(batch, "group-add-3-20261202-070001",
+            {speedup_row("add", "f32", "1", 2.0), speedup_row("sum", "f32", "1", 3.0),
+             speedup_row("mm", "f32", "1", 100.0)});
+  write_run(batch, "mm-20261202-070100", {speedup_row("mm", "f32", "1", 4.0)});
+  write_run(batch, "group-neg-2-20261202-070200", {speedup_row("neg", "f32", "1", 50.0)},
+            identity(), false);
+  write_run(batch, "neg-20261202-070300", {speedup_row("neg", "f32", "1", 6.0)});
+  write_run(batch, "exp-20261202-070400", {speedup_row("exp", "f32", "1", 7.0)});
+  std::ofstream(batch / "ops_status.csv")
+      << "op,status,run\nadd,ok,group-add-3-20261202-070001\nsum,ok,group-add-3-20261202-070001\n"
+         "mm,failed,mm-20261202-070100\nneg,ok,neg-20261202-070300\nexp,ok,\n";
+  const auto s = summarize({batch});
+  for (const auto& [op, want] : std::vector<std::pair<std::string, double>>{
+           {"add", 2.0}, {"sum", 3.0}, {"mm", 4.0}, {"neg", 6.0}, {"exp", 7.0}}) {
+    const auto* g = find_group(s, op, "f32");
+    ASSERT_NE(g, nullptr) << op;
+    EXPECT_EQ(g->rows, 1) << op;
+    EXPECT_NEAR(*g->geomean, want, 1e-12) << op;
+  }
+  ASSERT_EQ(s.overall.size(), 1u);
+  EXPECT_EQ(s.overall[0].rows, 5);
+}
+
 // `caliber summary runs/` (issue #32): a folder of runs that is not a batch holds unrelated
 // runs. Each is a source of its own, named, and two runs of one op are both shown, never merged
 // into one line nor one of them dropped; a note says so.

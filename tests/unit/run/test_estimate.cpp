@@ -13,17 +13,32 @@ TEST(Eta, BeforeAnyCaseItIsTheEstimate) {
 }
 
 TEST(Eta, ScalesTheRestByHowTheFinishedCasesCompared) {
-  const std::vector<double> est = {1, 1, 2, 4};
-  // Two cases done in 4 s where 2 s were estimated: the rest (6 s) takes twice as long.
-  EXPECT_DOUBLE_EQ(eta_s(est, 2, 4.0), 12.0);
-  // Faster than estimated: half.
-  EXPECT_DOUBLE_EQ(eta_s(est, 2, 1.0), 3.0);
+  const std::vector<double> est = {1, 1, 2, 4};  // 8 s, a prior of 2 s
+  // Two cases done in 4 s where 2 s were estimated: the rest (6 s) scaled by (4+2)/(2+2).
+  EXPECT_DOUBLE_EQ(eta_s(est, 2, 4.0), 9.0);
+  // Faster than estimated: (1+2)/(2+2).
+  EXPECT_DOUBLE_EQ(eta_s(est, 2, 1.0), 4.5);
+  // Once most of the run is done its own ratio dominates: 7 s estimated took 14.
+  EXPECT_NEAR(eta_s(est, 4, 14.0), 0.0, 1e-12);
+  EXPECT_DOUBLE_EQ(eta_s({1, 1, 2, 4, 92}, 4, 16.0), 92 * (16.0 + 25) / (8 + 25));
+}
+
+TEST(Eta, ACheapFirstCaseDoesNotScaleTheRestByAQuarter) {
+  // The H200's main job of 2026-12-02: a first case estimated 2.07 s ran in 0.35 s, of 298 s
+  // estimated; the raw ratio read 0.29x the true time left.
+  std::vector<double> est(144, 2.0);
+  est.front() = 2.07;
+  const double left = 143 * 2.0;
+  const double eta = eta_s(est, 1, 0.35);
+  EXPECT_GT(eta, 0.95 * left);
+  EXPECT_LT(eta, left);
 }
 
 TEST(Eta, TheRatioIsBoundedAndTheEndIsZero) {
-  const std::vector<double> est = {1, 1};
-  EXPECT_DOUBLE_EQ(eta_s(est, 1, 100.0), 4.0);  // a first case 100x slow: at most 4x
-  EXPECT_DOUBLE_EQ(eta_s(est, 1, 0.0), 0.25);   // at least a quarter
+  const std::vector<double> est = {1, 1};           // a prior of 0.5 s
+  EXPECT_DOUBLE_EQ(eta_s(est, 1, 100.0), 4.0);      // a first case 100x slow: at most 4x
+  EXPECT_DOUBLE_EQ(eta_s(est, 1, 0.0), 0.5 / 1.5);  // instant: the prior's share
+  EXPECT_DOUBLE_EQ(eta_s(est, 1, -10.0), 0.25);     // at least a quarter
   EXPECT_DOUBLE_EQ(eta_s(est, 2, 5.0), 0.0);
 }
 

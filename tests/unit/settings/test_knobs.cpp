@@ -52,7 +52,9 @@ TEST(KnobTable, EveryKnobHasAFlagAGroupAndHelp) {
     EXPECT_FALSE(s.flag.empty() && s.env.empty()) << s.name;
     EXPECT_TRUE(s.apply) << s.name;
     EXPECT_TRUE(names.insert(s.name).second) << "knob named twice: " << s.name;
-    if (!s.flag.empty()) EXPECT_TRUE(flags.insert(s.flag).second) << "flag used twice: " << s.flag;
+    if (!s.flag.empty()) {
+      EXPECT_TRUE(flags.insert(s.flag).second) << "flag used twice: " << s.flag;
+    }
     if (!s.env.empty()) {
       EXPECT_TRUE(envs.insert(s.env).second) << "env used twice: " << s.env;
     }
@@ -108,6 +110,16 @@ TEST(KnobTable, EnvironmentSpellingsOfTheOldRunner) {
   EXPECT_EQ(envs.python, "/opt/py3");
   EXPECT_EQ(envs.shapes_dir, "/s");
   EXPECT_EQ(envs.scheduler, "bogus");  // batch refuses it, naming --scheduler (CALIBER_SCHEDULER)
+  // CALIBER_CHECK_THREADS, environment only too, is refused when it is no thread count (the check
+  // helpers would quietly use the host's threads instead).
+  EXPECT_TRUE(find_knob("check_threads")->flag.empty());
+  EXPECT_EQ(resolve({}, {{"CALIBER_CHECK_THREADS", " 4 "}}).check_threads, 4u);
+  for (const char* bad : {"0", "257", "four", "2.5"}) {
+    const std::string msg = refusal({}, {{"CALIBER_CHECK_THREADS", bad}});
+    EXPECT_TRUE(contains(msg, "CALIBER_CHECK_THREADS")) << bad << ": " << msg;
+    EXPECT_TRUE(contains(msg, bad)) << msg;
+    EXPECT_TRUE(contains(msg, "1 to 256")) << msg;
+  }
   EXPECT_EQ(find_knob("level")->group, "Selection");
   EXPECT_EQ(find_knob("repeat")->group, "Timing");
   EXPECT_EQ(find_knob("tune")->group, "Autotune");

@@ -311,6 +311,30 @@ TEST_F(Truth, SustainedCarriesACoolStateIntoTheNextMeasurement) {
   EXPECT_EQ(carry.carried, 1);
 }
 
+TEST_F(Truth, ACarriedStateShortensTheWarmup) {
+  // Two carried measurements of a 0.5 ms kernel that differ only in the carried warmup's length:
+  // the work they launch differs by that warmup's difference, 15 ms = 30 launches (the first
+  // measurement of each settles, with the full warmup).
+  dev.clock_script = [](int) -> std::optional<backends::ClockSample> { return clock(1980, 180); };
+  dev.kernel_ms = [](long) { return 0.5; };
+  opt.regime.regime = ClockRegime::sustained;
+  auto carried_launches = [&](double carried_warmup_s) {
+    RegimeCarry carry;
+    opt.carry = &carry;
+    opt.regime.carried_warmup_s = carried_warmup_s;
+    EXPECT_EQ(run().settle, "settled");
+    const long before = dev.executions;
+    const Measurement m = run();
+    EXPECT_EQ(m.settle, "carried");
+    return dev.executions - before;
+  };
+  ASSERT_DOUBLE_EQ(opt.stop.warmup_s, 0.02);
+  const long full = carried_launches(0.02);
+  const long short_warmup = carried_launches(0.005);
+  EXPECT_GE(full - short_warmup, 25) << full << " vs " << short_warmup;
+  EXPECT_LE(full - short_warmup, 35) << full << " vs " << short_warmup;
+}
+
 TEST_F(Truth, SustainedCarriesAPowerCappedStatePastTheSwingMinimum) {
   dev.clock_script = [](int) -> std::optional<backends::ClockSample> {
     return clock(1450, 690, {"power_cap"});
@@ -379,6 +403,39 @@ TEST_F(Truth, AnIdleGapLongerThanTheCarryGapSettlesAgain) {
   ASSERT_TRUE(m.ok);
   EXPECT_EQ(m.settle, "settled");
   EXPECT_GE(m.settle_s, opt.regime.settle_min_capped_s);
+}
+
+TEST_F(Truth, ACoolStateCarriesOverALongerGapThanAWarmOne) {
+  // Cool work idles 0.5 s between measurements (a large case's check): past the warm gap, within
+  // the cool one, and its first window reads the clock where the state left it.
+  dev.clock_script = [](int) -> std::optional<backends::ClockSample> { return clock(1980, 180); };
+  opt.regime.regime = ClockRegime::sustained;
+  RegimeCarry carry;
+  opt.carry = &carry;
+  ASSERT_TRUE(run().ok);
+  const double idle_s = 0.5;
+  ASSERT_GT(idle_s, opt.regime.carry_gap_s);
+  ASSERT_LT(idle_s, opt.regime.cool_carry_gap_s);
+  dev.now_ms += idle_s * 1e3;
+  EXPECT_EQ(run().settle, "carried");
+  // Past the cool gap it settles in full.
+  dev.now_ms += (opt.regime.cool_carry_gap_s + 0.05) * 1e3;
+  EXPECT_EQ(run().settle, "settled");
+}
+
+TEST_F(Truth, ACoolStateWhoseClockDroppedInTheGapSettlesAgain) {
+  // The board idled down during the gap and its first window still reads a low clock.
+  int mhz = 1980;
+  dev.clock_script = [&mhz](int) -> std::optional<backends::ClockSample> {
+    return clock(mhz, 180);
+  };
+  opt.regime.regime = ClockRegime::sustained;
+  RegimeCarry carry;
+  opt.carry = &carry;
+  ASSERT_TRUE(run().ok);
+  dev.now_ms += 500;
+  mhz = 1700;
+  EXPECT_EQ(run().settle, "settled");
 }
 
 TEST_F(Truth, WithoutACarryEveryMeasurementSettles) {

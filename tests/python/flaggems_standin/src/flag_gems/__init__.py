@@ -1,8 +1,16 @@
 """Stand-in flag_gems: use_gems, the vendor, and gems ops that cost three times torch's."""
 
 import os
+import time
 
 import torch
+
+# FlagGems' own import (torch, Triton, its op registry) took 4-6 s on the H200: STANDIN_IMPORT_S
+# seconds stand for it, and STANDIN_IMPORT_LOG gets a line per import (a batch's children count).
+if os.environ.get("STANDIN_IMPORT_LOG"):
+    with open(os.environ["STANDIN_IMPORT_LOG"], "a") as _f:
+        _f.write("%d\n" % os.getpid())
+time.sleep(float(os.environ.get("STANDIN_IMPORT_S", "0")))
 
 if os.environ.get("STANDIN_BREAK_IMPORT"):
     import sqlalchemy_standin_missing  # noqa: F401 - fails, as FlagGems does without SQLAlchemy
