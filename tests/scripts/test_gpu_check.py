@@ -2,6 +2,7 @@
 """Tests of scripts/gpu-check without a GPU: its --help (every environment knob it reads is
 there), bad arguments (exit 2), --dry-run, step selection, and whole runs against a fake caliber
 and a fake nvidia-smi, where a failing command or check makes the exit non-zero."""
+import json
 import os
 import re
 import stat
@@ -219,6 +220,38 @@ class GpuCheck(unittest.TestCase):
             r = self.run_check("--steps", step)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             self.assertIn(f"scripts/{script} is not in this tree", r.stdout)
+
+    def test_same_code_check_counts_the_verdicts_of_compares_json_rows(self):
+        # compare --format json writes each pair as an object; the 2026-12-02 H200 run of the fp
+        # and speed steps failed with KeyError where the check indexed them as lists.
+        import importlib.machinery
+        gc = importlib.machinery.SourceFileLoader("gpu_check", SCRIPT).load_module()
+        rows = [{"op": "add", "verdict": "SAME"}, {"op": "sum", "verdict": "UNSURE"},
+                {"op": "nonzero", "verdict": "FASTER"}]
+        text = 'note: before\n' + json.dumps(
+            {"pairs": {"columns": ["op", "verdict"], "rows": rows, "title": "Pairs"}})
+
+        class Stub:
+            def __init__(self):
+                self.expects = []
+                self.caliber = "caliber"
+
+            def run(self, name, argv, check=None):
+                r = gc.Result(0, 0.0, text)
+                return r if check is None or check(r) is None else None
+
+            def expect(self, name, ok, detail):
+                self.expects.append((name, ok, detail))
+                return ok
+
+        st = Stub()
+        self.assertEqual(gc.verdict_counts(st, "fp", "A", "B"),
+                         {"SAME": 1, "UNSURE": 1, "FASTER": 1})
+        os.environ.pop("COMPARE_FP_MAX", None)
+        gc.same_code_check(st, "fp", "A", "B")
+        self.assertEqual(st.expects[-1][0], "fp-false-positives")
+        self.assertFalse(st.expects[-1][1], st.expects)  # 1 of 3 is over the 1% allowed
+        self.assertIn("1 FASTER/SLOWER of 3 pairs", st.expects[-1][2])
 
 
 if __name__ == "__main__":
