@@ -580,7 +580,8 @@ TEST(RunNoise, FallbackAndTinyRowsTakeTheirClass) {
   const auto* add = find_pair(r, "add", "1");
   ASSERT_TRUE(nz && tiny && add);
   EXPECT_EQ(nz->verdict, Verdict::unsure) << nz->ci.lo;
-  EXPECT_NEAR(nz->run_noise, std::sqrt(2.0) * std::hypot(0.043, 0.15 / (nz->median_a * 1e3)), 1e-3);
+  // The H200 file's fallback term (2026-12-02: host round trips between a launch's kernels).
+  EXPECT_NEAR(nz->run_noise, std::sqrt(2.0) * std::hypot(0.11, 0.15 / (nz->median_a * 1e3)), 1e-3);
   EXPECT_EQ(tiny->verdict, Verdict::unsure) << tiny->ci.lo;
   // 1 us: the timer floor's 0.15 us jitter dominates.
   EXPECT_GT(tiny->run_noise, 0.2);
