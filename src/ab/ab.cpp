@@ -105,15 +105,6 @@ void parse_ab_switch(const std::vector<std::string>& envs, const std::vector<std
     throw AbUsageError("A and B are identical (" + a.describe() + "): nothing would be compared");
 }
 
-bool choose_paired(AbSettings& opt, const std::vector<std::string>& envs,
-                   const std::vector<std::string>& args, const std::string& lib_a,
-                   const std::string& lib_b, bool isolate) {
-  if (isolate || lib_a.empty() || lib_b.empty() || !envs.empty() || !args.empty()) return false;
-  opt.paired_lib_a = fs::absolute(lib_a).lexically_normal().string();
-  opt.paired_lib_b = fs::absolute(lib_b).lexically_normal().string();
-  return true;
-}
-
 std::vector<fs::path> AbOutcome::run_dirs(char side) const {
   std::vector<fs::path> out;
   for (const auto& r : rounds)
@@ -285,6 +276,17 @@ bool run_round(const AbSettings& opt, const fs::path& self, int round, char side
   return true;
 }
 
+// Whether an A/B is paired in one process: two libraries, no environment or flag switch (those
+// cannot differ inside one process), and not --isolate. Sets the settings' paired_lib_a/b when it
+// is (empty otherwise: a process per side and round).
+void choose_paired(AbSettings& s, const AbRequest& req) {
+  if (req.isolate || req.lib_a.empty() || req.lib_b.empty() || !req.envs.empty() ||
+      !req.args.empty())
+    return;
+  s.paired_lib_a = fs::absolute(req.lib_a).lexically_normal().string();
+  s.paired_lib_b = fs::absolute(req.lib_b).lexically_normal().string();
+}
+
 }  // namespace
 
 AbSettings resolve_ab(const AbRequest& req) {
@@ -298,7 +300,7 @@ AbSettings resolve_ab(const AbRequest& req) {
   add_flaggems_sides(s.a, s.b, req.flaggems_a, req.flaggems_b, req.run_args,
                      !req.lib_a.empty() || !req.lib_b.empty());
   parse_ab_switch(req.envs, req.args, s.a, s.b, req.lib_a, req.lib_b);
-  (void)choose_paired(s, req.envs, req.args, req.lib_a, req.lib_b, req.isolate);
+  choose_paired(s, req);
   s.blocks = req.blocks;
   s.crossover = req.crossover;
   s.rounds = req.rounds;

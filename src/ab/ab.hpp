@@ -86,12 +86,6 @@ struct AbSettings {
 // for a bad knob value). Writes nothing.
 [[nodiscard]] AbSettings resolve_ab(const AbRequest& req);
 
-// Whether an A/B is paired in one process: two libraries, no environment or flag switch (those
-// cannot differ inside one process), and not --isolate. Sets s.paired_lib_a/b when it is.
-bool choose_paired(AbSettings& s, const std::vector<std::string>& envs,
-                   const std::vector<std::string>& args, const std::string& lib_a,
-                   const std::string& lib_b, bool isolate);
-
 struct AbRound {
   char side = 'A';
   int round = 1;
