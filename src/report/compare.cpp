@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "records/runlog.hpp"
 #include "settings/knobs.hpp"
 
 namespace caliber::report {
@@ -140,16 +141,16 @@ Side collect(const std::vector<RunData>& runs) {
 // baseline-only op.
 std::string primary_role(const std::vector<ProviderSamples>& provs) {
   for (const auto& p : provs)
-    if (p.role == "candidate") return "candidate";
-  return "baseline";
+    if (p.role == core::role::candidate) return core::role::candidate;
+  return core::role::baseline;
 }
 
 // Why a side's case cannot be compared, or nullopt when every row of it is usable.
 std::optional<std::string> exclusion(const SideCase& c) {
   for (const auto* row : c.rows) {
     const std::string st = row_status(*row);
-    if (st == "failed") return "failed";
-    if (st == "skipped") return "skipped";
+    if (st == core::status::failed) return core::status::failed;
+    if (st == core::status::skipped) return core::status::skipped;
   }
   for (const auto* row : c.rows) {
     const auto provs = row_providers(*row);
@@ -163,9 +164,9 @@ std::optional<std::string> exclusion(const SideCase& c) {
 }
 
 void count(ExclusionCounts& c, const std::string& why) {
-  if (why == "failed")
+  if (why == core::status::failed)
     ++c.failed;
-  else if (why == "skipped")
+  else if (why == core::status::skipped)
     ++c.skipped;
   else
     ++c.no_latency;

@@ -10,6 +10,7 @@
 
 #include "core/stats.hpp"
 #include "records/identity.hpp"
+#include "records/runlog.hpp"
 #include "report/svg.hpp"
 
 namespace caliber::report {
@@ -154,10 +155,11 @@ void collect_series(const std::vector<HistoryPoint>& points, HistoryResult& out)
     std::vector<std::string> order;
     for (const auto& run : points[i].runs)
       for (const auto& row : run.log.cases) {
-        if (row_status(row) != "ok") continue;
+        if (row_status(row) != core::status::ok) continue;
         const auto provs = row_providers(row);
-        const bool has_candidate = std::any_of(provs.begin(), provs.end(),
-                                               [](const auto& p) { return p.role == "candidate"; });
+        const bool has_candidate = std::any_of(provs.begin(), provs.end(), [](const auto& p) {
+          return p.role == core::role::candidate;
+        });
         for (const auto& p : provs) {
           if (p.samples_ms.empty() || !(p.latency_ms > 0)) continue;
           const std::string key =
@@ -170,7 +172,7 @@ void collect_series(const std::vector<HistoryPoint>& points, HistoryResult& out)
             r.shape = row.shape.value_or("");
             r.role = p.role;
             r.provider = p.name;
-            r.primary = p.role == "candidate" || !has_candidate;
+            r.primary = p.role == core::role::candidate || !has_candidate;
             r.median_ms.assign(n, std::nullopt);
             out.rows.push_back(std::move(r));
           }

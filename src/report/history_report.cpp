@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/stats.hpp"
+#include "records/runlog.hpp"
 #include "report/history.hpp"
 #include "report/svg.hpp"
 
@@ -97,8 +98,8 @@ Table rows_table(const HistoryResult& h, const HistoryOptions& opt) {
     if (first && last) change = *last / *first;
     t.rows.push_back(
         {text_cell(r.op), text_cell(r.dtype), text_cell(r.shape),
-         text_cell(r.provider + (r.role == "baseline" ? " (baseline)" : "")), integer_cell(n),
-         number_cell(first), number_cell(last), number_cell(change),
+         text_cell(r.provider + (r.role == core::role::baseline ? " (baseline)" : "")),
+         integer_cell(n), number_cell(first), number_cell(last), number_cell(change),
          r.spread ? number_cell(100.0 * std::expm1(*r.spread), 3) : number_cell(std::nullopt),
          steps_cell(r), change_cell(h, r)});
     moved += r.moved() ? 1 : 0;

@@ -96,7 +96,9 @@ class PlacedWorkload : public Workload {
     if (p == 1 && pl_.candidate_fails) throw std::runtime_error("planted launch failure");
     pl_.dev->kernel(buf_.get() == pl_.slow ? pl_.slow_factor : 1.0);
   }
-  [[nodiscard]] Accuracy check(std::size_t) override { return {true, 0, 0, "exact"}; }
+  [[nodiscard]] Accuracy check(std::size_t) override {
+    return {true, 0, 0, "exact", "exact", 0, 0};
+  }
   [[nodiscard]] double bytes() const override { return 4096; }
 
  private:

@@ -50,7 +50,7 @@ caliber::op_builder<Twice> twice_op(const std::string& name) {
       .dtypes({DType::f64})
       .shapes({{1000}, {10, 77}})
       .baseline("loop", [](Run<Twice>& r) { twice(r, 2.0); })
-      .candidate("tiled", caliber::Tunable{{{"tile", {4, 8}}, {"lanes", {1, 2, 3}}}},
+      .candidate("tiled", caliber::Tunable{{{"tile", {4, 8}}, {"lanes", {1, 2, 3}}}, {}, {}},
                  [](Run<Twice>& r) {
                    (void)r.config.get<int>("tile");  // a typo here would fail the case
                    twice(r, 2.0);

@@ -103,7 +103,9 @@ TEST(RunLogRows, EveryFieldAWriterWritesIsTyped) {
   ASSERT_EQ(row.providers->size(), 2u);
   for (const auto& p : *row.providers) {
     EXPECT_TRUE(p.extra.empty()) << p.name << ": " << p.extra.dump();
-    if (p.tune) EXPECT_TRUE(p.tune->extra.empty()) << p.tune->extra.dump();
+    if (p.tune) {
+      EXPECT_TRUE(p.tune->extra.empty()) << p.tune->extra.dump();
+    }
   }
   for (const char* text : kOtherRows) {
     const CaseRow other = case_row_from_json(json::parse(text));

@@ -131,7 +131,9 @@ TEST(ComparePaired, BlocksGiveTheIntervalAndTheRunNoiseIsNotAdded) {
   EXPECT_EQ(u.paired_rounds, 0);
   for (const auto& x : u.pairs) {
     EXPECT_FALSE(x.paired);
-    if (x.role == "candidate") EXPECT_EQ(x.verdict, Verdict::unsure);
+    if (x.role == "candidate") {
+      EXPECT_EQ(x.verdict, Verdict::unsure);
+    }
   }
 }
 

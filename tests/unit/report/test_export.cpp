@@ -101,9 +101,11 @@ TEST(Export, OneRowPerCaseAndProviderWithTypedColumns) {
   EXPECT_TRUE(skip[col(tab, "provider")].is_null());
   EXPECT_EQ(skip[col(tab, "error")], "needs 9 GiB");
   // An integer column never holds an empty cell.
-  for (std::size_t c = 0; c < tab.columns.size(); ++c)
-    if (tab.columns[c].kind == ColumnKind::integer)
+  for (std::size_t c = 0; c < tab.columns.size(); ++c) {
+    if (tab.columns[c].kind == ColumnKind::integer) {
       for (const auto& r : tab.rows) EXPECT_TRUE(r[c].is_number_integer()) << tab.columns[c].name;
+    }
+  }
   EXPECT_FALSE(std::any_of(tab.notes.begin(), tab.notes.end(),
                            [](const std::string& n) { return n.find("peaks") != n.npos; }));
 }

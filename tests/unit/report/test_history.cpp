@@ -59,8 +59,11 @@ TEST(History, APlantedStepIsFoundAtItsPointAndNothingElse) {
   int flagged = 0;
   for (const auto& s : r.steps) flagged += s.flagged ? 1 : 0;
   EXPECT_EQ(flagged, 1);
-  for (const auto& row : h.rows)
-    if (row.role == "baseline") EXPECT_FALSE(row.moved()) << "the unchanged baseline moved";
+  for (const auto& row : h.rows) {
+    if (row.role == "baseline") {
+      EXPECT_FALSE(row.moved()) << "the unchanged baseline moved";
+    }
+  }
 }
 
 TEST(History, ASeriesThatMovesEveryRunDoesNotStep) {

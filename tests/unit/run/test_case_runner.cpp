@@ -32,7 +32,9 @@ class TwinWorkload : public Workload {
       throw NativeError(900, "fakeLaunch", "operation not permitted when stream is capturing");
     dev_.kernel();
   }
-  [[nodiscard]] Accuracy check(std::size_t) override { return {true, 0, 0, "exact"}; }
+  [[nodiscard]] Accuracy check(std::size_t) override {
+    return {true, 0, 0, "exact", "exact", 0, 0};
+  }
   [[nodiscard]] double bytes() const override { return 1e6; }
 
  private:

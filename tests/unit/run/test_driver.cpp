@@ -44,10 +44,16 @@ struct Ran {
   std::string out, err;
 };
 
+RunRequest request_of(const core::Knobs& k) {
+  RunRequest r;
+  r.knobs = k;
+  return r;
+}
+
 Ran run(const core::Knobs& k) {
   std::ostringstream out, err;
   Ran r;
-  r.outcome = run_benchmark(RunRequest{k, "", {}}, out, err);
+  r.outcome = run_benchmark(request_of(k), out, err);
   r.log = core::read_run_log(r.outcome.run_dir / core::run_log_file);
   if (r.log.header) r.header = core::to_json(*r.log.header);
   if (r.log.footer) r.footer = core::to_json(*r.log.footer);
@@ -144,7 +150,7 @@ TEST_P(RunBenchmarkRefuses, NamingTheKnobAndWritingNothing) {
   GetParam().spoil(k);
   std::ostringstream out, err;
   try {
-    (void)run_benchmark(RunRequest{k, "", {}}, out, err);
+    (void)run_benchmark(request_of(k), out, err);
     FAIL() << GetParam().what << ": no error";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find(GetParam().says), std::string::npos) << e.what();

@@ -35,8 +35,9 @@ class UnitWorkload final : public Workload {
   }
   [[nodiscard]] Accuracy check(std::size_t p) override {
     launch(p);
-    if (p == 1 && b_ == Behaviour::wrong) return {false, 1.0, 1.0, "planted wrong element"};
-    return {true, 0, 0, "exact"};
+    if (p == 1 && b_ == Behaviour::wrong)
+      return {false, 1.0, 1.0, "planted wrong element", "exact", 0, 0};
+    return {true, 0, 0, "exact", "exact", 0, 0};
   }
   [[nodiscard]] double bytes() const override { return 16.0 * static_cast<double>(x_.size()); }
 
