@@ -28,6 +28,7 @@ case "$1 ${2:-}" in
       echo '{"backends": [{"name": "cuda", "devices": [{"index": 0}]}]}'
     fi ;;
   "devices "*) echo "cuda: 1 device" ;;
+  "batch "*) sleep "${FAKE_BATCH_SLEEP:-0}" ;;
   "plan "*) [ "${4:-}" = cpu ] && echo "timer: direct" || echo "timer: graph" ;;
 esac
 exit 0
@@ -165,6 +166,18 @@ class GpuCheck(unittest.TestCase):
         self.assertRegex(r.stdout, r"plan\s+plan-cuda\s+FAIL\s+\d+\s+rc=1")
         self.assertRegex(r.stdout, r"devices\s+devices-json\s+PASS")
         self.assertIn("gpu-check: FAILED: plan-cuda", r.stdout)
+
+    def test_the_comprehensive_batch_is_bounded_by_the_budget_not_the_step_timeout(self):
+        # One comprehensive op may need most of a call (mm: about 520 s on an H200); the batch's
+        # per-op timeout bounds it. The core batch keeps STEP_TIMEOUT. (The fake writes no
+        # ops_status.csv, so both fail their check; only the core one may say "timed out".)
+        comp = self.run_check("--steps", "comp", "--ops", "mm", STEP_TIMEOUT="1",
+                              FAKE_BATCH_SLEEP="3")
+        self.assertRegex(comp.stdout, r"comp\s+comp\s+FAIL")
+        self.assertNotIn("timed out", comp.stdout)
+        core = self.run_check("--steps", "core", "--ops", "mm", STEP_TIMEOUT="1",
+                              FAKE_BATCH_SLEEP="3")
+        self.assertRegex(core.stdout, r"core\s+core\s+FAIL\s+\d+\s+timed out")
 
     def test_a_failing_output_check_makes_the_exit_non_zero(self):
         # devices exits 0 but lists no cuda device: the check, not the exit, fails the step.
