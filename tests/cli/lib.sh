@@ -167,3 +167,18 @@ slurm_job_of() {
 status_of() { py 'import csv,sys; print([r["status"] for r in csv.DictReader(open(sys.argv[1])) if r["op"] == sys.argv[2]][0])' "$1" "$2"; }
 rows_of() { py 'import csv,sys; print([r["rows"] for r in csv.DictReader(open(sys.argv[1])) if r["op"] == sys.argv[2]][0])' "$1" "$2"; }
 reason_of() { py 'import csv,sys; print([r["reason"] for r in csv.DictReader(open(sys.argv[1])) if r["op"] == sys.argv[2]][0])' "$1" "$2"; }
+
+# elapsed COMMAND...: runs it and sets ELAPSED_MS to the CPU time (user + system, in ms) it and
+# its children used. Speed bounds in tests are CPU time, not wall time: they catch a quadratic path
+# (minutes of CPU), and a verdict must not depend on what else the machine is doing.
+elapsed() {
+  python3 -c '
+import resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:])
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(sys.argv[1], "w").write("%d\n" % int((r.ru_utime + r.ru_stime) * 1000))
+sys.exit(rc)' "$T/.cpu_ms" "$@"
+  local rc=$?
+  ELAPSED_MS=$(cat "$T/.cpu_ms")
+  return $rc
+}

@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# compare at scale: two synthetic runs of 50000 cases each (two providers, 50 samples a provider,
-# built from the rows of a real cpu run) are compared within a generous bound, and the time is
+# compare at scale: two synthetic runs of 20000 cases each (two providers, 50 samples a provider,
+# built from the rows of a real cpu run) are compared within a bound on CPU time, and the time is
 # printed (docs/limits.md states the measured figure). Pairing goes through a hash of the case
-# key and each pair's interval draws its medians from their exact law, so this takes seconds;
-# resampling each pair took about 7 ms (50000 cases: over 5 minutes). The bound is wide enough
-# that a loaded host passes; a return to per-resample sorting or nested scans fails it. Progress
-# goes to standard error off a terminal only above 20000 cases and only for the text format.
+# key and each pair's interval draws its medians from their exact law: about 0.6 ms of CPU a pair
+# on the 2-core CI host (2026-12-03: 10000 cases, 12.3 s). Resampling each pair by sorting took
+# about 7 ms (20000 cases: over 4 minutes), so a return to it or to nested scans fails the bound
+# of 120 s; the bound is CPU time, not wall time, so a loaded host passes (the wall time of 50000
+# cases read 66 s beside CI's other tests, 2026-12-03). Progress goes to standard error off a
+# terminal only from 20000 cases on and only for the text format.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cli_init "$@"
-CASES=${CALIBER_COMPARE_SCALE_CASES:-50000}
-BOUND_S=60
-# Under AddressSanitizer (CI's sanitize tree) every memory access is checked: a fifth of the cases
-# keeps the run short there, under the same bound.
+CASES=${CALIBER_COMPARE_SCALE_CASES:-20000}
+BOUND_S=120
+# Under AddressSanitizer (CI's sanitize tree) every memory access is checked: a quarter of the
+# cases keeps the run short there, under the same bound.
 if ldd "$CAL" 2> /dev/null | grep -q libasan && [ -z "${CALIBER_COMPARE_SCALE_CASES:-}" ]; then
-  CASES=10000
+  CASES=5000
   echo "an AddressSanitizer build: $CASES cases a side"
 fi
 
@@ -47,13 +49,13 @@ gen "$R" "$T/a" "$CASES" 1 || fatal "generating side A failed"
 gen "$R" "$T/b" "$CASES" 2 || fatal "generating side B failed"
 
 start=$(date +%s.%N)
-"$CAL" compare "$T/a" "$T/b" > "$T/out.txt" 2> "$T/err.txt"
+elapsed "$CAL" compare "$T/a" "$T/b" > "$T/out.txt" 2> "$T/err.txt"
 rc=$?
 secs=$(py 'import sys; print("%.1f" % (float(sys.argv[2]) - float(sys.argv[1])))' "$start" "$(date +%s.%N)")
-echo "compare of two $CASES-case runs: $secs s (bound $BOUND_S s)"
+echo "compare of two $CASES-case runs: $((ELAPSED_MS / 1000)).$((ELAPSED_MS % 1000 / 100)) s of CPU, $secs s wall (bound $BOUND_S s of CPU)"
 [ "$rc" -eq 0 ] || check_fail "compare exits $rc: $(head -c 600 "$T/err.txt")"
-py 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$secs" "$BOUND_S" ||
-  check_fail "compare of two $CASES-case runs took $secs s, over $BOUND_S s"
+[ "$ELAPSED_MS" -lt $((BOUND_S * 1000)) ] ||
+  check_fail "compare of two $CASES-case runs took $ELAPSED_MS ms of CPU, over $BOUND_S s"
 grep -qF "paired $CASES case(s)" "$T/out.txt" || check_fail "not every case paired: $(grep -m1 'paired' "$T/out.txt")"
 # Progress: on standard error, never on the output, and not for a machine-readable format.
 if [ "$CASES" -ge 20000 ]; then

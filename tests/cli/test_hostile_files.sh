@@ -7,21 +7,6 @@ set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cli_init "$@"
 
-# elapsed COMMAND...: runs it and sets ELAPSED_MS to the CPU time (user + system, in ms) it and
-# its children used. CPU time, not wall time: the bounds below catch a quadratic path (minutes of
-# CPU), and a verdict must not depend on what else the machine is doing.
-elapsed() {
-  python3 -c '
-import resource, subprocess, sys
-rc = subprocess.call(sys.argv[2:])
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-open(sys.argv[1], "w").write("%d\n" % int((r.ru_utime + r.ru_stime) * 1000))
-sys.exit(rc)' "$T/cpu_ms" "$@"
-  local rc=$?
-  ELAPSED_MS=$(cat "$T/cpu_ms")
-  return $rc
-}
-
 "$CAL" run add sum "${FAST[@]}" --out "$T/runs" --name r > /dev/null 2>&1 || fatal "a cpu run failed"
 R=$(only_run_dir "$T/runs")
 
