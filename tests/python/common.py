@@ -1,8 +1,10 @@
 """Shared by the Python package's tests: where the package and the caliber binary are
 (PYTHONPATH=<build>/python and CALIBER_BIN, set by tests/CMakeLists.txt)."""
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,5 +43,19 @@ def rows(run_dir):
     return [r for r in lines if r["type"] == "case"], lines[0], lines[-1]
 
 
+_TMPDIRS = []
+
+
+@atexit.register
+def _remove_tmpdirs():
+    """A test process removes the folders it made (CI left 400 of them in /tmp a run);
+    CALIBER_KEEP_TEST_TMP=1 keeps them for a look after a failure."""
+    if os.environ.get("CALIBER_KEEP_TEST_TMP") != "1":
+        for d in _TMPDIRS:
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def tmpdir():
-    return tempfile.mkdtemp(prefix="caliber-py-test-")
+    d = tempfile.mkdtemp(prefix="caliber-py-test-")
+    _TMPDIRS.append(d)
+    return d
