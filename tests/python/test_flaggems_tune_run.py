@@ -201,6 +201,50 @@ class TuneThroughFlagGems(unittest.TestCase):
         for i in range(2):  # each shard ran pinned to its own device
             self.assertTrue(os.path.isfile(os.path.join(d, "warmup", "shard-%d.db" % i)))
 
+    def test_device_script_splits_record_and_replay_over_two_calls(self):
+        """scripts/flaggems-check2's tune part in two calls, as the device's 10-minute commands
+        need for mm at comprehensive level: `--tune-steps record` leaves RESULTS/mmrec, a later
+        `--tune-steps replay --record-run` that folder replays it with zero sweeps and compares;
+        a record run without its database is a named failure, not a replay of nothing."""
+        script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))), "scripts", "flaggems-check2")
+        sqla = self.out("sqla")
+        os.makedirs(os.path.join(sqla, "lib"))
+        e = env(self.base_env)
+        for k in ("REPLAY_FROM", "PARALLEL_WARMUP_GPUS"):
+            e.pop(k, None)
+
+        def call(results, *steps):
+            p = subprocess.run(
+                [sys.executable, script, "--caliber", CALIBER_BIN, "--results", results,
+                 "--flaggems", ROOT, "--sqlalchemy", sqla, "--python", PYTHON, "--parts", "tune",
+                 "--backend", "cpu", "--run-flags", " ".join(QUICK[2:]), "--tune-dtypes", "f16",
+                 *steps], capture_output=True, text=True, env=e, timeout=900)
+            return p.returncode, p.stdout + p.stderr
+
+        rc, out = call(self.out("call1"), "--tune-steps", "record")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("| record (", out)
+        self.assertNotIn("| replay", out)
+        self.assertEqual(benched(self.log), 8)
+        os.remove(self.log)
+        rc, out = call(self.out("call2"), "--tune-steps", "replay", "--record-run",
+                       os.path.join(self.out("call1"), "mmrec"))
+        self.assertEqual(rc, 0, out)
+        self.assertIn('| replay (from %s' % os.path.join(self.out("call1"), "mmrec"), out)
+        self.assertIn("## mm comprehensive: LibTuner record, then replay", out)
+        self.assertIn('"replay": 2', out)  # the two tuned keys; BLAS's column-major pass has none
+        self.assertNotIn("replay-missing", out)
+        # Every pair compared (the verdicts are the host's noise on the cpu backend: not asserted).
+        counts = json.loads(out.split("compare record -> replay: ", 1)[1].splitlines()[0])
+        self.assertEqual(sum(counts.values()), 8, counts)  # 4 cases, 2 providers
+        self.assertEqual(benched(self.log), 0, "the second call's replay swept nothing")
+        os.makedirs(self.out("empty"))
+        rc, out = call(self.out("call3"), "--tune-steps", "replay", "--record-run",
+                       self.out("empty"))
+        self.assertEqual(rc, 1, out)
+        self.assertIn("holds no flaggems_tune.db", out)
+
 
 if __name__ == "__main__":
     unittest.main()
