@@ -20,7 +20,7 @@ void add_export(CLI::App& root, int& exit_code) {
   auto dirs = std::make_shared<std::vector<std::string>>();
   auto format = std::make_shared<std::string>("csv");
   auto out = std::make_shared<std::string>();
-  sub->add_option("dirs", *dirs, "Run or batch directories")->required();
+  sub->add_option("DIR", *dirs, "Run or batch directories")->required();
   sub->add_option("--format", *format, "csv, json or gbench (default csv)");
   auto* out_opt = sub->add_option(
       "--out", *out,

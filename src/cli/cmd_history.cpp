@@ -61,7 +61,7 @@ void add_history(CLI::App& root, int& exit_code) {
       "(docs/report.md#history). DIR is a run, a batch, or a directory of runs and batches.\n"
       "Exit 0, 1 with --fail-on-regression and a regression of the newest point, 2 bad input.");
   auto a = std::make_shared<HistoryArgs>();
-  sub->add_option("dirs", a->dirs, "Run or batch directories, or directories holding them")
+  sub->add_option("DIR", a->dirs, "Run or batch directories, or directories holding them")
       ->required();
   sub->add_option("--order", a->order,
                   "time: each run or batch is a point, by start time (default); commit: the runs "

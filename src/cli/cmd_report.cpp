@@ -24,7 +24,7 @@ void add_report(CLI::App& root, int& exit_code) {
   auto dirs = std::make_shared<std::vector<std::string>>();
   auto ab = std::make_shared<std::vector<std::string>>();
   auto out = std::make_shared<std::string>();
-  sub->add_option("dirs", *dirs, "Run, batch or ab directories");
+  sub->add_option("DIR", *dirs, "Run, batch or ab directories");
   sub->add_option("--ab", *ab,
                   "An A/B page of two sides (A B); a side may be several runs, comma-separated")
       ->expected(2);

@@ -24,7 +24,7 @@ void add_summary(CLI::App& root, int& exit_code) {
   auto dirs = std::make_shared<std::vector<std::string>>();
   auto ab = std::make_shared<std::vector<std::string>>();
   auto cmp = std::make_shared<report::CompareCommand>();
-  sub->add_option("dirs", *dirs, "Run or batch directories");
+  sub->add_option("DIR", *dirs, "Run or batch directories");
   sub->add_option("--ab", *ab, "Compare two runs or batches (A B), as `caliber compare`")
       ->expected(2);
   add_compare_options(*sub, *cmp);

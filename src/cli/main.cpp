@@ -196,6 +196,12 @@ int run_cli(int argc, char** argv) {
       std::cerr << "caliber: there is no --ops flag: ops are positional (caliber run add sum; "
                    "--op-file FILE lists them in a file)\n";
     return kExitUsage;
+  } catch (const CLI::RequiredError& e) {
+    // CLI11 says only "DIR is required": name the subcommand and where its help is.
+    std::string sub = "caliber";
+    for (const auto* s : app.get_subcommands()) sub += " " + s->get_name();
+    std::cerr << sub << ": " << e.what() << " (" << sub << " --help says what it takes)\n";
+    return kExitUsage;
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return kExitUsage;  // CLI11 would return its own codes; the contract says 2 for bad usage

@@ -2,7 +2,8 @@
 # Outputs that say one thing once: ab --help under 80 lines with its own flags first and the run
 # knobs it takes named after them; --rounds without CLI11's "INT:an integer ..."; `--ops` says ops
 # are positional; the timer floor of a cpu run never reads "0.00 us"; a summary of one row has no
-# interval; the A/B table prints its warning once.
+# interval; the A/B table prints its warning once; a missing directory argument names the
+# subcommand, the argument and its --help in one line (CLI11 alone said "dirs is required").
 set -u
 . "$(dirname "$0")/lib.sh"
 cli_init "$@"
@@ -21,6 +22,11 @@ grep -q 'derived 2026' "$T/ab-help.txt" && check_fail "ab --help still prints a 
 rc=$?
 [ "$rc" -eq 2 ] || check_fail "run --ops: exit $rc, expected 2"
 grep -q 'ops are positional' "$T/ops.txt" || check_fail "run --ops does not say ops are positional: $(cat "$T/ops.txt")"
+
+expect_refused "compare without A" "caliber compare: A is required --help" -- "$CAL" compare
+expect_refused "identity without RUN" "caliber identity: RUN is required --help" -- "$CAL" identity
+expect_refused "export without DIR" "caliber export: DIR is required --help" -- "$CAL" export
+expect_refused "history without DIR" "caliber history: DIR is required --help" -- "$CAL" history
 
 "$CAL" run sum --out "$T/runs" --name one "${FAST[@]}" --shape 4096 --dtypes f32 > "$T/run.txt" 2>&1 || check_fail "run sum: $(tail -3 "$T/run.txt")"
 grep -q 'timer floor (an empty kernel): 0.00 us' "$T/run.txt" && check_fail "the timer floor reads 0.00 us"
