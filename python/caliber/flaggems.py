@@ -26,13 +26,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 
 import pytest
 
-from . import _lib
+from . import _lib, _staging
 
 # caliber's backend -> FlagGems' vendor names (GEMS_VENDOR, which FlagGems reads at import).
 VENDORS = {"cuda": ("nvidia",), "musa": ("mthreads",), "rocm": ("amd", "hygon"),
@@ -384,7 +383,7 @@ class Session:
             paths = [os.path.join(self.root, "benchmark")]
         elif not paths:
             paths.append(os.path.join(self.root, "benchmark"))
-        self.record_tmp = tempfile.mkdtemp(prefix="caliber-flaggems-")
+        self.record_tmp = _staging.mkdtemp("caliber-flaggems-")
         # A dry run prints caliber's plan only: pytest's own report ("no tests ran", the banner
         # of its exit after the collection) is left out with its terminal plugin.
         quiet = ["-p", "no:terminal"] if k.get("dry_run") else ["-q"]

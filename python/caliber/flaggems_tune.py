@@ -529,10 +529,10 @@ class Hooks:
                                                           ",".join(map(str, devices))))
         global _SESSION
         if mode in ("record", "replay"):
-            import tempfile
+            from . import _staging
             # The link points at a staging folder until the run directory exists, so that a
             # FlagGems that opened its database at import would still find a folder.
-            base = tempfile.mkdtemp(prefix="caliber-flaggems-tune-")
+            base = _staging.mkdtemp("caliber-flaggems-tune-")
             self.staging = os.path.join(base, "staging")
             os.mkdir(self.staging)
             self.link = os.path.join(base, "run")

@@ -741,6 +741,8 @@ BatchOutcome run_batch(const BatchSettings& s, std::ostream& out, std::ostream& 
   SignalGuard guard;
   ctx.progress = s.opt.progress.value_or(::isatty(STDERR_FILENO) == 1);
   const int sig = scheduler->execute(ctx, out, err);
+  std::error_code ignored;  // nothing to lose: every child has ended
+  fs::remove_all(ctx.batch_dir / kBatchStagingDir, ignored);
   return summarize(ctx, sig, out);
 }
 

@@ -33,6 +33,10 @@ using core::OpStatusRow;
 using core::parse_ops_status_csv;
 using core::read_ops_status;
 inline constexpr const char* kBatchConfigFile = "batch.json";
+// Where a local batch's children keep their private temporary folders (CALIBER_BATCH_DIR/staging:
+// python/caliber/_staging.py); the batch removes it when it ends, since a child killed by a signal
+// cannot remove its own (docs/cluster.md, "Temporary files").
+inline constexpr const char* kBatchStagingDir = "staging";
 
 // Rewrites ops_status.csv atomically; a failed write (a full disk) is reported once and retried
 // after the next op.

@@ -37,10 +37,15 @@ def status(batch_root):
 class FlagGemsBatch(unittest.TestCase):
     def test_one_child_per_file_crash_isolated_and_resume(self):
         out = os.path.join(tmpdir(), "b")
+        system_tmp = tmpdir()  # the children's TMPDIR
         rc, so, se = caliber("batch", "--flaggems", ROOT, "--out", out, *QUICK,
-                             extra_env={"STANDIN_MM_CRASHES": "1"})
+                             extra_env={"STANDIN_MM_CRASHES": "1", "TMPDIR": system_tmp})
         self.assertEqual(rc, 1, so + se)
         d, st = status(out)
+        # The crashed child could not remove its staging folders: they were in the batch's
+        # staging/, which the batch removed (docs/cluster.md, "Temporary files").
+        self.assertEqual([x for x in os.listdir(system_tmp) if x.startswith("caliber-")], [])
+        self.assertFalse(os.path.exists(os.path.join(d, "staging")))
         # The op list is the tree's files: benchmark/test_<op>.py.
         self.assertEqual(sorted(st), ["add", "custom", "failures", "fft", "mm", "softmax"])
         self.assertEqual(st["mm"]["status"], "crashed", st["mm"])
