@@ -41,7 +41,7 @@ def env(extra=None):
              PYTHONPATH=STUBS + os.pathsep + ENV.get("PYTHONPATH", ""))
     for k in ("GEMS_VENDOR", "STANDIN_FORCE_VENDOR", "STANDIN_BREAK_IMPORT",
               "STANDIN_ADD_RAISES_AT", "OP", "OP_FILE", "TEST_NODE", "BENCH_LEVEL", "SHAPE_MODE",
-              "ZL_DIRECT_REPEAT"):
+              "ZL_DIRECT_REPEAT", "STANDIN_OWN_DO_BENCH"):
         e.pop(k, None)
     e.update(extra or {})
     return e
