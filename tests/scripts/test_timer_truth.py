@@ -61,6 +61,17 @@ class ParseNcuCsv(unittest.TestCase):
                         row(2, "a", "7", "ns")])
         self.assertEqual([ns for _, ns in tt.parse_ncu_csv(text)], [1500.0, 2e6, 7.0])
 
+    def test_the_sm_clock_beside_the_duration(self):
+        # --ncu-clock: both metrics in one capture, each parsed on its own, the clock in MHz
+        text = capture([row(0, "a", "4000"), row(0, "a", "1,980,000,000", "hz",
+                                                    metric=tt.CLOCK_METRIC),
+                        row(1, "a", "4100"), row(1, "a", "1.2", "cycle/nsecond",
+                                                    metric=tt.CLOCK_METRIC)])
+        self.assertEqual([ns for _, ns in tt.parse_ncu_csv(text)], [4000.0, 4100.0])
+        mhz = [v for _, v in tt.parse_ncu_csv(text, tt.CLOCK_METRIC, tt.CLOCK_UNITS_MHZ)]
+        self.assertAlmostEqual(mhz[0], 1980.0)
+        self.assertAlmostEqual(mhz[1], 1200.0)
+
     def test_unknown_unit_refused(self):
         with self.assertRaisesRegex(tt.NcuParseError, "unknown unit 'cycle'"):
             tt.parse_ncu_csv(capture([row(0, "a", "1", "cycle")]))
