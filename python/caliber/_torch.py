@@ -101,6 +101,27 @@ def heal_generator(where: str) -> bool:
             pass
 
 
+def profiler_idle() -> bool:
+    """True when torch's profiler is not running now, though it may have run: Kineto keeps its
+    CUPTI subscription for the life of the process once a profile has run, and caliber's kernel
+    trace may then open beside it (docs/timing.md, "Beside a profiler"). False while it runs, and
+    when this torch cannot say (no flag found): the trace then yields to the subscriber."""
+    if torch is None:
+        return False
+    flags = []
+    prof = getattr(getattr(torch, "autograd", None), "profiler", None)
+    if prof is not None and hasattr(prof, "_is_profiler_enabled"):
+        flags.append(bool(prof._is_profiler_enabled))
+    enabled = getattr(getattr(getattr(torch, "_C", None), "_autograd", None), "_profiler_enabled",
+                      None)
+    if callable(enabled):
+        try:
+            flags.append(bool(enabled()))
+        except Exception:
+            return False
+    return bool(flags) and not any(flags)
+
+
 class _Capture:
     """The capture hooks: one capture at a time (the timer captures one graph per measurement)."""
 
@@ -151,6 +172,8 @@ class _Capture:
                 self._restore_rng()
                 heal_generator("after an aborted capture")
                 return 0
+            if what == 6:  # is torch's profiler (the process's other CUPTI subscriber) idle?
+                return 1 if profiler_idle() else 0
             raise ValueError("unknown capture request %d" % what)
         except BaseException as e:  # noqa: B902 - nothing may cross the C boundary
             code_ptr[0] = native_code(e)

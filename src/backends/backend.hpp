@@ -45,6 +45,19 @@ struct TraceRecord {
 struct TraceOpen {
   bool ok = false;
   std::string why;  // when !ok: no tracer library, another activity subscriber active, ...
+  // When ok: it opened beside another subscriber the caller vouched for as idle (TraceShare).
+  bool beside_idle_subscriber = false;
+};
+
+// How a trace may open when the process already has another activity subscriber.
+struct TraceShare {
+  // The caller knows that subscriber is present but not collecting: a profiler that ran and
+  // stopped keeps its subscription for the life of the process (torch.profiler's does), and no
+  // trace could open after it otherwise. The trace then opens beside it with buffer callbacks of
+  // its own, which the profiler registers over again when it next starts (docs/timing.md,
+  // "Beside a profiler"). Never where the subscriber is a tool of the vendor's (a profiler or
+  // debugger the process was started under): that one is always collecting.
+  bool beside_idle_subscriber = false;
 };
 
 struct DeviceDesc {
@@ -166,8 +179,8 @@ class Device : public caliber::DeviceContext {
   // trace_close stops collecting and lets other subscribers (a profiler) in. trace_boundary
   // enqueues, or captures into a graph, a tiny activity of the backend's own (TraceRecord::own)
   // that separates two launches in the records where nothing else of the backend's does.
-  [[nodiscard]] virtual TraceOpen trace_open() {
-    return {false, "this backend has no kernel trace"};
+  [[nodiscard]] virtual TraceOpen trace_open(const TraceShare& /*share*/) {
+    return {false, "this backend has no kernel trace", false};
   }
   [[nodiscard]] virtual std::vector<TraceRecord> trace_collect() { return {}; }
   virtual void trace_close() {}

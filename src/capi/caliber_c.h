@@ -27,7 +27,10 @@ typedef int (*caliber_c_launch_fn)(int64_t target, int64_t provider, int64_t* na
 typedef int (*caliber_c_call_fn)(int64_t target, const char* request, char* reply, int64_t cap);
 /* Graph capture through the host language's own graph API (docs/python.md):
  * what 1 begin (on the device's stream), 2 end (returns a graph id > 0), 3 replay `graph`,
- * 4 release `graph`, 5 abort a capture in progress. Returns >= 0, or -1 with *native_code set
+ * 4 release `graph`, 5 abort a capture in progress, 6 is the host's own profiler idle (returns 1
+ * when it is not running now, though it may have run: its activity subscription, which outlives
+ * it, may then be shared; 0 when it runs or cannot be known). Returns >= 0, or -1 with
+ * *native_code set
  * (0 when the error is not the runtime's) and the message in `message`. */
 typedef int64_t (*caliber_c_capture_fn)(int64_t what, int64_t graph, int64_t* native_code,
                                         char* message, int64_t cap);

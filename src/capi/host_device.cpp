@@ -8,7 +8,8 @@ namespace caliber::capi {
 
 namespace {
 
-constexpr std::int64_t kBegin = 1, kEnd = 2, kReplay = 3, kRelease = 4, kAbort = 5;
+constexpr std::int64_t kBegin = 1, kEnd = 2, kReplay = 3, kRelease = 4, kAbort = 5,
+                       kProfilerIdle = 6;
 
 // One hook call; a failure becomes NativeError (the runtime's code) or `host_error(message)`.
 template <class HostError>
@@ -98,7 +99,17 @@ class HostCaptureDevice final : public backends::Device {
   bool hold_gave_up() override { return in_->hold_gave_up(); }
   void launch_empty() override { in_->launch_empty(); }
   double timer_resolution_us() const override { return in_->timer_resolution_us(); }
-  backends::TraceOpen trace_open() override { return in_->trace_open(); }
+  // The host's profiler (torch.profiler) keeps its activity subscription after it stops: the
+  // host says whether it is idle, and the trace may then open beside it (backends::TraceShare).
+  backends::TraceOpen trace_open(const backends::TraceShare& share) override {
+    backends::TraceShare s = share;
+    if (!s.beside_idle_subscriber) {
+      std::int64_t code = 0;
+      char msg[512] = {0};
+      s.beside_idle_subscriber = hooks_(kProfilerIdle, 0, &code, msg, sizeof msg) == 1;
+    }
+    return in_->trace_open(s);
+  }
   std::vector<backends::TraceRecord> trace_collect() override { return in_->trace_collect(); }
   void trace_close() override { in_->trace_close(); }
   void trace_boundary() override { in_->trace_boundary(); }

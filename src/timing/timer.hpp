@@ -199,6 +199,10 @@ struct TimingOptions {
   // How a sample's device time is read: the backend's kernel trace (each timed launch's own
   // activity records) or event pairs (docs/timing.md).
   SampleMethod sample_method = SampleMethod::automatic;
+  // The caller knows the process's other activity subscriber, if there is one, is idle (a
+  // profiler that ran and stopped): the trace may open beside it (backends::TraceShare). Never a
+  // knob: the Python front end's device says so for torch's profiler (capi/host_device.cpp).
+  bool trace_beside_idle_subscriber = false;
   // On a host backend, the direct timer puts as many launches into one sample as fill about this
   // long (one launch of a few microseconds between two host clock readings is mostly jitter).
   double host_sample_ms = 0.2;

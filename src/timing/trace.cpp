@@ -63,7 +63,7 @@ Tracer::Tracer(backends::Device& dev, const TimingOptions& opt, const Clock& now
     why_ = "this backend has no kernel trace";
     return;
   }
-  const backends::TraceOpen o = dev.trace_open();
+  const backends::TraceOpen o = dev.trace_open({opt.trace_beside_idle_subscriber});
   if (!o.ok) {
     why_ = o.why.empty() ? "the kernel trace did not open" : o.why;
     return;

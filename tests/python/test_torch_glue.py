@@ -105,5 +105,42 @@ class HealGenerator(unittest.TestCase):
         self.assertFalse(_torch.heal_generator("test"))
 
 
+class ProfilerTorch:
+    """torch's two profiler flags as profiler_idle reads them: the Python one
+    (torch.autograd.profiler._is_profiler_enabled) and the C++ one (_C._autograd._profiler_enabled)."""
+
+    def __init__(self, py_flag, c_flag):
+        ns = type("ns", (), {})
+        self.autograd = ns()
+        self._C = ns()
+        if py_flag is not None:
+            self.autograd.profiler = ns()
+            self.autograd.profiler._is_profiler_enabled = py_flag
+        if c_flag is not None:
+            self._C._autograd = ns()
+            self._C._autograd._profiler_enabled = lambda: c_flag
+
+
+class ProfilerIdle(unittest.TestCase):
+    """The kernel trace opens beside torch's idle profiler only on a clear word that it is idle."""
+
+    def setUp(self):
+        self.saved = _torch.torch
+
+    def tearDown(self):
+        _torch.torch = self.saved
+
+    def test_idle_only_when_every_flag_found_says_so(self):
+        cases = [((False, False), True), ((False, None), True), ((None, False), True),
+                 ((True, False), False), ((False, True), False), ((None, None), False)]
+        for (py_flag, c_flag), idle in cases:
+            _torch.torch = ProfilerTorch(py_flag, c_flag)
+            self.assertEqual(_torch.profiler_idle(), idle, (py_flag, c_flag))
+
+    def test_no_torch_is_never_idle(self):
+        _torch.torch = None
+        self.assertFalse(_torch.profiler_idle())
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -317,15 +317,16 @@ void CudaDevice::launch_empty() {
 
 // The kernel trace: CUPTI's activity records (cupti_trace.cpp). The boundary is a kernel of the
 // backend's own, enqueued or, inside a capture, captured as a node each replay runs.
-TraceOpen CudaDevice::trace_open() {
+TraceOpen CudaDevice::trace_open(const TraceShare& share) {
 #if defined(CALIBER_HAVE_CUPTI)
-  if (tracing_) return {true, ""};
+  if (tracing_) return {true, "", false};
   activate();
-  const TraceOpen o = CuptiTrace::get().open(ordinal_);
+  const TraceOpen o = CuptiTrace::get().open(ordinal_, share);
   tracing_ = o.ok;
   return o;
 #else
-  return {false, "this runtime has no kernel trace"};
+  (void)share;
+  return {false, "this runtime has no kernel trace", false};
 #endif
 }
 

@@ -53,7 +53,7 @@ class CudaDevice final : public Device {
   std::optional<ClockSample> clocks() override;
   bool healthy() noexcept override;
   int take_last_error() noexcept override;
-  TraceOpen trace_open() override;
+  TraceOpen trace_open(const TraceShare& share) override;
   std::vector<TraceRecord> trace_collect() override;
   void trace_close() override;
   void trace_boundary() override;

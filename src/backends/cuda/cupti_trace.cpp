@@ -13,6 +13,8 @@ namespace caliber::backends::cuda {
 // The CUPTI entry points caliber uses, resolved from the library loaded at run time.
 struct CuptiTrace::Api {
   decltype(&cuptiSubscribe) subscribe = nullptr;
+  // CUPTI 12.8 and later: names the subscriber already there when it refuses (optional).
+  decltype(&cuptiSubscribe_v2) subscribe_v2 = nullptr;
   decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
   decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
   decltype(&cuptiActivityEnable) enable = nullptr;
@@ -95,6 +97,14 @@ void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, s
 
 void CUPTIAPI no_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
+// A subscriber CUPTI names as one of NVIDIA's tools (the process runs under Nsight Systems,
+// Nsight Compute, cuda-gdb or the compute sanitizer): always collecting, never shared.
+bool vendor_tool(const std::string& name) {
+  for (const char* t : {"Nsight", "nsys", "ncu", "cuda-gdb", "sanitizer", "memcheck"})
+    if (name.find(t) != std::string::npos) return true;
+  return false;
+}
+
 template <class F>
 bool resolve(void* lib, const char* name, F& out) {
   out = reinterpret_cast<F>(dlsym(lib, name));
@@ -136,6 +146,7 @@ bool CuptiTrace::load() {
                   resolve(lib, "cuptiActivityFlushAll", a->flush_all) &&
                   resolve(lib, "cuptiActivityGetNextRecord", a->next_record) &&
                   resolve(lib, "cuptiGetResultString", a->result_string);
+  (void)resolve(lib, "cuptiSubscribe_v2", a->subscribe_v2);
   if (!ok) {
     delete a;
     load_error_ = "libcupti lacks the activity API's entry points";
@@ -146,33 +157,56 @@ bool CuptiTrace::load() {
   return true;
 }
 
-TraceOpen CuptiTrace::open(int ordinal) {
-  if (open_) return {false, "a kernel trace is already open in this process"};
-  if (!load()) return {false, load_error_};
+TraceOpen CuptiTrace::open(int ordinal, const TraceShare& share) {
+  if (open_) return {false, "a kernel trace is already open in this process", false};
+  if (!load()) return {false, load_error_, false};
   auto why = [this](const char* what, CUptiResult r) {
     const char* s = nullptr;
     if (api_->result_string(r, &s) != CUPTI_SUCCESS || s == nullptr) s = "unknown CUPTI error";
     return std::string(what) + ": " + s + " (CUPTI " + std::to_string(static_cast<int>(r)) + ")";
   };
   CUpti_SubscriberHandle sub = nullptr;
-  const CUptiResult sr = api_->subscribe(&sub, no_callback, nullptr);
-  if (sr == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
-    return {false,
-            "another CUPTI subscriber is active (a profiler: torch.profiler, nsys, ncu, ...)"};
-  if (sr != CUPTI_SUCCESS) return {false, why("cuptiSubscribe", sr)};
+  std::string other;  // the subscriber already there, as CUPTI names it (v2 only)
+  CUptiResult sr = CUPTI_SUCCESS;
+  if (api_->subscribe_v2 != nullptr) {
+    char name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 64] = {};
+    CUpti_SubscriberParams p{};
+    p.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    p.subscriberName = "caliber";
+    p.oldSubscriberName = name;
+    p.oldSubscriberSize = sizeof(name);
+    sr = api_->subscribe_v2(&sub, no_callback, nullptr, &p);
+    name[sizeof(name) - 1] = '\0';
+    other = name;
+  } else {
+    sr = api_->subscribe(&sub, no_callback, nullptr);
+  }
+  bool beside = false;
+  if (sr == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    const std::string named = other.empty() ? "" : " (CUPTI names it '" + other + "')";
+    if (!share.beside_idle_subscriber || vendor_tool(other))
+      return {
+          false,
+          "another CUPTI subscriber is active (a profiler: torch.profiler, nsys, ncu, ...)" + named,
+          false};
+    beside = true;  // the caller vouched for it as idle: open without a subscription
+    sub = nullptr;
+  } else if (sr != CUPTI_SUCCESS) {
+    return {false, why("cuptiSubscribe", sr), false};
+  }
   CUptiResult r = api_->register_callbacks(buffer_requested, buffer_completed);
   std::size_t enabled = 0;
   for (; r == CUPTI_SUCCESS && enabled < std::size(kKinds); ++enabled)
     r = api_->enable(kKinds[enabled]);
   if (r != CUPTI_SUCCESS) {
     for (std::size_t i = 0; i < enabled; ++i) (void)api_->disable(kKinds[i]);
-    (void)api_->unsubscribe(sub);
-    return {false, why("enabling CUPTI's activity records", r)};
+    if (sub != nullptr) (void)api_->unsubscribe(sub);
+    return {false, why("enabling CUPTI's activity records", r), false};
   }
   subscriber_ = sub;
   ordinal_ = ordinal;
   open_ = true;
-  return {true, ""};
+  return {true, "", beside};
 }
 
 std::vector<TraceRecord> CuptiTrace::collect() {
@@ -198,7 +232,8 @@ void CuptiTrace::close() {
   if (!open_) return;
   (void)api_->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   for (CUpti_ActivityKind k : kKinds) (void)api_->disable(k);
-  (void)api_->unsubscribe(static_cast<CUpti_SubscriberHandle>(subscriber_));
+  if (subscriber_ != nullptr)
+    (void)api_->unsubscribe(static_cast<CUpti_SubscriberHandle>(subscriber_));
   subscriber_ = nullptr;
   open_ = false;
   Inbox& box = inbox();

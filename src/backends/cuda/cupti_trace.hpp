@@ -19,8 +19,9 @@ class CuptiTrace {
   // Starts collecting the records of device `ordinal`. Fails, saying why, where libcupti cannot
   // be loaded (CALIBER_CUPTI_LIB names it; else libcupti.so.13, libcupti.so and the toolkit's
   // copies are tried) or another CUPTI subscriber is there (a profiler: torch.profiler, nsys,
-  // ncu), whose callbacks are then left alone.
-  TraceOpen open(int ordinal);
+  // ncu), whose callbacks are then left alone, unless `share` vouches for that subscriber as idle
+  // and CUPTI does not name it as one of NVIDIA's tools.
+  TraceOpen open(int ordinal, const TraceShare& share);
   // Flushes CUPTI's buffers and returns the records of device `ordinal` since the last collect,
   // ordered by start. A kernel is the backend's own when its name carries `own_marker`.
   std::vector<TraceRecord> collect();
@@ -35,7 +36,7 @@ class CuptiTrace {
   bool loaded_ = false;
   bool open_ = false;
   int ordinal_ = 0;
-  void* subscriber_ = nullptr;
+  void* subscriber_ = nullptr;  // null while open beside another subscriber
   bool load();
 };
 

@@ -58,7 +58,10 @@ class FakeDevice : public backends::Device {
   // What events read beyond the kernel: each recorded event adds this much device time (the
   // event floor the trace does not see).
   double event_floor_ms = 0;
-  std::string trace_refusal;     // non-empty: trace_open fails with this (no library, a subscriber)
+  std::string trace_refusal;  // non-empty: trace_open fails with this (no library, a subscriber)
+  // The refusal is an idle subscriber's (a profiler that ran and stopped): the trace opens beside
+  // it when the options vouch for it (TraceShare).
+  bool idle_subscriber = false;
   long drop_records_after = -1;  // >= 0: kernel records stop after this many (records go missing)
   bool has_generator = true;
 
@@ -187,11 +190,12 @@ class FakeDevice : public backends::Device {
     }
     run_flush();
   }
-  [[nodiscard]] backends::TraceOpen trace_open() override {
-    if (!trace_refusal.empty()) return {false, trace_refusal};
+  [[nodiscard]] backends::TraceOpen trace_open(const backends::TraceShare& share) override {
+    const bool beside = idle_subscriber && share.beside_idle_subscriber;
+    if (!trace_refusal.empty() && !beside) return {false, trace_refusal, false};
     ++trace_opens;
     tracing = true;
-    return {true, ""};
+    return {true, "", beside};
   }
   [[nodiscard]] std::vector<backends::TraceRecord> trace_collect() override {
     ++trace_collects;

@@ -165,6 +165,32 @@ TEST_F(Trace, ASubscriberConflictFallsBackWithTheMarker) {
   EXPECT_FALSE(dev.tracing);
 }
 
+// A profiler that ran and stopped keeps its subscription (torch.profiler's does): the trace opens
+// beside it only on the caller's word that it is idle; without that word the row is the events'.
+TEST_F(Trace, AnIdleSubscriberIsJoinedOnlyOnTheCallersWord) {
+  opt.timer = TimerKind::graph;
+  dev.trace_refusal = "another activity subscriber is active (a profiler)";
+  dev.idle_subscriber = true;
+  const Measurement unvouched = run([this] { dev.kernel(); });
+  ASSERT_TRUE(unvouched.ok) << unvouched.error;
+  EXPECT_TRUE(has(unvouched.markers, kMarkerEventsNoTrace));
+  EXPECT_DOUBLE_EQ(unvouched.latency_ms, 1.5);
+  EXPECT_EQ(dev.trace_opens, 0);
+  opt.trace_beside_idle_subscriber = true;
+  const Measurement vouched = run([this] { dev.kernel(); });
+  ASSERT_TRUE(vouched.ok) << vouched.error;
+  EXPECT_EQ(vouched.sample_method, caliber::core::SampleDelimiter::kernel_trace);
+  EXPECT_FALSE(has(vouched.markers, kMarkerEventsNoTrace));
+  EXPECT_DOUBLE_EQ(vouched.latency_ms, 1.0);
+  EXPECT_EQ(dev.trace_opens, 1);
+  EXPECT_EQ(dev.trace_closes, 1);
+  // The word is not enough where the subscriber is collecting (no idle one to join).
+  dev.idle_subscriber = false;
+  const Measurement busy = run([this] { dev.kernel(); });
+  EXPECT_TRUE(has(busy.markers, kMarkerEventsNoTrace));
+  EXPECT_EQ(dev.trace_opens, 1);
+}
+
 TEST_F(Trace, EventsOnRequestOpenNoTraceAndCarryNoMarker) {
   opt.timer = TimerKind::graph;
   opt.sample_method = SampleMethod::events;
