@@ -8,6 +8,7 @@ winner stored. That database is not caliber's tune.db, so caliber maps its modes
 | --- | --- | --- |
 | live | unchanged: the shared database (FlagGems' own default when unset) | swept, stored |
 | record | sqlite:///<run>/flaggems_tune.db (new) | swept, stored in the run |
+| record + REPLAY_FROM | the same, holding REPLAY_FROM's rows first (a resumed record) | swept, stored in the run |
 | replay | a copy of REPLAY_FROM's flaggems_tune.db in <run> | the first config, `replay-missing`, never swept |
 | off | unchanged, never read or written | the first config (`default`) |
 
@@ -72,6 +73,12 @@ def check(mode, replay_from):
     if mode == "replay":
         if not replay_from:
             raise TuneError("--tune: 'replay' needs --replay-from (REPLAY_FROM)")
+        replay_db(replay_from)
+    elif replay_from:
+        if mode != "record":
+            raise TuneError("--replay-from (REPLAY_FROM): given with --tune %s; allowed with "
+                            "--tune replay (replay its configs) or --tune record (resume its "
+                            "record)" % mode)
         replay_db(replay_from)
 
 
@@ -540,9 +547,14 @@ class Hooks:
             import atexit
             atexit.register(self._unlink)  # however the run ends
             env["FLAGGEMS_DB_URL"] = "sqlite:///" + os.path.join(self.link, DB_FILE)
-            _SESSION = Session(mode, env["FLAGGEMS_DB_URL"],
-                               "the run's own LibTuner database" if mode == "record" else
-                               "a copy of %s" % os.path.abspath(replay_db(replay_from)))
+            if mode == "replay":
+                note = "a copy of %s" % os.path.abspath(replay_db(replay_from))
+            elif replay_from:
+                note = "the run's own LibTuner database, resumed from %s" % os.path.abspath(
+                    replay_db(replay_from))
+            else:
+                note = "the run's own LibTuner database"
+            _SESSION = Session(mode, env["FLAGGEMS_DB_URL"], note)
         else:
             _SESSION = Session(mode, env.get("FLAGGEMS_DB_URL"),
                                "no LibTuner database" if mode == "off" else
@@ -584,6 +596,8 @@ class Hooks:
         if s.mode == "replay":
             shutil.copyfile(replay_db(self.knobs.get("replay_from")),
                             os.path.join(run_dir, DB_FILE))
+        elif s.mode == "record" and self.knobs.get("replay_from"):
+            self._resume(run_dir)
         n = int(self.knobs.get("parallel_warmup") or 0)
         if n > 1 and s.mode in ("live", "record"):
             self._warmup(n, run_dir)
@@ -602,6 +616,17 @@ class Hooks:
         if engine is not None and hasattr(engine, "dispose"):
             engine.dispose()
 
+    def _resume(self, run_dir):
+        """A resumed record: the earlier record's rows merged into the run's database (what
+        FlagGems made of it at import stays: a copy over it could drop a table SQLAlchemy
+        already knows), so that LibTuner sweeps only the keys that record lacks."""
+        src = replay_db(self.knobs.get("replay_from"))
+        merged = merge_shard_dbs([src], os.path.join(run_dir, DB_FILE))
+        for w in merged["warnings"]:
+            print("caliber: note: --tune record --replay-from: %s" % w, file=sys.stderr)
+        print("caliber: resuming the LibTuner record of %s: %d keys already tuned" % (
+            os.path.abspath(src), merged["keys"]), file=sys.stderr)
+
     def _unlink(self):
         shutil.rmtree(os.path.dirname(self.link), ignore_errors=True)
 
@@ -618,8 +643,7 @@ class Hooks:
                 return
         devices = self.knobs.get("devices") or [0]
         self.warmup = flaggems_warmup.run(n, sys.argv[1:], self.knobs.get("backend") or "auto",
-                                          devices, run_dir, into,
-                                          base_db=into if s.mode == "live" else None)
+                                          devices, run_dir, into, base_db=into)
 
     def provider(self, case, role):
         return take_case()

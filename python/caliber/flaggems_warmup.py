@@ -26,7 +26,9 @@ SHARD_FLAG = "--tune-shard"
 CACHE_FLAG = "--shard-cache"
 # Not inherited by a shard: it never starts a warmup of its own, and it tunes (never replays).
 _UNSET = ("PARALLEL_WARMUP_GPUS", "REPLAY_FROM")
-# The database a live-mode shard starts from (a copy of the shared one); unset in record mode.
+# The database a shard starts from: a copy of the one the warmup merges into (the shared one in
+# live mode, the run's own in record mode, which a resumed record has filled), so that a shard
+# sweeps only the keys that one lacks.
 BASE_ENV = "CALIBER_FLAGGEMS_BASE_DB"
 
 
@@ -70,8 +72,8 @@ _SHARD = None
 
 
 def begin_shard(index, count, db):
-    """In a shard child: tune into `db` (starting from a copy of the shared database in live
-    mode, BASE_ENV) and prepare only this shard's share."""
+    """In a shard child: tune into `db` (starting from a copy of the database the warmup merges
+    into, BASE_ENV) and prepare only this shard's share."""
     global _SHARD
     base = os.environ.get(BASE_ENV) or None
     flaggems_tune.shard_session(db, base)

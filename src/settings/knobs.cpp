@@ -368,7 +368,9 @@ std::vector<KnobSpec> make_table() {
        [](Knobs& k, const std::string& v) { k.tune = one_word<TuneMode>("tune", v); }});
   add({"replay_from", "--replay-from", "REPLAY_FROM", "Autotune", "",
        "a run directory that holds a tune.db",
-       "Replay the configs recorded by that run (implies --tune replay).",
+       "Replay the configs recorded by that run (implies --tune replay); with --tune record, "
+       "resume its record: the run's own database starts as a copy of it and only the keys it "
+       "lacks are tuned.",
        [](Knobs& k, const std::string& v) { k.replay_from = not_empty("replay_from", v); }});
   add({"tune_screen", "--tune-screen", "", "Autotune", "on", "on, off",
        "on: a sweep of 12 configs or more times each config briefly first and only the fastest "
@@ -605,9 +607,11 @@ Knobs resolve_knobs(const std::map<std::string, std::string>& flags,
     throw KnobError(
         "--tune: 'replay' needs --replay-from DIR (or REPLAY_FROM): the run whose configs to "
         "replay");
-  if (k.tune != TuneMode::replay && !k.replay_from.empty())
+  // With record, --replay-from resumes that run's record (docs/tuning.md, "Resuming a record").
+  if (k.tune != TuneMode::replay && k.tune != TuneMode::record && !k.replay_from.empty())
     throw KnobError("--replay-from: given with --tune " + std::string(to_string(k.tune)) +
-                    "; replaying needs --tune replay");
+                    "; allowed with --tune replay (replay its configs) or --tune record (resume "
+                    "its record)");
   if (!k.node.empty() && (!k.ops.empty() || !k.op_file.empty()))
     throw KnobError("--node (TEST_NODE): give either a node id or ops (OP/--op-file), not both");
   if (k.parallel_warmup > 0 && k.tune == TuneMode::off)

@@ -65,6 +65,23 @@ grep '"type":"case"' "$MISS/run.log" |
 # scripts/quickstart installs the sqlite3 shell: without it the eviction checks cannot run.
 command -v sqlite3 > /dev/null || fail "no sqlite3 shell for the eviction checks (apt-get install sqlite3)"
 
+# A record resumed from REC (--tune record --replay-from): REC's keys come from the run's own
+# tune.db, only the comprehensive level's extra keys are tuned, REC is only read, and a replay
+# of the resumed run misses nothing.
+rec_rows=$(sqlite3 "$REC/tune.db" "select count(*) from tune_configs")
+"$CAL" run mm --level comprehensive --tune record --replay-from "$REC" --tune-cache "$T/shared.db" \
+  --out "$T/res" "${FAST[@]}" > "$T/res.txt" 2>&1 || fail "resumed record exited $?: $(cat "$T/res.txt")"
+RES=$(one_dir "$T/res")
+[ "$(sources "$RES" | sort -u | tr '\n' ' ')" = "cache tuned " ] ||
+  fail "a resumed record should take REC's keys and tune the rest: $(sources "$RES" | sort | uniq -c)"
+[ "$(footer "$RES" | jq .tune.keys_tuned)" = "$n_missing" ] ||
+  fail "the resumed record tuned $(footer "$RES" | jq .tune.keys_tuned) keys, REC lacked $n_missing"
+[ "$(sqlite3 "$REC/tune.db" "select count(*) from tune_configs")" = "$rec_rows" ] || fail "REC was modified"
+[ ! -e "$T/shared.db" ] || fail "a resumed record wrote the shared cache"
+"$CAL" run mm --level comprehensive --replay-from "$RES" --out "$T/rep2" "${FAST[@]}" > "$T/rep2.txt" 2>&1 ||
+  fail "replay of the resumed record exited $?"
+[ "$(sources "$(one_dir "$T/rep2")" | sort -u)" = replay ] || fail "the resumed record misses keys"
+
 # A recorded config the host mm rejects at launch: f64 tiles over the 512 KiB tile budget.
 BAD=tm=64,tn=256,tk=256
 KEY="dtype = 'f64' and key = 'M=128,N=128,K=128'"

@@ -67,6 +67,27 @@ class SideBySide(unittest.TestCase):
         self.assertEqual(int(w["flaggems_rows"]), sum(int(x["flaggems_rows"]) for x in walls))
         self.assertEqual(len(table(grouped, "side_by_side.csv")), len(rows))
 
+    def test_rounds_give_each_side_a_spread(self):
+        """--rounds 2: each side runs twice (alternating), every joined figure gains its spread
+        over the rounds and the report a summary of the spreads; the walls list each round."""
+        results = os.path.join(tmpdir(), "rounds")
+        rc, out = check(results, "--ops", "add", "--rounds", "2")
+        self.assertEqual(rc, 0, out)
+        walls = table(results, "walls.csv")
+        self.assertEqual([(w["op"], w["round"]) for w in walls], [("add", "0"), ("add", "1")])
+        rows = table(results, "side_by_side.csv")
+        self.assertTrue(rows)
+        for r in rows:
+            for k in ("fg_kernel_gems_spread", "cal_kernel_gems_spread", "cal_kernel_torch_spread"):
+                self.assertGreaterEqual(float(r[k]), 0, (k, r))
+        with open(os.path.join(results, "side_by_side.md")) as f:
+            md = f.read()
+        self.assertIn("## Spread over rounds", md)
+        self.assertIn("| cal_kernel_gems_spread | %d |" % len(rows), md)
+        rc, out = check(os.path.join(tmpdir(), "r0"), "--ops", "add", "--rounds", "0")
+        self.assertEqual(rc, 2, out)
+        self.assertIn("--rounds '0'", out)
+
     def test_a_missing_file(self):
         results = os.path.join(tmpdir(), "missing")
         rc, out = check(results, "--ops", "add,nosuchop", "--group")

@@ -179,6 +179,57 @@ class TuneThroughFlagGems(unittest.TestCase):
         self.assertIn("--parallel-warmup (PARALLEL_WARMUP_GPUS): '2'", se)
         self.assertFalse(os.path.exists(self.out("y")) and os.listdir(self.out("y")))
 
+    def test_record_resumed_sweeps_only_what_the_earlier_record_lacks(self):
+        """`--tune record --replay-from RUN`: a record too long for one sitting (mm at
+        comprehensive level on one GPU) continues where RUN stopped: RUN's keys are taken from
+        the run's database, only the rest are swept, and the resumed run's database then holds
+        every key, so a replay from it sweeps nothing and misses nothing."""
+        first, _ = self.record("--dtypes", "f16")  # two of the four keys
+        os.remove(self.log)
+        rc, so, se = run("--tune", "record", "--replay-from", first, "--out", self.out("res"),
+                         extra_env=self.base_env)
+        self.assertEqual(rc, 0, se)
+        self.assertIn("resuming the LibTuner record of %s: 2 keys already tuned"
+                      % os.path.join(first, "flaggems_tune.db"), se)
+        d, cases = the_run(self.out("res"))
+        self.assertEqual(benched(self.log), 8, "only f32's two keys are swept")
+        by = {}
+        for c in cases:
+            for p in c["providers"]:
+                if p["role"] == "candidate":
+                    by.setdefault(c["dtype"], set()).add((p["tune"]["source"], p["tune"]["tried"]))
+        self.assertEqual(by, {"f16": {("cache", 0)}, "f32": {("tuned", 4)}}, by)
+        t = footer(d)["tune"]
+        self.assertEqual((t["mode"], t["keys_tuned"], t["cache_hits"]), ("record", 2, 2), t)
+        with open(os.path.join(d, "run_identity.json")) as f:
+            ident = json.load(f)["flaggems_tune"]
+        self.assertEqual((ident["mode"], ident["replay_from"]), ("record", first), ident)
+        self.assertIn("resumed from", ident["database"])
+        self.assertEqual(len(config_rows(os.path.join(d, "flaggems_tune.db"))), 4)
+        self.assertEqual(len(config_rows(os.path.join(first, "flaggems_tune.db"))), 2,
+                         "the earlier record is only read")
+        self.assertFalse(os.path.exists(self.shared), "a record never touches the shared db")
+
+        os.remove(self.log)
+        rc, so, se = run("--tune", "replay", "--replay-from", d, "--out", self.out("rep"),
+                         extra_env=self.base_env)
+        self.assertEqual(rc, 0, se)
+        _, rcases = the_run(self.out("rep"))
+        self.assertEqual({p["tune"]["source"] for p in gems(rcases)}, {"replay"})
+        self.assertEqual(benched(self.log), 0)
+
+        # A source that is no record, and a source with a mode that cannot use one: exit 2,
+        # nothing written.
+        empty = self.out("empty")
+        os.makedirs(empty)
+        for mode, words in (("record", "holds no flaggems_tune.db"),
+                            ("live", "allowed with --tune replay")):
+            rc, so, se = run("--tune", mode, "--replay-from", empty, "--out", self.out("bad"),
+                             extra_env=self.base_env)
+            self.assertEqual(rc, 2, (mode, se))
+            self.assertIn(words, se)
+            self.assertFalse(os.path.exists(self.out("bad")) and os.listdir(self.out("bad")))
+
     def test_parallel_warmup_shards_then_measures_without_sweeping(self):
         e = dict(self.base_env, CALIBER_CPU_DEVICES="2")
         rc, so, se = run("--tune", "record", "--parallel-warmup", "2", "--devices", "0,1",
@@ -214,11 +265,11 @@ class TuneThroughFlagGems(unittest.TestCase):
         for k in ("REPLAY_FROM", "PARALLEL_WARMUP_GPUS"):
             e.pop(k, None)
 
-        def call(results, *steps):
+        def call(results, *steps, dtypes="f16"):
             p = subprocess.run(
                 [sys.executable, script, "--caliber", CALIBER_BIN, "--results", results,
                  "--flaggems", ROOT, "--sqlalchemy", sqla, "--python", PYTHON, "--parts", "tune",
-                 "--backend", "cpu", "--run-flags", " ".join(QUICK[2:]), "--tune-dtypes", "f16",
+                 "--backend", "cpu", "--run-flags", " ".join(QUICK[2:]), "--tune-dtypes", dtypes,
                  *steps], capture_output=True, text=True, env=e, timeout=900)
             return p.returncode, p.stdout + p.stderr
 
@@ -244,6 +295,17 @@ class TuneThroughFlagGems(unittest.TestCase):
                        self.out("empty"))
         self.assertEqual(rc, 1, out)
         self.assertIn("holds no flaggems_tune.db", out)
+
+        # A record over several calls: the first call's f16 record resumed over every dtype
+        # sweeps only f32's two keys, then replays all four with zero sweeps.
+        os.remove(self.log)
+        rc, out = call(self.out("call4"), "--tune-steps", "record,replay", "--resume-from",
+                       os.path.join(self.out("call1"), "mmrec"), dtypes="f16,f32")
+        self.assertEqual(rc, 0, out)
+        self.assertIn(", resumed from %s" % os.path.join(self.out("call1"), "mmrec"), out)
+        self.assertIn("| 4 keys recorded |", out)
+        self.assertIn('"replay": 4', out)
+        self.assertEqual(benched(self.log), 8, "the resumed record swept f32's keys alone")
 
 
 if __name__ == "__main__":

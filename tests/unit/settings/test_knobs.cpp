@@ -322,7 +322,14 @@ TEST(KnobCrossRules, ReplaySourceWithAnotherModeIsRefused) {
   EXPECT_TRUE(contains(msg, "--replay-from")) << msg;
   EXPECT_TRUE(contains(msg, "live")) << msg;
   // The environment's source meets an explicit --tune the same way.
-  EXPECT_FALSE(refusal({{"tune", "record"}}, {{"REPLAY_FROM", "/r"}}).empty());
+  EXPECT_FALSE(refusal({{"tune", "off"}}, {{"REPLAY_FROM", "/r"}}).empty());
+}
+
+TEST(KnobCrossRules, RecordWithASourceResumesIt) {
+  // --tune record --replay-from RUN: the record continues from RUN's database (not a replay).
+  const Knobs k = resolve({{"tune", "record"}}, {{"REPLAY_FROM", "/r/run-1"}});
+  EXPECT_EQ(k.tune, TuneMode::record);
+  EXPECT_EQ(k.replay_from, "/r/run-1");
 }
 
 TEST(KnobCrossRules, NodeExcludesOps) {
