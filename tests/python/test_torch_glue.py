@@ -137,6 +137,21 @@ class ProfilerIdle(unittest.TestCase):
             _torch.torch = ProfilerTorch(py_flag, c_flag)
             self.assertEqual(_torch.profiler_idle(), idle, (py_flag, c_flag))
 
+    def test_beside_only_on_request(self):
+        """The trace opens beside an idle profiler only with CALIBER_TRACE_BESIDE_PROFILER=1
+        (it read kernels twice their length beside Kineto on the H200, 2026-12-04)."""
+        saved = os.environ.pop(_torch.BESIDE_ENV, None)
+        try:
+            self.assertFalse(_torch.beside_profiler_allowed())
+            os.environ[_torch.BESIDE_ENV] = "0"
+            self.assertFalse(_torch.beside_profiler_allowed())
+            os.environ[_torch.BESIDE_ENV] = "1"
+            self.assertTrue(_torch.beside_profiler_allowed())
+        finally:
+            os.environ.pop(_torch.BESIDE_ENV, None)
+            if saved is not None:
+                os.environ[_torch.BESIDE_ENV] = saved
+
     def test_no_torch_is_never_idle(self):
         _torch.torch = None
         self.assertFalse(_torch.profiler_idle())

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -59,6 +60,17 @@ void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::si
   *max_records = 0;
 }
 
+// CALIBER_TRACE_DUMP=FILE appends every record CUPTI hands over (kind, start, end, device,
+// correlation id, name) and each collect's boundary to FILE: a diagnosis aid for the records
+// themselves (docs/timing.md, "Beside a profiler"), off unless set.
+std::FILE* dump_file() {
+  static std::FILE* f = [] {
+    const char* p = std::getenv("CALIBER_TRACE_DUMP");
+    return p != nullptr && *p != '\0' ? std::fopen(p, "a") : nullptr;
+  }();
+  return f;
+}
+
 bool own_kernel(const char* name) {
   return name != nullptr && std::strstr(name, kOwnKernelMarker) != nullptr;
 }
@@ -77,6 +89,11 @@ void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, s
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
       r = {TraceRecord::Kind::kernel, k->start, k->end, own_kernel(k->name)};
       device = k->deviceId;
+      if (std::FILE* f = dump_file())
+        std::fprintf(f, "kernel kind=%d start=%llu end=%llu dev=%u corr=%u graph=%llu name=%s\n",
+                     static_cast<int>(rec->kind), static_cast<unsigned long long>(k->start),
+                     static_cast<unsigned long long>(k->end), k->deviceId, k->correlationId,
+                     static_cast<unsigned long long>(k->graphId), k->name ? k->name : "?");
     } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
       r = {TraceRecord::Kind::memcpy, m->start, m->end, false};
@@ -213,6 +230,10 @@ std::vector<TraceRecord> CuptiTrace::collect() {
   std::vector<TraceRecord> out;
   if (!open_) return out;
   (void)api_->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (std::FILE* f = dump_file()) {
+    std::fprintf(f, "collect\n");
+    std::fflush(f);
+  }
   std::vector<std::pair<std::uint32_t, TraceRecord>> got;
   {
     Inbox& box = inbox();
