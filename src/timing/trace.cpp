@@ -3,10 +3,24 @@
 #include "timing/trace.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "core/stats.hpp"
 
 namespace caliber::timing::detail {
+
+namespace {
+std::string fmt_rate(double r) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", r);
+  return buf;
+}
+}  // namespace
 
 std::vector<LaunchTrace> split_launches(std::span<const backends::TraceRecord> recs) {
   std::vector<LaunchTrace> out;
@@ -36,6 +50,39 @@ std::vector<LaunchTrace> split_launches(std::span<const backends::TraceRecord> r
   }
   close_run();
   return out;
+}
+
+std::optional<double> record_ticks_per_ns(backends::Device& dev) {
+  // Runs of the backend's own L2 flush between two events: milliseconds by the events, ticks by
+  // the flushes' records (first start to last end). Two runs of different lengths, so that what
+  // is the same in both (the events' floor, the gaps to the first and last flush) cancels in
+  // their difference: about 2 ms of flushes on the H200 (31 us each).
+  constexpr int kShort = 16, kLong = 80;
+  const std::unique_ptr<backends::Event> e0 = dev.create_event(), e1 = dev.create_event();
+  auto one_run = [&](int n) -> std::optional<std::pair<double, double>> {
+    (void)dev.trace_collect();
+    dev.record(*e0);
+    for (int i = 0; i < n; ++i) dev.flush_l2();
+    dev.record(*e1);
+    const double ms = dev.elapsed_ms(*e0, *e1);
+    dev.synchronize();
+    std::uint64_t first = 0, last = 0;
+    int flushes = 0;
+    for (const backends::TraceRecord& r : dev.trace_collect()) {
+      if (!r.own) continue;
+      first = flushes == 0 ? r.start_ns : std::min(first, r.start_ns);
+      last = flushes == 0 ? r.end_ns : std::max(last, r.end_ns);
+      ++flushes;
+    }
+    if (flushes < n || !(ms > 0) || last <= first) return std::nullopt;
+    return std::make_pair(ms, static_cast<double>(last - first));
+  };
+  const auto a = one_run(kShort), b = one_run(kLong);
+  if (!a || !b || !(b->first > a->first)) return std::nullopt;
+  const double rate = (b->second - a->second) / ((b->first - a->first) * 1e6);
+  if (!(rate > 0.01 && rate < 100)) return std::nullopt;
+  // Within the method's error of nanoseconds: nanoseconds (an unscaled clock is not rescaled).
+  return std::abs(rate - 1) < 0.01 ? 1.0 : rate;
 }
 
 TraceWish trace_wish(const backends::Capabilities& caps, const TimingOptions& opt) {
@@ -70,6 +117,18 @@ Tracer::Tracer(backends::Device& dev, const TimingOptions& opt, const Clock& now
   }
   active_ = true;
   (void)dev.trace_collect();  // nothing from before belongs to this measurement
+  if (o.beside_idle_subscriber) {
+    // The other subscriber may have given CUPTI a timestamp clock of its own (torch's Kineto:
+    // TSC ticks, 2.09 per ns on the H200 of 2026-12-04): read the records' rate, scale by it.
+    const std::optional<double> rate = record_ticks_per_ns(dev);
+    if (!rate) {
+      why_ = "beside another activity subscriber the records' clock could not be read";
+      dev.trace_close();
+      active_ = false;
+      return;
+    }
+    ticks_per_ns_ = *rate;
+  }
 }
 
 Tracer::~Tracer() {
@@ -81,6 +140,10 @@ std::optional<std::vector<LaunchTrace>> Tracer::take(int expected) {
   const double t0 = now_();
   const std::vector<backends::TraceRecord> recs = dev_.trace_collect();
   std::vector<LaunchTrace> launches = split_launches(recs);
+  for (LaunchTrace& t : launches) {
+    t.span_ms /= ticks_per_ns_;
+    t.busy_ms /= ticks_per_ns_;
+  }
   host_s_ += now_() - t0;
   launches_ += expected;
   if (static_cast<int>(launches.size()) != expected) {
@@ -151,6 +214,12 @@ void trace_outcome(Measurement& m, const Tracer& tr, const TraceRecorder& rec,
     if (!rec.busy_ms.empty()) m.kernel_sum_ms = core::median(rec.busy_ms);
     m.record_resolution_us = record_resolution_us;
     m.trace_host_us = tr.host_us_per_launch();
+    if (tr.ticks_per_ns() != 1.0) {
+      const std::string why = "kernel trace beside another activity subscriber, whose clock runs " +
+                              fmt_rate(tr.ticks_per_ns()) +
+                              " ticks per ns: the records are scaled by it";
+      m.note = m.note.empty() ? why : m.note + "; " + why;
+    }
     return;
   }
   if (!tr.marked_fallback()) return;

@@ -57,6 +57,9 @@ class Tracer {
   [[nodiscard]] bool marked_fallback() const noexcept;
   [[nodiscard]] const std::string& why_not() const noexcept { return why_; }
   [[nodiscard]] double host_us_per_launch() const noexcept;
+  // The records' ticks per nanosecond: 1, except beside another subscriber whose timestamp clock
+  // CUPTI converts to (record_ticks_per_ns); spans are divided by it.
+  [[nodiscard]] double ticks_per_ns() const noexcept { return ticks_per_ns_; }
 
  private:
   backends::Device& dev_;
@@ -68,7 +71,12 @@ class Tracer {
   std::string why_;
   double host_s_ = 0;
   long launches_ = 0;
+  double ticks_per_ns_ = 1.0;
 };
+
+// The rate of the records' clock against the events' (ticks per ns), from a run of the
+// backend's own L2 flushes timed both ways; nullopt when it cannot be read.
+[[nodiscard]] std::optional<double> record_ticks_per_ns(backends::Device& dev);
 
 // The kept samples of both kinds, kept or dropped with their window (sample_until_stop's
 // on_window): the events of every kept sample for the cross-check, and the trace's per-launch

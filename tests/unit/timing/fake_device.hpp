@@ -62,6 +62,9 @@ class FakeDevice : public backends::Device {
   // The refusal is an idle subscriber's (a profiler that ran and stopped): the trace opens beside
   // it when the options vouch for it (TraceShare).
   bool idle_subscriber = false;
+  // Beside an idle subscriber, the records' ticks per ns (its timestamp clock: torch's Kineto
+  // registers TSC ticks, 2.09 per ns on the H200 of 2026-12-04).
+  double beside_ticks_per_ns = 1.0;
   long drop_records_after = -1;  // >= 0: kernel records stop after this many (records go missing)
   bool has_generator = true;
 
@@ -124,8 +127,9 @@ class FakeDevice : public backends::Device {
   }
   void trace_record(double t0_ms, double t1_ms, bool own) {
     backends::TraceRecord r;
-    r.start_ns = static_cast<std::uint64_t>(t0_ms * 1e6 + 0.5);
-    r.end_ns = static_cast<std::uint64_t>(t1_ms * 1e6 + 0.5);
+    const double scale = beside_ ? beside_ticks_per_ns : 1.0;
+    r.start_ns = static_cast<std::uint64_t>(t0_ms * 1e6 * scale + 0.5);
+    r.end_ns = static_cast<std::uint64_t>(t1_ms * 1e6 * scale + 0.5);
     r.own = own;
     records_.push_back(r);
   }
@@ -195,6 +199,7 @@ class FakeDevice : public backends::Device {
     if (!trace_refusal.empty() && !beside) return {false, trace_refusal, false};
     ++trace_opens;
     tracing = true;
+    beside_ = beside;
     return {true, "", beside};
   }
   [[nodiscard]] std::vector<backends::TraceRecord> trace_collect() override {
@@ -281,6 +286,7 @@ class FakeDevice : public backends::Device {
   bool l2_cold_ = false;
   bool held_ = false;
   std::vector<backends::TraceRecord> records_;
+  bool beside_ = false;
 
   backends::DeviceDesc desc_;
   DeviceProps props_;

@@ -171,6 +171,7 @@ TEST_F(Trace, AnIdleSubscriberIsJoinedOnlyOnTheCallersWord) {
   opt.timer = TimerKind::graph;
   dev.trace_refusal = "another activity subscriber is active (a profiler)";
   dev.idle_subscriber = true;
+  dev.flush_ms = 0.031;  // the records' clock is read from flushes beside a subscriber
   const Measurement unvouched = run([this] { dev.kernel(); });
   ASSERT_TRUE(unvouched.ok) << unvouched.error;
   EXPECT_TRUE(has(unvouched.markers, kMarkerEventsNoTrace));
@@ -189,6 +190,42 @@ TEST_F(Trace, AnIdleSubscriberIsJoinedOnlyOnTheCallersWord) {
   const Measurement busy = run([this] { dev.kernel(); });
   EXPECT_TRUE(has(busy.markers, kMarkerEventsNoTrace));
   EXPECT_EQ(dev.trace_opens, 1);
+}
+
+// Beside torch's idle profiler CUPTI's records are in the clock Kineto registered (TSC ticks):
+// the trace reads the records' rate against the events and scales by it, and says so.
+TEST_F(Trace, BesideASubscriberTheRecordsClockIsReadAndScaled) {
+  opt.timer = TimerKind::graph;
+  opt.trace_beside_idle_subscriber = true;
+  dev.trace_refusal = "another activity subscriber is active (a profiler)";
+  dev.idle_subscriber = true;
+  dev.flush_ms = 0.031;
+  dev.beside_ticks_per_ns = 2.09;
+  const Measurement m = run([this] { dev.kernel(); });
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::kernel_trace);
+  EXPECT_NEAR(m.latency_ms, 1.0, 1e-6);  // not 2.09: the kernel's own length
+  EXPECT_NE(m.note.find("2.0900 ticks per ns"), std::string::npos) << m.note;
+  // A clock in nanoseconds is left as it is, and the row says nothing of it.
+  dev.beside_ticks_per_ns = 1.0;
+  const Measurement plain = run([this] { dev.kernel(); });
+  EXPECT_DOUBLE_EQ(plain.latency_ms, 1.0);
+  EXPECT_EQ(plain.note.find("ticks per ns"), std::string::npos) << plain.note;
+}
+
+TEST(TraceClock, RateCancelsTheEventsFloorAndNeedsTheFlushRecords) {
+  FakeDevice dev;
+  dev.caps_.kernel_trace = true;
+  dev.event_floor_ms = 0.5;  // a floor far above a flush: the difference of two runs cancels it
+  dev.flush_ms = 0.031;
+  dev.idle_subscriber = true;
+  dev.beside_ticks_per_ns = 2.5;
+  ASSERT_TRUE(dev.trace_open({true}).ok);
+  const std::optional<double> rate = detail::record_ticks_per_ns(dev);
+  ASSERT_TRUE(rate.has_value());
+  EXPECT_NEAR(*rate, 2.5, 1e-3);
+  dev.tracing = false;  // no records at all: no rate, and the trace is not used
+  EXPECT_FALSE(detail::record_ticks_per_ns(dev).has_value());
 }
 
 TEST_F(Trace, EventsOnRequestOpenNoTraceAndCarryNoMarker) {
