@@ -307,6 +307,42 @@ class TuneThroughFlagGems(unittest.TestCase):
         self.assertIn('"replay": 4', out)
         self.assertEqual(benched(self.log), 8, "the resumed record swept f32's keys alone")
 
+    def test_device_script_batch_records_then_resumes(self):
+        """scripts/flaggems-check2's batch part with --batch-flags: a file whose LibTuner sweeps
+        outlast one device call is recorded in its child's run (`--tune record`), and the next
+        call resumes that record from its database (`--tune record --replay-from DB`), sweeping
+        only what it lacks: here nothing, since the first call finished."""
+        script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))), "scripts", "flaggems-check2")
+        sqla = self.out("sqla")
+        os.makedirs(os.path.join(sqla, "lib"))
+        e = env(self.base_env)
+        for k in ("REPLAY_FROM", "PARALLEL_WARMUP_GPUS"):
+            e.pop(k, None)
+
+        def call(results, flags):
+            p = subprocess.run(
+                [sys.executable, script, "--caliber", CALIBER_BIN, "--results", results,
+                 "--flaggems", ROOT, "--sqlalchemy", sqla, "--python", PYTHON, "--parts", "batch",
+                 "--ops", "mm", "--backend", "cpu", "--timeout-per-op", "300",
+                 "--batch-flags", " ".join(QUICK[2:] + flags)],
+                capture_output=True, text=True, env=e, timeout=900)
+            return p.returncode, p.stdout + p.stderr
+
+        rc, out = call(self.out("b1"), ["--tune", "record"])
+        self.assertEqual(rc, 0, out)
+        self.assertIn("| mm | ok |", out)
+        dbs = [os.path.join(r, f) for r, _, fs in os.walk(self.out("b1")) for f in fs
+               if f == "flaggems_tune.db"]
+        self.assertEqual(len(dbs), 1, dbs)
+        self.assertEqual(benched(self.log), 16, "every key swept once, in the child's record")
+        self.assertFalse(os.path.exists(self.shared), "a record never touches the shared db")
+        os.remove(self.log)
+        rc, out = call(self.out("b2"), ["--tune", "record", "--replay-from", dbs[0]])
+        self.assertEqual(rc, 0, out)
+        self.assertIn("| mm | ok |", out)
+        self.assertEqual(benched(self.log), 0, "the resumed record had every key already")
+
 
 if __name__ == "__main__":
     unittest.main()
