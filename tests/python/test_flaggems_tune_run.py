@@ -252,11 +252,8 @@ class TuneThroughFlagGems(unittest.TestCase):
         for i in range(2):  # each shard ran pinned to its own device
             self.assertTrue(os.path.isfile(os.path.join(d, "warmup", "shard-%d.db" % i)))
 
-    def test_device_script_splits_record_and_replay_over_two_calls(self):
-        """scripts/flaggems-check2's tune part in two calls, as the device's 10-minute commands
-        need for mm at comprehensive level: `--tune-steps record` leaves RESULTS/mmrec, a later
-        `--tune-steps replay --record-run` that folder replays it with zero sweeps and compares;
-        a record run without its database is a named failure, not a replay of nothing."""
+    def device_script(self):
+        """scripts/flaggems-check2, a SQLAlchemy stand-in folder and the environment it runs in."""
         script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.abspath(__file__)))), "scripts", "flaggems-check2")
         sqla = self.out("sqla")
@@ -264,6 +261,14 @@ class TuneThroughFlagGems(unittest.TestCase):
         e = env(self.base_env)
         for k in ("REPLAY_FROM", "PARALLEL_WARMUP_GPUS"):
             e.pop(k, None)
+        return script, sqla, e
+
+    def test_device_script_splits_record_and_replay_over_two_calls(self):
+        """scripts/flaggems-check2's tune part in two calls, as the device's 10-minute commands
+        need for mm at comprehensive level: `--tune-steps record` leaves RESULTS/mmrec, a later
+        `--tune-steps replay --record-run` that folder replays it with zero sweeps and compares;
+        a record run without its database is a named failure, not a replay of nothing."""
+        script, sqla, e = self.device_script()
 
         def call(results, *steps, dtypes="f16"):
             p = subprocess.run(
@@ -312,13 +317,7 @@ class TuneThroughFlagGems(unittest.TestCase):
         outlast one device call is recorded in its child's run (`--tune record`), and the next
         call resumes that record from its database (`--tune record --replay-from DB`), sweeping
         only what it lacks: here nothing, since the first call finished."""
-        script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__)))), "scripts", "flaggems-check2")
-        sqla = self.out("sqla")
-        os.makedirs(os.path.join(sqla, "lib"))
-        e = env(self.base_env)
-        for k in ("REPLAY_FROM", "PARALLEL_WARMUP_GPUS"):
-            e.pop(k, None)
+        script, sqla, e = self.device_script()
 
         def call(results, flags):
             p = subprocess.run(
