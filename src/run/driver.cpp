@@ -71,15 +71,6 @@ std::string devices_list(const std::vector<backends::DeviceDesc>& devs) {
 }  // namespace driver_parts
 using namespace driver_parts;
 
-namespace {
-// The tune.db that --replay-from names: the file itself, or <run>/tune.db.
-fs::path replay_source_file(const core::Knobs& k) {
-  std::error_code ec;
-  return fs::is_regular_file(k.replay_from, ec) ? fs::path(k.replay_from)
-                                                : fs::path(k.replay_from) / "tune.db";
-}
-}  // namespace
-
 void check_replay_source(const core::Knobs& k) {
   // Replay reads the source; a record resumed from it (--tune record --replay-from) copies it.
   if (k.replay_from.empty()) return;
@@ -88,7 +79,7 @@ void check_replay_source(const core::Knobs& k) {
   if (!k.flaggems.empty()) return;
   const std::string who = "--replay-from (REPLAY_FROM): '" + k.replay_from + "' ";
   std::error_code ec;
-  const fs::path file = replay_source_file(k);
+  const fs::path file = tune::replay_source_file(k.replay_from);
   if (!fs::is_regular_file(file, ec))
     throw UsageError(who + "is not a run directory with a tune.db (record one with --tune record)");
   // A text file or a garbage tune.db would replay nothing: every key replay-missing, exit 0.
@@ -277,7 +268,8 @@ RunFiles claim_run(const core::Knobs& k, const Setup& s, std::uint64_t seed,
   // A resumed record (--tune record --replay-from RUN) starts from a copy of RUN's tune.db, so
   // that only the keys it lacks are tuned; a FlagGems run merges LibTuner's database itself.
   if (k.tune == core::TuneMode::record && !k.replay_from.empty() && k.flaggems.empty())
-    fs::copy_file(replay_source_file(k), f.dir / "tune.db", fs::copy_options::overwrite_existing);
+    fs::copy_file(tune::replay_source_file(k.replay_from), f.dir / "tune.db",
+                  fs::copy_options::overwrite_existing);
   f.identity = make_identity(k, s, seed, wall_start);
   // What an embedding adds (the Python package: python, torch and triton versions).
   for (const auto& [key, value] : core::identity_extra().items()) f.identity[key] = value;

@@ -330,6 +330,11 @@ fs::path default_cache_path() {
   return fs::temp_directory_path() / "caliber" / "tune.db";
 }
 
+fs::path replay_source_file(const fs::path& replay_from) {
+  std::error_code ec;
+  return fs::is_regular_file(replay_from, ec) ? replay_from : replay_from / "tune.db";
+}
+
 std::unique_ptr<ConfigCache> ConfigCache::open(const fs::path& file, Access access,
                                                std::vector<std::string>& warnings) {
   std::unique_ptr<ConfigCache> c(new ConfigCache(file, access));

@@ -99,4 +99,8 @@ class ConfigCache {
 // $XDG_CACHE_HOME/caliber/tune.db, else ~/.cache/caliber/tune.db.
 [[nodiscard]] std::filesystem::path default_cache_path();
 
+// The tune.db that --replay-from names (replayed, or resumed by --tune record): the file itself,
+// else <run>/tune.db.
+[[nodiscard]] std::filesystem::path replay_source_file(const std::filesystem::path& replay_from);
+
 }  // namespace caliber::tune

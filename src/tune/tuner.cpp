@@ -88,11 +88,8 @@ fs::path Tuner::cache_file() const {
       return settings_.shared_cache.empty() ? default_cache_path() : settings_.shared_cache;
     case Mode::record:
       return settings_.run_dir / "tune.db";
-    case Mode::replay: {
-      std::error_code ec;
-      if (fs::is_regular_file(settings_.replay_from, ec)) return settings_.replay_from;
-      return settings_.replay_from / "tune.db";
-    }
+    case Mode::replay:
+      return replay_source_file(settings_.replay_from);
   }
   return {};
 }

@@ -26,6 +26,8 @@ tune::Settings shard_tune_settings(const core::Knobs& k, const fs::path& shard_c
   s.shared_cache = shard_cache;
   if (k.tune != core::TuneMode::record)
     s.read_also = k.tune_cache.empty() ? tune::default_cache_path() : fs::path(k.tune_cache);
+  else if (!k.replay_from.empty())  // a resumed record: what it resumes from is not swept again
+    s.read_also = tune::replay_source_file(k.replay_from);
   return s;
 }
 

@@ -10,7 +10,8 @@
 namespace caliber::run {
 
 // The tuner settings of a run (and of a shard child: a shard writes only its own cache, reading
-// the shared one in live mode; in record mode it is isolated from the shared cache too).
+// the shared one in live mode; in record mode it is isolated from the shared cache too, and reads
+// the record it resumes, --replay-from, when there is one).
 [[nodiscard]] tune::Settings tune_settings(const core::Knobs& k,
                                            const std::filesystem::path& run_dir);
 [[nodiscard]] tune::Settings shard_tune_settings(const core::Knobs& k,

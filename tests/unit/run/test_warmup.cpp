@@ -14,6 +14,8 @@
 
 #include "run/warmup_runner.hpp"
 #include "settings/knobs.hpp"
+#include "tune/cache.hpp"
+#include "tune/warmup_settings.hpp"
 
 namespace caliber::run {
 namespace {
@@ -245,6 +247,22 @@ TEST(WarmupMergeJob, FailedAndMissingShardsAreNotedAndTheResultWritten) {
   k.tune = core::TuneMode::record;
   EXPECT_THROW((void)run_warmup_merge(k, dir, 3, out, err), UsageError);
   fs::remove_all(dir);
+}
+
+// Which cache a shard reads besides its own: the shared one in live mode; in record mode nothing,
+// or the record it resumes (--replay-from), so that a resumed record's shards sweep only what
+// that record lacks.
+TEST(WarmupShardSettings, ARecordShardReadsOnlyTheRecordItResumes) {
+  core::Knobs k;
+  k.tune = core::TuneMode::live;
+  k.tune_cache = "/shared/tune.db";
+  EXPECT_EQ(shard_tune_settings(k, "/w/shard-0.db").read_also, "/shared/tune.db");
+  k.tune = core::TuneMode::record;
+  EXPECT_TRUE(shard_tune_settings(k, "/w/shard-0.db").read_also.empty());
+  k.replay_from = "/runs/rec-1";  // a run directory: its tune.db
+  EXPECT_EQ(shard_tune_settings(k, "/w/shard-0.db").read_also, "/runs/rec-1/tune.db");
+  EXPECT_EQ(shard_tune_settings(k, "/w/shard-0.db").shared_cache, "/w/shard-0.db");
+  EXPECT_EQ(tune::replay_source_file("/runs/rec-1"), "/runs/rec-1/tune.db");
 }
 
 }  // namespace
