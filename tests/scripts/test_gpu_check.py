@@ -5,11 +5,14 @@ and a fake nvidia-smi, where a failing command or check makes the exit non-zero.
 import json
 import os
 import re
+import signal
 import stat
 import subprocess
 import sys
+import tarfile
 import tempfile
 import textwrap
+import time
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -159,6 +162,31 @@ class GpuCheck(unittest.TestCase):
             "caliber plan --backend cuda --parallel-warmup 1", "caliber plan --backend cpu"])
         self.assertTrue(os.path.exists(os.path.join(self.results, "devices-json.log")))
         self.assertTrue(os.path.exists(self.results + ".tar.gz"))
+
+    def test_a_cut_command_keeps_the_tarball_of_the_steps_it_finished(self):
+        """The device's time limit kills a command with everything in it: the tarball is
+        written after every step, so the finished steps' results survive a kill during the
+        next one; unpacked sources (an .unpacked stamp) stay out of it."""
+        e = dict(os.environ, PATH=self.fakebin + os.pathsep + os.environ["PATH"],
+                 FAKE_LOG=self.log, FAKE_BATCH_SLEEP="60")
+        src = os.path.join(self.results, "flaggems", "src", "flaggems")
+        os.makedirs(src)
+        open(os.path.join(src, ".unpacked"), "w").close()
+        p = subprocess.Popen([sys.executable, SCRIPT, "--prefix", self.prefix, "--results",
+                              self.results, "--steps", "devices,comp", "--ops", "mm"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=e,
+                             start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            while not os.path.exists(self.results + ".tar.gz") and time.monotonic() < deadline:
+                time.sleep(0.1)
+        finally:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        with tarfile.open(self.results + ".tar.gz") as tar:
+            names = tar.getnames()
+        self.assertIn("results/devices-json.log", names)
+        self.assertFalse([n for n in names if "/src/" in n], names)
 
     def test_a_failing_command_makes_the_exit_non_zero(self):
         r = self.run_check("--steps", "devices,plan", FAKE_FAIL="plan")
