@@ -418,6 +418,20 @@ def _is_key_column(name):
     return name in ("key_hash", "key_blob") or (name.startswith("key_") and name[4:].isdigit())
 
 
+def _is_config_table(cols):
+    """A LibTuner config table (key -> winner), not a benchmark table (p50/p20/p80 per config)."""
+    return not {"p50", "p20", "p80"} & set(cols)
+
+
+def count_keys(db):
+    """The tuned keys (config rows) LibTuner's database `db` holds; 0 when there is no file."""
+    if not os.path.isfile(db):
+        return 0
+    with sqlite3.connect("file:%s?mode=ro" % db, uri=True) as con:
+        return sum(con.execute('SELECT count(*) FROM "%s"' % t.replace('"', '""')).fetchone()[0]
+                   for t in _tables(con) if _is_config_table(_columns(con, t)))
+
+
 def merge_shard_dbs(shard_dbs, into):
     """Merges every shard database's tables into `into` (created when missing; rows it already
     has are kept). A config table's key tuned by several shards keeps the first shard's winner
@@ -456,7 +470,7 @@ def _merge_table(src, dst, table, sql, have, idx, winners, disagreeing):
         have[table] = sql
     cols = _columns(src, table)
     keys = [i for i, c in enumerate(cols) if _is_key_column(c)]
-    is_config = not {"p50", "p20", "p80"} & set(cols)
+    is_config = _is_config_table(cols)
     placeholders = ", ".join("?" * len(cols))
     names = ", ".join('"%s"' % c.replace('"', '""') for c in cols)
     for row in src.execute('SELECT %s FROM "%s"' % (names, q)):

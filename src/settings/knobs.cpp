@@ -607,7 +607,8 @@ Knobs resolve_knobs(const std::map<std::string, std::string>& flags,
     throw KnobError(
         "--tune: 'replay' needs --replay-from DIR (or REPLAY_FROM): the run whose configs to "
         "replay");
-  // With record, --replay-from resumes that run's record (docs/tuning.md, "Resuming a record").
+  // With record, --replay-from resumes that run's record (README "Autotune"; docs/flaggems.md,
+  // "A record longer than one sitting").
   if (k.tune != TuneMode::replay && k.tune != TuneMode::record && !k.replay_from.empty())
     throw KnobError("--replay-from: given with --tune " + std::string(to_string(k.tune)) +
                     "; allowed with --tune replay (replay its configs) or --tune record (resume "

@@ -4,23 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include "core/format.hpp"
 #include "core/stats.hpp"
 
 namespace caliber::timing::detail {
-
-namespace {
-std::string fmt_rate(double r) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4f", r);
-  return buf;
-}
-}  // namespace
 
 std::vector<LaunchTrace> split_launches(std::span<const backends::TraceRecord> recs) {
   std::vector<LaunchTrace> out;
@@ -216,7 +208,7 @@ void trace_outcome(Measurement& m, const Tracer& tr, const TraceRecorder& rec,
     m.trace_host_us = tr.host_us_per_launch();
     if (tr.ticks_per_ns() != 1.0) {
       const std::string why = "kernel trace beside another activity subscriber, whose clock runs " +
-                              fmt_rate(tr.ticks_per_ns()) +
+                              core::fixed(tr.ticks_per_ns(), 4) +
                               " ticks per ns: the records are scaled by it";
       m.note = m.note.empty() ? why : m.note + "; " + why;
     }
