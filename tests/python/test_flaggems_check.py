@@ -4,6 +4,7 @@ joined per (op, dtype, shape) and their wall times, a file a side or (--group) e
 process a side; a missing file is a named failure."""
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -27,13 +28,13 @@ def sqlalchemy_standin(where):
     return where
 
 
-def check(results, *extra):
+def check(results, *extra, extra_env=None):
     p = subprocess.run(
         [sys.executable, SCRIPT, "--caliber", CALIBER_BIN, "--results", results, "--flaggems",
          ROOT, "--sqlalchemy", sqlalchemy_standin(os.path.join(results + "-sqla")), "--python",
          PYTHON, "--modes", "kernel", "--native-warmup", "1", "--backend", "cpu", "--run-flags",
          " ".join(QUICK[2:]), *extra], capture_output=True, text=True,
-        env=env({"STANDIN_OWN_DO_BENCH": "1"}), timeout=900)
+        env=env(dict({"STANDIN_OWN_DO_BENCH": "1"}, **(extra_env or {}))), timeout=900)
     return p.returncode, p.stdout + p.stderr
 
 
@@ -87,6 +88,46 @@ class SideBySide(unittest.TestCase):
         rc, out = check(os.path.join(tmpdir(), "r0"), "--ops", "add", "--rounds", "0")
         self.assertEqual(rc, 2, out)
         self.assertIn("--rounds '0'", out)
+
+    def test_devices_spread_the_ops_and_pin_both_sides(self):
+        """--devices 0,1 over two cpu devices: one worker a device takes the next op; both sides
+        of an op run pinned to the worker's device (caliber's run says which physical device it
+        saw); the table is the one a single device builds, with a table per op above it. With
+        --group each device runs its share of the ops in one process a side."""
+        two = {"CALIBER_CPU_DEVICES": "2"}
+        results = os.path.join(tmpdir(), "devices")
+        rc, out = check(results, "--ops", "add,softmax,custom", "--devices", "0,1",
+                        extra_env=two)
+        self.assertEqual(rc, 0, out)
+        walls = table(results, "walls.csv")
+        self.assertEqual([w["op"] for w in walls], ["add", "softmax", "custom"], walls)
+        self.assertEqual({w["device"] for w in walls}, {"0", "1"}, walls)
+        for w in walls:
+            with open(os.path.join(w["run_dir"], "run_identity.json")) as f:
+                seen = json.load(f)["device"]["physical_id"]
+            self.assertEqual(seen, w["device"], (w, seen))
+        rows = table(results, "side_by_side.csv")
+        self.assertEqual({r["op"] for r in rows} >= {"add", "softmax", "softmax_backward"}, True)
+        with open(os.path.join(results, "side_by_side.md")) as f:
+            md = f.read()
+        per_op = md.split("## Per op", 1)[1].split("## Every row", 1)[0]
+        for op in ("add", "softmax", "softmax_backward"):
+            n = sum(1 for r in rows if r["op"] == op)
+            self.assertIn("| %s | %d | " % (op, n), per_op)
+        self.assertIn("gems FlagGems/caliber, kernel", per_op)
+        self.assertNotIn("cudagraph", per_op)  # a mode not run has no column
+        grouped = os.path.join(tmpdir(), "devgroup")
+        rc, out = check(grouped, "--ops", "add,softmax,custom", "--devices", "0,1", "--group",
+                        extra_env=two)
+        self.assertEqual(rc, 0, out)
+        walls = table(grouped, "walls.csv")
+        self.assertEqual(sorted((w["op"], w["device"]) for w in walls),
+                         [("add+custom", "0"), ("softmax", "1")], walls)
+        self.assertEqual(len(table(grouped, "side_by_side.csv")), len(rows))
+        for bad in ("0,0", "a"):
+            rc, out = check(os.path.join(tmpdir(), "bad"), "--ops", "add", "--devices", bad)
+            self.assertEqual(rc, 2, out)
+            self.assertIn("--devices '%s'" % bad, out)
 
     def test_a_missing_file(self):
         results = os.path.join(tmpdir(), "missing")

@@ -322,6 +322,39 @@ class TuneThroughFlagGems(unittest.TestCase):
         self.assertIn('"replay": 4', out)
         self.assertEqual(benched(self.log), 8, "the resumed record swept f32's keys alone")
 
+    def test_device_script_shards_the_record_then_the_batch_replays_it(self):
+        """scripts/flaggems-check2's tune part at core level with --parallel-warmup 2 over two
+        cpu devices: the shards sweep every key (the serial measurement none), the report gives
+        the shards' keys; the replay sweeps nothing; then the batch part replays that record
+        (`--batch-flags "--tune replay --replay-from DIR"`): mm ok with zero sweeps."""
+        script, sqla, e = self.device_script()
+        e["CALIBER_CPU_DEVICES"] = "2"
+
+        def call(results, *args):
+            p = subprocess.run(
+                [sys.executable, script, "--caliber", CALIBER_BIN, "--results", results,
+                 "--flaggems", ROOT, "--sqlalchemy", sqla, "--python", PYTHON, "--backend", "cpu",
+                 *args], capture_output=True, text=True, env=e, timeout=900)
+            return p.returncode, p.stdout + p.stderr
+
+        rc, out = call(self.out("pw"), "--parts", "tune", "--tune-level", "core",
+                       "--parallel-warmup", "2", "--devices", "0,1", "--run-flags",
+                       " ".join(QUICK[2:]))
+        self.assert_passed_but_for_host_noise(rc, out)
+        self.assertIn("## mm core: LibTuner record, then replay", out)
+        self.assertIn(", 2 warmup shards) |", out)
+        self.assertIn("| 0 (the shards tuned 4 keys, 0 disagreements, ", out)
+        self.assertIn('"replay": 4', out)
+        self.assertEqual(benched(self.log), 16, "the shards swept every key, nothing else did")
+        os.remove(self.log)
+        (rec,) = run_dirs(os.path.join(self.out("pw"), "mmrec"))
+        rc, out = call(self.out("pwb"), "--parts", "batch", "--ops", "mm", "--timeout-per-op",
+                       "300", "--batch-flags", " ".join(QUICK[2:] + ["--tune", "replay",
+                                                                     "--replay-from", rec]))
+        self.assertEqual(rc, 0, out)
+        self.assertIn("| mm | ok |", out)
+        self.assertEqual(benched(self.log), 0, "the batch replayed the sharded record")
+
     def test_device_script_batch_records_then_resumes(self):
         """scripts/flaggems-check2's batch part with --batch-flags: a file whose LibTuner sweeps
         outlast one device call is recorded in its child's run (`--tune record`), and the next
