@@ -237,6 +237,7 @@ class _Case:
         self.bytes = 0.0
         self.skipped = None
         self.dims = None
+        self.torch_dtype = dtype
         # Where the case's wall time went on the Python side (docs/run-log.md's phases): FlagGems'
         # own loop before the case's first provider (its inputs), the first call of each provider
         # (JIT compilation, LibTuner's sweep) and the host-cost runs; the C++ side adds settling
@@ -783,6 +784,7 @@ class Session:
             except Exception:
                 detail = None
             c = _Case(bench.op_name, dtype_name(dtype), shape, detail, self.node, self.ordinal)
+            c.torch_dtype = str(dtype)
             c.detail_key = shape
             c.inputs_s = max(0.0, c.t_begin - self.t_mark)
             c.t_begin = self.t_mark
@@ -927,7 +929,10 @@ class Session:
                    "node": "%s[%s-%s]" % (c.op, c.dtype, shape), "family": "flaggems",
                    "params": {"test": c.test or "", "ordinal": str(c.ordinal),
                               "shape_detail": _detail_text(c.detail)},
-                   "flops": c.flops, "bytes": c.bytes, "providers": c.providers}
+                   "flops": c.flops, "bytes": c.bytes, "providers": c.providers,
+                   # FlagGems' own record's spelling of the case, for `export --format
+                   # flaggems-log`: torch's dtype text and the shape detail as its JSON holds it.
+                   "flaggems": {"dtype": c.torch_dtype, "shape_detail": _detail_json(c.detail)}}
         if c.dims:
             request["dims"] = c.dims
         # The case ends with its last provider's timing: FlagGems' loop after it (its gc.collect,
@@ -1010,6 +1015,16 @@ def _same(a, b):
         return bool((a == b).all())
     except Exception:
         return a is b
+
+
+def _detail_json(detail):
+    """FlagGems' shape detail as its record's JSON holds it (BenchmarkResult.to_json: a torch.Size
+    is a list, a dtype its text), or its text when that is long or not JSON."""
+    try:
+        text = json.dumps(detail, default=str, allow_nan=False)
+    except (TypeError, ValueError):
+        return _detail_text(detail)
+    return json.loads(text) if len(text) <= 4000 else _detail_text(detail)
 
 
 def _detail_text(detail):

@@ -1,5 +1,5 @@
-// caliber export DIR... --format csv|json|gbench [--out FILE]: one row per case and provider, for
-// other tools (docs/run-log.md, "Exports"). Notes go to stderr, never into the file.
+// caliber export DIR... --format csv|json|gbench|flaggems-log [--out FILE]: one row per case and
+// provider, for other tools (docs/run-log.md, "Exports"). Notes go to stderr, never into the file.
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -15,13 +15,14 @@ void add_export(CLI::App& root, int& exit_code) {
       "export",
       "Write one row per case and provider of runs or batches (latency, quantiles, samples, "
       "noise, GB/s, TFLOP/s, % of peak, timer, markers, stop reason, status) as csv, json (an "
-      "array of row objects) or gbench (Google Benchmark's JSON, which its compare.py reads). "
-      "Columns: docs/run-log.md.");
+      "array of row objects), gbench (Google Benchmark's JSON, which its compare.py reads) or "
+      "flaggems-log (FlagGems' `--record log` lines, one per op and dtype, which its "
+      "benchmark/summary_for_plot.py reads). Columns: docs/run-log.md.");
   auto dirs = std::make_shared<std::vector<std::string>>();
   auto format = std::make_shared<std::string>("csv");
   auto out = std::make_shared<std::string>();
   sub->add_option("DIR", *dirs, "Run or batch directories")->required();
-  sub->add_option("--format", *format, "csv, json or gbench (default csv)");
+  sub->add_option("--format", *format, "csv, json, gbench or flaggems-log (default csv)");
   auto* out_opt = sub->add_option(
       "--out", *out,
       "Output file (default: standard output); never an input, a link, a read-only file or "

@@ -20,11 +20,12 @@ std::optional<ExportFormat> parse_export_format(std::string_view s) noexcept {
   if (s == "csv") return ExportFormat::csv;
   if (s == "json") return ExportFormat::json;
   if (s == "gbench") return ExportFormat::gbench;
+  if (s == "flaggems-log") return ExportFormat::flaggems_log;
   return std::nullopt;
 }
 
 const char* export_format_names() noexcept {
-  return "csv, json, gbench";
+  return "csv, json, gbench, flaggems-log";
 }
 
 namespace {
@@ -511,6 +512,7 @@ json render_export_gbench(const std::vector<RunData>& runs) {
 ExportResult export_dirs(const std::vector<std::filesystem::path>& dirs, ExportFormat format) {
   const auto runs = load_runs(dirs);
   if (runs.empty()) throw std::runtime_error("no run directory under the given paths");
+  if (format == ExportFormat::flaggems_log) return render_export_flaggems_log(runs);
   ExportTable t = export_table(runs);
   ExportResult r;
   r.notes = t.notes;
@@ -524,6 +526,8 @@ ExportResult export_dirs(const std::vector<std::filesystem::path>& dirs, ExportF
     case ExportFormat::gbench:
       r.text =
           render_export_gbench(runs).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+      break;
+    case ExportFormat::flaggems_log:  // rendered from the runs above
       break;
   }
   return r;

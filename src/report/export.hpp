@@ -17,9 +17,10 @@
 
 namespace caliber::report {
 
-enum class ExportFormat { csv, json, gbench };
+enum class ExportFormat { csv, json, gbench, flaggems_log };
 [[nodiscard]] std::optional<ExportFormat> parse_export_format(std::string_view s) noexcept;
-[[nodiscard]] const char* export_format_names() noexcept;  // "csv, json, gbench"
+// "csv, json, gbench, flaggems-log"
+[[nodiscard]] const char* export_format_names() noexcept;
 
 // Column kinds, so that every writer keeps a column's type: an int column never holds an empty
 // cell (pandas would turn it into floats), a number column holds a number or nothing.
@@ -58,6 +59,13 @@ struct ExportResult {
   std::string text;
   std::vector<std::string> notes;
 };
+// FlagGems' `--record log` lines: "[INFO] {json}" per (op, dtype) run of consecutive rows, the
+// fields FlagGems' BenchmarkResult and BenchmarkMetrics write (op_name, dtype as torch prints it,
+// mode, level; per input shape_detail, latency_base, latency, gbps_base, gbps, speedup, tflops,
+// error_msg), so FlagGems' summary_for_plot.py reads a caliber run. A FlagGems run's rows keep
+// FlagGems' own dtype text and shape detail (their "flaggems" object); skipped rows are left out
+// (FlagGems records none), failed ones carry error_msg. Notes say what was left out.
+[[nodiscard]] ExportResult render_export_flaggems_log(const std::vector<RunData>& runs);
 [[nodiscard]] ExportResult export_dirs(const std::vector<std::filesystem::path>& dirs,
                                        ExportFormat format);
 

@@ -282,6 +282,9 @@ class Fed final : public FedRun {
         params[key] = v.is_string() ? v.get<std::string>() : v.dump();
       row.params = params;
     }
+    // FlagGems' own spelling of the case (its dtype text, its shape detail as JSON), kept on the
+    // row for `export --format flaggems-log` (docs/run-log.md).
+    if (r.contains("flaggems") && r["flaggems"].is_object()) row.extra["flaggems"] = r["flaggems"];
     row.markers.emplace();
     return row;
   }

@@ -199,6 +199,58 @@ class FullRun(unittest.TestCase):
             self.assertEqual(m["latency"], c["latency_ms"])
         self.assertEqual(record["fft"]["result"], "skipped")
 
+    def test_flaggems_log_export_is_flaggems_own_record_and_its_summary_reads_it(self):
+        """`caliber export --format flaggems-log`: for every (op, dtype) FlagGems' own record
+        holds, the same record (dtype text, shape detail as FlagGems' JSON holds it, both
+        latencies); the broken input maker's dtype, which FlagGems' record loses, with its
+        error_msg; the stand-in's summary_for_plot.py (run as FlagGems runs its own) reads the
+        log, and its --compare against the same log keys every input (each ratio 1)."""
+        log = os.path.join(tmpdir(), "caliber.log")
+        p = subprocess.run([CALIBER_BIN, "export", self.dir, "--format", "flaggems-log", "--out",
+                            log], capture_output=True, text=True, env=env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("1 failed case(s) written with their error_msg", p.stderr)
+        with open(log) as f:
+            lines = f.read().splitlines()
+        self.assertTrue(lines and all(x.startswith("[INFO] {") for x in lines), lines[:3])
+        mine = [json.loads(x[len("[INFO] "):]) for x in lines]
+        with open(os.path.join(self.dir, "flaggems_result.json")) as f:
+            record = json.load(f)
+        theirs = [d for entry in record.values() for d in entry.get("details") or []]
+        self.assertGreater(len(theirs), 5)
+        for d in theirs:
+            (m,) = [r for r in mine if (r["op_name"], r["dtype"]) == (d["op_name"], d["dtype"])]
+            self.assertEqual((m["mode"], m["level"]), (d["mode"], d["level"]))
+            self.assertEqual([x["shape_detail"] for x in m["result"]],
+                             [x["shape_detail"] for x in d["result"]], d["op_name"])
+            for a, b in zip(m["result"], d["result"]):
+                self.assertAlmostEqual(a["latency"], b["latency"], places=12)
+                self.assertAlmostEqual(a["latency_base"], b["latency_base"], places=12)
+        (broken,) = [r for r in mine if r["op_name"] == "broken_iter"]
+        self.assertIn("broke on its third input", broken["result"][-1]["error_msg"])
+        self.assertFalse(any(d["op_name"] == "broken_iter" for d in theirs))
+
+        def summary(*extra):
+            q = subprocess.run([PYTHON, "-m", "benchmark.summary_for_plot", log, *extra],
+                               capture_output=True, text=True, env=env(), cwd=ROOT)
+            self.assertEqual(q.returncode, 0, q.stderr)
+            return {x.split()[0]: x.split()[1:] for x in q.stdout.splitlines()[1:]}
+
+        plain = summary()
+        self.assertEqual(plain["broken_iter"][-1], "no")
+        self.assertEqual(plain["add"][-1], "yes")
+        self.assertLess(float(plain["add"][0]), 0.8)  # f16: the planted 3x work
+        # --compare divides by every input's latency, as FlagGems' own does (the export's note
+        # says so): the records without a failed input, compared with themselves.
+        whole = os.path.join(tmpdir(), "whole.log")
+        with open(whole, "w") as f:
+            f.writelines(x + "\n" for x, r in zip(lines, mine)
+                         if all(m["error_msg"] is None for m in r["result"]))
+        log = whole
+        compared = summary("--compare", whole)
+        for op in ("add", "softmax", "mm"):
+            self.assertEqual({float(v) for v in compared[op][:-1]} - {0.0}, {1.0}, compared[op])
+
     def test_summary_export_identity_read_it(self):
         for args in (["summary", self.dir], ["export", self.dir, "--format", "csv"],
                      ["identity", self.dir]):

@@ -56,6 +56,11 @@ class SideBySide(unittest.TestCase):
             for k in ("fg_kernel_torch_ms", "fg_kernel_gems_ms", "cal_kernel_torch_ms",
                       "cal_kernel_gems_ms", "host_gems_ms"):
                 self.assertGreater(float(r[k]), 0, (k, r))
+        # each caliber run read by the tree's own summary_for_plot.py, from its flaggems-log
+        with open(os.path.join(one, "caliber-softmax-kernel.summary.txt")) as f:
+            summary = f.read()
+        self.assertIn("softmax_backward", summary)
+        self.assertTrue(summary.startswith("op_name"), summary)
         grouped = os.path.join(tmpdir(), "grouped")
         rc, out = check(grouped, "--ops", "add,softmax", "--group")
         self.assertEqual(rc, 0, out)
@@ -90,14 +95,15 @@ class SideBySide(unittest.TestCase):
         self.assertIn("--rounds '0'", out)
 
     def test_devices_spread_the_ops_and_pin_both_sides(self):
-        """--devices 0,1 over two cpu devices: one worker a device takes the next op; both sides
-        of an op run pinned to the worker's device (caliber's run says which physical device it
-        saw); the table is the one a single device builds, with a table per op above it. With
-        --group each device runs its share of the ops in one process a side."""
+        """--devices 0,1 over two cpu devices (mm left out by --except): one worker a device takes
+        the next op; both sides of an op run pinned to the worker's device (caliber's run says
+        which physical device it saw); the table is the one a single device builds, with a table
+        per op above it. With --group each device runs its share of the ops in one process a
+        side."""
         two = {"CALIBER_CPU_DEVICES": "2"}
         results = os.path.join(tmpdir(), "devices")
-        rc, out = check(results, "--ops", "add,softmax,custom", "--devices", "0,1",
-                        extra_env=two)
+        rc, out = check(results, "--ops", "add,softmax,custom,mm", "--except", "mm",
+                        "--devices", "0,1", extra_env=two)
         self.assertEqual(rc, 0, out)
         walls = table(results, "walls.csv")
         self.assertEqual([w["op"] for w in walls], ["add", "softmax", "custom"], walls)

@@ -172,3 +172,106 @@ TEST(Export, FormatNames) {
   EXPECT_EQ(parse_export_format("gbench"), ExportFormat::gbench);
   EXPECT_FALSE(parse_export_format("xlsx"));
 }
+
+namespace {
+
+// The "[INFO] {...}" records of a flaggems-log export.
+std::vector<json> log_records(const std::string& text) {
+  std::vector<json> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = text.find('\n', at);
+    const std::string line = text.substr(at, end - at);
+    EXPECT_EQ(line.rfind("[INFO] {", 0), 0u) << line;
+    out.push_back(json::parse(line.substr(7)));
+    at = end == std::string::npos ? text.size() : end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(Export, FlagGemsLogOneRecordPerOpAndDtype) {
+  TempDir t;
+  // The built-in corpus: caliber's dtypes in torch's spelling, the dims as the shape detail.
+  RowSpec a;
+  a.op = "add";
+  a.dtype = "f16";
+  a.cand = {1.0};
+  a.base = {2.0};
+  json r1 = make_row(a);
+  r1["dims"] = {1024};
+  a.shape = "4096";
+  json r2 = make_row(a);
+  r2["providers"][0]["gbps"] = 30.0;
+  r2["providers"][1]["gbps"] = 15.0;
+  r2["tflops"] = 0.5;
+  a.dtype = "bf16";
+  json r3 = make_row(a);
+  RowSpec sk = a;
+  sk.status = "skipped";
+  sk.shape = "8192";
+  RowSpec bad = a;
+  bad.status = "failed";
+  bad.shape = "16384";
+  const auto native = write_run(t.path(), "add-20261204-101010",
+                                {r1, r2, r3, make_row(sk), make_row(bad)}, identity("core"));
+  ExportResult r = render_export_flaggems_log(load_runs({native}));
+  auto recs = log_records(r.text);
+  ASSERT_EQ(recs.size(), 2u) << r.text;
+  EXPECT_EQ(recs[0]["op_name"], "add");
+  EXPECT_EQ(recs[0]["dtype"], "torch.float16");
+  EXPECT_EQ(recs[0]["mode"], "caliber");
+  EXPECT_EQ(recs[0]["level"], "core");
+  ASSERT_EQ(recs[0]["result"].size(), 2u);
+  const json& m1 = recs[0]["result"][0];
+  EXPECT_EQ(m1["shape_detail"], json::array({1024}));
+  EXPECT_DOUBLE_EQ(m1["latency"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(m1["latency_base"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(m1["speedup"].get<double>(), 2.0);
+  EXPECT_TRUE(m1["error_msg"].is_null());
+  for (const char* k : {"legacy_shape", "gbps_base", "gbps", "accuracy", "tflops", "utilization",
+                        "compared_speedup"})
+    EXPECT_TRUE(m1.contains(k) && m1[k].is_null()) << k;
+  const json& m2 = recs[0]["result"][1];
+  EXPECT_EQ(m2["shape_detail"], "4096");
+  EXPECT_DOUBLE_EQ(m2["gbps"].get<double>(), 30.0);
+  EXPECT_DOUBLE_EQ(m2["gbps_base"].get<double>(), 15.0);
+  EXPECT_DOUBLE_EQ(m2["tflops"].get<double>(), 0.5);
+  // bf16: the ok row and the failed one (the skipped one left out), its error kept.
+  EXPECT_EQ(recs[1]["dtype"], "torch.bfloat16");
+  ASSERT_EQ(recs[1]["result"].size(), 2u);
+  EXPECT_EQ(recs[1]["result"][1]["error_msg"], "made to fail");
+  ASSERT_EQ(r.notes.size(), 2u);
+  EXPECT_NE(r.notes[0].find("1 skipped"), std::string::npos) << r.notes[0];
+  EXPECT_NE(r.notes[1].find("1 failed"), std::string::npos) << r.notes[1];
+
+  // A FlagGems run: its mode and level, and each row's own dtype text and shape detail; a row
+  // whose input loop broke (no dtype) stays in the record being filled.
+  json fg_ident = identity("comprehensive");
+  fg_ident["flaggems"] = {{"mode", "cudagraph"}, {"level", "core"}};
+  RowSpec g;
+  g.op = "softmax";
+  g.dtype = "f32";
+  g.cand = {1.0};
+  g.base = {1.5};
+  json f1 = make_row(g);
+  f1["flaggems"] = {{"dtype", "torch.float32"}, {"shape_detail", {{64, 64}}}};
+  RowSpec broken = g;
+  broken.status = "failed";
+  json f2 = make_row(broken);
+  f2.erase("dtype");
+  const auto fg = write_run(t.path(), "flaggems-20261204-101010", {f1, f2}, fg_ident);
+  recs = log_records(render_export_flaggems_log(load_runs({fg})).text);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0]["mode"], "cudagraph");
+  EXPECT_EQ(recs[0]["level"], "core");
+  EXPECT_EQ(recs[0]["dtype"], "torch.float32");
+  ASSERT_EQ(recs[0]["result"].size(), 2u);
+  EXPECT_EQ(recs[0]["result"][0]["shape_detail"], json::parse("[[64, 64]]"));
+  EXPECT_EQ(recs[0]["result"][1]["error_msg"], "made to fail");
+  // Through export_dirs, as the CLI calls it.
+  EXPECT_EQ(export_dirs({fg}, ExportFormat::flaggems_log).text,
+            render_export_flaggems_log(load_runs({fg})).text);
+  EXPECT_EQ(parse_export_format("flaggems-log"), ExportFormat::flaggems_log);
+}

@@ -1,0 +1,147 @@
+// caliber export --format flaggems-log: the lines FlagGems' `pytest --record log` writes, one
+// per (op, dtype) of a run, so that FlagGems' own benchmark/summary_for_plot.py (and its
+// --compare of two logs) reads caliber's figures (docs/run-log.md, "Exports").
+#include <string_view>
+#include <utility>
+
+#include "report/export.hpp"
+
+#include "records/runlog.hpp"
+
+namespace caliber::report {
+
+using nlohmann::json;
+using ordered = nlohmann::ordered_json;  // FlagGems' field order, for a reader who diffs the two
+
+namespace {
+
+// caliber's dtype names as torch prints its dtypes, which FlagGems writes. A FlagGems run's rows
+// carry torch's own text (the row's "flaggems" object), so only the built-in corpus needs these.
+constexpr std::pair<std::string_view, std::string_view> kTorchNames[] = {
+    {"f32", "torch.float32"},  {"f16", "torch.float16"}, {"bf16", "torch.bfloat16"},
+    {"f64", "torch.float64"},  {"i32", "torch.int32"},   {"i64", "torch.int64"},
+    {"c64", "torch.complex64"}};
+
+const json& member(const json& j, const char* key) {
+  static const json null = nullptr;
+  if (!j.is_object()) return null;
+  const auto it = j.find(key);
+  return it == j.end() ? null : *it;
+}
+
+std::string torch_dtype(const core::CaseRow& row) {
+  const json& own = member(member(row.extra, "flaggems"), "dtype");
+  if (own.is_string()) return own.get<std::string>();
+  const std::string d = row.dtype.value_or("");
+  for (const auto& [ours, torch] : kTorchNames)
+    if (d == ours) return std::string(torch);
+  return d;
+}
+
+// FlagGems' shape detail as its record encodes it (a FlagGems run's row keeps that JSON value);
+// for the built-in corpus the case's dims, else its size text.
+json shape_detail(const core::CaseRow& row) {
+  const json& own = member(member(row.extra, "flaggems"), "shape_detail");
+  if (!own.is_null()) return own;
+  if (row.dims) return *row.dims;
+  return row.shape ? json(*row.shape) : json(nullptr);
+}
+
+json number(const std::optional<double>& v) {
+  return positive_number(v) ? json(*v) : json(nullptr);
+}
+
+const core::ProviderRow* with_role(const core::CaseRow& row, std::string_view role) {
+  if (row.providers)
+    for (const auto& p : *row.providers)
+      if (p.role && *p.role == role) return &p;
+  return nullptr;
+}
+
+// One BenchmarkMetrics object of FlagGems' record: every field it writes, in its order.
+ordered metrics(const core::CaseRow& row) {
+  const core::ProviderRow* base = with_role(row, core::role::baseline);
+  const core::ProviderRow* cand = with_role(row, core::role::candidate);
+  json error = nullptr;
+  if (row_status(row) == "failed") {
+    std::string msg = row.error.value_or("");
+    if (msg.empty()) msg = row.reason.value_or("failed");
+    error = msg;
+  }
+  std::optional<double> speedup;
+  if (row.speedup && *row.speedup) speedup = **row.speedup;
+  return ordered{{"legacy_shape", nullptr},
+                 {"shape_detail", ordered(shape_detail(row))},
+                 {"latency_base", ordered(number(row.latency_base_ms))},
+                 {"latency", ordered(number(row.latency_ms))},
+                 {"gbps_base", ordered(base != nullptr ? number(base->gbps) : json(nullptr))},
+                 {"gbps", ordered(cand != nullptr ? number(cand->gbps) : json(nullptr))},
+                 {"speedup", ordered(number(speedup))},
+                 {"accuracy", nullptr},
+                 {"tflops", ordered(number(row.tflops))},
+                 {"utilization", nullptr},
+                 {"compared_speedup", nullptr},
+                 {"error_msg", ordered(error)}};
+}
+
+// FlagGems' mode of the run (kernel, cudagraph, ...); the built-in corpus has none of its own.
+std::string run_mode(const RunData& r) {
+  const json& m = member(member(r.identity, "flaggems"), "mode");
+  return m.is_string() ? m.get<std::string>() : "caliber";
+}
+
+std::string run_level(const RunData& r) {
+  const json& own = member(member(r.identity, "flaggems"), "level");
+  if (own.is_string()) return own.get<std::string>();
+  const json& l = member(r.identity, "level");
+  return l.is_string() ? l.get<std::string>() : "";
+}
+
+}  // namespace
+
+ExportResult render_export_flaggems_log(const std::vector<RunData>& runs) {
+  ExportResult out;
+  int skipped = 0, failed = 0;
+  for (const auto& run : runs) {
+    ordered record;  // the (op, dtype) being filled; FlagGems writes one per dtype of its loop
+    auto emit = [&] {
+      if (!record.is_null())
+        out.text +=
+            "[INFO] " + record.dump(-1, ' ', false, ordered::error_handler_t::replace) + "\n";
+      record = nullptr;
+    };
+    for (const auto& row : run.log.cases) {
+      const std::string status = row_status(row);
+      if (status == "skipped") {  // FlagGems records no skipped input
+        ++skipped;
+        continue;
+      }
+      if (status == "failed") ++failed;
+      const std::string dtype = torch_dtype(row);
+      // A row without a dtype (FlagGems' input loop broke before its input existed) belongs to
+      // the loop in progress: the op's record being filled.
+      const bool same_op = !record.is_null() && record["op_name"] == row.op;
+      if (!same_op || (!dtype.empty() && record["dtype"] != dtype)) {
+        emit();
+        record = ordered{{"op_name", row.op},
+                         {"dtype", dtype},
+                         {"mode", run_mode(run)},
+                         {"level", run_level(run)},
+                         {"result", json::array()}};
+      }
+      record["result"].push_back(metrics(row));
+    }
+    emit();
+  }
+  if (skipped > 0)
+    out.notes.push_back(std::to_string(skipped) +
+                        " skipped case(s) left out: FlagGems' log records no skipped input");
+  if (failed > 0)
+    out.notes.push_back(std::to_string(failed) +
+                        " failed case(s) written with their error_msg (FlagGems' own log loses "
+                        "the dtype of a failing input); summary_for_plot's --compare divides by "
+                        "a row's latency and cannot read one without it");
+  return out;
+}
+
+}  // namespace caliber::report
