@@ -819,7 +819,7 @@ class Session:
             c.skipped = self.unusable
             return float("nan")
         if tune_hooks.in_shard():  # a warmup shard: prepare its share (LibTuner sweeps), time nothing
-            if tune_hooks.owns(c.ordinal):
+            if tune_hooks.owns(c.ordinal, (c.op, c.dtype)):
                 try:
                     call()
                     self._sync()

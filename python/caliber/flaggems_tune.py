@@ -511,7 +511,8 @@ class Hooks:
       (shards, merge, warning) before the first case.
     - provider(case, role): what LibTuner did in the provider's prepare call ({"config", "tune",
       "tune_markers"} for its row), or None.
-    - in_shard() / owns(ordinal): a warmup shard prepares only its share and measures nothing.
+    - in_shard() / owns(ordinal, loop): a warmup shard prepares only its share and measures
+      nothing.
     """
 
     def __init__(self):
@@ -688,6 +689,6 @@ class Hooks:
         return flaggems_warmup.in_shard()
 
     @staticmethod
-    def owns(ordinal):
+    def owns(ordinal, loop=None):
         from . import flaggems_warmup
-        return flaggems_warmup.owns(ordinal)
+        return flaggems_warmup.owns(ordinal, loop)

@@ -5,8 +5,8 @@ The parent starts N shard children before it measures anything: each is the same
 `python3 -m caliber run --flaggems ...` command plus `--tune-shard i/N --shard-cache DB`, pinned to
 the physical device behind the caller's i-th --devices entry (the backend's own visibility
 variable, from the library), with FLAGGEMS_DB_URL on its own database. A shard runs FlagGems'
-benchmark loop as the run does but only prepares the cases whose ordinal is i mod N (LibTuner
-sweeps there) and measures and writes nothing. The parent merges the shards' databases with
+benchmark loop as the run does but only prepares its share of the cases (LibTuner sweeps
+there: `owns` below says which) and measures and writes nothing. The parent merges the shards' databases with
 sqlite3 into the run's (record) or the shared (live) database, warns how many keys disagree
 between shards, writes <run>/warmup/result.json, and then measures serially on its own device
 with every key already tuned.
@@ -80,9 +80,26 @@ def begin_shard(index, count, db):
     _SHARD = (index, count)
 
 
-def owns(ordinal):
-    """Whether this process prepares the case with this ordinal (every case outside a shard)."""
-    return _SHARD is None or ordinal % _SHARD[1] == _SHARD[0]
+# A shard's share: each (op, dtype) loop of FlagGems' in blocks of BLOCK consecutive inputs, the
+# loop's first block on shard g mod N for the g-th loop met (every shard meets the loops in the
+# same order) and its next blocks on the shards after it. A shard that tunes any key of a
+# loop's kernel first compiles every config of it (on the H200 30-190 s for one dtype of
+# FlagGems' mm), so a short loop (core level: a few shapes) stays on one shard and the loops
+# spread over the shards, while a long one (comprehensive level) still spreads over them all.
+BLOCK = 8
+_LOOPS = {}  # (op, dtype) -> the order this process met it in
+
+
+def owns(ordinal, loop=None):
+    """Whether this process prepares the case of that loop with this ordinal (its position in
+    the loop); outside a shard, every case. Without a loop, ordinal mod N."""
+    if _SHARD is None:
+        return True
+    index, count = _SHARD
+    if loop is None:
+        return ordinal % count == index
+    first = _LOOPS.setdefault(loop, len(_LOOPS))
+    return (first + ordinal // BLOCK) % count == index
 
 
 def in_shard():

@@ -193,5 +193,42 @@ class FlagGemsTune(unittest.TestCase):
         self.assertEqual([x for x in self.log_lines() if x.startswith("bench")], [])
 
 
+class ShardShare(unittest.TestCase):
+    """flaggems_warmup.owns: a shard's share of FlagGems' loops, blocks of BLOCK consecutive
+    inputs of each (op, dtype) loop, the g-th loop met starting on shard g mod N."""
+
+    def shares(self, n, loops):
+        from caliber import flaggems_warmup as w
+        out = []
+        for i in range(n):
+            w._SHARD, w._LOOPS = (i, n), {}
+            out.append([(loop, k) for loop, size in loops for k in range(size)
+                        if w.owns(k, loop)])
+        w._SHARD, w._LOOPS = None, {}
+        return out
+
+    def test_short_loops_stay_on_one_shard_long_ones_spread(self):
+        from caliber import flaggems_warmup as w
+        b = w.BLOCK
+        core = [(("mm", "f16"), 3), (("mm", "f32"), 3), (("mm_t", "f16"), 2)]
+        got = self.shares(4, core)
+        self.assertEqual(got, [[(core[0][0], k) for k in range(3)],
+                               [(core[1][0], k) for k in range(3)],
+                               [(core[2][0], k) for k in range(2)], []])
+        long = [(("mm", "f16"), 4 * b + 1)]
+        got = self.shares(4, long)
+        self.assertEqual([len(x) for x in got], [b + 1, b, b, b])  # shard 0: blocks 1 and 5
+        self.assertEqual(sorted(k for x in got for _, k in x), list(range(4 * b + 1)))
+        self.assertTrue(all(w.owns(k, ("x", "y")) for k in range(9)))  # outside a shard: all
+
+    def test_without_a_loop_ordinal_mod_n(self):
+        from caliber import flaggems_warmup as w
+        w._SHARD = (1, 3)
+        try:
+            self.assertEqual([k for k in range(7) if w.owns(k)], [1, 4])
+        finally:
+            w._SHARD = None
+
+
 if __name__ == "__main__":
     unittest.main()

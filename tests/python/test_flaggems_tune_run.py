@@ -251,6 +251,12 @@ class TuneThroughFlagGems(unittest.TestCase):
         self.assertEqual(len(config_rows(os.path.join(d, "flaggems_tune.db"))), 4)
         for i in range(2):  # each shard ran pinned to its own device
             self.assertTrue(os.path.isfile(os.path.join(d, "warmup", "shard-%d.db" % i)))
+        # Each dtype's loop (two inputs, one block) on one shard: f16 on the first, f32 on the
+        # second, so each compiles one dtype's configs (docs/flaggems.md, "Parallel warmup").
+        for i, dtype in enumerate(("torch.float16", "torch.float32")):
+            got = config_rows(os.path.join(d, "warmup", "shard-%d.db" % i))
+            self.assertEqual({r["key_3"] for r in got}, {dtype}, got)
+            self.assertEqual(len(got), 2)
 
     def assert_passed_but_for_host_noise(self, rc, out):
         """The script passed, or failed only on compare's verdicts between the record and the
