@@ -84,16 +84,23 @@ ordered metrics(const core::CaseRow& row) {
                  {"error_msg", ordered(error)}};
 }
 
+// run_identity.json, else the copy the run.log header holds.
+const json& identity_of(const RunData& r) {
+  static const json none = json::object();
+  if (r.identity.is_object()) return r.identity;
+  return r.log.header ? r.log.header->identity : none;
+}
+
 // FlagGems' mode of the run (kernel, cudagraph, ...); the built-in corpus has none of its own.
 std::string run_mode(const RunData& r) {
-  const json& m = member(member(r.identity, "flaggems"), "mode");
+  const json& m = member(member(identity_of(r), "flaggems"), "mode");
   return m.is_string() ? m.get<std::string>() : "caliber";
 }
 
 std::string run_level(const RunData& r) {
-  const json& own = member(member(r.identity, "flaggems"), "level");
+  const json& own = member(member(identity_of(r), "flaggems"), "level");
   if (own.is_string()) return own.get<std::string>();
-  const json& l = member(r.identity, "level");
+  const json& l = member(identity_of(r), "level");
   return l.is_string() ? l.get<std::string>() : "";
 }
 
