@@ -123,35 +123,6 @@ def session():
     return _SESSION
 
 
-def configure(mode, run_dir=None, replay_from=None, environ=None):
-    """Sets FLAGGEMS_DB_URL for the mode (before flag_gems is imported) and starts the session.
-    record and replay need the run directory; replay copies REPLAY_FROM's database into it."""
-    global _SESSION
-    env = os.environ if environ is None else environ
-    check(mode, replay_from)
-    if "flag_gems" in sys.modules:
-        raise TuneError("--tune: flag_gems is already imported in this process, so "
-                        "FLAGGEMS_DB_URL can no longer choose its database")
-    url = env.get("FLAGGEMS_DB_URL")
-    note = "the shared LibTuner database (%s)" % (url or "FlagGems' default")
-    if mode in ("record", "replay"):
-        if not run_dir:
-            raise TuneError("--tune: '%s' needs a run directory" % mode)
-        db = os.path.join(os.path.abspath(run_dir), DB_FILE)
-        if mode == "replay":
-            src = replay_db(replay_from)
-            shutil.copyfile(src, db)
-            note = "a copy of %s" % os.path.abspath(src)
-        else:
-            note = "the run's own LibTuner database"
-        url = "sqlite:///" + db
-        env["FLAGGEMS_DB_URL"] = url
-    elif mode == "off":
-        note = "no LibTuner database: every tuned kernel launches its first config"
-    _SESSION = Session(mode, url, note)
-    return _SESSION
-
-
 def shard_session(db_path, base_db=None, environ=None):
     """A parallel-warmup shard: tunes into `db_path` (a copy of `base_db`, the shared database
     in live mode, so a shard sweeps only what that lacks)."""
@@ -572,7 +543,8 @@ class Hooks:
             _SESSION = Session(mode, env["FLAGGEMS_DB_URL"], note)
         else:
             _SESSION = Session(mode, env.get("FLAGGEMS_DB_URL"),
-                               "no LibTuner database" if mode == "off" else
+                               "no LibTuner database: every tuned kernel launches its first config"
+                               if mode == "off" else
                                "the shared LibTuner database (%s)" % (
                                    env.get("FLAGGEMS_DB_URL") or "FlagGems' default"))
         self._identity(mode, replay_from)

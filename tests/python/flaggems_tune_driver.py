@@ -1,6 +1,7 @@
 """Drives python/caliber/flaggems_tune.py against the stand-in's LibTuner in a process of its own
 (FLAGGEMS_DB_URL is read once, at import): `flaggems_tune_driver.py MODE RUN_DIR REPLAY_FROM
-SIZE...` configures the mode, imports the stand-in's tuned kernel, calls it once per size
+SIZE...` configures the mode through the run's own hooks (environment, installed, opened),
+imports the stand-in's tuned kernel, calls it once per size
 (checking its result) and prints one JSON line per call: what take_case() reported, or the
 error. `shard DB BASE SIZE...` tunes as a parallel-warmup shard does; `merge INTO DB...` merges
 shard databases and prints the result."""
@@ -23,15 +24,24 @@ def main(argv):
     if argv[0] == "shard":
         flaggems_tune.shard_session(argv[1], argv[2] or None)
         sizes = argv[3:]
+        hooks = None
     else:
+        # The run's own hooks, at the points a FlagGems run calls them (python/caliber/flaggems.py)
+        hooks = flaggems_tune.Hooks()
         try:
-            flaggems_tune.configure(argv[0], argv[1] or None, argv[2] or None)
-        except flaggems_tune.TuneError as e:
+            hooks.environment({"tune": argv[0], "replay_from": argv[2] or None}, os.environ)
+        except ValueError as e:  # TuneError, or FlagGemsError: a refusal, exit 2
             print(json.dumps({"usage_error": str(e)}))
             return 2
         sizes = argv[3:]
+    import flag_gems
     from flag_gems.utils import libentry, tuned
-    flaggems_tune.install(libentry)
+    if hooks is None:
+        flaggems_tune.install(libentry)
+    else:
+        hooks.installed(flag_gems)
+        if argv[1]:
+            hooks.opened(argv[1])
     for n in sizes:
         x = [float(i) for i in range(int(n))]
         try:
@@ -40,7 +50,7 @@ def main(argv):
             print(json.dumps({"n": int(n), "report": flaggems_tune.take_case()}))
         except Exception as e:  # the case fails alone; its report still says why
             print(json.dumps({"n": int(n), "error": str(e), "report": flaggems_tune.take_case()}))
-    print(json.dumps({"db_url": libentry.libcache.db_url,
+    print(json.dumps({"db_url": flaggems_tune.session().db_url,
                       "totals": flaggems_tune.session().totals}))
     return 0
 

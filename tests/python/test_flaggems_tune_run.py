@@ -230,6 +230,38 @@ class TuneThroughFlagGems(unittest.TestCase):
             self.assertIn(words, se)
             self.assertFalse(os.path.exists(self.out("bad")) and os.listdir(self.out("bad")))
 
+    def test_live_and_record_with_flaggems_default_database(self):
+        """No FLAGGEMS_DB_URL: live mode tunes into FlagGems' own default database
+        (~/.flaggems/config_cache/TunedConfig_*.db, as FlagGems finds it at import), and a second
+        live run sweeps nothing; a record leaves that database as it was."""
+        home = self.out("home")
+        os.makedirs(home)
+        e = dict(self.base_env, HOME=home)
+        cmd = [CALIBER_BIN, "run", "--flaggems", ROOT, "mm"] + QUICK
+
+        def go(*args):
+            environ = env(e)
+            environ.pop("FLAGGEMS_DB_URL", None)
+            p = subprocess.run(cmd + list(args), capture_output=True, text=True, env=environ,
+                               timeout=900)
+            self.assertEqual(p.returncode, 0, p.stderr)
+
+        go("--tune", "live", "--out", self.out("l1"))
+        (db,) = [os.path.join(r, f) for r, _, fs in os.walk(home) for f in fs
+                 if f.endswith(".db")]
+        self.assertIn(os.path.join(".flaggems", "config_cache", "TunedConfig_"), db)
+        self.assertEqual(len(config_rows(db)), 4)
+        self.assertEqual(benched(self.log), 16)
+        d, _ = the_run(self.out("l1"))
+        with open(os.path.join(d, "run_identity.json")) as f:
+            self.assertIn("FlagGems' default", json.load(f)["flaggems_tune"]["database"])
+        os.remove(self.log)
+        go("--tune", "live", "--out", self.out("l2"))
+        self.assertEqual(benched(self.log), 0, "the second live run read FlagGems' default db")
+        before = os.path.getmtime(db), len(config_rows(db))
+        go("--tune", "record", "--dtypes", "f16", "--out", self.out("r1"))
+        self.assertEqual((os.path.getmtime(db), len(config_rows(db))), before)
+
     def test_parallel_warmup_shards_then_measures_without_sweeping(self):
         e = dict(self.base_env, CALIBER_CPU_DEVICES="2")
         rc, so, se = run("--tune", "record", "--parallel-warmup", "2", "--devices", "0,1",

@@ -217,8 +217,8 @@ class LibCache:
         if db_url is None:  # FlagGems creates its default folder (config_cache_dir), no other
             cache_dir = Path(os.path.expanduser("~")) / ".flaggems" / "config_cache"
             cache_dir.mkdir(parents=True, exist_ok=True)
-            db_url = "sqlite:///%s" % (cache_dir / "TunedConfig_standin_triton_%d_%d.db" % (
-                major_version, minor_version))
+            name = "TunedConfig_standin_triton_%d_%d.db" % (major_version, minor_version)
+            db_url = "sqlite:///%s" % (cache_dir / name)
         self.db_url = db_url
         self.model = SQLPersistantModel(db_url)
         self.config_cache_pool = {}
