@@ -32,6 +32,7 @@ import traceback
 import pytest
 
 from . import _lib, _staging
+from ._dtypes import dtype_name
 
 # caliber's backend -> FlagGems' vendor names (GEMS_VENDOR, which FlagGems reads at import).
 VENDORS = {"cuda": ("nvidia",), "musa": ("mthreads",), "rocm": ("amd", "hygon"),
@@ -44,10 +45,6 @@ COMPAT_RULES = (
     ("test_fft.py", "CUDA is not available"),
 )
 
-_DTYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
-           "complex64": "c64", "int32": "i32", "int64": "i64", "int16": "i16", "int8": "i8",
-           "bool": "bool", "uint8": "u8"}
-_TORCH_NAMES = {v: k for k, v in _DTYPES.items()}
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 RECORD_FILE = "flaggems_result.json"
@@ -97,12 +94,6 @@ tune_hooks = TuneHooks()
 # The mapping itself fills the seams: python/caliber/flaggems_tune.py.
 from .flaggems_tune import Hooks as _TuneMapping  # noqa: E402
 tune_hooks = _TuneMapping()
-
-
-def dtype_name(d):
-    """caliber's name of a torch dtype (f16, bf16, f32, c64...), else torch's own."""
-    text = str(d).replace("torch.", "")
-    return _DTYPES.get(text, text)
 
 
 def size_text(x):

@@ -1,0 +1,12 @@
+"""torch's dtype names and caliber's (f16, bf16, f32, ...), for the FlagGems plugin and the scripts
+that read FlagGems' own records (standard library only: importable without torch or pytest)."""
+
+DTYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+          "complex64": "c64", "int32": "i32", "int64": "i64", "int16": "i16", "int8": "i8",
+          "bool": "bool", "uint8": "u8"}
+
+
+def dtype_name(d):
+    """caliber's name of a torch dtype or its text ("torch.float16" -> f16), else torch's own."""
+    text = str(d).replace("torch.", "")
+    return DTYPES.get(text, text)
