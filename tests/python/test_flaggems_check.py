@@ -6,6 +6,7 @@ process a side; a missing file is a named failure."""
 import csv
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import unittest
@@ -29,12 +30,16 @@ def sqlalchemy_standin(where):
 
 
 def check(results, *extra, extra_env=None):
+    """scripts/flaggems-check on the stand-in; an extra_env value of None unsets that variable."""
+    environ = env(dict({"STANDIN_OWN_DO_BENCH": "1"}, **(extra_env or {})))
+    for k in [k for k, v in environ.items() if v is None]:
+        del environ[k]
     p = subprocess.run(
         [sys.executable, SCRIPT, "--caliber", CALIBER_BIN, "--results", results, "--flaggems",
          ROOT, "--sqlalchemy", sqlalchemy_standin(os.path.join(results + "-sqla")), "--python",
          PYTHON, "--modes", "kernel", "--native-warmup", "1", "--backend", "cpu", "--run-flags",
          " ".join(QUICK[2:]), *extra], capture_output=True, text=True,
-        env=env(dict({"STANDIN_OWN_DO_BENCH": "1"}, **(extra_env or {}))), timeout=900)
+        env=environ, timeout=900)
     return p.returncode, p.stdout + p.stderr
 
 
@@ -102,11 +107,19 @@ class SideBySide(unittest.TestCase):
         side."""
         two = {"CALIBER_CPU_DEVICES": "2"}
         results = os.path.join(tmpdir(), "devices")
-        rc, out = check(results, "--ops", "add,softmax,custom,mm", "--except", "mm",
-                        "--devices", "0,1", extra_env=two)
+        rc, out = check(results, "--ops", "add,softmax,custom,mm,fft", "--except", "fft",
+                        "--devices", "0,1", extra_env=dict(two, FLAGGEMS_DB_URL=None,
+                                                           HOME=tmpdir()))
         self.assertEqual(rc, 0, out)
         walls = table(results, "walls.csv")
-        self.assertEqual([w["op"] for w in walls], ["add", "softmax", "custom"], walls)
+        self.assertEqual([w["op"] for w in walls], ["add", "softmax", "custom", "mm"], walls)
+        # No FLAGGEMS_DB_URL given: each device's processes tune into a LibTuner database of
+        # their own; mm's LibTuner sweeps landed in its device's.
+        (mm_device,) = [w["device"] for w in walls if w["op"] == "mm"]
+        with sqlite3.connect(os.path.join(results, "libtuner-device-%s.db" % mm_device)) as con:
+            tables = [t for (t,) in con.execute("SELECT name FROM sqlite_master")]
+        self.assertTrue(tables, "no LibTuner table in device %s's database" % mm_device)
+        walls = [w for w in walls if w["op"] != "mm"]
         self.assertEqual({w["device"] for w in walls}, {"0", "1"}, walls)
         for w in walls:
             with open(os.path.join(w["run_dir"], "run_identity.json")) as f:
@@ -123,12 +136,12 @@ class SideBySide(unittest.TestCase):
         self.assertIn("gems FlagGems/caliber, kernel", per_op)
         self.assertNotIn("cudagraph", per_op)  # a mode not run has no column
         grouped = os.path.join(tmpdir(), "devgroup")
-        rc, out = check(grouped, "--ops", "add,softmax,custom", "--devices", "0,1", "--group",
+        rc, out = check(grouped, "--ops", "add,softmax,custom,mm", "--devices", "0,1", "--group",
                         extra_env=two)
         self.assertEqual(rc, 0, out)
         walls = table(grouped, "walls.csv")
         self.assertEqual(sorted((w["op"], w["device"]) for w in walls),
-                         [("add+custom", "0"), ("softmax", "1")], walls)
+                         [("add+custom", "0"), ("softmax+mm", "1")], walls)
         self.assertEqual(len(table(grouped, "side_by_side.csv")), len(rows))
         for bad in ("0,0", "a"):
             rc, out = check(os.path.join(tmpdir(), "bad"), "--ops", "add", "--devices", bad)
