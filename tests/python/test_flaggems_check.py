@@ -66,6 +66,12 @@ class SideBySide(unittest.TestCase):
             summary = f.read()
         self.assertIn("softmax_backward", summary)
         self.assertTrue(summary.startswith("op_name"), summary)
+        # FlagGems' own record as log lines, keyed as caliber's: every input matched, and the
+        # summary's --compare of the two reads FlagGems' gems figure over caliber's
+        self.assertEqual({w["keys_matched"] for w in walls}, {"9/9", "4/4"}, walls)
+        with open(os.path.join(one, "caliber-add-kernel.compare.txt")) as f:
+            compared = {x.split()[0]: x.split()[1:] for x in f.read().splitlines()[1:]}
+        self.assertGreater(float(compared["add"][0]), 0, compared)  # f16: keys found
         grouped = os.path.join(tmpdir(), "grouped")
         rc, out = check(grouped, "--ops", "add,softmax", "--group")
         self.assertEqual(rc, 0, out)
