@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include "report/export.hpp"
 #include "unit/report/fixtures.hpp"
@@ -270,6 +272,19 @@ TEST(Export, FlagGemsLogOneRecordPerOpAndDtype) {
   ASSERT_EQ(recs[0]["result"].size(), 2u);
   EXPECT_EQ(recs[0]["result"][0]["shape_detail"], json::parse("[[64, 64]]"));
   EXPECT_EQ(recs[0]["result"][1]["error_msg"], "made to fail");
+  // Without run_identity.json, the copy of the identity in the run.log header says the mode.
+  const auto bare = t.path() / "flaggems-20261204-121212";
+  std::filesystem::create_directories(bare);
+  {
+    std::ofstream log(bare / "run.log");
+    log << json{{"type", "header"}, {"flaggems", {{"mode", "kernel"}, {"level", "core"}}}}.dump()
+        << "\n"
+        << f1.dump() << "\n";
+  }
+  recs = log_records(render_export_flaggems_log(load_runs({bare})).text);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0]["mode"], "kernel");
+  EXPECT_EQ(recs[0]["level"], "core");
   // Through export_dirs, as the CLI calls it.
   EXPECT_EQ(export_dirs({fg}, ExportFormat::flaggems_log).text,
             render_export_flaggems_log(load_runs({fg})).text);
