@@ -67,11 +67,14 @@ class SideBySide(unittest.TestCase):
         self.assertIn("softmax_backward", summary)
         self.assertTrue(summary.startswith("op_name"), summary)
         # FlagGems' own record as log lines, keyed as caliber's: every input matched, and the
-        # summary's --compare of the two reads FlagGems' gems figure over caliber's
+        # summary is --compare of the two: comp_* columns of FlagGems' gems figure over caliber's
         self.assertEqual({w["keys_matched"] for w in walls}, {"9/9", "4/4"}, walls)
-        with open(os.path.join(one, "caliber-add-kernel.compare.txt")) as f:
-            compared = {x.split()[0]: x.split()[1:] for x in f.read().splitlines()[1:]}
-        self.assertGreater(float(compared["add"][0]), 0, compared)  # f16: keys found
+        with open(os.path.join(one, "caliber-add-kernel.summary.txt")) as f:
+            lines = f.read().splitlines()
+        head = lines[0].split()
+        compared = {x.split()[0]: dict(zip(head, x.split())) for x in lines[1:]}
+        self.assertGreater(float(compared["add"]["comp_float16"]), 0, lines)  # keys found
+        self.assertGreater(float(compared["add"]["float16"]), 0, lines)
         grouped = os.path.join(tmpdir(), "grouped")
         rc, out = check(grouped, "--ops", "add,softmax", "--group")
         self.assertEqual(rc, 0, out)

@@ -1,7 +1,8 @@
 """The stand-in's summary, shaped like FlagGems' benchmark/summary_for_plot.py: it reads the
 "[INFO] {json}" lines of a `--record log` file (one per op and dtype), averages each op's speedup
 per dtype over its inputs without an error_msg, and prints one line per op; `--compare B` keys
-B's latencies by (op, dtype, str(shape_detail)) and gives each input of A B's latency over A's.
+B's latencies by (op, dtype, str(shape_detail)), gives each input of A B's latency over A's and
+adds those averages as comp_* columns.
 Run as FlagGems runs it: `python -m benchmark.summary_for_plot LOG` from the tree's root."""
 
 import argparse
@@ -40,20 +41,26 @@ def key(op, dtype, shape):
     return (op, dtype, str(shape))
 
 
+def average(metrics, field):
+    values = [getattr(m, field) for m in metrics
+              if getattr(m, field) is not None and m.error_msg is None]
+    return sum(values) / len(values) if values else 0.0
+
+
 def summary(results, compare):
+    """One line per op: the average speedup per dtype column, with --compare then the average
+    compared speedup per dtype column (comp_*), and whether every input passed."""
     table = {}
     for r in results:
         row = table.setdefault(r.op_name, {"passed": True})
         row["passed"] = row["passed"] and all(m.error_msg is None for m in r.result)
-        field = "compared_speedup" if compare else "speedup"
-        values = [getattr(m, field) for m in r.result
-                  if getattr(m, field) is not None and m.error_msg is None]
-        row[COLUMNS.get(r.dtype, "float16")] = sum(values) / len(values) if values else 0.0
-    print("%-30s %s all_tests_passed" % ("op_name", " ".join("%-12s" % c
-                                                              for c in COLUMNS.values())))
+        column = COLUMNS.get(r.dtype, "float16")
+        row[column] = average(r.result, "speedup")
+        row["comp_" + column] = average(r.result, "compared_speedup")
+    columns = list(COLUMNS.values()) + (["comp_" + c for c in COLUMNS.values()] if compare else [])
+    print("%-30s %s all_tests_passed" % ("op_name", " ".join("%-12s" % c for c in columns)))
     for op in sorted(table):
-        print("%-30s %s %s" % (op, " ".join("%-12.6f" % table[op].get(c, 0.0)
-                                            for c in COLUMNS.values()),
+        print("%-30s %s %s" % (op, " ".join("%-12.6f" % table[op].get(c, 0.0) for c in columns),
                                "yes" if table[op]["passed"] else "no"))
 
 
