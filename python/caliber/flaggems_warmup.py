@@ -6,10 +6,10 @@ The parent starts N shard children before it measures anything: each is the same
 the physical device behind the caller's i-th --devices entry (the backend's own visibility
 variable, from the library), with FLAGGEMS_DB_URL on its own database. A shard runs FlagGems'
 benchmark loop as the run does but only prepares its share of the cases (LibTuner sweeps
-there: `owns` below says which) and measures and writes nothing. The parent merges the shards' databases with
-sqlite3 into the run's (record) or the shared (live) database, warns how many keys disagree
-between shards, writes <run>/warmup/result.json, and then measures serially on its own device
-with every key already tuned.
+there: `owns` below says which) and measures and writes nothing. The parent merges the shards'
+databases with sqlite3 into the run's (record) or the shared (live) database, warns how many keys
+disagree between shards, writes <run>/warmup/result.json, and then measures serially on its own
+device with every key already tuned.
 """
 
 import json

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <utility>
 
 #include "backends/registry.hpp"
 
@@ -58,7 +60,16 @@ json describe_backend(const Backend& b) {
     j["compat_rules"].push_back({{"op", r.op}, {"reason", r.reason}, {"why", r.why}});
   }
   j["devices"] = json::array();
-  for (const DeviceDesc& d : devices) j["devices"].push_back(describe_device(d));
+  for (const DeviceDesc& d : devices) {
+    json dj = describe_device(d);
+    // What pins a child process to this device (batch's rule), for a script that starts its own.
+    try {
+      dj["child_env"] = b.child_env(d.index);
+    } catch (const std::exception&) {
+      dj["child_env"] = nullptr;
+    }
+    j["devices"].push_back(std::move(dj));
+  }
   if (devices.empty()) {
     std::string why;
     if (!a.runtime_found) {

@@ -35,12 +35,6 @@ const json kNull = nullptr;
 // well under a millisecond.
 constexpr double kNsPerMs = 1e6;
 
-const json& at(const json& j, const char* key) {
-  if (!j.is_object()) return kNull;
-  const auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
-
 json text_or_null(const json& v) {
   if (v.is_string()) return v;
   if (v.is_null()) return nullptr;
@@ -56,7 +50,7 @@ std::string quantile_column(double q) {
 
 std::vector<double> run_quantiles(const RunData& r) {
   std::vector<double> qs;
-  const json& q = at(r.identity, "quantiles");
+  const json& q = json_member(r.identity, "quantiles");
   if (q.is_array())
     for (const auto& x : q)
       if (x.is_number()) qs.push_back(x.get<double>());
@@ -110,9 +104,9 @@ struct Peaks {
 
 Peaks run_peaks(const RunData& r) {
   Peaks p;
-  const json& peaks = at(r.identity, "peaks");
-  if (auto v = positive_number(at(peaks, "copy_gbps"))) p.copy_gbps = *v;
-  if (auto v = positive_number(at(peaks, "gemm_tflops"))) p.gemm_tflops = *v;
+  const json& peaks = json_member(r.identity, "peaks");
+  if (auto v = positive_number(json_member(peaks, "copy_gbps"))) p.copy_gbps = *v;
+  if (auto v = positive_number(json_member(peaks, "gemm_tflops"))) p.gemm_tflops = *v;
   return p;
 }
 
@@ -193,9 +187,9 @@ struct RunCells {
 RunCells run_cells(const RunData& run) {
   const json& id = run.identity;
   return {run.dir.filename().string(),
-          text_or_null(at(id, "backend")),
-          text_or_null(at(at(id, "device"), "name")),
-          text_or_null(at(id, "git_commit")),
+          text_or_null(json_member(id, "backend")),
+          text_or_null(json_member(json_member(id, "device"), "name")),
+          text_or_null(json_member(id, "git_commit")),
           run_quantiles(run),
           run_peaks(run)};
 }
@@ -368,8 +362,8 @@ json gbench_context(const std::vector<RunData>& runs) {
   json context = json::object();
   if (!runs.empty()) {
     const json& id = runs.front().identity;
-    context["date"] = text_or_null(at(id, "start_time"));
-    context["host_name"] = text_or_null(at(id, "host"));
+    context["date"] = text_or_null(json_member(id, "start_time"));
+    context["host_name"] = text_or_null(json_member(id, "host"));
   }
   context["executable"] = "caliber";
   // Google Benchmark describes the host CPU here; caliber times a device, so these say nothing.
@@ -382,15 +376,16 @@ json gbench_context(const std::vector<RunData>& runs) {
   json caliber_runs = json::array();
   for (const auto& r : runs) {
     const json& id = r.identity;
-    caliber_runs.push_back({{"run", r.dir.filename().string()},
-                            {"backend", text_or_null(at(id, "backend"))},
-                            {"device", text_or_null(at(at(id, "device"), "name"))},
-                            {"timer", text_or_null(at(id, "timer"))},
-                            {"level", text_or_null(at(id, "level"))},
-                            {"tune", text_or_null(at(id, "tune"))},
-                            {"l2", text_or_null(at(id, "l2"))},
-                            {"git_commit", text_or_null(at(id, "git_commit"))},
-                            {"caliber_version", text_or_null(at(id, "caliber_version"))}});
+    caliber_runs.push_back(
+        {{"run", r.dir.filename().string()},
+         {"backend", text_or_null(json_member(id, "backend"))},
+         {"device", text_or_null(json_member(json_member(id, "device"), "name"))},
+         {"timer", text_or_null(json_member(id, "timer"))},
+         {"level", text_or_null(json_member(id, "level"))},
+         {"tune", text_or_null(json_member(id, "tune"))},
+         {"l2", text_or_null(json_member(id, "l2"))},
+         {"git_commit", text_or_null(json_member(id, "git_commit"))},
+         {"caliber_version", text_or_null(json_member(id, "caliber_version"))}});
   }
   context["caliber_runs"] = caliber_runs;
   return context;

@@ -22,15 +22,8 @@ constexpr std::pair<std::string_view, std::string_view> kTorchNames[] = {
     {"f64", "torch.float64"},  {"i32", "torch.int32"},   {"i64", "torch.int64"},
     {"c64", "torch.complex64"}};
 
-const json& member(const json& j, const char* key) {
-  static const json null = nullptr;
-  if (!j.is_object()) return null;
-  const auto it = j.find(key);
-  return it == j.end() ? null : *it;
-}
-
 std::string torch_dtype(const core::CaseRow& row) {
-  const json& own = member(member(row.extra, "flaggems"), "dtype");
+  const json& own = json_member(json_member(row.extra, "flaggems"), "dtype");
   if (own.is_string()) return own.get<std::string>();
   const std::string d = row.dtype.value_or("");
   for (const auto& [ours, torch] : kTorchNames)
@@ -41,7 +34,7 @@ std::string torch_dtype(const core::CaseRow& row) {
 // FlagGems' shape detail as its record encodes it (a FlagGems run's row keeps that JSON value);
 // for the built-in corpus the case's dims, else its size text.
 json shape_detail(const core::CaseRow& row) {
-  const json& own = member(member(row.extra, "flaggems"), "shape_detail");
+  const json& own = json_member(json_member(row.extra, "flaggems"), "shape_detail");
   if (!own.is_null()) return own;
   if (row.dims) return *row.dims;
   return row.shape ? json(*row.shape) : json(nullptr);
@@ -51,17 +44,10 @@ json number(const std::optional<double>& v) {
   return positive_number(v) ? json(*v) : json(nullptr);
 }
 
-const core::ProviderRow* with_role(const core::CaseRow& row, std::string_view role) {
-  if (row.providers)
-    for (const auto& p : *row.providers)
-      if (p.role && *p.role == role) return &p;
-  return nullptr;
-}
-
 // One BenchmarkMetrics object of FlagGems' record: every field it writes, in its order.
 ordered metrics(const core::CaseRow& row) {
-  const core::ProviderRow* base = with_role(row, core::role::baseline);
-  const core::ProviderRow* cand = with_role(row, core::role::candidate);
+  const core::ProviderRow* base = provider_with_role(row, core::role::baseline);
+  const core::ProviderRow* cand = provider_with_role(row, core::role::candidate);
   json error = nullptr;
   if (row_status(row) == "failed") {
     std::string msg = row.error.value_or("");
@@ -93,14 +79,14 @@ const json& identity_of(const RunData& r) {
 
 // FlagGems' mode of the run (kernel, cudagraph, ...); the built-in corpus has none of its own.
 std::string run_mode(const RunData& r) {
-  const json& m = member(member(identity_of(r), "flaggems"), "mode");
+  const json& m = json_member(json_member(identity_of(r), "flaggems"), "mode");
   return m.is_string() ? m.get<std::string>() : "caliber";
 }
 
 std::string run_level(const RunData& r) {
-  const json& own = member(member(identity_of(r), "flaggems"), "level");
+  const json& own = json_member(json_member(identity_of(r), "flaggems"), "level");
   if (own.is_string()) return own.get<std::string>();
-  const json& l = member(identity_of(r), "level");
+  const json& l = json_member(identity_of(r), "level");
   return l.is_string() ? l.get<std::string>() : "";
 }
 

@@ -50,13 +50,6 @@ std::optional<double> number_at(const json& j, const char* key) {
   return std::nullopt;
 }
 
-const core::ProviderRow* provider_with_role(const core::CaseRow& row, const char* role) {
-  if (!row.providers) return nullptr;
-  for (const auto& p : *row.providers)
-    if (p.role == role) return &p;
-  return nullptr;
-}
-
 }  // namespace
 
 Table caliber_table(const std::vector<RunData>& runs) {

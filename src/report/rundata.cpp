@@ -247,6 +247,20 @@ std::optional<double> positive_number(const std::optional<double>& v) {
   return v;
 }
 
+const core::ProviderRow* provider_with_role(const core::CaseRow& row, const char* role) {
+  if (!row.providers) return nullptr;
+  for (const auto& p : *row.providers)
+    if (p.role == role) return &p;
+  return nullptr;
+}
+
+const nlohmann::json& json_member(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json null = nullptr;
+  if (!j.is_object()) return null;
+  const auto it = j.find(key);
+  return it == j.end() ? null : *it;
+}
+
 std::optional<double> row_speedup(const core::CaseRow& row) {
   if (row_status(row) != core::status::ok) return std::nullopt;
   if (row.accuracy && *row.accuracy && !**row.accuracy) return std::nullopt;

@@ -71,6 +71,11 @@ struct RunDirName {
 [[nodiscard]] std::optional<double> row_speedup(const core::CaseRow& row);
 [[nodiscard]] std::optional<double> positive_number(const nlohmann::json& v);
 [[nodiscard]] std::optional<double> positive_number(const std::optional<double>& v);
+// The row's first provider of that role (core::role), or nullptr.
+[[nodiscard]] const core::ProviderRow* provider_with_role(const core::CaseRow& row,
+                                                          const char* role);
+// j[key] when j is an object holding it, else a null (an identity or row object read leniently).
+[[nodiscard]] const nlohmann::json& json_member(const nlohmann::json& j, const char* key);
 
 struct ProviderSamples {
   std::string name;

@@ -166,3 +166,15 @@ TEST(Describe, RuntimeWithoutDeviceNamesTheVisibilityValue) {
   EXPECT_TRUE(m.at("visibility").at("MUSA_VISIBLE_DEVICES").is_string());
   EXPECT_TRUE(m.at("devices").empty());
 }
+
+TEST(Describe, EachDeviceSaysWhatPinsAChildToIt) {
+  caliber::test::EnvGuard g("CALIBER_CPU_DEVICES", "2");
+  caliber::test::EnvGuard v("CALIBER_CPU_VISIBLE_DEVICES", "1,0");
+  const auto m = describe_backend(*find_backend("cpu"));
+  ASSERT_EQ(m.at("devices").size(), 2u);
+  // The caller's device 0 is physical group 1: a child is pinned by the physical id.
+  EXPECT_EQ(m.at("devices")[0].at("child_env"),
+            (nlohmann::json{{"CALIBER_CPU_VISIBLE_DEVICES", "1"}}));
+  EXPECT_EQ(m.at("devices")[1].at("child_env"),
+            (nlohmann::json{{"CALIBER_CPU_VISIBLE_DEVICES", "0"}}));
+}
