@@ -30,6 +30,8 @@ _UNSET = ("PARALLEL_WARMUP_GPUS", "REPLAY_FROM")
 # live mode, the run's own in record mode, which a resumed record has filled), so that a shard
 # sweeps only the keys that one lacks.
 BASE_ENV = "CALIBER_FLAGGEMS_BASE_DB"
+# The pid of the process that started a shard: a shard whose parent is gone ends (die_with_parent).
+PARENT_ENV = "CALIBER_WARMUP_PARENT"
 
 
 def strip_shard_args(argv):
@@ -71,10 +73,36 @@ def strip_shard_args(argv):
 _SHARD = None
 
 
+def die_with_parent(parent):
+    """A shard ends with the process that started it, however that one ends (even SIGKILL):
+    the kernel sends it SIGTERM then (Linux's PR_SET_PDEATHSIG), and a shard whose parent is
+    already gone exits now. Set in the shard itself, early, not in a preexec_fn: the parent may
+    run threads (torch's), where a preexec_fn can deadlock."""
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
+        return
+    if str(os.getppid()) != str(parent):
+        os._exit(128 + signal.SIGTERM)
+
+
+class _Terminated(BaseException):
+    """SIGTERM while the shards run: reap them, then end as SIGTERM would have."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
 def begin_shard(index, count, db):
     """In a shard child: tune into `db` (starting from a copy of the database the warmup merges
     into, BASE_ENV) and prepare only this shard's share."""
     global _SHARD
+    die_with_parent(os.environ.get(PARENT_ENV))
     base = os.environ.get(BASE_ENV) or None
     flaggems_tune.shard_session(db, base)
     _SHARD = (index, count)
@@ -123,6 +151,7 @@ def _spawn(i, n, argv, backend, device, wdir, base_db):
     env = dict(os.environ)
     for k in _UNSET + (BASE_ENV,):
         env.pop(k, None)
+    env[PARENT_ENV] = str(os.getpid())
     if base_db:
         env[BASE_ENV] = base_db
     pin = _lib.child_env(backend, device)
@@ -151,20 +180,34 @@ def run(n, argv, backend, devices, run_dir, merge_into, base_db=None, out=None, 
     wdir = os.path.join(run_dir, "warmup")
     os.makedirs(wdir, exist_ok=True)
     t0 = time.monotonic()
-    shards = [_spawn(i, n, argv, backend, devices[i], wdir, base_db) for i in range(n)]
+    # SIGTERM (caliber's interrupt, or the kernel's when the caliber process that started this
+    # interpreter died) would end this process at once and leave the shards running.
+    try:
+        old_term = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: signals are not ours to take
+        old_term = None
+    shards = []
     failed = []
     try:
+        for i in range(n):
+            shards.append(_spawn(i, n, argv, backend, devices[i], wdir, base_db))
         for i, (p, _) in enumerate(shards):
             if p.wait() != 0:
                 failed.append("shard %d (device %s): exit %d, see %s" % (
                     i, devices[i], p.returncode, os.path.join(wdir, "shard-%d.log" % i)))
-    except BaseException:
+    except BaseException as e:
         for p, _ in shards:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
         for p, _ in shards:
             p.wait()
+        if isinstance(e, _Terminated):
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
         raise
+    finally:
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
     merge = flaggems_tune.merge_shard_dbs([db for _, db in shards], merge_into)
     result = {"shards": n, "failed_shards": len(failed), "failures": failed,
               "wall_s": round(time.monotonic() - t0, 3), "merged_into": merge_into, **merge}

@@ -7,9 +7,11 @@ benchmarks, so "zero sweeps" is counted, not inferred."""
 
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -289,6 +291,64 @@ class TuneThroughFlagGems(unittest.TestCase):
             got = config_rows(os.path.join(d, "warmup", "shard-%d.db" % i))
             self.assertEqual({r["key_3"] for r in got}, {dtype}, got)
             self.assertEqual(len(got), 2)
+
+    def processes_under(self, path):
+        """Pids of the processes whose command line names `path` (the shards name their
+        database in the run directory; the run its --out)."""
+        out = []
+        for pid in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    if path.encode() in f.read() and int(pid) != os.getpid():
+                        out.append(int(pid))
+            except (OSError, ValueError):
+                pass
+        return out
+
+    def interrupt_warmup(self, name, kill):
+        """Starts a parallel warmup whose shards sit in FlagGems' (slow) import, calls
+        kill(caliber's Popen) once both shards exist, and returns the shards still alive 10 s
+        later."""
+        out = self.out(name)
+        e = env(dict(self.base_env, CALIBER_CPU_DEVICES="2", STANDIN_SHARD_IMPORT_S="60"))
+        for k in ("REPLAY_FROM", "PARALLEL_WARMUP_GPUS"):
+            e.pop(k, None)
+        p = subprocess.Popen([CALIBER_BIN, "run", "--flaggems", ROOT, "mm", "--tune", "record",
+                              "--parallel-warmup", "2", "--devices", "0,1", "--out", out] + QUICK,
+                             env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 120
+            while len([x for x in self.processes_under(out) if x != p.pid]) < 3:  # python + 2
+                self.assertLess(time.monotonic(), deadline, "the shards never started")
+                self.assertIsNone(p.poll(), "caliber ended before its shards started")
+                time.sleep(0.2)
+            time.sleep(0.5)
+            kill(p)
+            p.wait(timeout=60)
+            deadline = time.monotonic() + 10
+            while self.processes_under(out) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            return self.processes_under(out)
+        finally:
+            for pid in self.processes_under(out) + ([p.pid] if p.poll() is None else []):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+    def test_parallel_warmup_shards_end_with_the_run(self):
+        # SIGTERM to caliber: the interpreter it handed the run to gets SIGTERM from the kernel
+        # (its parent died) and must end its shards before it ends.
+        left = self.interrupt_warmup("term", lambda p: p.send_signal(signal.SIGTERM))
+        self.assertEqual(left, [], "shards outlived a SIGTERM of caliber")
+        # SIGKILL of that interpreter: nothing of it runs, the shards end with it by themselves.
+        def kill_interpreter(p):
+            (py,) = [x for x in self.processes_under(self.out("kill"))
+                     if x != p.pid and os.path.exists("/proc/%d" % x)
+                     and b"--tune-shard" not in open("/proc/%d/cmdline" % x, "rb").read()]
+            os.kill(py, signal.SIGKILL)
+        left = self.interrupt_warmup("kill", kill_interpreter)
+        self.assertEqual(left, [], "shards outlived a SIGKILL of their parent")
 
     def assert_passed_but_for_host_noise(self, rc, out):
         """The script passed, or failed only on compare's verdicts between the record and the

@@ -1,6 +1,7 @@
 """Stand-in flag_gems: use_gems, the vendor, and gems ops that cost three times torch's."""
 
 import os
+import sys
 import time
 
 import torch
@@ -11,6 +12,9 @@ if os.environ.get("STANDIN_IMPORT_LOG"):
     with open(os.environ["STANDIN_IMPORT_LOG"], "a") as _f:
         _f.write("%d\n" % os.getpid())
 time.sleep(float(os.environ.get("STANDIN_IMPORT_S", "0")))
+# STANDIN_SHARD_IMPORT_S: the same, in a parallel warmup's shards only (they run with --tune-shard).
+if any(a == "--tune-shard" or a.startswith("--tune-shard=") for a in sys.argv):
+    time.sleep(float(os.environ.get("STANDIN_SHARD_IMPORT_S", "0")))
 
 if os.environ.get("STANDIN_BREAK_IMPORT"):
     import sqlalchemy_standin_missing  # noqa: F401 - fails, as FlagGems does without SQLAlchemy
