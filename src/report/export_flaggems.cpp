@@ -1,6 +1,8 @@
 // caliber export --format flaggems-log: the lines FlagGems' `pytest --record log` writes, one
 // per (op, dtype) of a run, so that FlagGems' own benchmark/summary_for_plot.py (and its
 // --compare of two logs) reads caliber's figures (docs/run-log.md, "Exports").
+#include <cmath>
+#include <limits>
 #include <string_view>
 #include <utility>
 
@@ -44,6 +46,27 @@ json number(const std::optional<double>& v) {
   return positive_number(v) ? json(*v) : json(nullptr);
 }
 
+// The JSON text of `j`, compact, with a non-finite number written as Python's json writes it
+// (`NaN`) instead of nlohmann's `null`: FlagGems' reader is Python's json module, which reads it.
+std::string dump(const ordered& j) {
+  const auto text = [](const ordered& v) {
+    return v.dump(-1, ' ', false, ordered::error_handler_t::replace);
+  };
+  if (j.is_object()) {
+    std::string out = "{";
+    for (auto it = j.begin(); it != j.end(); ++it)
+      out += (out.size() > 1 ? "," : "") + text(ordered(it.key())) + ":" + dump(it.value());
+    return out + "}";
+  }
+  if (j.is_array()) {
+    std::string out = "[";
+    for (const auto& v : j) out += (out.size() > 1 ? "," : "") + dump(v);
+    return out + "]";
+  }
+  if (j.is_number_float() && !std::isfinite(j.get<double>())) return "NaN";
+  return text(j);
+}
+
 // One BenchmarkMetrics object of FlagGems' record: every field it writes, in its order.
 ordered metrics(const core::CaseRow& row) {
   const core::ProviderRow* base = provider_with_role(row, core::role::baseline);
@@ -56,10 +79,14 @@ ordered metrics(const core::CaseRow& row) {
   }
   std::optional<double> speedup;
   if (row.speedup && *row.speedup) speedup = **row.speedup;
+  // summary_for_plot's --compare divides by every input's latency: a failed input without one
+  // gets NaN there (the quotient NaN, which its averages leave out with the error), not null.
+  ordered latency = number(row.latency_ms);
+  if (!error.is_null() && latency.is_null()) latency = std::numeric_limits<double>::quiet_NaN();
   return ordered{{"legacy_shape", nullptr},
                  {"shape_detail", ordered(shape_detail(row))},
                  {"latency_base", ordered(number(row.latency_base_ms))},
-                 {"latency", ordered(number(row.latency_ms))},
+                 {"latency", latency},
                  {"gbps_base", ordered(base != nullptr ? number(base->gbps) : json(nullptr))},
                  {"gbps", ordered(cand != nullptr ? number(cand->gbps) : json(nullptr))},
                  {"speedup", ordered(number(speedup))},
@@ -98,9 +125,7 @@ ExportResult render_export_flaggems_log(const std::vector<RunData>& runs) {
   for (const auto& run : runs) {
     ordered record;  // the (op, dtype) being filled; FlagGems writes one per dtype of its loop
     auto emit = [&] {
-      if (!record.is_null())
-        out.text +=
-            "[INFO] " + record.dump(-1, ' ', false, ordered::error_handler_t::replace) + "\n";
+      if (!record.is_null()) out.text += "[INFO] " + dump(record) + "\n";
       record = nullptr;
     };
     for (const auto& row : run.log.cases) {
@@ -131,9 +156,9 @@ ExportResult render_export_flaggems_log(const std::vector<RunData>& runs) {
                         " skipped case(s) left out: FlagGems' log records no skipped input");
   if (failed > 0)
     out.notes.push_back(std::to_string(failed) +
-                        " failed case(s) written with their error_msg (FlagGems' own log loses "
-                        "the dtype of a failing input); summary_for_plot's --compare divides by "
-                        "a row's latency and cannot read one without it");
+                        " failed case(s) written with their error_msg and, where they have no "
+                        "latency, NaN for it (FlagGems' own log loses the dtype of a failing "
+                        "input; its summary_for_plot --compare divides by every latency)");
   return out;
 }
 

@@ -185,7 +185,11 @@ std::vector<json> log_records(const std::string& text) {
     const std::size_t end = text.find('\n', at);
     const std::string line = text.substr(at, end - at);
     EXPECT_EQ(line.rfind("[INFO] {", 0), 0u) << line;
-    out.push_back(json::parse(line.substr(7)));
+    // Python's json reads NaN (a failed input's latency); nlohmann's parser does not.
+    std::string body = line.substr(7);
+    for (std::size_t at = 0; (at = body.find(":NaN", at)) != std::string::npos;)
+      body.replace(at, 4, ":\"NaN\"");
+    out.push_back(json::parse(body));
     at = end == std::string::npos ? text.size() : end + 1;
   }
   return out;
@@ -216,8 +220,10 @@ TEST(Export, FlagGemsLogOneRecordPerOpAndDtype) {
   RowSpec bad = a;
   bad.status = "failed";
   bad.shape = "16384";
-  const auto native = write_run(t.path(), "add-20261204-101010",
-                                {r1, r2, r3, make_row(sk), make_row(bad)}, identity("core"));
+  json rb = make_row(bad);
+  rb.erase("latency_ms");  // the candidate failed: no latency of its own
+  const auto native =
+      write_run(t.path(), "add-20261204-101010", {r1, r2, r3, make_row(sk), rb}, identity("core"));
   ExportResult r = render_export_flaggems_log(load_runs({native}));
   auto recs = log_records(r.text);
   ASSERT_EQ(recs.size(), 2u) << r.text;
@@ -244,6 +250,10 @@ TEST(Export, FlagGemsLogOneRecordPerOpAndDtype) {
   EXPECT_EQ(recs[1]["dtype"], "torch.bfloat16");
   ASSERT_EQ(recs[1]["result"].size(), 2u);
   EXPECT_EQ(recs[1]["result"][1]["error_msg"], "made to fail");
+  // Its latency NaN, as Python writes it, so that --compare can divide by it.
+  EXPECT_EQ(recs[1]["result"][1]["latency"], "NaN");
+  EXPECT_NE(r.text.find("\"latency\":NaN,"), std::string::npos) << r.text;
+  EXPECT_TRUE(recs[1]["result"][0]["latency"].is_number());
   ASSERT_EQ(r.notes.size(), 2u);
   EXPECT_NE(r.notes[0].find("1 skipped"), std::string::npos) << r.notes[0];
   EXPECT_NE(r.notes[1].find("1 failed"), std::string::npos) << r.notes[1];
