@@ -123,21 +123,6 @@ EnvLookup side_env(const AbSide& side) {
   };
 }
 
-// The refusal a child printed: its last line that is not CLI11's "Run with --help" note, without
-// "caliber: ".
-std::string refusal_of(const std::string& text) {
-  std::string last;
-  for (const auto& line : core::split_fields(text, '\n')) {
-    const auto b = line.find_first_not_of(" \t\r");
-    if (b == std::string::npos || line.rfind("Run with --help", b) == b) continue;
-    last = line.substr(b);
-  }
-  const std::string prefix = "caliber: ";
-  if (last.rfind(prefix, 0) == 0) last = last.substr(prefix.size());
-  while (!last.empty() && (last.back() == '\r' || last.back() == ' ')) last.pop_back();
-  return last.substr(0, 600);
-}
-
 // ab gives every round its own --out and --name (and a paired round its --paired-*): a switch
 // that sets them would make each round's run refuse its flags after the A/B directory exists.
 void check_round_flags(const AbSide& side) {
@@ -152,8 +137,8 @@ void check_round_flags(const AbSide& side) {
 
 // One side's run as its rounds run it: the run flags and the side's own, over the side's
 // environment, then `caliber run --dry-run` of it (the ops, the libraries, the suites, the
-// devices, the timer, the replay source), whose refusal is the side's. A FlagGems side's run is
-// Python's (docs/flaggems.md): its tree was checked, the rest is its run's.
+// devices, the timer, the replay source; a FlagGems side's tree, selection and import, in
+// Python), whose refusal is the side's.
 void check_side(const AbSettings& s, char name, const AbSide& side) {
   const std::string label = std::string("side ") + name + ": ";
   std::vector<std::string> args = s.run_args;
@@ -168,18 +153,11 @@ void check_side(const AbSettings& s, char name, const AbSide& side) {
     throw AbUsageError(
         "--ops-lib-a/--ops-lib-b (paired A/B): not with --profile or --parallel-warmup; "
         "allowed: --isolate (a process per side and round)");
-  if (!k.flaggems.empty()) return;
-  SpawnSpec dry;
-  dry.argv = {s.self.string(), "run"};
-  dry.argv.insert(dry.argv.end(), s.ops.begin(), s.ops.end());
-  dry.argv.emplace_back("--dry-run");
-  dry.argv.insert(dry.argv.end(), args.begin(), args.end());
-  dry.env = side.env;
-  const Captured r = run_capture(dry, 600, /*merge_stderr=*/true);
-  // Only a refusal (exit 2) is the side's bad input; a run that cannot even be planned for
-  // another reason fails its rounds, which report it.
-  if (r.status.kind == ExitKind::exited && r.status.code == 2)
-    throw AbUsageError(label + refusal_of(r.out));
+  try {
+    run::check_dry_run(s.self, s.ops, args, side.env);
+  } catch (const core::UsageError& e) {
+    throw AbUsageError(label + e.what());
+  }
 }
 
 // The A/B directory with its logs/ and ab.json (the rounds, the switch, the run flags).

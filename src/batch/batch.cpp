@@ -590,6 +590,15 @@ void resolve_ops(BatchSettings& s) {
   // exists: a name such as --help would otherwise reach a child as a flag. A FlagGems batch's
   // ops were checked against its tree (flaggems_batch_ops); the corpus does not have them.
   if (s.opt.check_ops && root.empty()) s.opt.check_ops(k, s.ops);
+  // A FlagGems batch's selection in one child, as its runs will see it: the tree imports (a
+  // missing module named), FlagGems' pytest collects every file, the run flags are Python's too.
+  if (!root.empty()) {
+    try {
+      run::check_dry_run(s.self, s.ops, s.opt.run_args);
+    } catch (const core::UsageError& e) {
+      throw BatchUsageError(e.what());
+    }
+  }
   try {
     core::check_out_dir(s.opt.out);
   } catch (const std::invalid_argument& e) {

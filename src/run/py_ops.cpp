@@ -346,6 +346,31 @@ std::vector<std::string> py_suite_ops(const std::string& list, const std::vector
   return names;
 }
 
+void check_dry_run(const fs::path& self, const std::vector<std::string>& ops,
+                   const std::vector<std::string>& args,
+                   const std::map<std::string, std::optional<std::string>>& env) {
+  SpawnSpec dry;
+  dry.argv = {self.string(), "run"};
+  dry.argv.insert(dry.argv.end(), ops.begin(), ops.end());
+  dry.argv.emplace_back("--dry-run");
+  dry.argv.insert(dry.argv.end(), args.begin(), args.end());
+  dry.env = env;
+  const Captured r = run_capture(dry, 600, /*merge_stderr=*/true);
+  if (r.status.kind != ExitKind::exited || r.status.code != 2) return;
+  // The refusal is the child's last line of text but its usage hint.
+  std::string last;
+  for (const auto& line : core::split_fields(r.out, '\n')) {
+    const auto b = line.find_first_not_of(" \t\r");
+    if (b == std::string::npos || line.rfind("Run with --help", b) == b) continue;
+    last = line.substr(b);
+  }
+  const std::string prefix = "caliber: ";
+  if (last.rfind(prefix, 0) == 0) last = last.substr(prefix.size());
+  while (!last.empty() && (last.back() == '\r' || last.back() == ' ')) last.pop_back();
+  throw UsageError(last.empty() ? "`caliber run --dry-run` of the selection refused it"
+                                : last.substr(0, 600));
+}
+
 std::vector<std::string> check_py_suites(const fs::path& self, const core::Knobs& k,
                                          const std::vector<std::string>& ops) {
   std::vector<std::string> argv = {self.string(),

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <iosfwd>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,5 +47,13 @@ namespace caliber::run {
 [[nodiscard]] std::vector<std::string> check_py_suites(const std::filesystem::path& self,
                                                        const core::Knobs& k,
                                                        const std::vector<std::string>& ops);
+
+// The check batch and ab make of a run before anything is written, where a child must make it
+// (a FlagGems selection is collected by FlagGems' pytest, in Python): `<self> run OPS --dry-run
+// ARGS` with `env` set over this process's environment; its refusal (exit 2) throws UsageError
+// with the child's message. Any other failure is left to the runs, which report it.
+void check_dry_run(const std::filesystem::path& self, const std::vector<std::string>& ops,
+                   const std::vector<std::string>& args,
+                   const std::map<std::string, std::optional<std::string>>& env = {});
 
 }  // namespace caliber::run

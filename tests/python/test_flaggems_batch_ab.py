@@ -133,6 +133,14 @@ class FlagGemsBatch(unittest.TestCase):
             self.assertEqual(rc, 2, (args, so, se))
             self.assertIn(needle, se)
             self.assertFalse(os.path.exists(bad) and os.listdir(bad), "nothing written")
+        # A FlagGems that does not import is the batch's bad input, before anything is written
+        # (its runs' own check, made once in a child), not a batch of failed ops.
+        bad = os.path.join(tmpdir(), "bad")
+        rc, so, se = caliber("batch", "--flaggems", ROOT, "add", "softmax", "--out", bad, *QUICK,
+                             extra_env={"STANDIN_BREAK_IMPORT": "1"})
+        self.assertEqual(rc, 2, so + se)
+        self.assertIn("sqlalchemy_standin_missing", se)
+        self.assertFalse(os.path.exists(bad) and os.listdir(bad), "nothing written")
 
 
 def verdicts(text, op, role="candidate"):
@@ -179,6 +187,19 @@ class FlagGemsAb(unittest.TestCase):
                              (["--flaggems-a", ROOT, "--flaggems-b", ROOT], "identical")):
             out = os.path.join(tmpdir(), "ab")
             rc, so, se = caliber("ab", *args, "add", "--out", out, *QUICK)
+            self.assertEqual(rc, 2, (args, so, se))
+            self.assertIn(needle, se)
+            self.assertFalse(os.path.exists(out) and os.listdir(out))
+        # What only FlagGems' side can check (its tree's ops, its import) is checked by a dry run
+        # of each side's run before the A/B directory exists.
+        b = os.path.join(tmp, "B")
+        shutil.copytree(ROOT, b)
+        for args, op, extra, needle in (
+                ([], "nosuchop", {}, "nosuchop"),
+                ([], "add", {"STANDIN_BREAK_IMPORT": "1"}, "sqlalchemy_standin_missing")):
+            out = os.path.join(tmpdir(), "ab")
+            rc, so, se = caliber("ab", "--flaggems-a", ROOT, "--flaggems-b", b, op, "--out", out,
+                                 *QUICK, extra_env=extra)
             self.assertEqual(rc, 2, (args, so, se))
             self.assertIn(needle, se)
             self.assertFalse(os.path.exists(out) and os.listdir(out))
