@@ -160,9 +160,15 @@ void check_output_file(const fs::path& file, const std::string& knob, const Comm
            "is an input of this command (" + shown_path(in) +
                "); caliber never writes over what it reads");
   struct stat st {};
-  if (::lstat(file.c_str(), &st) == 0)
+  if (::lstat(file.c_str(), &st) == 0) {
     check_existing(file, knob, st);
-  else if (errno != ENOENT)
+    // A results directory's own file (another run's run.log, a batch's ops_status.csv) is never
+    // an output, input of this command or not: the run or batch it belongs to would be lost.
+    if (is_caliber_data_file(file.filename().string()))
+      refuse(knob, file,
+             "is a data file of caliber's results (" + file.filename().string() +
+                 "); caliber never writes over one: name another file");
+  } else if (errno != ENOENT)
     refuse(knob, file, std::string("cannot be used (") + std::strerror(errno) + ")");
   check_folder(file, knob);
 }

@@ -45,7 +45,8 @@ class CommandInputs {
 
 // The policy for a file about to be written at `file` for the option `knob`:
 //  - not empty, no control characters (a newline in a path is a mistake), not too long;
-//  - not an input of the same command (`inputs`);
+//  - not an input of the same command (`inputs`), and not an existing file named as caliber's
+//    data files are (is_caliber_data_file: another run's run.log, a batch's ops_status.csv);
 //  - where something exists at it: a regular file (never a symbolic link, a device, a fifo or a
 //    directory) that the user may write (its mode has a write bit and access(W_OK) agrees: a
 //    0444 file is refused, not replaced, even for root);

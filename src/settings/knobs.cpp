@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 
 #include "caliber/check.hpp"
@@ -389,6 +390,15 @@ std::vector<KnobSpec> make_table() {
        "a regular file path (created if missing)", "The shared config cache used by --tune live.",
        [](Knobs& k, const std::string& v) {
          k.tune_cache = not_empty("tune_cache", v);
+         // A run's recorded tune.db is that run's record (what --replay-from replays): live
+         // tuning must not add to it.
+         if (std::error_code ec;
+             std::filesystem::path(k.tune_cache).filename() == "tune.db" &&
+             std::filesystem::exists(std::filesystem::path(k.tune_cache).parent_path() / "run.log",
+                                     ec))
+           refuse("tune_cache", v,
+                  "is the recorded tune.db of a run (its folder holds run.log); a record stays "
+                  "as it was: replay it with --replay-from, or copy it to tune into");
          // SQLite would write <file>-journal / -wal next to a device such as /dev/null, and a
          // file that is no SQLite database would be set aside as corrupt: only a regular file
          // that is empty or starts with the SQLite header may be a tune cache.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -365,7 +366,15 @@ std::unique_ptr<ConfigCache> ConfigCache::open(const fs::path& file, Access acce
     return c;
   }
   if (file.has_parent_path()) fs::create_directories(file.parent_path(), ec);
-  int rc = open_read_write(file, &c->db_, err);
+  // A file whose mode has no write bit is read-only whoever runs (root's writes would pass
+  // SQLite's own check): read, never written, as the output policy treats such a file.
+  struct stat st {};
+  int rc = SQLITE_READONLY;
+  if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+      (st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0)
+    err = "its mode has no write bit";
+  else
+    rc = open_read_write(file, &c->db_, err);
   if (rc != SQLITE_OK && is_corruption(rc)) {
     FileLock lock(file.string() + ".lock");
     // Another process may have rebuilt it while we waited for the lock.

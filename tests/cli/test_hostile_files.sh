@@ -22,6 +22,19 @@ expect_refused "report --html a symlink" "symbolic" -- "$CAL" report "$R" --html
 [ "$(cat "$T/target.html")" = keep ] || check_fail "report --html wrote through the symlink"
 "$CAL" report "$R" --html "$T/page.html" > /dev/null || check_fail "report --html a new file: exit $?"
 
+# --- No output lands on a data file of caliber's results, another run's or batch's included
+# (summary and identity of that run would read HTML or CSV afterwards).
+"$CAL" run sum "${FAST[@]}" --out "$T/runs2" --name other > /dev/null 2>&1 || fatal "a cpu run failed"
+O=$(only_run_dir "$T/runs2")
+sums_before=$(md5sum "$O"/* | md5sum)
+expect_refused "export --out another run's run.log" "data file of caliber's results" -- \
+  "$CAL" export "$R" --out "$O/run.log"
+expect_refused "report --html another run's identity" "data file of caliber's results" -- \
+  "$CAL" report "$R" --html "$O/run_identity.json"
+expect_refused "history --html another run's run.log" "data file of caliber's results" -- \
+  "$CAL" history "$R" --html "$O/run.log"
+[ "$(md5sum "$O"/* | md5sum)" = "$sums_before" ] || check_fail "another run's files were changed"
+
 # --- Sizes past 64 bits are skipped with their real size: no crash, no wrap, no "empty shape".
 cat > "$T/huge.yaml" << 'YAML'
 families:

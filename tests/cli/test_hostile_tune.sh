@@ -44,6 +44,25 @@ else
   echo "note: chattr +i unsupported here; the read-only cache is checked by the unit tests"
 fi
 
+# --- A 0444 cache is read-only for root too (whose writes SQLite would let through): its configs
+# are used, the file is not changed, a warning says so.
+cp "$T/c.db" "$T/ro444.db"
+chmod 444 "$T/ro444.db"
+sum_before=$(md5sum < "$T/ro444.db")
+"$CAL" run mm "${FAST[@]}" --tune live --tune-cache "$T/ro444.db" --shape 48x48x48 --out "$T/ro444" \
+  > "$T/ro444.txt" 2>&1 || check_fail "live run on a 0444 cache: exit $?: $(tail -3 "$T/ro444.txt")"
+[ "$(md5sum < "$T/ro444.db")" = "$sum_before" ] || check_fail "a 0444 tune cache was written into"
+grep -q "its mode has no write bit" "$T/ro444.txt" || check_fail "no read-only warning: $(cat "$T/ro444.txt")"
+
+# --- A run's recorded tune.db is its record: --tune-cache refuses it (live tuning would add to
+# what a later --replay-from replays).
+"$CAL" run mm "${FAST[@]}" --tune record --out "$T/rec" > /dev/null 2>&1 || fatal "a record run failed"
+REC=$(only_run_dir "$T/rec")
+sum_before=$(md5sum < "$REC/tune.db")
+expect_refused "--tune-cache a run's record" "recorded tune.db of a run" -- \
+  "$CAL" run mm "${FAST[@]}" --tune live --tune-cache "$REC/tune.db" --out "$T/rec2"
+[ "$(md5sum < "$REC/tune.db")" = "$sum_before" ] || check_fail "a run's recorded tune.db was changed"
+
 # --- A valid SQLite database of another schema is set aside, never written into.
 python3 -c '
 import sqlite3, sys
