@@ -22,7 +22,8 @@ void add_compare(CLI::App& root, int& exit_code) {
       "medians of the samples, or a paired A/B's blocks), its 95% CI and a verdict (FASTER, "
       "SLOWER,\n"
       "SAME, UNSURE); per op the range of ratios. Columns and notes: docs/ab.md. Exit 0, 1 with\n"
-      "--fail-on-regression and a regression, 2 mismatch or bad input.");
+      "--fail-on-regression and a regression (a pair SLOWER by more than PCT, a case ok in A and\n"
+      "failed in B, or no case paired at all), 2 mismatch or bad input.");
   auto a = std::make_shared<std::string>();
   auto b = std::make_shared<std::string>();
   auto cmp = std::make_shared<report::CompareCommand>();

@@ -59,7 +59,8 @@ void add_history(CLI::App& root, int& exit_code) {
       "commit they were built from), and per op, dtype, shape and provider the series of medians,\n"
       "compare's verdict between consecutive points and the change-point of the series\n"
       "(docs/report.md#history). DIR is a run, a batch, or a directory of runs and batches.\n"
-      "Exit 0, 1 with --fail-on-regression and a regression of the newest point, 2 bad input.");
+      "Exit 0, 1 with --fail-on-regression and a regression of the newest point (a step SLOWER\n"
+      "by more than PCT, a case that fails there, or nothing comparable), 2 bad input.");
   auto a = std::make_shared<HistoryArgs>();
   sub->add_option("DIR", a->dirs, "Run or batch directories, or directories holding them")
       ->required();

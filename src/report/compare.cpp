@@ -483,6 +483,8 @@ void compare_case(const std::string& key, const SideCase& ca, const SideCase& cb
     ++out.excluded;
     if (why_a) count(out.excluded_a, *why_a);
     if (why_b) count(out.excluded_b, *why_b);
+    if (!why_a && why_b == core::status::failed)
+      out.broken.push_back(ca.op + " " + ca.dtype + " " + ca.shape);
     return;
   }
   ++out.paired;

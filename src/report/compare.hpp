@@ -148,6 +148,8 @@ struct CompareResult {
   int excluded = 0;              // cases on both sides, not ok with a positive latency on both
   ExclusionCounts excluded_a, excluded_b;  // why, per side (a case may count on both)
   std::vector<std::string> regressions;    // "op dtype shape: ratio 1.083 (SLOWER)"
+  // "op dtype shape" of the cases that ran in A and failed in B: a regression gate fails on them.
+  std::vector<std::string> broken;
   bool cross_device = false;    // the sides ran on different physical devices (uuid) or nodes
   std::string cross_nodes;      // "nodeA vs nodeB" when the nodes differ (Slurm node, else host)
   double band_used = 0;         // the noise band the verdicts used

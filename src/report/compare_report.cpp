@@ -257,13 +257,22 @@ Report compare_report(const CompareResult& r, const CompareOptions& opt) {
   rep.tables.push_back(pairing_table(r));
   if (!r.loaded_host.empty()) rep.warnings.push_back(r.loaded_host);
   for (const auto& reg : r.regressions) rep.warnings.push_back("REGRESSION: " + reg);
-  if (r.paired == 0) rep.warnings.push_back("no case could be paired: nothing was compared");
+  for (const auto& c : r.broken)
+    rep.warnings.push_back(std::string(opt.fail_on_regression_pct ? "REGRESSION: " : "") + c +
+                           ": ok in A, failed in B");
+  if (r.paired == 0)
+    rep.warnings.push_back(
+        opt.fail_on_regression_pct
+            ? "no case could be paired: nothing was compared, so --fail-on-regression fails "
+              "(a gate that judged nothing is no pass)"
+            : "no case could be paired: nothing was compared");
   return rep;
 }
 
 int compare_exit_code(const CompareResult& r, const CompareOptions& opt) {
   if (r.mismatch() && !opt.allow_mismatch) return 2;
-  if (opt.fail_on_regression_pct && !r.regressions.empty()) return 1;
+  if (opt.fail_on_regression_pct && (!r.regressions.empty() || !r.broken.empty() || r.paired == 0))
+    return 1;
   return 0;
 }
 

@@ -237,6 +237,16 @@ void add_steps(const std::vector<HistoryPoint>& points, const HistoryOptions& op
   }
   for (std::size_t i = 1; i < points.size(); ++i) {
     const CompareResult res = compare_loaded(points[i - 1].runs, points[i].runs, opt.compare);
+    // The gate on the newest step: a case that fails there, or nothing comparable at all, fails
+    // it as a slower case does (a gate that judged nothing is no pass).
+    if (opt.compare.fail_on_regression_pct && i + 1 == points.size()) {
+      for (const auto& c : res.broken)
+        out.regressions.push_back(c + ": ok in the point before, failed in the newest");
+      if (res.paired == 0)
+        out.regressions.push_back(
+            "the newest point shares no comparable case with the one "
+            "before it: nothing was judged");
+    }
     for (const auto& p : res.pairs) {
       const auto it = at.find(pair_key(p));
       if (it == at.end()) continue;

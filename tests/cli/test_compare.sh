@@ -45,4 +45,35 @@ grep -q 'level' "$T/id.txt" && grep -q 'core' "$T/id.txt" || fail "identity show
 "$CAL" identity "$A" --diff "$C" > "$T/idd.txt"; rc=$?
 [ "$rc" -eq 0 ] || fail "identity --diff exit $rc"
 grep -q 'CALIBER MISMATCH: level: core vs comprehensive' "$T/idd.txt" || fail "identity --diff"
+
+# --- A regression gate that judged nothing is no pass: no common case, or every case of B
+# failed, exits 1 under --fail-on-regression (and 0 without it); one case ok in A and failed in
+# B fails the gate by itself and is named.
+"$CAL" run sum --out "$T" --name s "${FAST[@]}" > /dev/null 2>&1 || fail "run s"
+S=$(ls -d "$T"/s-*)
+"$CAL" compare "$A" "$S" > /dev/null 2>&1 || fail "compare without a gate of disjoint runs must exit 0"
+"$CAL" compare "$A" "$S" --fail-on-regression 0 > "$T/g1.txt" 2>&1; rc=$?
+[ "$rc" -eq 1 ] || fail "a gate over no common case exit $rc, expected 1: $(tail -3 "$T/g1.txt")"
+grep -q 'nothing was compared, so --fail-on-regression fails' "$T/g1.txt" || fail "no gate note: $(cat "$T/g1.txt")"
+cp -r "$Bd" "$T/broken"
+python3 - "$T/broken/run.log" << 'PY'
+import json, sys
+rows = [json.loads(x) for x in open(sys.argv[1])]
+cases = [r for r in rows if r.get("type") == "case"]
+for r in cases[:1]:  # the first case only
+    r["status"] = "failed"
+    r["error"] = "planted"
+with open(sys.argv[1], "w") as f:
+    f.writelines(json.dumps(r) + "\n" for r in rows)
+PY
+"$CAL" compare "$A" "$T/broken" --fail-on-regression 1000 > "$T/g2.txt" 2>&1; rc=$?
+[ "$rc" -eq 1 ] || fail "a case failed in B under a gate exit $rc, expected 1: $(tail -3 "$T/g2.txt")"
+grep -q 'REGRESSION: add .*: ok in A, failed in B' "$T/g2.txt" || fail "the failed case is not named: $(cat "$T/g2.txt")"
+"$CAL" compare "$A" "$T/broken" > "$T/g3.txt" 2>&1 || fail "without a gate a failed case must not fail compare"
+grep -q ': ok in A, failed in B' "$T/g3.txt" || fail "without a gate the failed case is not shown"
+"$CAL" history "$A" "$T/broken" --fail-on-regression 1000 > "$T/g4.txt" 2>&1; rc=$?
+[ "$rc" -eq 1 ] || fail "history: a case failed in the newest point under a gate exit $rc: $(tail -3 "$T/g4.txt")"
+grep -q 'failed in the newest' "$T/g4.txt" || fail "history does not name the failed case: $(cat "$T/g4.txt")"
+"$CAL" history "$A" "$S" --fail-on-regression 1000 > "$T/g5.txt" 2>&1; rc=$?
+[ "$rc" -eq 1 ] || fail "history: a newest point with nothing to judge under a gate exit $rc"
 echo PASS
