@@ -380,10 +380,17 @@ void load_resumed_batch(BatchSettings& s) {
     if (!listed.insert(r.op).second)
       throw BatchUsageError("--resume: '" + status_file.string() + "' lists op '" +
                             one_line(r.op, 80) + "' twice");
+  // The batch's settings (its run flags, devices, limits): without them the ops left would run
+  // under another caliber than the ones done, so a batch.json that is missing or unreadable is
+  // refused, never taken for empty.
   nlohmann::json cfg;
   std::ifstream cfg_in(dir / kBatchConfigFile);
   if (cfg_in) cfg = nlohmann::json::parse(cfg_in, nullptr, false);
-  if (!cfg.is_object()) cfg = nlohmann::json::object();
+  if (!cfg.is_object())
+    throw BatchUsageError("--resume: '" + (dir / kBatchConfigFile).string() + "' is " +
+                          (cfg_in ? "not a JSON object" : "missing") +
+                          "; it holds the batch's run flags, devices and limits, without which "
+                          "the ops left would run under another caliber than those done");
   try {
     apply_stored_settings(cfg, opt);
   } catch (const nlohmann::json::exception&) {

@@ -30,4 +30,18 @@ cat "$T/out2.txt"
 [ "$(status add)" = ok ] || fail "add's ok row was not kept"
 [ "$(status test_fail)" = failed ] || fail "test_fail after resume: $(status test_fail)"
 [ "$(status test_abort)" = crashed ] || fail "test_abort after resume: $(status test_abort)"
+
+# A batch.json that is garbled or missing is refused (exit 2, nothing run): the ops left would
+# otherwise run without the batch's own flags, under another caliber than the ops done.
+cp "$B/batch.json" "$T/batch.json.good"
+for damage in garbled missing; do
+  if [ "$damage" = garbled ]; then echo garbage > "$B/batch.json"; else rm -f "$B/batch.json"; fi
+  runs_before=$(ls -d "$B"/*/ | wc -l)
+  "$CAL" batch --resume "$B" > "$T/out3.txt" 2>&1
+  rc=$?
+  [ "$rc" -eq 2 ] || fail "resume with a $damage batch.json exit $rc, expected 2: $(tail -3 "$T/out3.txt")"
+  grep -q "batch.json' is" "$T/out3.txt" || fail "the $damage batch.json is not named: $(cat "$T/out3.txt")"
+  [ "$(ls -d "$B"/*/ | wc -l)" -eq "$runs_before" ] || fail "a resume with a $damage batch.json ran an op"
+done
+cp "$T/batch.json.good" "$B/batch.json"
 echo PASS

@@ -68,6 +68,7 @@ printf 'x,y\n1,2\n' > "$T/b1/ops_status.csv"
 printf 'op,status,backend,device,timer,rows,duration_s,reason\n' > "$T/b2/ops_status.csv"
 printf 'op,status\nadd,failed\nadd,failed\n' > "$T/b3/ops_status.csv"
 printf 'op,status\n--help,failed\n' > "$T/b4/ops_status.csv"
+echo '{}' > "$T/b4/batch.json"  # the settings of a batch (none stored), so the op is what is refused
 expect_refused "--resume without an op column" "--resume b1 op" -- \
   "$CAL" batch "${FAST[@]}" --resume "$T/b1"
 expect_refused "--resume header only" "--resume b2 no op" -- \
