@@ -1,10 +1,15 @@
 // caliber: benchmarks GPU operator libraries honestly, on any accelerator vendor.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -110,11 +115,21 @@ namespace {
 // Where a caliber executable that handed this command to Python wants to hear how far the CLI
 // got (run/py_ops.cpp): "started" here, "done N" at the exit point. Read once and cleared, so the
 // children this process starts do not write into it.
+// Only the file such an executable makes is taken (mkstemp's caliber-handoff-XXXXXX in the temp
+// directory, a regular file of this user): a stale or hostile value names nothing to append to.
 std::string& handoff_status_file() {
   static std::string file = [] {
     const char* v = std::getenv("CALIBER_PY_HANDOFF_STATUS");
     std::string f = v != nullptr ? v : "";
     ::unsetenv("CALIBER_PY_HANDOFF_STATUS");
+    if (f.empty()) return f;
+    std::error_code ec;
+    const std::filesystem::path p(f);
+    const auto tmp = std::filesystem::temp_directory_path(ec);
+    struct stat st {};
+    if (ec || p.parent_path() != tmp || p.filename().string().rfind("caliber-handoff-", 0) != 0 ||
+        ::lstat(f.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
+      f.clear();
     return f;
   }();
   return file;
@@ -123,10 +138,25 @@ std::string& handoff_status_file() {
 void note_handoff(const std::string& line) {
   const std::string& file = handoff_status_file();
   if (file.empty()) return;
-  if (std::FILE* f = std::fopen(file.c_str(), "ae")) {
-    std::fputs((line + "\n").c_str(), f);
-    std::fclose(f);
+  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  const std::string text = line + "\n";
+  [[maybe_unused]] const auto n = ::write(fd, text.data(), text.size());
+  ::close(fd);
+}
+
+// CLI11 reads `--out=` (an empty value, as `--out=$UNSET` gives) as a flag waiting for its value
+// and takes the next argument for it: `--out= --quiet` wrote into ./--quiet/. An empty value
+// after `=` is refused before parsing, naming the flag.
+std::string empty_inline_value(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    const auto eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && eq != std::string::npos && eq + 1 == a.size())
+      return a.substr(0, eq);
   }
+  return "";
 }
 
 int run_cli(int argc, char** argv);
@@ -167,6 +197,10 @@ int run_cli(int argc, char** argv) {
       return usage_error("'" + caliber::core::shown_path(argv[1]) +
                          "' is not a subcommand; allowed: " + names);
   }
+  if (const std::string flag = empty_inline_value(argc, argv); !flag.empty())
+    return usage_error(caliber::core::shown_path(flag) + ": '' (given as '" +
+                       caliber::core::shown_path(flag) +
+                       "=') is empty; allowed: a value after the '='");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

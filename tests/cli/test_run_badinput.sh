@@ -66,5 +66,18 @@ expect_refused "--replay-from a directory that does not exist" "--replay-from $T
   "$CAL" run add "${FAST[@]}" "${O[@]}" --replay-from "$T/no-such-run"
 REFUSED_LINES=any expect_refused "an unknown flag" "--no-such-flag" -- \
   "$CAL" run add "${FAST[@]}" "${O[@]}" --no-such-flag
+# `--out=$UNSET` is an empty value, never a flag that takes the next argument for its value.
+( cd "$T" && expect_refused "--out= before another flag" "--out empty" -- \
+  "$CAL" run add "${FAST[@]}" --out= --quiet )
+[ -e "$T/--quiet" ] && check_fail "--out= --quiet wrote into ./--quiet"
+expect_refused "--name= before another flag" "--name empty" -- \
+  "$CAL" run add "${FAST[@]}" "${O[@]}" --name= --quiet
+expect_refused "export --format=" "--format empty" -- "$CAL" export "$T" --format= --out "$T/x.csv"
+
+# The hand-off's status variable names only the file a caliber that handed off made: any other
+# path (a stale or hostile environment) is never appended to.
+echo keep > "$T/victim.txt"
+CALIBER_PY_HANDOFF_STATUS="$T/victim.txt" "$CAL" list --backend cpu > /dev/null 2>&1
+[ "$(cat "$T/victim.txt")" = keep ] || check_fail "CALIBER_PY_HANDOFF_STATUS appended to $T/victim.txt"
 
 cli_done
