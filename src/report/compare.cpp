@@ -55,7 +55,8 @@ void device_keys(const std::vector<RunData>& runs, std::vector<DeviceKey>& out) 
   for (const auto& r : runs) {
     DeviceKey k;
     if (r.identity.is_object()) {
-      k.backend = r.identity.value("backend", std::string());
+      if (const nlohmann::json& b = json_member(r.identity, "backend"); b.is_string())
+        k.backend = b.get<std::string>();
       if (const auto d = r.identity.find("device"); d != r.identity.end() && d->is_object())
         if (const auto n = d->find("name"); n != d->end() && n->is_string())
           k.model = n->get<std::string>();
@@ -323,9 +324,9 @@ void detect_cross_device(const std::vector<RunData>& a, const std::vector<RunDat
     std::vector<std::pair<std::string, std::string>> u;  // uuid, node
     for (const auto& r : side) {
       std::string uuid;
-      if (r.identity.is_object() && r.identity.contains("device") &&
-          r.identity["device"].is_object())
-        uuid = r.identity["device"].value("uuid", "");
+      if (const nlohmann::json& u = json_member(json_member(r.identity, "device"), "uuid");
+          u.is_string())
+        uuid = u.get<std::string>();
       u.emplace_back(uuid, core::node_of(r.identity));
     }
     return u;
@@ -602,7 +603,8 @@ CompareResult compare_loaded(const std::vector<RunData>& a, const std::vector<Ru
 
 void refuse_profile_runs(const std::vector<RunData>& runs) {
   for (const auto& r : runs)
-    if (r.identity.is_object() && r.identity.value("profile", false))
+    if (const nlohmann::json& p = json_member(r.identity, "profile");
+        p.is_boolean() && p.get<bool>())
       throw std::invalid_argument(r.dir.string() +
                                   " is a profile run (--profile): it launched each case under a "
                                   "profiler's ranges and timed nothing, so there is nothing to "

@@ -205,7 +205,8 @@ std::string history_html(const HistoryResult& h, const HistoryOptions& opt) {
   if (!h.points.empty()) {
     const auto& id = h.points.back().runs.front().identity;
     if (id.is_object()) {
-      const std::string backend = id.value("backend", std::string());
+      const nlohmann::json& b = json_member(id, "backend");
+      const std::string backend = b.is_string() ? b.get<std::string>() : std::string();
       if (!backend.empty()) title += " on " + backend;
     }
     const std::string from = h.points.front().start_time, to = h.points.back().start_time;

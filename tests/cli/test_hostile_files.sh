@@ -35,6 +35,23 @@ expect_refused "history --html another run's run.log" "data file of caliber's re
   "$CAL" history "$R" --html "$O/run.log"
 [ "$(md5sum "$O"/* | md5sum)" = "$sums_before" ] || check_fail "another run's files were changed"
 
+# --- An identity whose fields have the wrong types is read leniently: the readers say what
+# differs, never a JSON library's type error.
+cp -r "$R" "$T/typed"
+python3 - "$T/typed/run_identity.json" << 'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d.update(backend=5, profile=5, device={"uuid": 7, "name": []})
+json.dump(d, open(sys.argv[1], "w"))
+PY
+for cmd in "compare $R $T/typed" "history $R $T/typed" "report --ab $R $T/typed --html $T/typed.html"; do
+  # shellcheck disable=SC2086
+  "$CAL" $cmd > "$T/typed.out" 2>&1
+  rc=$?
+  [ "$rc" -le 2 ] || check_fail "$cmd: exit $rc"
+  grep -q "json.exception" "$T/typed.out" && check_fail "$cmd: a raw JSON error: $(grep json.exception "$T/typed.out")"
+done
+
 # --- Sizes past 64 bits are skipped with their real size: no crash, no wrap, no "empty shape".
 cat > "$T/huge.yaml" << 'YAML'
 families:
