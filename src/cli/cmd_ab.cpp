@@ -68,7 +68,7 @@ void add_ab(CLI::App& root, int& exit_code) {
       ->check(CLI::IsMember({"on", "off"}));
   sub->add_option("--timeout-per-run", *timeout, "Seconds a round's run may take; 0: none")
       ->group("A/B")
-      ->check(CLI::NonNegativeNumber);
+      ->check(timeout_seconds);
   add_compare_options(*sub, *cmp, /*ab=*/true);
   sub->callback([knobs, envs, args, lib_a, lib_b, fg_a, fg_b, rounds, timeout, isolate, blocks,
                  crossover, cmp, &exit_code] {

@@ -10,14 +10,12 @@
 #include "settings/shapes.hpp"
 
 namespace caliber::cli {
-namespace {
-
-// --timeout-per-op's values: CLI::NonNegativeNumber lets NaN through (NaN < 0 is false), and a
-// NaN timeout would be none.
 std::string timeout_seconds(const std::string& v) {
   if (run::parse_timeout_seconds(v)) return "";
   return "'" + v.substr(0, 200) + "' is not allowed; allowed: seconds from 0 to 1e7 (0: none)";
 }
+
+namespace {
 
 void add_batch(CLI::App& root, int& exit_code) {
   auto* sub = root.add_subcommand(

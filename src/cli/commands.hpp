@@ -28,6 +28,11 @@ void use_wrapping_help(CLI::App& app);
 // with a message, never a silent 0), and a code outside 0/1/2 (and 128+signal) becomes 1.
 [[nodiscard]] int finish_exit(int exit_code);
 
+// The check of a timeout in seconds (batch's --timeout-per-op, ab's --timeout-per-run): "" when
+// allowed, else the refusal. CLI::NonNegativeNumber lets NaN through (NaN < 0 is false), and a NaN
+// timeout would be none.
+std::string timeout_seconds(const std::string& v);
+
 // Prints "caliber: <message>" on stderr and returns kExitUsage.
 int usage_error(const std::string& message);
 

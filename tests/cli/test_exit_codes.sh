@@ -35,6 +35,7 @@ plan|0|--backend cpu|yes
 plan|2|--backend nosuch|no
 ab|0|add ${FAST[*]} --env X=1 --env X=2 --rounds 1 --out $T/o --name abok|yes
 ab|2|add ${FAST[*]} --out $T/refused-out|no
+ab|2|add ${FAST[*]} --env X=1 --env X=2 --timeout-per-run nan --out $T/refused-out|no
 identity|0|$R|yes
 identity|2|$T/empty|no
 report|0|$R --html $T/page.html|yes
