@@ -97,7 +97,7 @@ def _device(backend: str, index: int) -> Tuple[int, Dict[str, Any]]:
     key = (backend, index)
     if key not in _devices:
         if backend != "cpu":
-            _install_torch_hooks()
+            _install_torch_hooks(backend)
         buf = _lib.buffer(1 << 16)
         handle = _lib.lib().caliber_c_device_open(backend.encode(), index, buf, len(buf))
         info = json.loads(_lib.text(buf))
@@ -108,10 +108,10 @@ def _device(backend: str, index: int) -> Tuple[int, Dict[str, Any]]:
     return _devices[key]
 
 
-def _install_torch_hooks() -> None:
+def _install_torch_hooks(backend: str) -> None:
     from . import _torch
-    if _torch.available():
-        _torch.install_hooks()
+    if _torch.available(backend):
+        _torch.install_hooks(backend)
 
 
 def _resolve_backend(backend: Optional[str]) -> str:
@@ -119,7 +119,7 @@ def _resolve_backend(backend: Optional[str]) -> str:
         backend = os.environ.get("ZL_BACKEND") or "auto"
     if backend == "auto":
         from . import _torch
-        backend = "cuda" if _torch.available() else "cpu"
+        backend = _torch.auto_backend()
     return backend
 
 
@@ -144,13 +144,14 @@ def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
             per_launch: bool = True, settle_window_s: Optional[float] = None,
             sample_method: Optional[str] = None) -> Measurement:
     """Times fn() (which only enqueues work, on torch's current stream on CUDA) and returns a
-    Measurement. backend: "auto" (cuda when torch sees a GPU, else cpu), "cpu", "cuda", or
-    ZL_BACKEND. On CUDA, fn runs with torch's current stream set to caliber's; a graph capture
-    that fn refuses (a Python exception or a CUDA capture error, `.item()` included) falls back
-    to the direct timer with BENCHMARK_DIRECT_NO_CUDAGRAPH. An exception fn raises outside any
-    capture is raised here. per_launch=False makes the graph timer time a replay of K
-    back-to-back launches divided by K (do_bench_cudagraph's method) instead of each launch
-    between event nodes of its own (docs/python.md). sample_method: "auto" (the device's own
+    Measurement. backend: "auto" (the backend of the device torch sees: cuda, rocm, musa or
+    ascend; else cpu), a backend's name, or ZL_BACKEND. On CUDA, fn runs with torch's current
+    stream set to caliber's; a graph capture that fn refuses (a Python exception or a CUDA
+    capture error, `.item()` included) falls back to the direct timer with
+    BENCHMARK_DIRECT_NO_CUDAGRAPH. An exception fn raises outside any capture is raised here.
+    per_launch=False makes the graph timer time a replay of K back-to-back launches divided by K
+    (do_bench_cudagraph's method) instead of each launch between event nodes of its own
+    (docs/python.md). sample_method: "auto" (the device's own
     activity records where it has them, else events), "trace" or "events", or
     CALIBER_SAMPLE_METHOD; while another activity subscriber (torch.profiler) is active the
     records cannot be had and the measurement is timed by events, marked
@@ -162,9 +163,9 @@ def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
     sample_method = _resolve_sample_method(sample_method)
     backend = _resolve_backend(backend)
     from . import _torch
-    torch_dev = backend != "cpu" and _torch.available()
+    torch_dev = backend != "cpu" and _torch.available(backend)
     if device is None:
-        device = _torch.torch.cuda.current_device() if torch_dev else 0
+        device = _torch.device_api(backend).current_device() if torch_dev else 0
     handle, info = _device(backend, device)
     torch_dev = torch_dev and not info.get("host", False)
     opts = {"timer": timer, "l2": l2, "clock": clock, "return_mode": return_mode,
@@ -195,7 +196,7 @@ def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
     try:
         if torch_dev:
             from . import _torch
-            with _torch.rng_guard(), _torch.on_stream(info["stream"], device):
+            with _torch.rng_guard(backend), _torch.on_stream(info["stream"], device, backend):
                 status = _lib.lib().caliber_c_measure(handle, opts_json, _LAUNCH,
                                                       target, buf, len(buf))
         else:

@@ -321,8 +321,8 @@ class Session:
             # graph capture through torch's own graph API, installed before the run opens its
             # device (docs/python.md)
             from . import _torch
-            if _torch.available():
-                _torch.install_hooks()
+            if _torch.available(self.knobs["backend"]):
+                _torch.install_hooks(self.knobs["backend"])
         self.pytest_args = self._arguments()
 
     def _test_path(self, text, knob):
@@ -554,11 +554,13 @@ class Session:
             # FlagGems allocates on torch's current device and launches on its current stream:
             # both are the run's for the whole session (the backward's forward runs inside
             # get_latency, and its kernels must land where the events are).
+            # torch's module is the backend's (torch.cuda, torch.musa, torch.npu: _torch.py).
             from . import _torch
-            import torch
-            torch.cuda.set_device(dev["index"])
-            torch.cuda.set_stream(_torch.external_stream(dev["stream"], dev["index"]))
-            _torch.heal_generator("after the run's set-up: peaks")
+            backend = self.knobs["backend"]
+            api = _torch.device_api(backend)
+            api.set_device(dev["index"])
+            api.set_stream(_torch.external_stream(dev["stream"], dev["index"], backend))
+            _torch.heal_generator("after the run's set-up: peaks", backend)
 
     def _send_startup(self):
         """The start-up's phases for the footer: the interpreter and pytest up to this plugin,
@@ -840,7 +842,8 @@ class Session:
             reply = self.run.call(request, call)
         else:
             from . import _torch
-            with _torch.rng_guard():  # the generator as FlagGems left it, whatever was captured
+            # the generator as FlagGems left it, whatever was captured
+            with _torch.rng_guard(self.knobs["backend"]):
                 reply = self.run.call(request, call)
         c.targets.append(reply["_target"])
         if reply.get("unusable"):
@@ -891,15 +894,17 @@ class Session:
     def _sync(self):
         if self.host:
             return
-        import torch
-        torch.cuda.current_stream().synchronize()
+        from . import _torch
+        _torch.device_api(self.knobs["backend"]).synchronize()
 
     def _rng_state(self):
+        """The default generator's state; None on the host, or where the device's module has no
+        default_generators (nothing is then known to be drawn)."""
         if self.host:
             return None
         try:
-            import torch
-            return torch.cuda.get_rng_state()
+            from . import _torch
+            return _torch.device_api(self.knobs["backend"]).get_rng_state()
         except Exception:
             return None
 

@@ -113,7 +113,8 @@ class Op:
 class Case:
     """A case as the input maker sees it."""
 
-    def __init__(self, d: Mapping[str, Any], host: bool, device_index: int) -> None:
+    def __init__(self, d: Mapping[str, Any], host: bool, device_index: int,
+                 device_type: str = "cuda") -> None:
         self.op = d["op"]
         self.dtype = d["dtype"]
         self.shape = list(d["shape"])
@@ -121,7 +122,7 @@ class Case:
         self.params = dict(d.get("params") or {})
         self.node = d["node"]
         self.host = host
-        self.device = "cpu" if host else "cuda:%d" % device_index
+        self.device = "cpu" if host else "%s:%d" % (device_type, device_index)
 
     @property
     def dims(self) -> Dict[str, int]:
@@ -456,13 +457,14 @@ class Registry:
                 return self._err(op, "field 'bytes_needed'", e)
         if what == "setup":
             host = bool(req.get("host"))
-            index = 0
+            index, kind = 0, "cpu"
             if not host:
-                import torch
-                index = torch.cuda.current_device()
                 from . import _torch
-                torch.cuda.set_stream(_torch.external_stream(req["stream"], index))
-            case = Case(req["case"], host, index)
+                backend = _torch.auto_backend()  # the request names none: torch's device
+                api = _torch.device_api(backend)
+                index, kind = api.current_device(), api.name
+                api.set_stream(_torch.external_stream(req["stream"], index, backend))
+            case = Case(req["case"], host, index, kind)
             try:
                 args = op["inputs"](case)
             except Exception as e:
@@ -597,8 +599,8 @@ class Registry:
 
 def _sync(case: Case) -> None:
     if not case.host:
-        import torch
-        torch.cuda.current_stream().synchronize()
+        from . import _torch
+        _torch.device_api(_torch.auto_backend()).synchronize()
 
 
 _registry: Optional[Registry] = None

@@ -82,7 +82,7 @@ class HealGenerator(unittest.TestCase):
 
     def test_a_stuck_generator_draws_again_with_its_seed_and_offset(self):
         t = _torch.torch = FakeTorch(capturing=True)
-        self.assertTrue(_torch.heal_generator("test"))
+        self.assertTrue(_torch.heal_generator("test", "cuda"))
         gen = t.cuda.default_generators[0]
         self.assertFalse(gen.state.capturing)
         self.assertEqual(gen.get_state(), (7, 1024))  # the probe's draw left no trace
@@ -92,7 +92,7 @@ class HealGenerator(unittest.TestCase):
     def test_a_healthy_generator_is_left_as_it_was(self):
         t = _torch.torch = FakeTorch(capturing=False)
         state_obj = t.cuda.default_generators[0].state
-        self.assertFalse(_torch.heal_generator("test"))
+        self.assertFalse(_torch.heal_generator("test", "cuda"))
         self.assertIs(t.cuda.default_generators[0].state, state_obj)
         self.assertEqual(t.cuda.default_generators[0].get_state(), (7, 1024))
 
@@ -102,7 +102,7 @@ class HealGenerator(unittest.TestCase):
         def fails(n, device=None):
             raise RuntimeError("operation not permitted when stream is capturing")
         t.randn = fails
-        self.assertFalse(_torch.heal_generator("test"))
+        self.assertFalse(_torch.heal_generator("test", "cuda"))
 
 
 class ProfilerTorch:
