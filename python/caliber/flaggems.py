@@ -238,9 +238,21 @@ class _Case:
         self.host_s = 0.0
         self.t_begin = time.perf_counter()
         self.t_end = None  # when its last provider's timing ended
+        self.input = None  # the input of FlagGems' loop it is (Session.input), or None
+        self.detail_key = shape  # the arguments of its first call, spelled as a shape
+        self.recorded = False  # shape and detail are what FlagGems' own record_shapes recorded
+        self.seen = []  # the roles of the get_latency calls it holds, in order
 
     def roles(self):
-        return [p["role"] for p in self.providers]
+        return list(self.seen)
+
+    def describe(self, args, kwargs, detail, recorded=True):
+        """The case's shape, shape detail and dims from these arguments and their detail."""
+        self.shape = shape_key(args, kwargs)
+        self.detail = detail
+        self.recorded = recorded
+        t = _first_tensor(args)
+        self.dims = [int(d) for d in t.shape] if t is not None else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -264,6 +276,13 @@ class Session:
         self.gems_depth = 0
         self.dtype = None
         self.ordinal = 0
+        # The input FlagGems' loop holds (a number per input the wrapped get_input_iter yielded;
+        # None outside one), and what FlagGems' own record_shapes recorded for it, not yet a
+        # case's: (bench, args, kwargs, detail).
+        self.inputs = 0
+        self.input = None
+        self.recorded = None
+        self.bench_op = None  # the op_name of the test's benchmark running now, once known
         self.case_errors = {}  # ordinal -> error of the current dtype's loop, for FlagGems' record
         self.wanted_markers = set()
         self.explicit = []
@@ -288,7 +307,9 @@ class Session:
         if want and given and given not in want:
             raise FlagGemsError("--backend (ZL_BACKEND): '%s' selects FlagGems vendor %s, but "
                                 "GEMS_VENDOR is '%s'" % (backend, "/".join(want), given))
-        if want and not given:
+        if want and len(want) == 1 and not given:
+            # One vendor: FlagGems is told. Several (rocm: amd or hygon): FlagGems detects which
+            # (GEMS_VENDOR would take precedence over its detection), checked after the import.
             env["GEMS_VENDOR"] = want[0]
         tune_hooks.environment(self.knobs, env)
         src = os.path.join(self.root, "src")
@@ -604,6 +625,7 @@ class Session:
         self.opid = self._opid(item)
         self.test_cases = 0
         self.t_mark = time.perf_counter()
+        self.bench_op = self.dtype = self.input = self.recorded = None
         yield
         self._flush()
         self.node = None
@@ -616,14 +638,24 @@ class Session:
             self.run.call({"call": "case", "op": self.opid or report.nodeid,
                            "node": report.nodeid, "status": "skipped",
                            "reason": _reason(report), "params": {"test": report.nodeid}})
-        elif report.failed and report.when == "call":
+        elif report.failed and report.when in ("setup", "call", "teardown"):
             self._flush()
-            # FlagGems' loop stopped here (its input iterator, or its own code, raised): the cases
-            # it yielded before stand; the rest of the test is lost.
-            self.run.call({"call": "case", "op": self.opid or report.nodeid,
-                           "node": report.nodeid, "params": {"test": report.nodeid},
-                           "error": "the benchmark stopped: %s" % _reason(report),
-                           "providers": []})
+            request = {"call": "case", "op": self.opid or report.nodeid, "node": report.nodeid,
+                       "params": {"test": report.nodeid}, "providers": []}
+            if report.when == "setup":  # a fixture raised: the test never ran
+                request["error"] = "the test's setup failed: %s" % _reason(report)
+            elif report.when == "teardown":  # the test's rows stand; the run fails
+                request["error"] = "the test's teardown failed: %s" % _reason(report)
+            else:
+                # FlagGems' loop stopped here (its input iterator, or its own code, raised): the
+                # cases it yielded before stand; the rest of the test is lost. The row is the
+                # benchmark's (its op_name, the dtype its loop was in), as its cases are.
+                request["op"] = self.bench_op or request["op"]
+                if self.bench_op is not None and self.dtype is not None:
+                    request["dtype"] = dtype_name(self.dtype)
+                    request["flaggems"] = {"dtype": str(self.dtype)}
+                request["error"] = "the benchmark stopped: %s" % _reason(report)
+            self.run.call(request)
 
     def pytest_sessionfinish(self, session, exitstatus):
         self._flush()
@@ -665,16 +697,19 @@ class Session:
         base.update_result = update_result
 
     def wrap_instance(self, bench):
+        """The instance's loop (run, get_input_iter, record_shapes), its metrics and its dtypes,
+        seen by the session."""
         session = self
         run, get_iter = bench.run, bench.get_input_iter
-        get_tflops, get_gbps = bench.get_tflops, bench.get_gbps
 
         def run_():
             session.dtype = None  # a run of its own may time without the input iterator
+            session.bench_op = bench.op_name
             try:
                 return run()
             finally:
                 session._flush()
+                session.input = session.recorded = None
                 session.shapes[bench.op_name] = {
                     "shapes": [list(s) if isinstance(s, (list, tuple)) else s
                                for s in (getattr(bench, "shapes", None) or [])],
@@ -683,14 +718,38 @@ class Session:
 
         def get_input_iter(dtype):
             session._flush()
+            session.bench_op = bench.op_name
             session.dtype = dtype
             session.ordinal = 0
             session.case_errors = {}
+            session.input = session.recorded = None
             for item in get_iter(dtype):
                 session._flush()
+                # One input: every get_latency until the next is its case (a role met twice
+                # starts another), whatever arguments each provider gets.
+                session.inputs += 1
+                session.input, session.recorded = session.inputs, None
                 yield item
                 session.ordinal += 1
             session._flush()
+            session.input = None
+
+        record_shapes = bench.record_shapes
+
+        def record_shapes_(*args, **kwargs):
+            detail = record_shapes(*args, **kwargs)
+            session.recorded_shapes(bench, args, kwargs, detail)
+            return detail
+
+        bench.run, bench.get_input_iter = run_, get_input_iter
+        bench.record_shapes, bench._caliber_record_shapes = record_shapes_, record_shapes
+        self._wrap_metrics(bench)
+        self._wrap_dtypes(bench)
+
+    def _wrap_metrics(self, bench):
+        """FlagGems' get_tflops and get_gbps of the instance: their counts onto the case."""
+        session = self
+        get_tflops, get_gbps = bench.get_tflops, bench.get_gbps
 
         def get_tflops_(op, *args, **kwargs):
             try:
@@ -712,6 +771,11 @@ class Session:
                 session.case.bytes = float(gbps) * float(latency) * 1e6  # FlagGems' formula
             return gbps
 
+        bench.get_tflops, bench.get_gbps = get_tflops_, get_gbps_
+
+    def _wrap_dtypes(self, bench):
+        """--dtypes on the instance's set_dtypes."""
+        session = self
         wanted = list(session.knobs.get("dtypes") or [])
 
         def set_dtypes(user_desired_dtypes):
@@ -726,8 +790,6 @@ class Session:
 
         if wanted and hasattr(bench, "set_dtypes"):
             bench.set_dtypes = set_dtypes
-        bench.run, bench.get_input_iter = run_, get_input_iter
-        bench.get_tflops, bench.get_gbps = get_tflops_, get_gbps_
 
     def skip_row(self, op, dtype, reason):
         if self.opened is None:
@@ -752,8 +814,7 @@ class Session:
     # --- timing ---------------------------------------------------------------------------
 
     def get_latency(self, orig, bench, op, args, kwargs):
-        role = CANDIDATE if (op is getattr(bench, "gems_op", None) or self.gems_depth > 0) \
-            else BASELINE
+        role = self._role(bench, op, shape_key(args, kwargs))
         self._begin(bench, role, args, kwargs)
         self.current_role = role
         try:
@@ -762,28 +823,72 @@ class Session:
             self._provider_error(role, e)
             return float("nan")
 
+    def _role(self, bench, op, shape):
+        """Which provider a get_latency call is, as FlagGems' Benchmark.run calls them: torch's
+        (the baseline) is `torch_op` outside use_gems, gems' (the candidate) `gems_op` or any op
+        inside use_gems. Where `torch_op` is `gems_op` (FlagGems' own op on both sides: no native
+        op to compare with), run() times it as the baseline first, then as gems'."""
+        if self.gems_depth > 0:
+            return CANDIDATE
+        gems_op = getattr(bench, "gems_op", None)
+        if gems_op is None or op is not gems_op:
+            return BASELINE
+        if op is not getattr(bench, "torch_op", None):
+            return CANDIDATE
+        if "latency_base" not in (getattr(bench, "to_bench_metrics", None) or ["latency_base"]):
+            return CANDIDATE  # run() times no baseline
+        c = self.case
+        if self._continues(c, bench, shape) and BASELINE in c.roles() and \
+                CANDIDATE not in c.roles():
+            return CANDIDATE
+        return BASELINE
+
+    def _continues(self, c, bench, shape):
+        """Whether a get_latency call of `bench` on arguments spelled `shape` belongs to the case
+        `c`: within one input FlagGems' loop yielded, every call (the providers' arguments may
+        differ: torch's and gems' inputs of one pair); outside one, calls on the same sizes."""
+        if c is None or c.op != bench.op_name:
+            return False
+        if self.input is not None or c.input is not None:
+            return c.input == self.input
+        return c.detail_key == shape
+
+    def recorded_shapes(self, bench, args, kwargs, detail):
+        """FlagGems' own record_shapes of an input (its record's shape_detail): the case's shape
+        and detail, whichever provider's arguments it was given."""
+        c = self.case
+        if c is not None and not c.recorded and c.input is not None and c.input == self.input \
+                and c.op == bench.op_name:
+            c.describe(args, kwargs, detail)  # recorded after the case's first call
+        else:
+            self.recorded = (bench, args, kwargs, detail)
+
     def _begin(self, bench, role, args, kwargs):
         shape = shape_key(args, kwargs)
         c = self.case
-        if c is not None and (c.op != bench.op_name or c.detail_key != shape or
-                              role in c.roles()):
+        if c is not None and (not self._continues(c, bench, shape) or role in c.roles()):
             self._flush()
             c = None
         if c is None:
             t = _first_tensor(args)
             dtype = self.dtype if self.dtype is not None else getattr(t, "dtype", "-")
-            try:
-                detail = bench.record_shapes(*args, **kwargs)
-            except Exception:
-                detail = None
-            c = _Case(bench.op_name, dtype_name(dtype), shape, detail, self.node, self.ordinal)
+            c = _Case(bench.op_name, dtype_name(dtype), shape, None, self.node, self.ordinal)
             c.torch_dtype = str(dtype)
-            c.detail_key = shape
+            c.input = self.input
             c.inputs_s = max(0.0, c.t_begin - self.t_mark)
             c.t_begin = self.t_mark
-            if t is not None:
-                c.dims = [int(d) for d in t.shape]
+            rec, self.recorded = self.recorded, None
+            if rec is not None and rec[0] is bench:
+                c.describe(*rec[1:])
+            else:  # FlagGems recorded none for it: the detail of this call's arguments
+                record = getattr(bench, "_caliber_record_shapes", None) or bench.record_shapes
+                try:
+                    detail = record(*args, **kwargs)
+                except Exception:
+                    detail = None
+                c.describe(args, kwargs, detail, recorded=False)
             self.case = c
+        c.seen.append(role)
 
     def _provider_error(self, role, e):
         c = self.case

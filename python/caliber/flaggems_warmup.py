@@ -158,8 +158,11 @@ def _spawn(i, n, argv, backend, device, wdir, base_db):
     env.update(pin)
     log = open(os.path.join(wdir, "shard-%d.log" % i), "w")
     # Pinned to its one device, the shard sees it as its device 0; unpinned it uses the index.
-    cmd = [sys.executable, "-m", "caliber"] + \
-        _without(_without(argv, "--parallel-warmup"), "--devices") + [
+    # The caller's devices go, however spelled (--gpus is --devices' alias).
+    rest = argv
+    for flag in ("--parallel-warmup", "--devices", "--gpus"):
+        rest = _without(rest, flag)
+    cmd = [sys.executable, "-m", "caliber"] + rest + [
         "--devices", "0" if pin else str(device), SHARD_FLAG, "%d/%d" % (i, n), CACHE_FLAG, db]
     p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     log.close()

@@ -159,6 +159,59 @@ class FullRun(unittest.TestCase):
         rows_ = by_op(self.cases, "broken_iter")
         self.assertEqual([c["status"] for c in rows_], ["ok", "ok", "failed"], rows_)
         self.assertIn("stand-in input maker broke", rows_[-1]["error"])
+        # A backward benchmark's (op broken_grad_backward, marker broken_grad): the failed row is
+        # the benchmark's op, in the dtype its loop was in, not the test's marker.
+        rows_ = by_op(self.cases, "broken_grad_backward")
+        self.assertEqual([(c["status"], c.get("dtype")) for c in rows_],
+                         [("ok", "f32"), ("ok", "f32"), ("failed", "f32")], rows_)
+        self.assertIn("the benchmark stopped", rows_[-1]["error"])
+        self.assertEqual(by_op(self.cases, "broken_grad"), [])
+
+    def test_own_op_on_both_sides_is_torch_then_gems(self):
+        """FlagGems' test_linear_backward.py times flag_gems.linear_backward as torch_op and as
+        gems_op (no native op): run() calls it first as the baseline, then as gems'. One row an
+        input with both, a speedup, no second row."""
+        rows_ = by_op(self.cases, "linear_backward")
+        self.assertEqual([c["shape"] for c in rows_],
+                         ["64x512_64x1024_1024x512_(True,True,True)",
+                          "128x1024_128x2048_2048x1024_(True,True,True)"])
+        for c in rows_:
+            self.assertEqual(c["status"], "ok", c)
+            self.assertEqual([(p["role"], p["name"]) for p in c["providers"]],
+                             [("baseline", "torch"), ("candidate", "gems")])
+            self.assertIsNotNone(c.get("speedup"), c)
+
+    def test_paired_inputs_of_one_input_are_one_case(self):
+        """FlagGems' test_convert_weight_to_int4pack.py yields (torch's args, gems' args) of
+        different shapes per input: one row each, shaped as FlagGems records it (gems'
+        arguments), both providers on it."""
+        rows_ = by_op(self.cases, "convert_weight_to_int4pack")
+        self.assertEqual([(c["dtype"], c["shape"]) for c in rows_],
+                         [("u8", "16x128_2"), ("u8", "16x128_8"), ("u8", "32x256_2"),
+                          ("u8", "32x256_8")])
+        for c in rows_:
+            self.assertEqual(c["status"], "ok", c)
+            self.assertEqual([p["role"] for p in c["providers"]], ["baseline", "candidate"])
+            self.assertIsNotNone(c.get("speedup"), c)
+            self.assertEqual(c["dims"], [int(d) for d in c["shape"].split("_")[0].split("x")])
+        with open(os.path.join(self.dir, "flaggems_result.json")) as f:
+            (record,) = json.load(f)["convert_weight_to_int4pack"]["details"]
+        self.assertEqual([str(m["shape_detail"]) for m in record["result"]],
+                         [c["params"]["shape_detail"].replace("torch.Size(", "").replace(")", "")
+                          for c in rows_])
+        self.assertEqual([m["latency_base"] for m in record["result"]],
+                         [c["latency_base_ms"] for c in rows_])
+
+    def test_a_fixture_that_raises_is_a_failed_row(self):
+        (setup,) = by_op(self.cases, "setup_error")  # the test never ran: the marker's row
+        self.assertEqual(setup["status"], "failed")
+        self.assertIn("the test's setup failed: RuntimeError: stand-in fixture broke in setup",
+                      setup["error"])
+        self.assertEqual([c["status"] for c in by_op(self.cases, "teardown_add")], ["ok"] * 3)
+        (teardown,) = by_op(self.cases, "teardown_error")
+        self.assertEqual(teardown["status"], "failed")
+        self.assertIn("the test's teardown failed: RuntimeError: stand-in fixture broke in "
+                      "teardown", teardown["error"])
 
     def test_identity_and_header(self):
         fg = self.ident["flaggems"]
@@ -209,7 +262,8 @@ class FullRun(unittest.TestCase):
         p = subprocess.run([CALIBER_BIN, "export", self.dir, "--format", "flaggems-log", "--out",
                             log], capture_output=True, text=True, env=env())
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("1 failed case(s) written with their error_msg", p.stderr)
+        # broken_iter's and broken_grad_backward's stopped loops, a setup and a teardown error
+        self.assertIn("4 failed case(s) written with their error_msg", p.stderr)
         with open(log) as f:
             lines = f.read().splitlines()
         self.assertTrue(lines and all(x.startswith("[INFO] {") for x in lines), lines[:3])
@@ -395,6 +449,16 @@ class Knobs(unittest.TestCase):
 
 
 class Failures(unittest.TestCase):
+    def test_a_setup_or_teardown_error_fails_the_run(self):
+        for marker, ops in (("setup_error", ["setup_error"]),
+                            ("teardown_error", ["teardown_add"] * 3 + ["teardown_error"])):
+            out = tmpdir()
+            rc, so, se = run(marker, "--out", out)
+            self.assertEqual(rc, 1, so + se)  # pytest's "1 error"
+            _, cases, _, _ = one_run(out)
+            self.assertEqual([c["op"] for c in cases], ops)
+            self.assertEqual(cases[-1]["status"], "failed", cases[-1])
+
     def test_a_failing_shape_fails_its_case_alone(self):
         out = tmpdir()
         rc, so, se = run("flaky_add", "--out", out,

@@ -292,6 +292,21 @@ class TuneThroughFlagGems(unittest.TestCase):
             self.assertEqual({r["key_3"] for r in got}, {dtype}, got)
             self.assertEqual(len(got), 2)
 
+    def test_parallel_warmup_with_devices_given_as_gpus(self):
+        """--gpus, --devices' alias, in either spelling: each shard gets its own device in
+        place of the caller's list (given twice, a shard was refused before it ran)."""
+        for i, spelling in enumerate((["--gpus", "0,1"], ["--gpus=0,1"])):
+            out = self.out("pg%d" % i)
+            rc, so, se = run("--tune", "record", "--parallel-warmup", "2", *spelling,
+                             "--out", out, extra_env=dict(self.base_env, CALIBER_CPU_DEVICES="2"))
+            self.assertEqual(rc, 0, se)
+            d, cases = the_run(out)
+            with open(os.path.join(d, "warmup", "result.json")) as f:
+                res = json.load(f)
+            self.assertEqual((res["shards"], res["failed_shards"]), (2, 0), res)
+            self.assertEqual(res["keys"], 4, res)
+            self.assertEqual([p["tune"]["source"] for p in gems(cases)], ["cache"] * 4)
+
     def processes_under(self, path):
         """Pids of the processes whose command line names `path` (the shards name their
         database in the run directory; the run its --out)."""

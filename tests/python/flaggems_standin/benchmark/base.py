@@ -84,6 +84,9 @@ class Benchmark:
             return None
         return [parse(a) for a in args]
 
+    def set_gems(self, gems_op):
+        self.gems_op = gems_op
+
     def init_user_config(self):
         self.set_dtypes(_config().user_desired_dtypes)
         self.set_shapes(_config().shape_file)
@@ -151,12 +154,15 @@ class Benchmark:
                 try:
                     args, kwargs = self.unpack_to_args_kwargs(inp)
                     metric.shape_detail = self.record_shapes(*args, **kwargs)
-                    metric.latency_base = self.get_latency(self.torch_op, *args, **kwargs)
-                    if self.gems_op:
-                        metric.latency = self.get_latency(self.gems_op, *args, **kwargs)
-                    else:
-                        with flag_gems.use_gems():
-                            metric.latency = self.get_latency(self.torch_op, *args, **kwargs)
+                    if "latency_base" in self.to_bench_metrics:
+                        metric.latency_base = self.get_latency(self.torch_op, *args, **kwargs)
+                    if "latency" in self.to_bench_metrics:
+                        if self.gems_op:
+                            metric.latency = self.get_latency(self.gems_op, *args, **kwargs)
+                        else:
+                            with flag_gems.use_gems():
+                                metric.latency = self.get_latency(self.torch_op, *args,
+                                                                  **kwargs)
                     metric.speedup = metric.latency_base / metric.latency
                     if "gbps" in self.to_bench_metrics:
                         metric.gbps_base = self.get_gbps(args, latency=metric.latency_base)

@@ -20,7 +20,10 @@ if os.environ.get("STANDIN_BREAK_IMPORT"):
     import sqlalchemy_standin_missing  # noqa: F401 - fails, as FlagGems does without SQLAlchemy
 
 __version__ = "0.0.0+standin"
-vendor_name = os.environ.get("STANDIN_FORCE_VENDOR") or os.environ.get("GEMS_VENDOR") or "nvidia"
+# FlagGems' device_finder: GEMS_VENDOR first, else what it detects on the host
+# (STANDIN_DETECT_VENDOR stands for that, default nvidia).
+vendor_name = os.environ.get("STANDIN_FORCE_VENDOR") or os.environ.get("GEMS_VENDOR") or \
+    os.environ.get("STANDIN_DETECT_VENDOR") or "nvidia"
 device = "musa" if vendor_name == "mthreads" else "cuda"
 
 
@@ -54,6 +57,16 @@ def add(a, b, alpha=1):
 
 def fft(x):
     return _OPS["fft"](x)
+
+
+def linear_backward(input, grad_output, weight, output_mask):
+    """FlagGems' own; its benchmark times it on both sides (no native op to compare with)."""
+    return torch._compute("linear_backward", grad_output)
+
+
+def _convert_weight_to_int4pack(w, inner_k_tiles):
+    """FlagGems' takes int32 [n, k] (one int4 value an element), not aten's uint8 [n, k/2]."""
+    return torch._compute("int4pack", w, factor=3)
 
 
 class use_gems:

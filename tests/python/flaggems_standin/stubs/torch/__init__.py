@@ -29,6 +29,7 @@ float64 = dtype("float64", 8)
 complex64 = dtype("complex64", 8, floating=False)
 cfloat = complex64
 int32 = dtype("int32", 4, floating=False)
+uint8 = dtype("uint8", 1, floating=False)
 int64 = dtype("int64", 8, floating=False)
 bool = dtype("bool", 1, floating=False)  # noqa: A001 - torch's own name
 
@@ -135,6 +136,15 @@ def randn(*shape, dtype=float32, device=None, requires_grad=False):
 
 
 rand = empty = zeros = ones = randn
+
+
+def randint(low, high, size, dtype=int64, device=None):
+    return Tensor(size, dtype)
+
+
+def _convert_weight_to_int4pack(w, inner_k_tiles):
+    """aten's: uint8 [n, k/2] (two int4 values a byte) in."""
+    return _op("int4pack", w)
 
 
 def randn_like(t, dtype=None):
