@@ -482,6 +482,43 @@ class Failures(unittest.TestCase):
                             for m in metrics if not m["error_msg"]))
 
 
+class RetimeUnderGems(unittest.TestCase):
+    """One regime per row times a provider again when the row is written, after its get_latency
+    and outside the use_gems it was timed in (fed_run's one_regime: the graph timer, so never on
+    the cpu backend CI runs). The launch the session hands the timers enters a use_gems of the
+    same arguments for such a call, leaves it for torch's, and the row's writing ends it."""
+
+    def test_a_gems_call_made_again_outside_use_gems_runs_gems(self):
+        snippet = r'''
+import json, sys, torch, flag_gems
+from caliber import flaggems
+s = flaggems.Session(None, {"backend": "cpu", "flaggems": sys.argv[1], "host": True})
+s.flag_gems = flag_gems
+s._wrap_use_gems(flag_gems)
+seen = []
+def gems_fn(): seen.append(["gems", sorted(torch._gems_ops)])
+def torch_fn(): seen.append(["torch", sorted(torch._gems_ops)])
+with flag_gems.use_gems(exclude=["fft"]):
+    g = s._launcher(gems_fn, None)
+    g()  # timed where get_latency timed it
+t = s._launcher(torch_fn, None)
+t()
+g(); g(); t(); g()  # the row's re-timing, outside use_gems
+s._end_retime_gems()
+print(json.dumps({"seen": seen, "after": sorted(torch._gems_ops), "depth": s.gems_depth}))
+'''
+        e = env()
+        e["PYTHONPATH"] = os.pathsep.join([STUBS, os.path.join(ROOT, "src"), e["PYTHONPATH"]])
+        p = subprocess.run([PYTHON, "-c", snippet, ROOT], capture_output=True, text=True, env=e,
+                           timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        got = json.loads(p.stdout.splitlines()[-1])
+        ops = ["add", "mm", "softmax"]  # use_gems(exclude=["fft"]) again, as it was entered
+        self.assertEqual(got["seen"], [["gems", ops], ["torch", []], ["gems", ops], ["gems", ops],
+                                       ["torch", []], ["gems", ops]])
+        self.assertEqual((got["after"], got["depth"]), ([], 0))
+
+
 class DryRun(unittest.TestCase):
     def test_dry_run_says_what_the_selection_holds_and_writes_nothing(self):
         out = tmpdir()
