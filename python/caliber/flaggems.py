@@ -258,6 +258,27 @@ class _Case:
 # ---------------------------------------------------------------------------------------------
 # The session: the plugin pytest calls, and the patches on FlagGems' benchmark classes.
 
+def benchmark_file(root, op):
+    """The benchmark file of an op (absolute), None when the tree has none: benchmark/test_<op>.py,
+    else benchmark/<dir>/test_<op>.py in the first folder (by name) that has one, as the C++ side
+    lists a tree's ops (src/batch/flaggems_tree.cpp, flaggems_files)."""
+    bench = os.path.join(root, "benchmark")
+    name = "test_%s.py" % op
+    if os.path.isfile(os.path.join(bench, name)):
+        return os.path.abspath(os.path.join(bench, name))
+    try:
+        folders = sorted(d for d in os.listdir(bench)
+                         if not d.startswith(".") and d != "__pycache__" and
+                         os.path.isdir(os.path.join(bench, d)))
+    except OSError:
+        return None
+    for d in folders:
+        f = os.path.join(bench, d, name)
+        if os.path.isfile(f):
+            return os.path.abspath(f)
+    return None
+
+
 class Session:
     def __init__(self, run, knobs):
         self.run = run
@@ -349,10 +370,11 @@ class Session:
         self.pytest_args = self._arguments()
 
     def _test_path(self, text, knob):
-        """A test file or node id, relative to ROOT or ROOT/benchmark, as an absolute node."""
+        """A test file or node id, relative to ROOT/benchmark or ROOT (or as given), as an
+        absolute node. The tree's own first: FlagGems' tests/ holds files of the same names."""
         path, sep, rest = text.partition("::")
-        for cand in (path, os.path.join(self.root, path),
-                     os.path.join(self.root, "benchmark", path)):
+        for cand in (os.path.join(self.root, "benchmark", path), os.path.join(self.root, path),
+                     path):
             if os.path.isfile(cand):
                 return os.path.abspath(cand) + sep + rest
         raise FlagGemsError("%s: '%s': no such benchmark file under %s/benchmark" %
@@ -386,9 +408,9 @@ class Session:
             if op.endswith(".py") or "::" in op or "/" in op:
                 paths.append(self._test_path(op, "OP"))
                 continue
-            f = os.path.join(self.root, "benchmark", "test_%s.py" % op)
-            if os.path.isfile(f):
-                paths.append(os.path.abspath(f))
+            f = benchmark_file(self.root, op)
+            if f is not None:
+                paths.append(f)
             else:
                 self.wanted_markers.add(op)
         self.explicit = list(paths)
@@ -547,6 +569,14 @@ class Session:
         # (modules, classes, the run's set-up) is moved out of the collector's view, so each
         # collect scans what the benchmarks made since: the same garbage is found.
         gc.freeze()
+
+    def pytest_addoption(self, parser):
+        # A dry run leaves pytest's terminal plugin out (its report is not caliber's), and with it
+        # the `verbose` option that pytest's own rendering of a collection error reads: without
+        # one, a file that fails to import was reported as "no option named 'verbose'".
+        if self.knobs.get("dry_run"):
+            parser.addoption("--verbose", action="count", default=0, dest="verbose",
+                             help="(caliber: stands for the terminal plugin's in a dry run)")
 
     def pytest_collectreport(self, report):
         if report.failed:

@@ -1,6 +1,7 @@
 #include "batch/flaggems_tree.hpp"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <system_error>
 
@@ -66,25 +67,52 @@ void check_flaggems_root(const std::string& knob, const fs::path& root) {
                                 " is not a FlagGems checkout: benchmark/ has no test_*.py");
 }
 
+std::map<std::string, fs::path> flaggems_files(const fs::path& root) {
+  std::map<std::string, fs::path> files;
+  const fs::path bench = root / "benchmark";
+  std::vector<fs::path> top, subdirs;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(bench, ec)) {
+    const std::string name = e.path().filename().string();
+    if (is_file(e.path()) && !op_of_file(name).empty())
+      top.push_back(e.path());
+    else if (std::error_code dc; e.is_directory(dc) && name[0] != '.' && name != "__pycache__")
+      subdirs.push_back(e.path());
+  }
+  std::sort(top.begin(), top.end());
+  std::sort(subdirs.begin(), subdirs.end());
+  for (const auto& f : top)
+    files.emplace(op_of_file(f.filename().string()), f.lexically_relative(bench));
+  for (const auto& d : subdirs) {
+    std::vector<fs::path> in;
+    for (const auto& e : fs::directory_iterator(d, ec))
+      if (is_file(e.path()) && !op_of_file(e.path().filename().string()).empty())
+        in.push_back(e.path());
+    std::sort(in.begin(), in.end());
+    for (const auto& f : in)  // a name the top level (or an earlier folder) has stays theirs
+      files.emplace(op_of_file(f.filename().string()), f.lexically_relative(bench));
+  }
+  return files;
+}
+
 std::vector<std::string> flaggems_ops(const fs::path& root) {
   std::vector<std::string> ops;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(root / "benchmark", ec)) {
-    const std::string op = op_of_file(e.path().filename().string());
-    if (!op.empty() && is_file(e.path())) ops.push_back(op);
-  }
-  std::sort(ops.begin(), ops.end());
-  return ops;
+  for (const auto& [op, file] : flaggems_files(root)) ops.push_back(op);
+  return ops;  // the map's order: sorted by name
 }
 
 std::string flaggems_op_of(const std::string& knob, const fs::path& root, const std::string& name) {
   std::string op = op_of_file(fs::path(name).filename().string());
   if (op.empty()) op = name;
-  if (op.empty() || op.find('/') != std::string::npos ||
-      !is_file(root / "benchmark" / ("test_" + op + ".py")))
-    throw std::invalid_argument(
-        knob + ": '" + name + "' is not a benchmark of the FlagGems tree '" + root.string() +
-        "' (no benchmark/test_" + op + ".py); allowed: " + some_ops(flaggems_ops(root)));
+  const auto files = flaggems_files(root);
+  if (op.empty() || op.find('/') != std::string::npos || files.count(op) == 0) {
+    std::vector<std::string> ops;
+    for (const auto& [o, file] : files) ops.push_back(o);
+    throw std::invalid_argument(knob + ": '" + name +
+                                "' is not a benchmark of the FlagGems tree '" + root.string() +
+                                "' (no benchmark/test_" + op +
+                                ".py, nor in a folder of benchmark/); allowed: " + some_ops(ops));
+  }
   return op;
 }
 

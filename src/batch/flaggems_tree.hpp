@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,14 @@ inline constexpr const char* kFlagGemsFlag = "--flaggems";
 // say (python/caliber), which names the missing module.
 void check_flaggems_root(const std::string& knob, const std::filesystem::path& root);
 
-// The ops of a checkout: benchmark/test_<op>.py, one op per file, sorted by name.
+// The benchmark files of a checkout by op, relative to benchmark/: test_<op>.py at its top level,
+// then in its folders (benchmark/<dir>/test_<op>.py, the folders in name order; pytest collects
+// them too), a name the top level or an earlier folder has staying theirs. python/caliber/
+// flaggems.py resolves an op to its file by the same rule.
+[[nodiscard]] std::map<std::string, std::filesystem::path> flaggems_files(
+    const std::filesystem::path& root);
+
+// The ops of a checkout: one op per benchmark file (flaggems_files), sorted by name.
 [[nodiscard]] std::vector<std::string> flaggems_ops(const std::filesystem::path& root);
 
 // An op name given for a FlagGems batch: `add`, or its file (`test_add.py`, a path to it) as

@@ -5,6 +5,7 @@ written; an A/B of two trees (one planted slower) and of a switch (an environmen
 finding the slower side."""
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -115,6 +116,46 @@ class FlagGemsBatch(unittest.TestCase):
             self.assertEqual(crashed[op]["status"], one[op]["status"])
         self.assertEqual(crash_imports, 1 + 1 + 1 + 1 + 3,
                          "the dry run, group 1, failures, group 2, its 3 files")
+
+    def test_a_benchmark_in_a_folder_of_benchmark(self):
+        """FlagGems keeps some benchmarks a folder down (benchmark/test_FLA/), which pytest
+        collects: caliber list and batch list them as ops, run and batch's children find their
+        file, and the rows count for that op."""
+        tree = os.path.join(tmpdir(), "FlagGems")
+        shutil.copytree(ROOT, tree)
+        sub = os.path.join(tree, "benchmark", "test_SUB")
+        os.makedirs(sub)
+        with open(os.path.join(tree, "benchmark", "test_softmax.py")) as f:
+            text = f.read()
+        with open(os.path.join(sub, "test_subsoftmax.py"), "w") as f:  # as test_FLA/'s import
+            f.write(text.replace("from . import base", "from benchmark import base"))
+        rc, so, se = caliber("list", "--flaggems", tree, "--names")
+        self.assertEqual(rc, 0, se)
+        self.assertIn("subsoftmax", so.split())
+        out = os.path.join(tmpdir(), "b")
+        rc, so, se = caliber("batch", "--flaggems", tree, "test_SUB/test_subsoftmax.py", "add",
+                             "--out", out, *QUICK)
+        self.assertEqual(rc, 0, so + se)
+        _, st = status(out)
+        self.assertEqual(st["subsoftmax"]["status"], "ok", st["subsoftmax"])
+        self.assertGreater(int(st["subsoftmax"]["rows"]), 0, st["subsoftmax"])
+        run_out = os.path.join(tmpdir(), "r")
+        rc, so, se = caliber("run", "--flaggems", tree, "subsoftmax", "--out", run_out, *QUICK)
+        self.assertEqual(rc, 0, so + se)
+        (d,) = [os.path.join(run_out, x) for x in os.listdir(run_out)]
+        with open(os.path.join(d, "run.log")) as f:
+            tests = {json.loads(x).get("params", {}).get("test", "") for x in f if '"case"' in x}
+        self.assertTrue(tests and all("test_SUB/test_subsoftmax.py::" in t for t in tests), tests)
+        # A file that does not import is the batch's bad input, named by its error (the dry run
+        # of the selection renders pytest's collection error without pytest's terminal).
+        with open(os.path.join(sub, "test_subsoftmax.py"), "w") as f:
+            f.write(text.replace("from . import base", "from .no_such_module import base"))
+        bad = os.path.join(tmpdir(), "bad")
+        rc, so, se = caliber("batch", "--flaggems", tree, "subsoftmax", "--out", bad, *QUICK)
+        self.assertEqual(rc, 2, so + se)
+        self.assertIn("ImportError", se)
+        self.assertNotIn("verbose", se)
+        self.assertFalse(os.path.exists(bad) and os.listdir(bad), "nothing written")
 
     def test_named_ops_and_bad_input(self):
         out = os.path.join(tmpdir(), "b")
