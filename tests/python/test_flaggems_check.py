@@ -164,5 +164,30 @@ class SideBySide(unittest.TestCase):
         self.assertIn("FAIL: add+nosuchop: no benchmark/test_nosuchop.py", out)
 
 
+class RecordReading(unittest.TestCase):
+    def test_records_written_as_json_text_are_read(self):
+        """FlagGems' int4pack benchmarks call conftest's update_result themselves with
+        to_json(): their records in flaggems_result.json are JSON text, not objects."""
+        import importlib.machinery
+        import importlib.util
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))), "scripts", "flaggems-check")
+        loader = importlib.machinery.SourceFileLoader("flaggems_check", path)
+        spec = importlib.util.spec_from_loader("flaggems_check", loader)
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+        obj = {"op_name": "add", "dtype": "torch.float16", "result": [{"latency": 1.0}]}
+        text = json.dumps({"op_name": "int4pack", "dtype": "torch.bfloat16",
+                           "result": [{"latency": 2.0}]})
+        data = {"add": {"details": [obj]}, "int4pack": {"details": [text, "not json"]},
+                "skipped": {"result": "skipped"}}
+        self.assertEqual([d["op_name"] for d in mod.record_details(data)], ["add", "int4pack"])
+        f = os.path.join(tmpdir(), "record.json")
+        with open(f, "w") as fh:
+            json.dump(data, fh)
+        rows = mod.native_rows(f)
+        self.assertEqual(rows[("int4pack", "bf16", 0)], {"latency": 2.0})
+
+
 if __name__ == "__main__":
     unittest.main()
