@@ -132,11 +132,29 @@ def _resolve_sample_method(value: Optional[str]) -> str:
     return value
 
 
+def _resolve_repeat(value: Optional[int]) -> int:
+    """The direct timer's repeat: the argument, else ZL_DIRECT_REPEAT (the run's knob of that name),
+    else 1."""
+    if value is not None:
+        return value
+    text = os.environ.get("ZL_DIRECT_REPEAT")
+    if not text:
+        return 1
+    try:
+        n = int(text.strip())
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 1000:
+        raise ValueError("ZL_DIRECT_REPEAT: '%s' is not allowed; allowed: an integer from 1 to 1000"
+                         % text[:200])
+    return n
+
+
 # Stays long: a dozen typed keywords one per line, then one call; splitting would scatter them.
 def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
             device: Optional[int] = None, timer: str = "auto", l2: str = "cold",
             clock: str = "sustained", return_mode: str = "median",
-            quantiles: Optional[Sequence[float]] = None, repeat: int = 1,
+            quantiles: Optional[Sequence[float]] = None, repeat: Optional[int] = None,
             warmup_s: Optional[float] = None, timeout_s: Optional[float] = None,
             min_samples: Optional[int] = None, min_time_s: Optional[float] = None,
             max_noise: Optional[float] = None, rng: bool = False, name: Optional[str] = None,
@@ -161,6 +179,7 @@ def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
     _check_word("return_mode", return_mode)
     _check_word("timer", timer)
     sample_method = _resolve_sample_method(sample_method)
+    repeat = _resolve_repeat(repeat)
     backend = _resolve_backend(backend)
     from . import _torch
     torch_dev = backend != "cpu" and _torch.available(backend)

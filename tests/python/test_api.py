@@ -138,6 +138,23 @@ class BenchApi(unittest.TestCase):
                     caliber.measure(work, **opts)
                 self.assertNotIn("json.exception", str(raised.exception))
 
+    def test_zl_direct_repeat_is_the_repeat_unless_given(self):
+        """ZL_DIRECT_REPEAT (the run's knob) sets caliber.measure's repeat as it sets the CLI's;
+        an argument wins; a bad value is refused naming the variable."""
+        saved = os.environ.get("ZL_DIRECT_REPEAT")
+        try:
+            os.environ["ZL_DIRECT_REPEAT"] = "3"
+            self.assertIn("repeat=3", caliber.measure(work, **FAST).markers)
+            self.assertNotIn("repeat=3", caliber.measure(work, repeat=1, **FAST).markers)
+            os.environ["ZL_DIRECT_REPEAT"] = "x"
+            with self.assertRaisesRegex(ValueError, "ZL_DIRECT_REPEAT: 'x' is not allowed"):
+                caliber.measure(work, **FAST)
+        finally:
+            if saved is None:
+                os.environ.pop("ZL_DIRECT_REPEAT", None)
+            else:
+                os.environ["ZL_DIRECT_REPEAT"] = saved
+
     def test_sample_method_trace_without_one_falls_back_with_the_marker(self):
         # The cpu backend has no kernel trace: asked for, the events (the host timer) time it and
         # the row says so; by default (auto) nothing is marked.
