@@ -12,13 +12,18 @@
 
 namespace caliber::backends {
 
+// The cluster size every device with thread-block clusters launches without opting in to more
+// (CUDA's portable limit; sm_90 allows 16 only per kernel, by an attribute).
+inline constexpr int kPortableMaxCluster = 8;
+
 struct Capabilities {
   bool graph_capture = false;        // the device interface can capture and replay graphs
   bool graph_timer_default = false;  // --timer auto picks the graph timer
   bool clusters = false;             // thread-block clusters (cluster-fix stage applies)
-  bool default_rng = false;          // a default generator callers see (RNG capture guard applies)
-  bool l2_known = false;             // the L2 size is known (cold-L2 flush can be sized)
-  bool host = false;                 // runs on the host (cpu): host clock, host memory
+  int max_cluster = 0;       // the largest cluster a launch may ask for where there are clusters
+  bool default_rng = false;  // a default generator callers see (RNG capture guard applies)
+  bool l2_known = false;     // the L2 size is known (cold-L2 flush can be sized)
+  bool host = false;         // runs on the host (cpu): host clock, host memory
   // Events recorded during a capture become nodes of the graph whose timestamps a replay sets
   // (record_in_graph): the graph timer can then time each launch of a replay on its own.
   bool graph_event_nodes = false;

@@ -5,6 +5,7 @@
 #include "core/format.hpp"
 #include "records/runlog.hpp"
 #include "settings/knobs.hpp"
+#include "tune/prune.hpp"
 #include "tune/sweep_options.hpp"
 
 #include <algorithm>
@@ -239,6 +240,13 @@ timing::TimingOptions CaseRunner::timing_options(const OpInfo& info, bool short_
   return o;
 }
 
+std::vector<ProviderInfo> CaseRunner::launchable(std::vector<ProviderInfo> providers) const {
+  const backends::Capabilities caps = backend_.capabilities();
+  for (auto& pi : providers)
+    pi.space = tune::prune_for_clusters(pi.space, caps.clusters, caps.max_cluster);
+  return providers;
+}
+
 Config CaseRunner::choose_config(const OpInfo& info, const Case& c, Workload& w, std::size_t p,
                                  const ProviderInfo& pi, ProviderRow& prow) {
   if (!pi.space.tunable()) return pi.space.default_config;
@@ -369,7 +377,7 @@ CaseRow CaseRunner::profile_case(const Op& op, const Case& c, int launches) {
   std::vector<ProviderRow> prows;
   try {
     auto w = op.setup(*device_, c);
-    const auto providers = w->providers();
+    const auto providers = launchable(w->providers());
     profile_prepare(info, c, *w, providers, prows);
     profile_launch(c, *w, providers, launches, prows);
   } catch (...) {
@@ -388,7 +396,7 @@ void CaseRunner::tune_case(const Op& op, const Case& c) {
     (void)count_of(c.shape);
     if (op.bytes_needed(c) > device_->free_bytes()) return;
     auto w = op.setup(*device_, c);
-    auto providers = w->providers();
+    auto providers = launchable(w->providers());
     for (std::size_t p = 0; p < providers.size(); ++p) {
       if (providers[p].role != Role::candidate || !providers[p].space.tunable()) continue;
       ProviderRow scratch;
@@ -502,7 +510,7 @@ bool CaseRunner::prepare_and_check(const Op& op, const OpInfo& info, const Case&
     PhaseClock clock;
     work.w = op.setup(ctx != nullptr ? *ctx : *device_, c);
     work.inputs_s = clock.lap();
-    work.providers = work.w->providers();
+    work.providers = launchable(work.w->providers());
     prepare_providers(info, c, work, row);
     work.prepare_s = clock.lap();
     check_candidates(work);

@@ -138,6 +138,11 @@ class CaseRunner {
   // class leaves the process unusable marks the device unusable after this case (fatal_). An
   // exception that is no std::exception is rethrown.
   [[nodiscard]] CaseFailure failure_of(const Case& c, const std::exception_ptr& e);
+  // The providers with their configs the device cannot launch left out (the plan's cluster_fix
+  // stage: a config asking for thread-block clusters the backend lacks, or a larger cluster than
+  // it launches), before any sweep, replay or cache lookup; a default pruned away is the first
+  // config left.
+  [[nodiscard]] std::vector<ProviderInfo> launchable(std::vector<ProviderInfo> providers) const;
   [[nodiscard]] Config choose_config(const OpInfo& info, const Case& c, Workload& w, std::size_t p,
                                      const ProviderInfo& pi, core::ProviderRow& prow);
 

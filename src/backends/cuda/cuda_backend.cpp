@@ -42,6 +42,7 @@ class CudaBackend final : public cuda::CudaBackendBase {
       for (const DeviceDesc& d : devices) {
         if (std::atoi(d.compute_capability.c_str()) >= 9) c.clusters = true;
       }
+      c.max_cluster = c.clusters ? kPortableMaxCluster : 0;
     }
     return c;
   }

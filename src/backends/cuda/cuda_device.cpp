@@ -199,6 +199,7 @@ Capabilities CudaDevice::capabilities() const {
   c.graph_capture = true;
   c.graph_timer_default = true;
   c.clusters = props_.cc_major >= 9;  // thread-block clusters arrived with sm_90
+  c.max_cluster = c.clusters ? kPortableMaxCluster : 0;
   c.default_rng = true;
   c.l2_known = l2_bytes_ > 0;
 #if !defined(CALIBER_USE_HIP) && !defined(CALIBER_USE_MUSA)

@@ -2,11 +2,14 @@
 // with the tiny ops of unit_ops.hpp, the row and status of each kind of case.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "backends/registry.hpp"
 #include "caliber/op.hpp"
 #include "records/runlog.hpp"
 #include "run/case_runner.hpp"
 #include "settings/knobs.hpp"
+#include "temp_dir.hpp"
 #include "tune/tuner.hpp"
 #include "unit/timing/fake_device.hpp"
 #include "unit_ops.hpp"
@@ -93,6 +96,89 @@ TEST(OneRegimePerRow, WithoutAFallbackTheGraphTimerStays) {
   EXPECT_FALSE(row["providers"][0].contains("graph_latency_ms"));
   EXPECT_EQ(row["providers"][0]["regime"], "sustained");
   EXPECT_EQ(row["providers"][0]["converged"], true);
+}
+
+// A tunable candidate whose configs ask for clusters of 1, 2 and 16 blocks; each config it is
+// prepared with is recorded.
+class ClusterWorkload : public Workload {
+ public:
+  ClusterWorkload(FakeDevice& dev, std::vector<std::string>& prepared)
+      : dev_(dev), prepared_(prepared) {}
+  [[nodiscard]] std::vector<ProviderInfo> providers() const override {
+    ConfigSpace space;
+    for (std::int64_t cl : {1, 2, 16}) space.configs.push_back(Config{{{"cluster", cl}}});
+    space.default_config = space.configs.back();  // a default the device may not launch
+    return {{"vendor", Role::baseline, "1", "", {}}, {"ours", Role::candidate, "1", "", space}};
+  }
+  void prepare(std::size_t p, const Config& c) override {
+    if (p == 1) prepared_.push_back(c.str());
+  }
+  void launch(std::size_t) override { dev_.kernel(); }
+  [[nodiscard]] Accuracy check(std::size_t) override {
+    return {true, 0, 0, "exact", "exact", 0, 0};
+  }
+  [[nodiscard]] double bytes() const override { return 1e6; }
+
+ private:
+  FakeDevice& dev_;
+  std::vector<std::string>& prepared_;
+};
+
+class ClusterOp : public Op {
+ public:
+  explicit ClusterOp(std::vector<std::string>& prepared) : prepared_(prepared) {}
+  [[nodiscard]] OpInfo info() const override {
+    OpInfo i;
+    i.name = "clustered";
+    i.family = "test";
+    i.dtypes = {DType::f32};
+    return i;
+  }
+  [[nodiscard]] std::size_t bytes_needed(const Case&) const override { return 0; }
+  [[nodiscard]] std::unique_ptr<Workload> setup(DeviceContext& ctx, const Case&) const override {
+    return std::make_unique<ClusterWorkload>(dynamic_cast<FakeDevice&>(ctx), prepared_);
+  }
+
+ private:
+  std::vector<std::string>& prepared_;
+};
+
+// The configs a live-tuned case prepared its candidate with, on a fake backend with or without
+// thread-block clusters.
+std::vector<std::string> tuned_configs(bool clusters, tune::Mode mode, nlohmann::json& row) {
+  caliber::testing::TempDir t;
+  FakeBackend backend;
+  backend.caps.clusters = clusters;
+  backend.caps.max_cluster = clusters ? backends::kPortableMaxCluster : 0;
+  core::Knobs knobs;
+  tune::Settings settings;
+  settings.mode = mode;
+  settings.shared_cache = t.path() / "tune.db";
+  settings.show_progress = false;
+  knobs.tune = mode == tune::Mode::off ? core::TuneMode::off : core::TuneMode::live;
+  std::vector<std::string> prepared;
+  {
+    CaseRunner runner(backend, 0, 1, knobs, core::TimerKind::graph, settings);
+    Case c{"clustered", DType::f32, {1024}, {}, {}};
+    row = core::to_json(runner.run_case(ClusterOp(prepared), c));
+  }
+  return prepared;
+}
+
+// The plan's cluster_fix stage: configs the device cannot launch never reach the sweep, nor a
+// run without tuning (whose default is then the first config left).
+TEST(ClusterFix, ConfigsTheDeviceCannotLaunchAreNeverPrepared) {
+  nlohmann::json row;
+  for (const auto& c : tuned_configs(false, tune::Mode::live, row))
+    EXPECT_EQ(c, "cluster=1") << row.dump();  // no clusters: one config left, not tunable
+  ASSERT_EQ(row["status"], "ok") << row.dump();
+  EXPECT_EQ(row["providers"][1]["config"], "cluster=1");
+  const auto with = tuned_configs(true, tune::Mode::live, row);
+  ASSERT_EQ(row["status"], "ok") << row.dump();
+  EXPECT_NE(std::find(with.begin(), with.end(), "cluster=2"), with.end());   // swept
+  EXPECT_EQ(std::find(with.begin(), with.end(), "cluster=16"), with.end());  // over the limit
+  EXPECT_EQ(row["providers"][1]["tune"]["tried"], 2) << row.dump();
+  for (const auto& c : tuned_configs(true, tune::Mode::off, row)) EXPECT_NE(c, "cluster=16");
 }
 
 // A case runner on the cpu backend's device 0, no tuning, a loose stopping rule.
