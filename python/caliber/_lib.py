@@ -12,7 +12,7 @@ import json
 import math
 import os
 import sys
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 LAUNCH_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_int64,
                              ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p, ctypes.c_int64)
@@ -109,6 +109,8 @@ def lib() -> ctypes.CDLL:
     handle.caliber_c_child_env.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p,
                                            ctypes.c_int64]
     handle.caliber_c_child_env.restype = ctypes.c_int
+    handle.caliber_c_compat_rules.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64]
+    handle.caliber_c_compat_rules.restype = ctypes.c_int
     _lib = handle
     return handle
 
@@ -187,6 +189,16 @@ def child_env(backend: str, index: int) -> Dict[str, str]:
     reply = json.loads(text(buf))
     if rc != 0:
         raise CaliberError("--devices: %s" % reply.get("error"))
+    return reply
+
+
+def compat_rules(backend: str) -> List[Dict[str, str]]:
+    """The backend's compat rules (backend.compat_rules in the library): [{op, reason, why}]."""
+    buf = buffer(1 << 16)
+    rc = lib().caliber_c_compat_rules(backend.encode(), buf, len(buf))
+    reply = json.loads(text(buf))
+    if rc != 0:
+        raise CaliberError("compat rules of %s: %s" % (backend, reply.get("error")))
     return reply
 
 

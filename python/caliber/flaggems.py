@@ -38,12 +38,19 @@ from ._dtypes import dtype_name
 VENDORS = {"cuda": ("nvidia",), "musa": ("mthreads",), "rocm": ("amd", "hygon"),
            "ascend": ("ascend",)}
 
-# MUSA compat: (file, exact skip reason) of the skip guards dropped when FlagGems dispatches to
-# mthreads (a MUSA device is no CUDA device to torch, so these guards skip what runs there).
-# Only a skipif mark of that file with that reason goes; guards inside functions stay.
-COMPAT_RULES = (
-    ("test_fft.py", "CUDA is not available"),
-)
+# MUSA compat: the skip guards dropped when FlagGems dispatches to mthreads (a MUSA device is no
+# CUDA device to torch, so these guards skip what runs there) are the musa backend's compat rules
+# whose op is "flaggems:<file>" (src/backends/musa: one table for caliber's ops and FlagGems'
+# files). Only a skipif mark of that file with that exact reason goes; guards inside functions
+# stay.
+COMPAT_BACKEND = "musa"
+COMPAT_PREFIX = "flaggems:"
+
+
+def compat_rules():
+    """[(file, exact skip reason)] of the FlagGems benchmark files whose guard MUSA lifts."""
+    return [(r["op"][len(COMPAT_PREFIX):], r["reason"]) for r in _lib.compat_rules(COMPAT_BACKEND)
+            if r.get("op", "").startswith(COMPAT_PREFIX)]
 
 
 BASELINE, CANDIDATE = "baseline", "candidate"
@@ -514,9 +521,10 @@ class Session:
     def _compat(self, items):
         if getattr(self.flag_gems, "vendor_name", None) != "mthreads":
             return
+        rules = compat_rules()
         for item in items:
             name = os.path.basename(_item_path(item))
-            for file, reason in COMPAT_RULES:
+            for file, reason in rules:
                 if name == file:
                     item.own_markers[:] = [m for m in item.own_markers if not (
                         m.name == "skipif" and m.kwargs.get("reason") == reason)]

@@ -69,4 +69,10 @@ void Backend::setup_guard() const {
   }
 }
 
+bool compat_lifts(const Backend& running, const std::string& op, const std::string& reason) {
+  for (const CompatRule& rule : running.compat_rules())
+    if (rule.op == op && rule.reason == reason) return true;
+  return false;
+}
+
 }  // namespace caliber::backends

@@ -98,7 +98,7 @@ enum class Failure {
 
 // A compat rule lifts one op's skip for one exact reason, on its own backend only.
 struct CompatRule {
-  std::string op;
+  std::string op;      // a caliber op, or "flaggems:<file>" for a FlagGems benchmark file
   std::string reason;  // the exact skip reason it lifts
   std::string why;     // why the skip is wrong on this backend
 };
@@ -249,5 +249,11 @@ class BackendUnavailable : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// Does a compat rule of `running` lift `op`'s skip for exactly this `reason`? Only the running
+// backend's own rules count, and only on an exact match of op and reason (the case runner's
+// admission; FlagGems' files are matched by the FlagGems plugin on the "flaggems:" rules).
+[[nodiscard]] bool compat_lifts(const Backend& running, const std::string& op,
+                                const std::string& reason);
 
 }  // namespace caliber::backends

@@ -100,6 +100,12 @@ int caliber_c_settings(char* reply, int64_t cap);
  * {"error"}. */
 int caliber_c_child_env(const char* backend, int index, char* reply, int64_t cap);
 
+/* `backend`'s compat rules, the skip guards it lifts by an exact (op, reason) match, as JSON in
+ * reply: [{"op", "reason", "why"}]; an op "flaggems:<file>" is a FlagGems benchmark file's
+ * skipif reason, which the FlagGems plugin drops (docs/flaggems.md). The backend need not be
+ * usable here. Returns 0, or 2 with {"error"} for a name no backend has. */
+int caliber_c_compat_rules(const char* backend, char* reply, int64_t cap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -320,6 +320,20 @@ CALIBER_C_EXPORT int caliber_c_child_env(const char* backend, int index, char* r
   }
 }
 
+CALIBER_C_EXPORT int caliber_c_compat_rules(const char* backend, char* reply, int64_t cap) {
+  const backends::Backend* b = backends::find_backend(backend ? backend : "");
+  if (b == nullptr) {
+    put(reply, cap,
+        json{{"error", "no backend '" + std::string(backend ? backend : "") + "'"}}.dump());
+    return 2;
+  }
+  json rules = json::array();
+  for (const backends::CompatRule& r : b->compat_rules())
+    rules.push_back({{"op", r.op}, {"reason", r.reason}, {"why", r.why}});
+  put(reply, cap, rules.dump());
+  return 0;
+}
+
 CALIBER_C_EXPORT int caliber_c_markers(char* reply, int64_t cap) {
   namespace mk = core::markers;
   put(reply, cap,

@@ -41,6 +41,7 @@ Plan make_plan(const backends::Backend& backend, const PlanInputs& in) {
   // Compat rules rewrite which cases exist, so nothing that reads the case list may run before
   // them (docs/architecture.md).
   for (const backends::CompatRule& rule : backend.compat_rules()) {
+    if (rule.op.rfind("flaggems:", 0) == 0) continue;  // a FlagGems file's: its plugin's (Python)
     const bool selected =
         in.ops.empty() || std::find(in.ops.begin(), in.ops.end(), rule.op) != in.ops.end();
     if (!selected) continue;
@@ -83,14 +84,6 @@ Plan make_plan(const backends::Backend& backend, const PlanInputs& in) {
                       "provider; one run.log row per case, flushed"});
   p.stages.push_back({"summary", "the summary table and the run.log footer"});
   return p;
-}
-
-bool compat_lifts(const backends::Backend& running, const std::string& op,
-                  const std::string& reason) {
-  for (const backends::CompatRule& rule : running.compat_rules()) {
-    if (rule.op == op && rule.reason == reason) return true;
-  }
-  return false;
 }
 
 std::string format_plan(const Plan& plan) {

@@ -42,11 +42,6 @@ struct Plan {
 // Throws std::invalid_argument on a bad timer or parallel_warmup value.
 [[nodiscard]] Plan make_plan(const backends::Backend& backend, const PlanInputs& in);
 
-// Does a compat rule of `running` lift `op`'s skip for exactly this `reason`? Only the running
-// backend's own rules count, and only on an exact match of op and reason.
-[[nodiscard]] bool compat_lifts(const backends::Backend& running, const std::string& op,
-                                const std::string& reason);
-
 // The plan as text: one numbered line per stage, the resolved timer first.
 [[nodiscard]] std::string format_plan(const Plan& plan);
 

@@ -442,10 +442,7 @@ bool CaseRunner::admit(const Op& op, const Case& c, CaseRow& row) {
   }
   // Skip guards, and the backend's compat rules that may lift exactly one (op, reason).
   if (auto reason = op.skip_reason(c, *device_)) {
-    bool lifted = false;
-    for (const auto& rule : backend_.compat_rules())
-      if (rule.op == c.op && rule.reason == *reason) lifted = true;
-    if (!lifted) return skip(*reason);
+    if (!backends::compat_lifts(backend_, c.op, *reason)) return skip(*reason);
     add_markers(row, {core::markers::compat_lifted});
   }
   const double have = static_cast<double>(device_->free_bytes());

@@ -4,7 +4,7 @@
 #include "plan/plan.hpp"
 
 using namespace caliber::backends;
-using caliber::plan::compat_lifts;
+using caliber::backends::compat_lifts;
 using caliber::plan::make_plan;
 using caliber::plan::Plan;
 using caliber::plan::PlanInputs;

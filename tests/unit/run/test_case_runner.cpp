@@ -181,6 +181,63 @@ TEST(ClusterFix, ConfigsTheDeviceCannotLaunchAreNeverPrepared) {
   for (const auto& c : tuned_configs(true, tune::Mode::off, row)) EXPECT_NE(c, "cluster=16");
 }
 
+// An op whose skip guard always says `reason` (as a guard that assumes CUDA does on MUSA).
+class GuardedOp : public Op {
+ public:
+  explicit GuardedOp(std::string reason) : reason_(std::move(reason)) {}
+  [[nodiscard]] OpInfo info() const override {
+    OpInfo i;
+    i.name = "guarded";
+    i.family = "test";
+    i.dtypes = {DType::f32};
+    return i;
+  }
+  [[nodiscard]] std::size_t bytes_needed(const Case&) const override { return 0; }
+  [[nodiscard]] std::optional<std::string> skip_reason(const Case&,
+                                                       const DeviceContext&) const override {
+    return reason_;
+  }
+  [[nodiscard]] std::unique_ptr<Workload> setup(DeviceContext& ctx, const Case&) const override {
+    return std::make_unique<TwinWorkload>(dynamic_cast<FakeDevice&>(ctx), false);
+  }
+
+ private:
+  std::string reason_;
+};
+
+nlohmann::json run_guarded(const std::vector<backends::CompatRule>& rules,
+                           const std::string& reason) {
+  FakeBackend backend;
+  backend.rules = rules;
+  core::Knobs knobs;
+  knobs.tune = core::TuneMode::off;
+  tune::Settings settings;
+  settings.mode = tune::Mode::off;
+  CaseRunner runner(backend, 0, 1, knobs, core::TimerKind::graph, settings);
+  Case c{"guarded", DType::f32, {1024}, {}, {}};
+  return core::to_json(runner.run_case(GuardedOp(reason), c));
+}
+
+// A backend's compat rule lifts exactly its (op, reason): the case runs, marked compat_lifted;
+// another reason, another op's rule or no rule leaves the skip.
+TEST(CompatRules, LiftExactlyTheirOpAndReason) {
+  const std::string why = "guarded: needs torch.cuda";
+  nlohmann::json row = run_guarded({{"guarded", why, "the guard assumes CUDA"}}, why);
+  ASSERT_EQ(row["status"], "ok") << row.dump();
+  ASSERT_TRUE(row.contains("markers")) << row.dump();
+  EXPECT_NE(row["markers"].dump().find(core::markers::compat_lifted), std::string::npos)
+      << row.dump();
+  for (const auto& rules :
+       std::vector<std::vector<backends::CompatRule>>{{},
+                                                      {{"guarded", why + " (another)", ""}},
+                                                      {{"other", why, ""}},
+                                                      {{"flaggems:guarded", why, ""}}}) {
+    row = run_guarded(rules, why);
+    EXPECT_EQ(row["status"], "skipped") << row.dump();
+    EXPECT_EQ(row["reason"], why) << row.dump();
+  }
+}
+
 // A case runner on the cpu backend's device 0, no tuning, a loose stopping rule.
 class CpuCases : public ::testing::Test {
  protected:

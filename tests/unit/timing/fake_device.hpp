@@ -322,7 +322,9 @@ class FakeBackend : public backends::Backend {
   }
   [[nodiscard]] std::map<std::string, std::string> child_env(int) const override { return {}; }
   [[nodiscard]] std::vector<std::string> capture_deny_ops() const override { return deny; }
+  [[nodiscard]] std::vector<backends::CompatRule> compat_rules() const override { return rules; }
   std::vector<std::string> deny;
+  std::vector<backends::CompatRule> rules;
 };
 
 // Options whose wall clock is the fake device's clock, so that timeouts are deterministic.
