@@ -28,7 +28,15 @@ void add_summary(CLI::App& root, int& exit_code) {
   sub->add_option("--ab", *ab, "Compare two runs or batches (A B), as `caliber compare`")
       ->expected(2);
   add_compare_options(*sub, *cmp);
-  sub->callback([dirs, ab, cmp, &exit_code] {
+  sub->callback([sub, dirs, ab, cmp, &exit_code] {
+    // The comparison's flags mean nothing to a summary: a gate given without --ab would pass
+    // every time, unnoticed.
+    for (const CLI::Option* o : sub->get_options())
+      if (ab->empty() && o->get_group() == "Compare" && o->count() > 0) {
+        exit_code = usage_error("summary: " + o->get_name() +
+                                " is a flag of the comparison; allowed only with --ab A B");
+        return;
+      }
     if (!ab->empty()) {
       if (!dirs->empty()) {
         exit_code = usage_error("summary --ab A B takes no other directories");

@@ -58,8 +58,9 @@ inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool
       ->check(refuse_empty)
       ->group("Compare");
   sub.add_option("--fail-on-regression", cmp.fail_on_regression_pct,
-                 "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100 (for CI); a "
-                 "percentage from 0 (NaN, inf and negative values are refused)")
+                 "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100, a case ok in A "
+                 "failed in B,\nor no case was paired at all (for CI); a percentage from 0 "
+                 "(NaN, inf and negative values\nare refused)")
       ->check(refuse_empty)
       ->group("Compare");
   if (!ab)

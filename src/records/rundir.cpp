@@ -93,6 +93,11 @@ void check_out_dir(const std::filesystem::path& parent) {
     }
     if (errno != ENOENT)
       throw std::invalid_argument("'" + text + "': " + p.string() + ": " + std::strerror(errno));
+    // A name that is there as a symbolic link to nothing: creating the directory would fail.
+    if (struct stat lst{}; ::lstat(p.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode))
+      throw std::invalid_argument("'" + text + "': " + p.string() +
+                                  " is a symbolic link to nothing (a dangling link); allowed: a "
+                                  "directory, or a path that does not exist yet");
     if (!p.has_parent_path() || p.parent_path() == p) return;
     p = p.parent_path();
   }

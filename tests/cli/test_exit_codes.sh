@@ -29,6 +29,7 @@ export|2|$R --format nosuch|no
 compare|0|$R $R|yes
 compare|2|$R $T/empty|no
 compare|2|$R $R --fail-on-regression NaN|no
+summary|2|$R --fail-on-regression 0|no
 devices|0||yes
 devices|2|--backend nosuch|no
 plan|0|--backend cpu|yes

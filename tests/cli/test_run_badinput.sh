@@ -74,6 +74,10 @@ expect_refused "--name= before another flag" "--name empty" -- \
   "$CAL" run add "${FAST[@]}" "${O[@]}" --name= --quiet
 expect_refused "export --format=" "--format empty" -- "$CAL" export "$T" --format= --out "$T/x.csv"
 
+# --out on a symbolic link to nothing: a refusal naming it, not "cannot create: File exists".
+ln -s "$T/nowhere" "$T/dangling"
+expect_refused "--out a dangling link" "--out dangling" -- "$CAL" run add "${FAST[@]}" --out "$T/dangling"
+
 # The hand-off's status variable names only the file a caliber that handed off made: any other
 # path (a stale or hostile environment) is never appended to.
 echo keep > "$T/victim.txt"
