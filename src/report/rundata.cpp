@@ -201,6 +201,18 @@ RunData load_run(const fs::path& run_dir) {
   return r;
 }
 
+void check_named_runs(const std::vector<fs::path>& dirs) {
+  for (const auto& d : dirs) {
+    if (!is_run_dir(d)) continue;
+    const core::RunLog log = core::read_run_log(d / kRunLog);
+    if (!log.header && log.cases.empty() && !log.footer && (log.bad_lines > 0 || log.truncated))
+      throw std::invalid_argument(
+          d.string() + "/" + kRunLog + ": not a caliber run.log (none of its lines reads" +
+          (log.first_bad_line_error.empty() ? "" : ": " + log.first_bad_line_error.substr(0, 200)) +
+          ")");
+  }
+}
+
 std::vector<RunData> load_runs(const std::vector<fs::path>& dirs) {
   std::vector<RunData> out;
   for (const auto& r : expand(dirs)) {

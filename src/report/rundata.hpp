@@ -41,6 +41,12 @@ struct RunData {
 // A directory `caliber batch` wrote: it holds ops_status.csv.
 [[nodiscard]] bool is_batch_dir(const std::filesystem::path& dir);
 [[nodiscard]] RunData load_run(const std::filesystem::path& run_dir);
+// The readers' check of the run directories a command names itself (summary, export, report;
+// compare and history have their own stricter one): a run.log of which no line reads (no header,
+// no row, no footer: not a caliber run.log at all) throws std::invalid_argument naming it, rather
+// than reading as a run of nothing. A run inside a batch is left to the batch's reading: one
+// op's broken log must not hide the others.
+void check_named_runs(const std::vector<std::filesystem::path>& dirs);
 [[nodiscard]] std::vector<RunData> load_runs(const std::vector<std::filesystem::path>& dirs);
 // The duplicate case rows of a set of runs, and the note a report prints about them.
 struct DuplicateRows {

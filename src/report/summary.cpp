@@ -130,6 +130,7 @@ Summary summarize_rows(const std::vector<std::pair<std::string, std::vector<RunD
 }
 
 Summary summarize(const std::vector<std::filesystem::path>& inputs, const SummaryOptions& opt) {
+  check_named_runs(inputs);  // html_report's summary too
   std::vector<std::pair<std::string, std::vector<RunData>>> loaded;
   std::vector<std::string> folders;
   for (const auto& in : inputs) {

@@ -35,6 +35,15 @@ expect_refused "history --html another run's run.log" "data file of caliber's re
   "$CAL" history "$R" --html "$O/run.log"
 [ "$(md5sum "$O"/* | md5sum)" = "$sums_before" ] || check_fail "another run's files were changed"
 
+# --- A run.log of which no line reads is no run of nothing: summary, export and report refuse
+# it by name (exit 2), as compare and history do.
+cp -r "$R" "$T/garbage"
+head -c 65536 /dev/urandom > "$T/garbage/run.log"
+expect_refused "summary of a garbage run.log" "not a caliber run.log" -- "$CAL" summary "$T/garbage"
+expect_refused "export of a garbage run.log" "not a caliber run.log" -- "$CAL" export "$T/garbage"
+expect_refused "report of a garbage run.log" "not a caliber run.log" -- \
+  "$CAL" report "$T/garbage" --html "$T/garbage.html"
+
 # --- An identity whose fields have the wrong types is read leniently: the readers say what
 # differs, never a JSON library's type error.
 cp -r "$R" "$T/typed"
