@@ -72,6 +72,7 @@ void add_history(CLI::App& root, int& exit_code) {
                   "The smallest change-point reported, percent (default 3)")
       ->group("History");
   sub->add_option("--html", a->html, "Also write the page, one small chart per row that moved")
+      ->check(refuse_empty)
       ->group("History");
   add_compare_options(*sub, a->cmp);
   sub->callback([a, &exit_code] { exit_code = run_history(*a); });

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/compare_options.hpp"
 #include "records/identity.hpp"
 #include "report/identity_view.hpp"
 
@@ -20,7 +21,8 @@ void add_identity(CLI::App& root, int& exit_code) {
   auto other = std::make_shared<std::string>();
   auto format = std::make_shared<std::string>("table");
   sub->add_option("RUN", *run, "A run directory")->required();
-  sub->add_option("--diff", *other, "Another run directory to compare calibers with");
+  sub->add_option("--diff", *other, "Another run directory to compare calibers with")
+      ->check(refuse_empty);
   sub->add_option("--format", *format, "Output: table, md, csv, json")->group("Output");
   sub->callback([run, other, format, &exit_code] {
     const auto fmt = report::parse_format(*format);

@@ -126,9 +126,12 @@ void add_list(CLI::App& root, int& exit_code) {
   auto names = std::make_shared<bool>(false);
   auto cases = std::make_shared<bool>(false);
   auto as_json = std::make_shared<bool>(false);
-  sub->add_flag("--names", *names, "Only the op names, one per line");
-  sub->add_flag("--cases", *cases, "Every case's node id");
-  sub->add_flag("--json", *as_json, "JSON output");
+  auto* names_opt = sub->add_flag("--names", *names, "Only the op names, one per line");
+  auto* cases_opt = sub->add_flag("--cases", *cases, "Every case's node id");
+  auto* json_opt = sub->add_flag("--json", *as_json, "JSON output (with --cases: the node ids)");
+  // --names is plain text: with --cases or --json one of them would be ignored.
+  names_opt->excludes(cases_opt);
+  names_opt->excludes(json_opt);
   sub->callback([=, &exit_code] {
     exit_code = run_command([&] { return list_ops(*knobs, *names, *cases, *as_json); },
                             /*invalid_argument_is_usage=*/true);

@@ -337,12 +337,15 @@ std::vector<KnobSpec> make_table() {
          k.throttle_fraction = parse_real("throttle_fraction", v, 0, 1, true);
        }});
   add({"capture_deny", "--capture-deny", "", "Timing", "the backend's built-in list",
-       "comma list of at most 10000 ops",
+       "comma list of at most 10000 ops, each at most 128 characters",
        "Ops never captured into a graph (their capture attempt is known to poison the context).",
        [](Knobs& k, const std::string& v) {
          k.capture_deny = split_list(v);
          if (k.capture_deny.size() > kMaxOps)
            refuse("capture_deny", v, "names more than 10000 ops");
+         for (const auto& op : k.capture_deny)
+           if (op.size() > kMaxNameChars)
+             refuse("capture_deny", op, "is longer than 128 characters");
        }});
   add({"peaks", "--peaks", "", "Timing", "on", "on, off, refresh",
        "The device's copy bandwidth, mm rate and timer floor (run_identity.json 'peaks'), so rows "

@@ -39,6 +39,7 @@ ab|2|add ${FAST[*]} --out $T/refused-out|no
 ab|2|add ${FAST[*]} --env X=1 --env X=2 --timeout-per-run nan --out $T/refused-out|no
 identity|0|$R|yes
 identity|2|$T/empty|no
+list|2|--backend cpu --names --json|no
 report|0|$R --html $T/page.html|yes
 report|2|$T/empty --html $T/refused-out|no
 history|0|$R|yes

@@ -74,6 +74,14 @@ expect_refused "--name= before another flag" "--name empty" -- \
   "$CAL" run add "${FAST[@]}" "${O[@]}" --name= --quiet
 expect_refused "export --format=" "--format empty" -- "$CAL" export "$T" --format= --out "$T/x.csv"
 
+long_name=$(printf 'a%.0s' $(seq 1 200))
+expect_refused "--capture-deny with a 200-character name" "--capture-deny 128" -- \
+  "$CAL" run add "${FAST[@]}" "${O[@]}" --capture-deny "add,$long_name"
+
+# An empty value given as its own argument is refused, never read as "no value".
+REFUSED_LINES=any expect_refused "identity --diff ''" "--diff empty" -- "$CAL" identity "$T" --diff ''
+REFUSED_LINES=any expect_refused "history --html ''" "--html empty" -- "$CAL" history "$T" --html ''
+
 # --out on a symbolic link to nothing: a refusal naming it, not "cannot create: File exists".
 ln -s "$T/nowhere" "$T/dangling"
 expect_refused "--out a dangling link" "--out dangling" -- "$CAL" run add "${FAST[@]}" --out "$T/dangling"
