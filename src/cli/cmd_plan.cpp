@@ -8,7 +8,9 @@
 #include "cli/commands.hpp"
 #include "cli/knob_options.hpp"
 #include "plan/plan.hpp"
+#include "run/cases.hpp"
 #include "run/driver.hpp"
+#include "tune/warmup.hpp"
 
 namespace caliber::cli {
 namespace {
@@ -17,7 +19,8 @@ void add_plan(CLI::App& root, int& exit_code) {
   auto* sub = root.add_subcommand(
       "plan", "Print the stage plan of a run (derived from the backend's capabilities).");
   // Only the knobs that shape the plan.
-  const std::set<std::string> keep = {"backend", "timer", "tune", "parallel_warmup", "ops"};
+  const std::set<std::string> keep = {"backend",         "timer", "tune",
+                                      "parallel_warmup", "ops",   "devices"};
   std::set<std::string> skip;
   for (const core::KnobSpec& spec : core::knob_table()) {
     if (keep.count(spec.name) == 0) skip.insert(spec.name);
@@ -31,6 +34,14 @@ void add_plan(CLI::App& root, int& exit_code) {
         [&] {
           const core::Knobs k = knobs->resolve();
           const backends::Backend& backend = run::resolve_backend_knob(k);
+          // What a run of these knobs would refuse, plan refuses: an op the backend's corpus
+          // lacks (where this build has ops for it: a plan needs no device, nor a vendor's ops),
+          // a warmup over more devices than are selected.
+          if (!k.ops.empty() && !run::corpus(backend.name()).empty())
+            (void)run::select_cases(k, backend.name(), backend.capabilities().host);
+          if (k.parallel_warmup > 0)
+            tune::validate_parallel_warmup(
+                k.parallel_warmup, k.devices.empty() ? 1 : static_cast<int>(k.devices.size()));
           plan::PlanInputs in;
           in.timer = k.timer;
           in.tune = k.tune;

@@ -52,10 +52,13 @@ done
 d=$(stages cuda --timer direct)
 [ "${d%% *}" = direct ] || check_fail "plan --backend cuda --timer direct: timer ${d%% *}"
 has "$d" graph_capture && check_fail "plan --backend cuda --timer direct still captures: $d"
-p=$(stages cuda --parallel-warmup 2)
+p=$(stages cuda --parallel-warmup 2 --devices 0,1)
 has "$p" parallel_warmup || check_fail "plan --backend cuda --parallel-warmup 2 has no parallel_warmup stage: $p"
-p=$(PARALLEL_WARMUP_GPUS=2 stages cuda)
+p=$(PARALLEL_WARMUP_GPUS=2 stages cuda --devices 0,1)
 has "$p" parallel_warmup || check_fail "PARALLEL_WARMUP_GPUS=2 plans no parallel_warmup stage: $p"
+# As a run, a warmup over more devices than --devices selects is refused.
+"$CAL" plan --backend cuda --parallel-warmup 2 > /dev/null 2>&1
+[ $? -eq 2 ] || check_fail "plan --parallel-warmup 2 with one device selected must exit 2"
 p=$(PARALLEL_WARMUP_GPUS= stages cuda)
 has "$p" parallel_warmup && check_fail "PARALLEL_WARMUP_GPUS= (empty) plans parallel warmup: $p"
 o=$(stages cpu --tune off)

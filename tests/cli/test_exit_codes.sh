@@ -34,6 +34,8 @@ devices|0||yes
 devices|2|--backend nosuch|no
 plan|0|--backend cpu|yes
 plan|2|--backend nosuch|no
+plan|2|nosuchop --backend cpu|no
+plan|2|--backend cpu --parallel-warmup 64|no
 ab|0|add ${FAST[*]} --env X=1 --env X=2 --rounds 1 --out $T/o --name abok|yes
 ab|2|add ${FAST[*]} --out $T/refused-out|no
 ab|2|add ${FAST[*]} --env X=1 --env X=2 --timeout-per-run nan --out $T/refused-out|no
