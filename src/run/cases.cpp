@@ -434,13 +434,25 @@ bool add_op_cases(Selection& sel, const OpEntry& e, const core::Knobs& k,
                          : built != nullptr && !shapes.names_op(e.info.name)
                              ? *built
                              : shapes.shapes_for(e.info.name, e.info.family, sel.level);
+  // Shapes given for this op by name (--shape, or the shape file's `ops:` entry of the op) must
+  // have its dimensions: a shape of another arity is the user's mistake, refused, never a run
+  // of skipped cases. A family's shapes serve many ops and are left to the op.
+  const bool named_for_op = !k.shapes.empty() || (own == own_shapes().end() && built == nullptr &&
+                                                  shapes.names_op(e.info.name));
   for (const auto& raw : op_shapes) {
     auto shape = e.op->canonical_shape(raw);
-    if (!k.shapes.empty() && !e.info.dim_names.empty() && shape.size() != e.info.dim_names.size()) {
+    if (named_for_op && !e.info.dim_names.empty() && shape.size() != e.info.dim_names.size()) {
       std::string dims;
       for (const auto& d : e.info.dim_names) dims += (dims.empty() ? "" : "x") + d;
-      throw SelectionError("--shape: '" + shape_text(raw) + "' does not fit op " + e.info.name +
-                           " (its shape is " + dims + ")");
+      const std::string where =
+          !k.shapes.empty()
+              ? "--shape: '" + shape_text(raw) + "'"
+              : "--shapes: " +
+                    core::shown_path(k.shapes_file.empty() ? std::string("the shape file")
+                                                           : k.shapes_file) +
+                    ": ops: " + e.info.name + ": '" + shape_text(raw) + "'";
+      throw SelectionError(where + " does not fit op " + e.info.name + " (its shape is " + dims +
+                           ")");
     }
     if (used_set.insert(raw).second) used.push_back(raw);
     for (const auto& params : e.op->variants(sel.level == core::Level::comprehensive)) {

@@ -78,6 +78,11 @@ long_name=$(printf 'a%.0s' $(seq 1 200))
 expect_refused "--capture-deny with a 200-character name" "--capture-deny 128" -- \
   "$CAL" run add "${FAST[@]}" "${O[@]}" --capture-deny "add,$long_name"
 
+# A shape file's shapes for an op by name must have the op's dimensions, as --shape must.
+printf 'ops:\n  mm: [[1, 2]]\n' > "$T/bad-arity.yaml"
+expect_refused "a shape file's mm shape of 2 dims" "--shapes mm MxNxK" -- \
+  "$CAL" run mm "${FAST[@]}" "${O[@]}" --shapes "$T/bad-arity.yaml"
+
 # An empty value given as its own argument is refused, never read as "no value".
 REFUSED_LINES=any expect_refused "identity --diff ''" "--diff empty" -- "$CAL" identity "$T" --diff ''
 REFUSED_LINES=any expect_refused "history --html ''" "--html empty" -- "$CAL" history "$T" --html ''
