@@ -50,10 +50,15 @@ long long parse_int(const std::string& name, const std::string& value, long long
 double parse_real(const std::string& name, const std::string& value, double lo, double hi,
                   bool lo_open = false) {
   const std::string t = trim(value);
+  // Decimal only: strtod also reads hexadecimal (0x10 seconds), "inf" and "nan".
+  if (t.find_first_not_of("0123456789.eE+-") != std::string::npos)
+    refuse(name, value, "is not a number (decimal digits, '.', an exponent)");
   char* end = nullptr;
   errno = 0;
   double v = std::strtod(t.c_str(), &end);
-  if (t.empty() || end != t.c_str() + t.size() || errno != 0 || !std::isfinite(v))
+  // An underflow (1e-320) is a tiny number, not an error; an overflow (1e999) is.
+  const bool underflow = errno == ERANGE && std::isfinite(v) && std::fabs(v) < 1.0;
+  if (t.empty() || end != t.c_str() + t.size() || (errno != 0 && !underflow) || !std::isfinite(v))
     refuse(name, value, "is not a number");
   if (v < lo || v > hi || (lo_open && v == lo)) {
     std::ostringstream os;

@@ -184,6 +184,8 @@ TEST(KnobValidation, EveryValidatingKnobRefusesABadValue) {
       {"timeout", "0"},
       {"timeout", "nan"},
       {"warmup", "inf"},
+      {"warmup", "0x10"},  // strtod reads hexadecimal: 16 s of warmup
+      {"timeout", "1e999"},
       {"throttle_fraction", "0"},
       {"tune", "sometimes"},
       {"parallel_warmup", "0"},
