@@ -122,7 +122,8 @@ void add_list(CLI::App& root, int& exit_code) {
                        "name",
                        "seed",
                        "columns",
-                       "profile"});
+                       "profile",
+                       "quiet"});
   auto names = std::make_shared<bool>(false);
   auto cases = std::make_shared<bool>(false);
   auto as_json = std::make_shared<bool>(false);

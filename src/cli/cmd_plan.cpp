@@ -25,6 +25,7 @@ void add_plan(CLI::App& root, int& exit_code) {
   for (const core::KnobSpec& spec : core::knob_table()) {
     if (keep.count(spec.name) == 0) skip.insert(spec.name);
   }
+  skip.insert("quiet");  // nothing to be quiet about: plan prints the plan only
   auto knobs = std::make_shared<KnobOptions>();
   knobs->add_to(*sub, skip, /*with_ops=*/true);
   auto as_json = std::make_shared<bool>(false);

@@ -16,6 +16,7 @@
 #include "caliber/check.hpp"
 #include "caliber/dtype.hpp"
 #include "settings/library_file.hpp"
+#include "settings/shapes.hpp"
 
 namespace caliber::core {
 
@@ -161,8 +162,8 @@ std::vector<KnobSpec> make_table() {
                refuse("shape", item, "is not a shape (positive integers joined by x)");
              shape.push_back(n);
            }
-           if (shape.empty() || shape.size() > 8)
-             refuse("shape", item, "is not a shape (1 to 8 dimensions joined by x)");
+           if (shape.empty() || shape.size() > kMaxDims)  // a shape file's limit too
+             refuse("shape", item, "is not a shape (1 to 16 dimensions joined by x)");
            if (std::find(k.shapes.begin(), k.shapes.end(), shape) == k.shapes.end())
              k.shapes.push_back(std::move(shape));
          }
@@ -487,7 +488,8 @@ std::vector<KnobSpec> make_table() {
            refuse("check_threads", v,
                   "is not an integer from 1 to " + std::to_string(check::kCheckThreadsLimit));
        }});
-  add({"seed", "--seed", "CALIBER_SEED", "Output", "fresh per run", "an integer from 1",
+  add({"seed", "--seed", "CALIBER_SEED", "Output", "fresh per run",
+       "an integer from 1 to 4611686018427387904 (2^62)",
        "Seed of the random inputs (recorded in run_identity.json).",
        [](Knobs& k, const std::string& v) {
          k.seed = static_cast<std::uint64_t>(parse_int("seed", v, 1, (1LL << 62)));
