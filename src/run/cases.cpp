@@ -377,8 +377,8 @@ Wanted wanted_ops(const core::Knobs& k, const std::vector<OpEntry>& all,
     for (const auto& e : all)
       if (e.op && glob_match(op_part, e.info.name)) w.names.push_back(e.info.name);
     if (w.names.empty())
-      throw SelectionError("--node (TEST_NODE): '" + k.node + "' matches no op for backend " +
-                           backend + "; ops: " + op_names(all));
+      throw SelectionError("--node (TEST_NODE): '" + core::shown_path(k.node) +
+                           "' matches no op for backend " + backend + "; ops: " + op_names(all));
   } else {
     w.names = {op_part};
   }
@@ -494,8 +494,8 @@ void refuse_empty_parts(const Selection& sel, const core::Knobs& k, const Wanted
     throw SelectionError("--dtypes: '" + list + "' is not supported by any selected op");
   }
   if (!w.node_filter.empty() && sel.cases.empty())
-    throw SelectionError("--node (TEST_NODE): '" + w.node_filter + "' matches no case at level " +
-                         std::string(core::to_string(k.level)) +
+    throw SelectionError("--node (TEST_NODE): '" + core::shown_path(w.node_filter) +
+                         "' matches no case at level " + std::string(core::to_string(k.level)) +
                          " (caliber list --cases shows the node ids)");
 }
 

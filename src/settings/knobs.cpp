@@ -436,6 +436,8 @@ std::vector<KnobSpec> make_table() {
                                               "0123456789._-") != std::string::npos)
            refuse("name", v, "is not allowed");
          if (t.size() > kMaxNameChars) refuse("name", v, "is longer than 128 characters");
+         if (t.find_first_not_of('.') == std::string::npos)  // ".", "..": the name of a folder
+           refuse("name", v, "is only dots; allowed: a name with a letter, digit, '_' or '-'");
          k.name = t;
        }});
   add({"profile", "--profile", "", "Timing", "off (--profile alone: 3)",

@@ -193,6 +193,8 @@ TEST(KnobValidation, EveryValidatingKnobRefusesABadValue) {
       {"out", ""},
       {"name", "a/b"},
       {"name", "has space"},
+      {"name", "."},
+      {"name", ".."},
       {"seed", "0"},
       {"shape", "4096xa"},
       {"shape", "0x4"},
