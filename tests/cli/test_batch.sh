@@ -35,6 +35,13 @@ for op in add sum; do
   [ "$(rows $op)" = "$n" ] || fail "$op: ops_status says $(rows $op) rows, run.log has $n"
   awk -F, -v op="$op" '$1 == op && $5 == "" { exit 1 }' "$B/ops_status.csv" || fail "$op: no timer"
 done
+# --gpus is the alias of --devices (the old runner's name): the batch spreads its ops over the
+# devices it names, each op's row saying its device.
+CALIBER_CPU_DEVICES=2 "$CAL" batch add sum --backend cpu --gpus 0,1 --out "$T/gpus" "${FAST[@]}" \
+  > "$T/gpus.txt" 2>&1 || fail "batch --gpus 0,1: exit $?: $(tail -3 "$T/gpus.txt")"
+G=$(ls -d "$T"/gpus/batch-* | head -1)
+devs=$(awk -F, 'NR > 1 { print $4 }' "$G/ops_status.csv" | sort -u | tr '\n' ' ')
+[ "$devs" = "0 1 " ] || fail "batch --gpus 0,1 ran on devices '$devs', expected 0 and 1"
 # Nothing of the batch may be left running.
 if pgrep -f "$T/runs" > /dev/null; then fail "a child is still running: $(pgrep -af "$T/runs")"; fi
 echo PASS
