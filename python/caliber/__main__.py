@@ -38,7 +38,9 @@ _EXECUTABLE_COMMANDS = ("batch", "ab")
 
 
 def _py_ops(args: List[str]) -> List[str]:
-    """The --py-ops values among the arguments (--py-ops X, --py-ops=X; comma lists)."""
+    """The --py-ops values among the arguments (--py-ops X, --py-ops=X; comma lists). A suite
+    named twice (a.py,a.py, the flag repeated, ./a.py beside a.py: the same file) is loaded once,
+    at its first place."""
     out = []
     i = 0
     while i < len(args):
@@ -51,7 +53,15 @@ def _py_ops(args: List[str]) -> List[str]:
         elif a.startswith("--py-ops="):
             out += a.split("=", 1)[1].split(",")
         i += 1
-    return [s.strip() for s in out if s.strip()]
+    suites: List[str] = []
+    seen = set()
+    for s in out:
+        s = s.strip()
+        key = os.path.realpath(s)
+        if s and key not in seen:
+            seen.add(key)
+            suites.append(s)
+    return suites
 
 
 def _has(rest: List[str], flag: str) -> bool:
@@ -143,9 +153,13 @@ def run_here(argv: List[str]) -> int:
 
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
+    if not argv:  # a usage error, as the executable's: the message on stderr, exit 2
+        print("caliber: a subcommand is required (python3 -m caliber --help says what it takes)\n"
+              + USAGE, file=sys.stderr)
+        return 2
+    if argv[0] in ("-h", "--help"):
         print(USAGE)
-        return 0 if argv else 2
+        return 0
     try:
         argv = _legacy(argv)
         if argv[0] in _EXECUTABLE_COMMANDS:

@@ -114,7 +114,17 @@ def _install_torch_hooks(backend: str) -> None:
         _torch.install_hooks(backend)
 
 
+def _backend_words() -> str:
+    """What `backend` allows, in words: the package's device map's backends and cpu."""
+    from . import _torch
+    return "None (ZL_BACKEND, else auto), 'auto' or a backend's name (%s)" % ", ".join(
+        list(_torch._MODULES) + ["cpu"])
+
+
 def _resolve_backend(backend: Optional[str]) -> str:
+    if backend is not None and not isinstance(backend, str):
+        raise TypeError("caliber.measure: backend=%r (%s) is not allowed; allowed: %s"
+                        % (backend, type(backend).__name__, _backend_words()))
     if backend is None:
         backend = os.environ.get("ZL_BACKEND") or "auto"
     if backend == "auto":
@@ -148,6 +158,16 @@ def _resolve_repeat(value: Optional[int]) -> int:
         raise ValueError("ZL_DIRECT_REPEAT: '%s' is not allowed; allowed: an integer from 1 to 1000"
                          % text[:200])
     return n
+
+
+def _check_timer_capability(timer: str, info: Dict[str, Any]) -> None:
+    """timer="graph" on a device whose backend reports no graph capture is refused, as the
+    CLI's --timer graph is (plan::resolve_timer), rather than timed direct in silence."""
+    caps = info.get("capabilities") or {}
+    if timer == "graph" and not caps.get("graph_capture", True):
+        allowed = [w for w in _words("timer") if w != "graph"]
+        raise ValueError("caliber.measure: timer 'graph': backend '%s' has no graph capture; "
+                         "allowed on it: %s" % (info.get("backend", "?"), ", ".join(allowed)))
 
 
 # Stays long: a dozen typed keywords one per line, then one call; splitting would scatter them.
@@ -186,6 +206,7 @@ def measure(fn: Callable[[], Any], *, backend: Optional[str] = None,
     if device is None:
         device = _torch.device_api(backend).current_device() if torch_dev else 0
     handle, info = _device(backend, device)
+    _check_timer_capability(timer, info)
     torch_dev = torch_dev and not info.get("host", False)
     opts = {"timer": timer, "l2": l2, "clock": clock, "return_mode": return_mode,
             "repeat": repeat, "rng": bool(rng), "op": name or getattr(fn, "__name__", "fn"),

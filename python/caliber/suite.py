@@ -271,8 +271,14 @@ def validate(op: Any, index: int) -> List[Prov]:
 
 def load(path: str) -> List[Tuple[Dict[str, Any], List[Prov]]]:
     """Imports the suite file; returns its OPS validated, as (op, providers) pairs."""
-    if not os.path.isfile(path):
+    if os.path.isdir(path):
+        raise SuiteError("suite '%s' is a directory, not a file; allowed: a Python suite file "
+                         "(.py)" % path)
+    if not os.path.exists(path):
         raise SuiteError("suite '%s' does not exist" % path)
+    if not os.path.isfile(path):
+        raise SuiteError("suite '%s' is not a regular file; allowed: a Python suite file (.py)"
+                         % path)
     name = "caliber_suite_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:

@@ -138,6 +138,24 @@ class BenchApi(unittest.TestCase):
                     caliber.measure(work, **opts)
                 self.assertNotIn("json.exception", str(raised.exception))
 
+    def test_graph_timer_without_graph_capture_is_refused(self):
+        # The CLI refuses --timer graph on cpu (exit 2); measure and bench refuse it the same way
+        # (the device's capabilities say it has no capture), never timing direct in silence.
+        for call in (caliber.measure, caliber.bench):
+            with self.subTest(call=call.__name__):
+                with self.assertRaisesRegex(ValueError, "timer 'graph': backend 'cpu' has no graph "
+                                                        "capture; allowed on it: auto, direct"):
+                    call(work, timer="graph", **FAST)
+        self.assertEqual(caliber.measure(work, timer="auto", **FAST).timer, "direct")
+
+    def test_backend_of_the_wrong_type_is_refused_by_name(self):
+        for bad in (5, True, ["cpu"]):
+            with self.subTest(backend=bad):
+                with self.assertRaisesRegex(TypeError, r"backend=.* is not allowed; allowed: None "
+                                                       r"\(ZL_BACKEND, else auto\), 'auto' or a "
+                                                       r"backend's name \(.*cpu\)"):
+                    caliber.measure(work, backend=bad, timeout_s=0.5)
+
     def test_zl_direct_repeat_is_the_repeat_unless_given(self):
         """ZL_DIRECT_REPEAT (the run's knob) sets caliber.measure's repeat as it sets the CLI's;
         an argument wins; a bad value is refused naming the variable."""

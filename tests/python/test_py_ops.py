@@ -139,6 +139,18 @@ class BadInput(unittest.TestCase):
                 self.assertIn("unknown op 'py_nope'", se)
                 self.assertEqual(listing(out), [])
 
+    def test_no_arguments_is_a_usage_error_on_stderr(self):
+        # As the executable: nothing on stdout, the message on stderr, exit 2; --help is stdout.
+        for who, call in (("caliber", caliber), ("python3 -m caliber", py_caliber)):
+            with self.subTest(who):
+                rc, so, se = call()
+                self.assertEqual(rc, 2, so + se)
+                self.assertEqual(so, "")
+                self.assertIn("subcommand is required", se)
+        rc, so, se = py_caliber("--help")
+        self.assertEqual((rc, se), (0, ""))
+        self.assertIn("usage: python3 -m caliber run", so)
+
     def test_no_python_interpreter(self):
         self.refused("run", "--py-ops", HOST, env={"CALIBER_PYTHON": "/nonexistent/python3"},
                      needles=["CALIBER_PYTHON='/nonexistent/python3' is not an executable"])

@@ -107,6 +107,23 @@ class SuiteRuns(unittest.TestCase):
         self.assertEqual({c["op"] for c in cases}, {"py_scale"})
         self.assertEqual(header["l2"], "warm")
 
+    def test_a_suite_named_twice_is_loaded_once(self):
+        # a.py,a.py, the flag repeated, or another spelling of the same file: one suite, its ops
+        # once (not "already registered by the same source").
+        here = os.path.dirname(HOST)
+        for spelling in (["--py-ops", HOST + "," + HOST],
+                         ["--py-ops", HOST, "--py-ops=" + os.path.join(here, ".", "host_suite.py")]):
+            with self.subTest(spelling=spelling):
+                out = tmpdir()
+                rc, so, se = py_caliber("run", *spelling, "py_scale", "--out", out, *QUICK)
+                self.assertEqual(rc, 0, so + se)
+                (d,) = run_dirs(out)
+                with open(os.path.join(d, "run_identity.json")) as f:
+                    self.assertEqual(json.load(f)["python"]["suite"], HOST)
+                rc, so, se = py_caliber("list", *spelling, "--names")
+                self.assertEqual(rc, 0, so + se)
+                self.assertEqual(so.split(), ["py_sum", "py_scale", "py_nap"])
+
 
 class BadInput(unittest.TestCase):
     def assert_refused(self, suite, *needles, extra=()):
@@ -125,6 +142,10 @@ class BadInput(unittest.TestCase):
 
     def test_missing_suite_and_not_python(self):
         self.assert_refused("/nonexistent/suite.py", "does not exist")
+        folder = os.path.join(tmpdir(), "x.py")  # a directory with a suite's name
+        os.mkdir(folder)
+        se = self.assert_refused(folder, "'%s' is a directory, not a file" % folder)
+        self.assertNotIn("does not exist", se)
         out = tmpdir()
         rc, so, se = py_caliber("run", "suite.txt", "--out", out)
         self.assertEqual(rc, 2)
