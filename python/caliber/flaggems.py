@@ -18,6 +18,7 @@ op per benchmark file) is the C++ side's, one rule: `caliber list --flaggems ROO
 import ctypes
 import faulthandler
 import gc
+import inspect
 import json
 import math
 import os
@@ -249,6 +250,7 @@ class _Case:
         self.detail_key = shape  # the arguments of its first call, spelled as a shape
         self.recorded = False  # shape and detail are what FlagGems' own record_shapes recorded
         self.seen = []  # the roles of the get_latency calls it holds, in order
+        self.origin = None  # (file, module, function) of the pytest test that made it
 
     def roles(self):
         return list(self.seen)
@@ -296,8 +298,12 @@ class Session:
         self.opened = None
         self.planned = False  # --dry-run: the selection was printed (_plan)
         self.case = None
-        self.keys = {}  # (op, dtype, shape) -> times seen, for distinct keys
+        self.keys = {}  # (op, dtype, shape) -> (times seen, the first one's pytest node)
+        self.homes = {}  # (file, function, op) -> the shape's suffix for that test's rows
+        self.sources = {}  # module name -> [(test function name, its source)], file order
+        self.noted = set()  # (node, earlier node) pairs whose shared key was reported
         self.node = None
+        self.origin = None  # (file, module, function) of the running pytest test
         self.opid = None
         self.test_cases = 0
         self.shapes = {}
@@ -669,13 +675,15 @@ class Session:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
         self.node = item.nodeid
+        self.origin = (os.path.abspath(_item_path(item)), getattr(item, "module", None),
+                       getattr(item, "originalname", None) or item.name.split("[", 1)[0])
         self.opid = self._opid(item)
         self.test_cases = 0
         self.t_mark = time.perf_counter()
         self.bench_op = self.dtype = self.input = self.recorded = None
         yield
         self._flush()
-        self.node = None
+        self.node = self.origin = None
 
     def pytest_runtest_logreport(self, report):
         if self.opened is None:
@@ -738,10 +746,16 @@ class Session:
         orig_update = base.update_result
 
         def update_result(op, data):
-            session.annotate_record(data)
-            return orig_update(op, data)
+            return orig_update(op, session.annotate_record(data))
 
         base.update_result = update_result
+        # A benchmark with its own run may import conftest's update_result itself and pass its
+        # record as JSON text (FlagGems' int4pack files: `from .conftest import update_result`,
+        # `update_result(op, result.to_json())`): the collected modules' own name is rebound.
+        for name, mod in list(sys.modules.items()):
+            if name.startswith("benchmark.") and name != "benchmark.base" and \
+                    getattr(mod, "update_result", None) is orig_update:
+                mod.update_result = update_result
 
     def wrap_instance(self, bench):
         """The instance's loop (run, get_input_iter, record_shapes), its metrics and its dtypes,
@@ -848,7 +862,19 @@ class Session:
 
     def annotate_record(self, data):
         """FlagGems' record of one (op, dtype): a shape caliber failed alone carries its error,
-        and latencies caliber has no number for are null (JSON has no NaN)."""
+        and latencies caliber has no number for are null (JSON has no NaN). Returns the record,
+        as it came: an object, or JSON text (a record a benchmark serialized itself)."""
+        if isinstance(data, str):
+            try:
+                parsed = json.loads(data)
+            except ValueError:
+                return data
+            if not isinstance(parsed, dict):
+                return data
+            self.annotate_record(parsed)
+            return json.dumps(parsed)
+        if not isinstance(data, dict):
+            return data
         for i, metric in enumerate(data.get("result") or []):
             if not isinstance(metric, dict):
                 continue
@@ -857,6 +883,7 @@ class Session:
             for key, v in list(metric.items()):
                 if isinstance(v, float) and not math.isfinite(v):
                     metric[key] = None
+        return data
 
     # --- timing ---------------------------------------------------------------------------
 
@@ -920,6 +947,7 @@ class Session:
             t = _first_tensor(args)
             dtype = self.dtype if self.dtype is not None else getattr(t, "dtype", "-")
             c = _Case(bench.op_name, dtype_name(dtype), shape, None, self.node, self.ordinal)
+            c.origin = self.origin
             c.torch_dtype = str(dtype)
             c.input = self.input
             c.inputs_s = max(0.0, c.t_begin - self.t_mark)
@@ -980,6 +1008,7 @@ class Session:
         if c is None:  # a timing call outside get_latency: its own case
             c = self.case = _Case(getattr(self, "opid", None) or "op", "-", "-", None, self.node,
                                   self.ordinal)
+            c.origin = self.origin
             c.detail_key = "-"
 
         call = self._launcher(fn, grad_to_none)
@@ -1090,12 +1119,14 @@ class Session:
                 for t in c.targets:
                     self.run.release(t)
             return
-        shape = c.shape
+        shape = c.shape + self._suffix(c)
         key = (c.op, c.dtype, shape)
-        seen = self.keys.get(key, 0)
-        self.keys[key] = seen + 1
-        if seen:  # the same sizes twice (another file's op of the same name, a repeated input)
+        seen, first = self.keys.get(key, (0, c.test))
+        self.keys[key] = (seen + 1, first)
+        if seen:  # the same sizes twice in one test (mm's B=2 and B=16), or see _collision
             shape = "%s#%d" % (shape, seen + 1)
+            if first != c.test:
+                self._collision(c, first, shape)
         request = {"call": "case", "op": c.op, "dtype": c.dtype, "shape": shape,
                    "node": "%s[%s-%s]" % (c.op, c.dtype, shape), "family": "flaggems",
                    "params": {"test": c.test or "", "ordinal": str(c.ordinal),
@@ -1123,6 +1154,74 @@ class Session:
         entry = self.shapes.setdefault(c.op, {"shapes": [], "shape_desc": "", "cases": []})
         if shape not in entry["cases"]:
             entry["cases"].append(shape)
+
+    # --- a row's key: the shape's suffix (docs/flaggems.md, "What a row is") -----------------
+
+    def _suffix(self, c):
+        """'' when the test that made the case is its op's home test, else '@<test function>'.
+        Decided from the test and the tree alone, never from what else ran, so an input's key is
+        the same whatever was selected."""
+        if c.origin is None or not c.origin[2]:
+            return ""
+        path, module, func = c.origin
+        key = (path, func, c.op)
+        if key not in self.homes:
+            home = _home_test(benchmark_file(self.root, c.op), path, func, c.op,
+                              self._test_functions(module))
+            self.homes[key] = "" if home else "@" + func
+        return self.homes[key]
+
+    def _test_functions(self, module):
+        """The module's test functions in file order, with their source (decorators included:
+        a parametrize names its ops there)."""
+        name = getattr(module, "__name__", None)
+        if name is None:
+            return []
+        if name not in self.sources:
+            out = []
+            for fname, obj in list(vars(module).items()):
+                if fname.startswith("test") and inspect.isfunction(obj) and \
+                        getattr(obj, "__module__", None) == name:
+                    try:
+                        src = inspect.getsource(obj)
+                    except (OSError, TypeError):
+                        src = ""
+                    out.append((fname, src))
+            self.sources[name] = out
+        return self.sources[name]
+
+    def _collision(self, c, first, shape):
+        """Two tests gave one key (neither a home test the rule tells apart): the count suffix
+        then depends on what ran, which is said once per pair of tests."""
+        if (c.test, first) in self.noted:
+            return
+        self.noted.add((c.test, first))
+        out = sys.__stderr__ or sys.stderr  # past pytest's capture of the test's output
+        print("caliber: flaggems: %s gives %s[%s-%s] as %s did: the row is keyed '%s', which "
+              "depends on what else is selected (docs/flaggems.md, What a row is)"
+              % (c.test, c.op, c.dtype, shape.rsplit("#", 1)[0], first, shape), file=out,
+              flush=True)
+
+
+def _home_test(own_file, path, func, op, functions):
+    """Whether test function `func` of file `path` is op's home test, whose rows carry no suffix:
+    not when the op has a benchmark file of its own (benchmark/test_<op>.py) and this is another;
+    yes when the function is named test_<op>; not when another function of the file is; else
+    yes unless an earlier function of the file names the op (its name quoted in its source)."""
+    if own_file is not None and os.path.realpath(own_file) != os.path.realpath(path):
+        return False
+    if func == "test_" + op:
+        return True
+    names = [n for n, _ in functions]
+    if "test_" + op in names:
+        return False
+    quoted = ('"%s"' % op, "'%s'" % op)
+    for name, src in functions:
+        if name == func:
+            return True
+        if any(q in src for q in quoted):
+            return False
+    return True
 
 
 class _Testing:

@@ -40,7 +40,8 @@ def env(extra=None):
     e = dict(ENV, CALIBER_PYTHON=PYTHON, PYTHONDONTWRITEBYTECODE="1", FLAGGEMS_DB_URL=SHARED_DB,
              PYTHONPATH=STUBS + os.pathsep + ENV.get("PYTHONPATH", ""))
     for k in ("GEMS_VENDOR", "STANDIN_FORCE_VENDOR", "STANDIN_BREAK_IMPORT",
-              "STANDIN_ADD_RAISES_AT", "OP", "OP_FILE", "TEST_NODE", "BENCH_LEVEL", "SHAPE_MODE",
+              "STANDIN_ADD_RAISES_AT", "STANDIN_CONVERT_RAISES", "OP", "OP_FILE", "TEST_NODE",
+              "BENCH_LEVEL", "SHAPE_MODE",
               "ZL_DIRECT_REPEAT", "STANDIN_OWN_DO_BENCH", "STANDIN_DETECT_VENDOR"):
         e.pop(k, None)
     e.update(extra or {})
@@ -195,7 +196,9 @@ class FullRun(unittest.TestCase):
             self.assertIsNotNone(c.get("speedup"), c)
             self.assertEqual(c["dims"], [int(d) for d in c["shape"].split("_")[0].split("x")])
         with open(os.path.join(self.dir, "flaggems_result.json")) as f:
-            (record,) = json.load(f)["convert_weight_to_int4pack"]["details"]
+            (text,) = json.load(f)["convert_weight_to_int4pack"]["details"]
+        self.assertIsInstance(text, str)  # as FlagGems' file records it: result.to_json()
+        record = json.loads(text)
         self.assertEqual([str(m["shape_detail"]) for m in record["result"]],
                          [c["params"]["shape_detail"].replace("torch.Size(", "").replace(")", "")
                           for c in rows_])
@@ -270,7 +273,8 @@ class FullRun(unittest.TestCase):
         mine = [json.loads(x[len("[INFO] "):]) for x in lines]
         with open(os.path.join(self.dir, "flaggems_result.json")) as f:
             record = json.load(f)
-        theirs = [d for entry in record.values() for d in entry.get("details") or []]
+        theirs = [json.loads(d) if isinstance(d, str) else d
+                  for entry in record.values() for d in entry.get("details") or []]
         self.assertGreater(len(theirs), 5)
         for d in theirs:
             (m,) = [r for r in mine if (r["op_name"], r["dtype"]) == (d["op_name"], d["dtype"])]
@@ -448,6 +452,134 @@ class Knobs(unittest.TestCase):
         self.assertEqual(len(one_run(out)[1]), 3)
 
 
+# Two more files for a copy of the stand-in tree, after FlagGems' benchmark/test_tril.py (two
+# tests of one op, `tril_out`, that yield the same sizes: a transposed and a sliced `out`) and its
+# test_blas_perf_parallel.py (mm again, beside test_mm.py). test_tril yields its first input twice
+# (a within-test duplicate, as mm's B=2 and B=16 at FlagGems' core level).
+TRIL = """import pytest
+import torch
+
+from . import base
+
+
+def _pair(shape, dtype, device):
+    return torch.randn(shape, dtype=dtype, device=device), torch.randn(shape, dtype=dtype,
+                                                                       device=device)
+
+
+def _twice_first(shape, dtype, device):
+    yield _pair(shape, dtype, device)
+    if shape == (64, 64):
+        yield _pair(shape, dtype, device)
+
+
+def _out_transposed(shape, dtype, device):
+    yield (*_pair(shape, dtype, device), {"alpha": 1})
+
+
+def _out_sliced(shape, dtype, device):
+    yield (*_pair(shape, dtype, device), {"alpha": 1})
+
+
+def _bench(op, fn):
+    base.GenericBenchmark(op_name=op, input_fn=fn, torch_op=torch.add,
+                          dtypes=[torch.float32]).run()
+
+
+@pytest.mark.tril
+def test_tril():
+    _bench("tril", _twice_first)
+
+
+@pytest.mark.tril_out
+def test_tril_out_transposed():
+    _bench("tril_out", _out_transposed)
+
+
+@pytest.mark.tril_out
+def test_tril_out_sliced():
+    _bench("tril_out", _out_sliced)
+"""
+BLAS_PARALLEL = """import pytest
+import torch
+
+from . import base
+from .test_mm import mm_inputs
+
+
+@pytest.mark.parametrize("op_name", [pytest.param("mm", marks=pytest.mark.mm)])
+def test_blas_benchmark(op_name):
+    base.BlasBenchmark(op_name=op_name, input_fn=mm_inputs, torch_op=torch.Tensor.mm,
+                       dtypes=[torch.float32]).run()
+"""
+
+
+class RowKeys(unittest.TestCase):
+    """A row's key (op, dtype, shape) is the same whatever else the run selected: two tests of
+    one op are told apart by the test's name, not by the order they ran in (docs/flaggems.md)."""
+
+    @classmethod
+    def setUpClass(cls):
+        import shutil
+        cls.root = os.path.join(tmpdir(), "tree")
+        shutil.copytree(ROOT, cls.root, ignore=shutil.ignore_patterns("__pycache__", ".pytest*"))
+        # a second file whose first test is tril_out's too: neither file is the op's own
+        again = TRIL.replace("def test_tril_out_transposed", "def test_tril_out_again")
+        for name, text in (("test_tril.py", TRIL), ("test_blas_parallel.py", BLAS_PARALLEL),
+                           ("test_tril_again.py", again)):
+            with open(os.path.join(cls.root, "benchmark", name), "w") as f:
+                f.write(text)
+
+    def keys(self, *selection):
+        """{(op, dtype, shape): the pytest node} of a run of the copy, and its stderr."""
+        out = tmpdir()
+        p = subprocess.run([PYTHON, "-m", "caliber", "run", "--flaggems", self.root, *selection,
+                            "--out", out, "--dtypes", "f32"] + QUICK, capture_output=True,
+                           text=True, env=env(), timeout=900)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        cases = one_run(out)[1]
+        keys = {(c["op"], c["dtype"], c["shape"]): c["params"]["test"].split("::", 1)[1]
+                for c in cases}
+        self.assertEqual(len(keys), len(cases), [c["node"] for c in cases])
+        return keys, p.stderr
+
+    def test_an_inputs_key_does_not_depend_on_the_selection(self):
+        full, err = self.keys("test_tril.py", "test_mm.py", "test_blas_parallel.py")
+        self.assertNotIn("depends on what else is selected", err)
+        f32 = lambda op: sorted(s for o, d, s in full if o == op)  # noqa: E731
+        # test_tril is tril's home test: no suffix; its second 64x64 input is #2
+        self.assertEqual(f32("tril"), ["1024x1024_1024x1024", "64x64_64x64", "64x64_64x64#2"])
+        # tril_out's first test in the file keeps the plain key, the other carries its name
+        self.assertEqual(f32("tril_out"), ["1024x1024_1024x1024_alpha=1",
+                                           "1024x1024_1024x1024_alpha=1@test_tril_out_sliced",
+                                           "64x64_64x64_alpha=1",
+                                           "64x64_64x64_alpha=1@test_tril_out_sliced"])
+        # mm has a file of its own (test_mm.py): another file's mm rows carry their test's name
+        self.assertEqual(f32("mm"), ["256x512_512x128", "256x512_512x128@test_blas_benchmark",
+                                     "64x64_64x64", "64x64_64x64@test_blas_benchmark"])
+        for selection in (["test_tril.py::test_tril_out_sliced"],
+                          ["test_blas_parallel.py"],
+                          ["test_tril.py::test_tril_out_transposed", "test_mm.py"]):
+            with self.subTest(selection=selection):
+                part, err = self.keys(*selection)
+                self.assertTrue(part)
+                self.assertNotIn("depends on what else is selected", err)
+                for key, test in part.items():
+                    self.assertEqual(full.get(key), test, (key, sorted(full)))
+
+    def test_a_key_two_home_tests_share_is_counted_and_said(self):
+        # Two files that both hold tril_out's first test, and no test_tril_out.py: the rule
+        # cannot tell them apart, so the later gets #2, and the run says that this key depends
+        # on the selection.
+        keys, err = self.keys("test_tril.py::test_tril_out_transposed",
+                              "test_tril_again.py::test_tril_out_again")
+        self.assertEqual(keys[("tril_out", "f32", "64x64_64x64_alpha=1#2")], "test_tril_out_again")
+        self.assertIn("test_tril_again.py::test_tril_out_again gives tril_out[f32-64x64_64x64_"
+                      "alpha=1] as ", err)
+        self.assertIn("depends on what else is selected", err)
+        self.assertEqual(err.count("depends on what else is selected"), 1, err)
+
+
 class Failures(unittest.TestCase):
     def test_a_setup_or_teardown_error_fails_the_run(self):
         for marker, ops in (("setup_error", ["setup_error"]),
@@ -480,6 +612,23 @@ class Failures(unittest.TestCase):
         self.assertTrue(all(m["latency"] is None for m in bad))
         self.assertTrue(all(isinstance(m["latency"], float) and math.isfinite(m["latency"])
                             for m in metrics if not m["error_msg"]))
+
+    def test_a_record_a_benchmark_writes_as_text_is_annotated_too(self):
+        """FlagGems' int4pack files call conftest's update_result themselves, with the record's
+        JSON text: the failed shape's error reaches that record as it reaches base.py's."""
+        out = tmpdir()
+        rc, so, se = run("convert_weight_to_int4pack", "--out", out,
+                         extra_env={"STANDIN_CONVERT_RAISES": "16"})
+        self.assertEqual(rc, 1, so + se)
+        d, cases, _, _ = one_run(out)
+        self.assertEqual(sorted(c["status"] for c in cases), ["failed"] * 2 + ["ok"] * 2)
+        with open(os.path.join(d, "flaggems_result.json")) as f:
+            (text,) = json.load(f)["convert_weight_to_int4pack"]["details"]
+        self.assertIsInstance(text, str)
+        metrics = json.loads(text, parse_constant=self.fail)["result"]  # no NaN left in it
+        self.assertEqual([bool(m["error_msg"]) for m in metrics], [True, True, False, False])
+        self.assertTrue(all("int4pack fails on 16 rows" in m["error_msg"] for m in metrics[:2]))
+        self.assertTrue(all(m["latency"] is None for m in metrics[:2]))
 
 
 class RetimeUnderGems(unittest.TestCase):

@@ -2,6 +2,7 @@
 that times FlagGems' own op on both sides (FlagGems' test_linear_backward.py), and one whose
 torch and gems get different inputs of one pair (FlagGems' test_convert_weight_to_int4pack.py)."""
 import gc
+import json
 from dataclasses import asdict
 
 import pytest
@@ -134,8 +135,8 @@ class ConvertWeightBenchmark(base.Benchmark):
             result = BenchmarkResult(level=config.bench_level.value, op_name=self.op_name,
                                      dtype=str(dtype), mode=config.mode.value, result=metrics)
             print(result)
-            # FlagGems' file records result.to_json(), the record's text; the stand-in its dict
-            update_result(self.op_name, asdict(result))
+            # FlagGems' file records result.to_json(): the record's JSON text, not an object
+            update_result(self.op_name, json.dumps(asdict(result)))
 
 
 @pytest.mark.convert_weight_to_int4pack

@@ -65,7 +65,10 @@ def linear_backward(input, grad_output, weight, output_mask):
 
 
 def _convert_weight_to_int4pack(w, inner_k_tiles):
-    """FlagGems' takes int32 [n, k] (one int4 value an element), not aten's uint8 [n, k/2]."""
+    """FlagGems' takes int32 [n, k] (one int4 value an element), not aten's uint8 [n, k/2].
+    STANDIN_CONVERT_RAISES=N: it fails on a weight of N rows."""
+    if os.environ.get("STANDIN_CONVERT_RAISES") == str(w.shape[0]):
+        raise ValueError("stand-in gems int4pack fails on %d rows" % w.shape[0])
     return torch._compute("int4pack", w, factor=3)
 
 
