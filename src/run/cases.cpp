@@ -398,8 +398,14 @@ std::vector<OpEntry> pick_ops(std::vector<OpEntry> all, const std::vector<std::s
       bool dup = std::any_of(ops.begin(), ops.end(),
                              [&](const OpEntry& e) { return e.info.name == name; });
       if (dup) continue;
+      // `--profile 5`: the flag's value is optional (--profile alone: 3), so 5 became an op.
+      const bool number =
+          !name.empty() && name.find_first_not_of("0123456789") == std::string::npos;
       throw SelectionError("unknown op '" + core::shown_path(name) + "' for backend " + backend +
-                           "; ops: " + op_names(corpus(backend)));
+                           "; ops: " + op_names(corpus(backend)) +
+                           (number ? " (a count meant for --profile is written --profile=" + name +
+                                         ": its value is optional, so a separate one is an op)"
+                                   : std::string()));
     }
     ops.push_back(std::move(*it));
   }

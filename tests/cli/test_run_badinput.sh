@@ -83,6 +83,10 @@ printf 'ops:\n  mm: [[1, 2]]\n' > "$T/bad-arity.yaml"
 expect_refused "a shape file's mm shape of 2 dims" "--shapes mm MxNxK" -- \
   "$CAL" run mm "${FAST[@]}" "${O[@]}" --shapes "$T/bad-arity.yaml"
 
+# `--profile 5`: its value is optional, so 5 is read as an op; the refusal says how to write it.
+REFUSED_LINES=any expect_refused "--profile 5 (a separate count)" "--profile=5" -- \
+  "$CAL" run --profile 5 add "${FAST[@]}" "${O[@]}"
+
 # An empty value given as its own argument is refused, never read as "no value".
 REFUSED_LINES=any expect_refused "identity --diff ''" "--diff empty" -- "$CAL" identity "$T" --diff ''
 REFUSED_LINES=any expect_refused "history --html ''" "--html empty" -- "$CAL" history "$T" --html ''
