@@ -654,10 +654,16 @@ Knobs resolve_knobs(const std::map<std::string, std::string>& flags,
   }
   // A measurement that must sample longer than its timeout allows can never meet its rule: every
   // row would stop on the timeout (docs/timing.md, Stopping).
-  if (k.min_time_s >= k.timeout_s)
-    throw KnobError("--min-time: '" + std::to_string(k.min_time_s) +
-                    "' s of measured time cannot fit in --timeout '" + std::to_string(k.timeout_s) +
+  if (k.min_time_s >= k.timeout_s) {
+    const auto shortest = [](double v) {  // 0.01, not to_string's 0.010000
+      std::ostringstream os;
+      os << v;
+      return os.str();
+    };
+    throw KnobError("--min-time: '" + shortest(k.min_time_s) +
+                    "' s of measured time cannot fit in --timeout '" + shortest(k.timeout_s) +
                     "' s of sampling; give a --min-time below the --timeout");
+  }
   return k;
 }
 
