@@ -505,8 +505,8 @@ json render_export_gbench(const std::vector<RunData>& runs) {
 }
 
 ExportResult export_dirs(const std::vector<std::filesystem::path>& dirs, ExportFormat format) {
-  check_named_runs(dirs);
   const auto runs = load_runs(dirs);
+  check_named_runs(dirs, runs);
   if (runs.empty()) throw std::runtime_error("no run directory under the given paths");
   if (format == ExportFormat::flaggems_log) return render_export_flaggems_log(runs);
   ExportTable t = export_table(runs);

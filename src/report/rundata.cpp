@@ -201,10 +201,16 @@ RunData load_run(const fs::path& run_dir) {
   return r;
 }
 
-void check_named_runs(const std::vector<fs::path>& dirs) {
+void check_named_runs(const std::vector<fs::path>& dirs, const std::vector<RunData>& runs) {
   for (const auto& d : dirs) {
     if (!is_run_dir(d)) continue;
-    const core::RunLog log = core::read_run_log(d / kRunLog);
+    // The run as load_runs read it (the log is not read a second time).
+    const auto r = std::find_if(runs.begin(), runs.end(), [&](const RunData& x) {
+      std::error_code ec;
+      return fs::equivalent(x.dir, d, ec);
+    });
+    if (r == runs.end()) continue;
+    const core::RunLog& log = r->log;
     if (!log.header && log.cases.empty() && !log.footer && (log.bad_lines > 0 || log.truncated))
       throw std::invalid_argument(
           d.string() + "/" + kRunLog + ": not a caliber run.log (none of its lines reads" +

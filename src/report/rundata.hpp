@@ -45,8 +45,9 @@ struct RunData {
 // compare and history have their own stricter one): a run.log of which no line reads (no header,
 // no row, no footer: not a caliber run.log at all) throws std::invalid_argument naming it, rather
 // than reading as a run of nothing. A run inside a batch is left to the batch's reading: one
-// op's broken log must not hide the others.
-void check_named_runs(const std::vector<std::filesystem::path>& dirs);
+// op's broken log must not hide the others. `runs`: what load_runs read of them.
+void check_named_runs(const std::vector<std::filesystem::path>& dirs,
+                      const std::vector<RunData>& runs);
 [[nodiscard]] std::vector<RunData> load_runs(const std::vector<std::filesystem::path>& dirs);
 // The duplicate case rows of a set of runs, and the note a report prints about them.
 struct DuplicateRows {

@@ -130,7 +130,6 @@ Summary summarize_rows(const std::vector<std::pair<std::string, std::vector<RunD
 }
 
 Summary summarize(const std::vector<std::filesystem::path>& inputs, const SummaryOptions& opt) {
-  check_named_runs(inputs);  // html_report's summary too
   std::vector<std::pair<std::string, std::vector<RunData>>> loaded;
   std::vector<std::string> folders;
   for (const auto& in : inputs) {
@@ -138,7 +137,9 @@ Summary summarize(const std::vector<std::filesystem::path>& inputs, const Summar
     // runs holds unrelated runs (runs/: yesterday's add beside today's): one source per run,
     // never merged, so two runs of one op stay two lines.
     if (is_run_dir(in) || is_batch_dir(in)) {
-      loaded.emplace_back(input_name(in), load_runs({in}));
+      auto runs = load_runs({in});
+      check_named_runs({in}, runs);  // html_report's summary too
+      loaded.emplace_back(input_name(in), std::move(runs));
       continue;
     }
     auto runs = load_runs({in});
