@@ -291,15 +291,14 @@ def profiler_idle() -> bool:
     return bool(flags) and not any(flags)
 
 
-# Opening the trace beside torch's idle profiler read every kernel about twice its length on the
-# H200 (2026-12-04, docs/timing.md "Beside a profiler"): until that is understood the trace
-# yields to Kineto's subscription (events, SAMPLE_METHOD_EVENTS_NO_TRACE); this variable set to 1
-# opens it beside anyway, to diagnose (with CALIBER_TRACE_DUMP).
+# Beside torch's idle profiler the trace reads its records' clock first (Kineto makes CUPTI stamp
+# them in TSC ticks: docs/timing.md "Beside a profiler") and opens by default; this variable set to
+# 0 makes it yield to the other subscriber instead (events, SAMPLE_METHOD_EVENTS_NO_TRACE).
 BESIDE_ENV = "CALIBER_TRACE_BESIDE_PROFILER"
 
 
 def beside_profiler_allowed() -> bool:
-    return os.environ.get(BESIDE_ENV) == "1"
+    return os.environ.get(BESIDE_ENV, "1") != "0"
 
 
 class _Capture:

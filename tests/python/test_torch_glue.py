@@ -137,16 +137,16 @@ class ProfilerIdle(unittest.TestCase):
             _torch.torch = ProfilerTorch(py_flag, c_flag)
             self.assertEqual(_torch.profiler_idle(), idle, (py_flag, c_flag))
 
-    def test_beside_only_on_request(self):
-        """The trace opens beside an idle profiler only with CALIBER_TRACE_BESIDE_PROFILER=1
-        (it read kernels twice their length beside Kineto on the H200, 2026-12-04)."""
+    def test_beside_unless_turned_off(self):
+        """The trace opens beside an idle profiler unless CALIBER_TRACE_BESIDE_PROFILER=0 (its
+        records' clock is read and scaled: docs/timing.md, "Beside a profiler")."""
         saved = os.environ.pop(_torch.BESIDE_ENV, None)
         try:
-            self.assertFalse(_torch.beside_profiler_allowed())
-            os.environ[_torch.BESIDE_ENV] = "0"
-            self.assertFalse(_torch.beside_profiler_allowed())
+            self.assertTrue(_torch.beside_profiler_allowed())
             os.environ[_torch.BESIDE_ENV] = "1"
             self.assertTrue(_torch.beside_profiler_allowed())
+            os.environ[_torch.BESIDE_ENV] = "0"
+            self.assertFalse(_torch.beside_profiler_allowed())
         finally:
             os.environ.pop(_torch.BESIDE_ENV, None)
             if saved is not None:
