@@ -108,6 +108,25 @@ class SideBySide(unittest.TestCase):
         self.assertEqual(rc, 2, out)
         self.assertIn("--rounds '0'", out)
 
+    def test_native_iter_reaches_flaggems(self):
+        """--native-iter MS is FlagGems' own --iter (do_bench's rep, do_bench_cudagraph's graph
+        length): the stand-in's do_bench raises on any other rep; the walls say which was used.
+        A fraction of a ms or 0 is refused (FlagGems reads it with int())."""
+        results = os.path.join(tmpdir(), "iter")
+        rc, out = check(results, "--ops", "add", "--native-iter", "7",
+                        extra_env={"STANDIN_EXPECT_REP": "7"})
+        self.assertEqual(rc, 0, out)
+        (w,) = table(results, "walls.csv")
+        self.assertEqual(w["flaggems_iter_ms"], "7", w)
+        self.assertGreater(int(w["flaggems_rows"]), 0, w)
+        with open(os.path.join(results, "side_by_side.md")) as f:
+            self.assertIn("| 1 / 7 |", f.read())
+        for bad in ("0", "2.5"):
+            rc, out = check(os.path.join(tmpdir(), "iter" + bad), "--ops", "add",
+                            "--native-iter", bad)
+            self.assertEqual(rc, 2, out)
+            self.assertIn("--native-iter", out)
+
     def test_devices_spread_the_ops_and_pin_both_sides(self):
         """--devices 0,1 over two cpu devices (mm left out by --except): one worker a device takes
         the next op; both sides of an op run pinned to the worker's device (caliber's run says
