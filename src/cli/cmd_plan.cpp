@@ -37,9 +37,11 @@ void add_plan(CLI::App& root, int& exit_code) {
           const backends::Backend& backend = run::resolve_backend_knob(k);
           // What a run of these knobs would refuse, plan refuses: an op the backend's corpus
           // lacks (where this build has ops for it: a plan needs no device, nor a vendor's ops),
-          // a warmup over more devices than are selected.
+          // a warmup over more devices than are selected, a device the backend does not have
+          // (where it has any: a plan of a machine without one is still a plan).
           if (!k.ops.empty() && !run::corpus(backend.name()).empty())
             (void)run::select_cases(k, backend.name(), backend.capabilities().host);
+          if (!k.devices.empty()) (void)run::check_devices(backend, k, /*only_if_any=*/true);
           if (k.parallel_warmup > 0)
             tune::validate_parallel_warmup(
                 k.parallel_warmup, k.devices.empty() ? 1 : static_cast<int>(k.devices.size()));

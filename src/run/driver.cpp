@@ -71,6 +71,18 @@ std::string devices_list(const std::vector<backends::DeviceDesc>& devs) {
 }  // namespace driver_parts
 using namespace driver_parts;
 
+std::vector<backends::DeviceDesc> check_devices(const backends::Backend& backend,
+                                                const core::Knobs& k, bool only_if_any) {
+  const auto devices = backend.enumerate();
+  if (only_if_any && devices.empty()) return devices;
+  for (const int want : k.devices.empty() ? std::vector<int>{0} : k.devices)
+    if (std::none_of(devices.begin(), devices.end(),
+                     [&](const auto& d) { return d.index == want; }))
+      throw UsageError("--devices: '" + std::to_string(want) + "' is not a " + backend.name() +
+                       " device; devices: " + devices_list(devices));
+  return devices;
+}
+
 void check_replay_source(const core::Knobs& k) {
   // Replay reads the source; a record resumed from it (--tune record --replay-from) copies it.
   if (k.replay_from.empty()) return;
@@ -134,15 +146,8 @@ Setup resolve_setup(const RunRequest& req) {
     throw UsageError(e.what());
   }
   s.caps = s.backend->capabilities();
-  const auto devices = s.backend->enumerate();
+  const auto devices = check_devices(*s.backend, k);
   s.dev_index = k.devices.empty() ? 0 : k.devices.front();
-  // Every device named is checked, not only the first the run measures on: `--devices 0,7` on a
-  // machine of one device is a mistake, whatever uses the others later.
-  for (const int want : k.devices.empty() ? std::vector<int>{0} : k.devices)
-    if (std::none_of(devices.begin(), devices.end(),
-                     [&](const auto& d) { return d.index == want; }))
-      throw UsageError("--devices: '" + std::to_string(want) + "' is not a " + s.backend->name() +
-                       " device; devices: " + devices_list(devices));
   auto dev_it = std::find_if(devices.begin(), devices.end(),
                              [&](const auto& d) { return d.index == s.dev_index; });
   s.device = *dev_it;

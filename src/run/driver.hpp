@@ -11,7 +11,8 @@
 
 namespace caliber::backends {
 class Backend;
-}
+struct DeviceDesc;
+}  // namespace caliber::backends
 
 namespace caliber::run {
 
@@ -46,6 +47,12 @@ struct RunOutcome {
 // The backend --backend (ZL_BACKEND) names ("auto": the first with a device); a bad name is a
 // UsageError naming the flag and the names allowed.
 [[nodiscard]] const backends::Backend& resolve_backend_knob(const core::Knobs& k);
+
+// Every device --devices names is one the backend enumerates (`--devices 0,7` on a machine of one
+// device is a mistake, whatever uses the others later); returns the devices. Throws UsageError.
+// With `only_if_any`, a backend that enumerates no device passes (caliber plan needs none).
+std::vector<backends::DeviceDesc> check_devices(const backends::Backend& backend,
+                                                const core::Knobs& k, bool only_if_any = false);
 
 // A replay source (--tune replay) must be a run directory (or file) holding a readable tune cache;
 // throws UsageError otherwise.

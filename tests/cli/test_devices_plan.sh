@@ -70,5 +70,16 @@ has "$o" tune && check_fail "plan --tune off still has a tune stage: $o"
 "$CAL" plan --backend bogus > /dev/null 2> "$T/err"
 [ $? -eq 2 ] || check_fail "plan --backend bogus does not exit 2"
 grep -q "cpu" "$T/err" || check_fail "plan --backend bogus does not list the valid names: $(cat "$T/err")"
+# A device the backend does not have is refused as a run refuses it (naming the devices it has);
+# a backend with no device here (cuda on a machine without a GPU) still plans.
+"$CAL" plan --backend cpu --devices 0,5 > /dev/null 2> "$T/err"
+[ $? -eq 2 ] || check_fail "plan --backend cpu --devices 0,5 does not exit 2"
+grep -q "'5' is not a cpu device; devices: 0:" "$T/err" ||
+  check_fail "plan --devices 5 does not say which devices there are: $(cat "$T/err")"
+"$CAL" plan --backend cpu --devices 0 > /dev/null 2>&1 || check_fail "plan --backend cpu --devices 0 refused"
+if [ -z "$("$CAL" devices --backend cuda 2>/dev/null | grep -E '^ *[0-9]+:')" ]; then
+  "$CAL" plan --backend cuda --devices 3 > /dev/null 2>&1 ||
+    check_fail "plan --backend cuda --devices 3 refused on a machine without a cuda device"
+fi
 
 cli_done
