@@ -102,14 +102,19 @@ std::optional<fs::path> package_root(const fs::path& exe) {
   return std::nullopt;
 }
 
-std::string strip_prefix(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  const std::string p = "caliber: ";
-  // The child's last message line is the refusal (warnings may come before it).
-  const auto nl = s.rfind('\n');
-  if (nl != std::string::npos) s = s.substr(nl + 1);
-  if (s.rfind(p, 0) == 0) s = s.substr(p.size());
-  return s;
+// The refusal a caliber child printed: its last line of text but the usage hint ("Run with
+// --help"; warnings may come before it), without the "caliber: " prefix.
+std::string child_refusal(const std::string& out) {
+  std::string last;
+  for (const auto& line : core::split_fields(out, '\n')) {
+    const auto b = line.find_first_not_of(" \t\r");
+    if (b == std::string::npos || line.rfind("Run with --help", b) == b) continue;
+    last = line.substr(b);
+  }
+  const std::string prefix = "caliber: ";
+  if (last.rfind(prefix, 0) == 0) last = last.substr(prefix.size());
+  while (!last.empty() && (last.back() == '\r' || last.back() == ' ')) last.pop_back();
+  return last;
 }
 
 // The hand-off's record of how far the CLI got in the Python process: caliber_cli_main writes
@@ -357,16 +362,7 @@ void check_dry_run(const fs::path& self, const std::vector<std::string>& ops,
   dry.env = env;
   const Captured r = run_capture(dry, 600, /*merge_stderr=*/true);
   if (r.status.kind != ExitKind::exited || r.status.code != 2) return;
-  // The refusal is the child's last line of text but its usage hint.
-  std::string last;
-  for (const auto& line : core::split_fields(r.out, '\n')) {
-    const auto b = line.find_first_not_of(" \t\r");
-    if (b == std::string::npos || line.rfind("Run with --help", b) == b) continue;
-    last = line.substr(b);
-  }
-  const std::string prefix = "caliber: ";
-  if (last.rfind(prefix, 0) == 0) last = last.substr(prefix.size());
-  while (!last.empty() && (last.back() == '\r' || last.back() == ' ')) last.pop_back();
+  const std::string last = child_refusal(r.out);
   throw UsageError(last.empty() ? "`caliber run --dry-run` of the selection refused it"
                                 : last.substr(0, 600));
 }
@@ -391,7 +387,7 @@ std::vector<std::string> check_py_suites(const fs::path& self, const core::Knobs
   argv.insert(argv.end(), ops.begin(), ops.end());
   const auto r = run_capture(argv, 600, /*merge_stderr=*/true);
   if (!r.status.ok()) {
-    const std::string why = strip_prefix(r.out);
+    const std::string why = child_refusal(r.out);
     throw UsageError(why.empty() ? "--py-ops: '" + k.py_ops + "': `caliber list` of the suite " +
                                        r.status.describe()
                                  : why);
