@@ -75,14 +75,13 @@ _MODULES = {
     "musa": ("musa", "torch_musa", "MUSAGraph", "MUSA"),
     "ascend": ("npu", "torch_npu", "NPUGraph", "NPU"),
 }
-# The backends' aliases (src/backends: aliases()).
-_ALIASES = {"nvidia": "cuda", "amd": "rocm", "hip": "rocm", "mthreads": "musa", "moore": "musa",
-            "npu": "ascend", "cann": "ascend", "huawei": "ascend", "host": "cpu"}
 
 
 def _canonical(backend: str) -> str:
+    """The backend's own name for a name or alias, as the library's registry resolves it
+    (caliber_c_settings' "backends"); a name it does not know comes back as given."""
     b = (backend or "").lower()
-    return _ALIASES.get(b, b)
+    return _lib.settings().get("backends", {}).get(b, b)
 
 
 def _graph_class(backend: str, module: Any) -> Any:

@@ -358,23 +358,28 @@ json words_of() {
 
 CALIBER_C_EXPORT int caliber_c_settings(char* reply, int64_t cap) {
   const core::Knobs d;
-  const json j = {{"words",
-                   {{"timer", words_of<core::TimerKind>()},
-                    {"l2", words_of<core::L2Policy>()},
-                    {"clock", words_of<core::ClockRegime>()},
-                    {"sample_method", words_of<core::SampleMethod>()},
-                    {"return_mode", words_of<core::ReturnMode>()}}},
-                  {"defaults",
-                   {{"timer", core::to_string(d.timer)},
-                    {"l2", core::to_string(d.l2)},
-                    {"clock", core::to_string(d.clock)},
-                    {"sample_method", core::to_string(d.sample_method)},
-                    {"return_mode", core::to_string(d.return_mode)},
-                    {"repeat", d.repeat},
-                    {"min_samples", d.min_samples},
-                    {"min_time_s", d.min_time_s},
-                    {"timeout_s", d.timeout_s},
-                    {"warmup_s", d.warmup_s}}}};
+  json j = {{"words",
+             {{"timer", words_of<core::TimerKind>()},
+              {"l2", words_of<core::L2Policy>()},
+              {"clock", words_of<core::ClockRegime>()},
+              {"sample_method", words_of<core::SampleMethod>()},
+              {"return_mode", words_of<core::ReturnMode>()}}},
+            {"defaults",
+             {{"timer", core::to_string(d.timer)},
+              {"l2", core::to_string(d.l2)},
+              {"clock", core::to_string(d.clock)},
+              {"sample_method", core::to_string(d.sample_method)},
+              {"return_mode", core::to_string(d.return_mode)},
+              {"repeat", d.repeat},
+              {"min_samples", d.min_samples},
+              {"min_time_s", d.min_time_s},
+              {"timeout_s", d.timeout_s},
+              {"warmup_s", d.warmup_s}}}};
+  json& names = j["backends"] = json::object();  // every name and alias -> the backend's name
+  for (const backends::Backend* b : backends::all_backends()) {
+    names[b->name()] = b->name();
+    for (const auto& alias : b->aliases()) names[alias] = b->name();
+  }
   const std::string text = j.dump();
   if (static_cast<int64_t>(text.size()) >= cap) return 2;
   put(reply, cap, text);

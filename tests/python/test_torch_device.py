@@ -172,7 +172,8 @@ class Mapping(Faked):
     def test_each_backend_gets_its_module_and_graph_class(self):
         for backend, name in (("cuda", "cuda"), ("nvidia", "cuda"), ("rocm", "cuda"),
                               ("hip", "cuda"), ("musa", "musa"), ("mthreads", "musa"),
-                              ("ascend", "npu"), ("npu", "npu")):
+                              ("ascend", "npu"), ("npu", "npu"), ("amd", "cuda"),
+                              ("moore", "musa"), ("cann", "npu"), ("Huawei", "npu")):
             t = self.use(**{name: {}})  # that module alone
             api = _torch.device_api(backend)
             self.assertIs(api.module, getattr(t, name), backend)
@@ -195,6 +196,8 @@ class Mapping(Faked):
         self.assertIn("backend cuda needs torch.cuda", str(e.exception))
         with self.assertRaises(ValueError):
             _torch.device_api("cpu")  # the host has no device module
+        with self.assertRaises(ValueError):
+            _torch.device_api("host")  # nor by its alias (the library's registry resolves it)
         with self.assertRaises(ValueError):
             _torch.device_api("tpu")
 
