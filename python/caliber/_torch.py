@@ -35,9 +35,13 @@ try:
 except Exception:  # pragma: no cover - torch is optional
     torch = None
 
-# CUDA runtime error texts (cudaGetErrorString) and their codes, for exceptions that carry only
-# the text (Triton's launcher, older torch). The codes are the runtime's own numbers, which the
-# cuda backend classifies (src/backends/cuda/cuda_common.hpp).
+# Runtime error texts and their codes, for exceptions that carry only the text (Triton's launcher,
+# older torch). The codes are the runtime's own numbers, which the cuda backend classifies
+# (src/backends/cuda/cuda_common.hpp) and HIP shares (hip_runtime_api.h: hipErrorIllegalAddress
+# 700, hipErrorAssert 710, hipErrorLaunchFailure 719, hipErrorStreamCapture* 900/901/906). The
+# texts are cudaGetErrorString's; HIP's is CUDA's text on later ROCm and the error's name on ROCm
+# 5.2 (hipGetErrorString(700) is "hipErrorIllegalAddress" there, read from libamdhip64 5.2), so
+# both names are here too. HIP has no 715/716.
 _CUDA_TEXTS = (
     ("operation not permitted when stream is capturing", 900),
     ("operation failed due to a previous error during capture", 901),
@@ -47,14 +51,23 @@ _CUDA_TEXTS = (
     ("an illegal instruction was encountered", 715),
     ("misaligned address", 716),
     ("unspecified launch failure", 719),
+    ("ErrorStreamCaptureUnsupported", 900),  # cudaError... and hipError... names
+    ("ErrorStreamCaptureInvalidated", 901),
+    ("ErrorStreamCaptureImplicit", 906),
+    ("ErrorIllegalAddress", 700),
+    ("ErrorAssert", 710),
+    ("ErrorIllegalInstruction", 715),
+    ("ErrorMisalignedAddress", 716),
+    ("ErrorLaunchFailure", 719),
 )
 
 
 def native_code(exc: BaseException) -> int:
     """The runtime error code an exception stands for, 0 when it is not a runtime error. The texts
-    are CUDA's, and one table serves every backend: HIP and MUSA keep CUDA's numbers (and
-    wording) for these errors, their C++ backends classify the same numbers; ACL's messages share
-    none of these words, and the ascend backend reads every code as an ordinary failure."""
+    are CUDA's (and the errors' names), and one table serves every backend: HIP keeps CUDA's
+    numbers for these errors (MUSA is taken to, unverified: no MUSA runtime was at hand), their
+    C++ backends classify the same numbers; ACL's messages share none of these words, and the
+    ascend backend reads every code as an ordinary failure."""
     code = getattr(exc, "error_code", None)
     if isinstance(code, int) and code > 0:
         return code

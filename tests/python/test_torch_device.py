@@ -331,6 +331,17 @@ class ErrorTexts(unittest.TestCase):
         self.assertEqual(_torch.native_code(own), 507011)
         self.assertEqual(_torch.native_code(RuntimeError("EZ9999: Inner Error!")), 0)
 
+    def test_hip_names_its_errors_on_rocm_5(self):
+        """ROCm 5.2's hipGetErrorString gives the error's name, not CUDA's text (read from
+        libamdhip64 5.2): torch's HIP message carries the name, which must classify the same."""
+        for name, code in (("hipErrorIllegalAddress", 700), ("hipErrorAssert", 710),
+                           ("hipErrorLaunchFailure", 719), ("hipErrorStreamCaptureUnsupported", 900),
+                           ("hipErrorStreamCaptureInvalidated", 901),
+                           ("hipErrorStreamCaptureImplicit", 906),
+                           ("cudaErrorIllegalAddress", 700)):
+            self.assertEqual(_torch.native_code(RuntimeError("HIP error: " + name)), code, name)
+        self.assertEqual(_torch.native_code(RuntimeError("HIP error: hipErrorOutOfMemory")), 0)
+
 
 class Session(Faked):
     """FlagGems' session: the run's device set-up, its synchronize and its generator reading go
