@@ -511,6 +511,12 @@ Selection select_cases(const core::Knobs& k, const std::string& backend, bool ho
   load_ops_libraries(k.ops_lib);
   Selection sel;
   std::vector<OpEntry> all = corpus(backend);
+  // A misspelt --capture-deny would let the op it meant poison the context: refused. (FlagGems'
+  // op names are known only once pytest collects: a fed run does not come here.)
+  for (const auto& name : k.capture_deny)
+    if (std::none_of(all.begin(), all.end(), [&](const OpEntry& e) { return e.info.name == name; }))
+      throw SelectionError("--capture-deny: '" + core::shown_path(name) +
+                           "' is not an op for backend " + backend + "; ops: " + op_names(all));
   const Wanted w = wanted_ops(k, all, backend);
   sel.ops = pick_ops(std::move(all), w.names, backend);
   if (sel.ops.empty()) throw SelectionError("no op is registered for backend " + backend);

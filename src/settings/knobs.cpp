@@ -344,7 +344,9 @@ std::vector<KnobSpec> make_table() {
        }});
   add({"capture_deny", "--capture-deny", "", "Timing", "the backend's built-in list",
        "comma list of at most 10000 ops, each at most 128 characters",
-       "Ops never captured into a graph (their capture attempt is known to poison the context).",
+       "Ops never captured into a graph (their capture attempt is known to poison the context); "
+       "each must be an op of the backend's corpus (a FlagGems run's names are FlagGems' own, "
+       "unchecked).",
        [](Knobs& k, const std::string& v) {
          k.capture_deny = split_list(v);
          if (k.capture_deny.size() > kMaxOps)

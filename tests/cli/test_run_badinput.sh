@@ -77,6 +77,11 @@ expect_refused "export --format=" "--format empty" -- "$CAL" export "$T" --forma
 long_name=$(printf 'a%.0s' $(seq 1 200))
 expect_refused "--capture-deny with a 200-character name" "--capture-deny 128" -- \
   "$CAL" run add "${FAST[@]}" "${O[@]}" --capture-deny "add,$long_name"
+# A misspelt op in --capture-deny would leave the op it meant to be captured.
+expect_refused "--capture-deny of no op" "--capture-deny softmx add softmax" -- \
+  "$CAL" run add "${FAST[@]}" "${O[@]}" --capture-deny "add,softmx"
+"$CAL" run add "${FAST[@]}" --out "$T/deny-ok" --capture-deny softmax > /dev/null 2>&1 ||
+  check_fail "--capture-deny of an op of the corpus (not among the run's ops) refused"
 
 # A shape file's shapes for an op by name must have the op's dimensions, as --shape must.
 printf 'ops:\n  mm: [[1, 2]]\n' > "$T/bad-arity.yaml"
