@@ -10,3 +10,12 @@ def dtype_name(d):
     """caliber's name of a torch dtype or its text ("torch.float16" -> f16), else torch's own."""
     text = str(d).replace("torch.", "")
     return DTYPES.get(text, text)
+
+
+def torch_name(name):
+    """torch's attribute name of caliber's dtype name (f16 -> "float16"); KeyError for one torch
+    lacks."""
+    for torch_text, ours in DTYPES.items():
+        if ours == name:
+            return torch_text
+    raise KeyError(name)

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _autotune, _lib
+from ._dtypes import torch_name
 
 DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "c64")
 _DEFAULT_BACKENDS = ("cpu", "cuda")
@@ -138,9 +139,7 @@ class Case:
     @property
     def torch_dtype(self) -> Any:
         import torch
-        return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
-                "f64": torch.float64, "i32": torch.int32, "i64": torch.int64,
-                "c64": torch.complex64}[self.dtype]
+        return getattr(torch, torch_name(self.dtype))
 
     @property
     def numpy_dtype(self) -> Any:

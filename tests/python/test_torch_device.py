@@ -343,6 +343,18 @@ class ErrorTexts(unittest.TestCase):
         self.assertEqual(_torch.native_code(RuntimeError("HIP error: hipErrorOutOfMemory")), 0)
 
 
+class Dtypes(unittest.TestCase):
+    def test_one_table_both_ways(self):
+        """caliber's dtype names and torch's, one table (caliber._dtypes) read both ways: a suite
+        case's torch dtype and a FlagGems row's dtype text."""
+        from caliber import _dtypes
+        for ours in ("f32", "f16", "bf16", "f64", "i32", "i64", "c64"):
+            self.assertEqual(_dtypes.dtype_name("torch." + _dtypes.torch_name(ours)), ours)
+        self.assertEqual(_dtypes.torch_name("bf16"), "bfloat16")
+        with self.assertRaises(KeyError):
+            _dtypes.torch_name("f8")
+
+
 class Session(Faked):
     """FlagGems' session: the run's device set-up, its synchronize and its generator reading go
     through the backend's module (a MUSA torch has no torch.cuda at all)."""
