@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "batch/flaggems_tree.hpp"
 #include "batch/scheduler.hpp"
 
 namespace fs = std::filesystem;
@@ -41,7 +42,9 @@ class LocalScheduler final : public BatchScheduler {
   void resolve(BatchSettings& s) const override {
     s.devices = s.opt.devices.empty() ? std::vector<int>{0} : s.opt.devices;
     // Each op's child runs on one device: a sweep sharded over several has nowhere to go.
-    if (const int n = s.run_knobs.parallel_warmup; n > 1)
+    // (A FlagGems batch shards nowhere, Slurm included: its own refusal, in batch_ops, says so.)
+    if (const int n = s.run_knobs.parallel_warmup;
+        n > 1 && flaggems_root_of(s.opt.run_args).empty())
       throw BatchUsageError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" + std::to_string(n) +
                             "' with --scheduler local: each op runs on one device; shard one "
                             "run's sweep with `caliber run --parallel-warmup`, or a batch's "

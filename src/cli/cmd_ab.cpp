@@ -33,7 +33,10 @@ void add_ab(CLI::App& root, int& exit_code) {
   auto blocks = std::make_shared<int>(8);
   auto crossover = std::make_shared<std::string>("on");
   auto cmp = std::make_shared<report::CompareCommand>();
-  sub->add_option("--env", *envs, "NAME=VALUE: first A's, then B's")->group("A/B");
+  // One value a flag, as --arg: `--env X=1 --env X=2 softmax` leaves softmax an op.
+  sub->add_option("--env", *envs, "NAME=VALUE: first A's, then B's")
+      ->group("A/B")
+      ->allow_extra_args(false);
   sub->add_option("--arg", *args, "A run flag: first A's, then B's (write --arg=--flag=x)")
       ->group("A/B")
       ->allow_extra_args(false);

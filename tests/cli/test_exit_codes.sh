@@ -37,6 +37,7 @@ plan|2|--backend nosuch|no
 plan|2|nosuchop --backend cpu|no
 plan|2|--backend cpu --parallel-warmup 64|no
 ab|0|add ${FAST[*]} --env X=1 --env X=2 --rounds 1 --out $T/o --name abok|yes
+ab|0|${FAST[*]} --rounds 1 --out $T/o --name abenvlast --env X=1 --env X=2 add|yes
 ab|2|add ${FAST[*]} --out $T/refused-out|no
 ab|2|add ${FAST[*]} --env X=1 --env X=2 --timeout-per-run nan --out $T/refused-out|no
 identity|0|$R|yes

@@ -168,7 +168,7 @@ class FlagGemsBatch(unittest.TestCase):
                 (["--flaggems", ROOT, "nosuchop"],
                  "op: 'nosuchop' is not a benchmark of the FlagGems tree"),
                 (["--flaggems", ROOT, "--parallel-warmup", "2"],
-                 "--parallel-warmup (PARALLEL_WARMUP_GPUS): '2'"),
+                 "'2' with batch --flaggems"),  # not the local scheduler's Slurm advice
                 (["--flaggems", ROOT, "--ops-per-child", "0"],
                  "--ops-per-child: '0' is not allowed; allowed: a whole number from 1 to 1000"),
                 (["--flaggems", tmpdir()], "--flaggems")):
