@@ -623,6 +623,11 @@ class Session:
             conf.REPORT_FILE = record
             if getattr(conf, "Config", None) is not None:
                 conf.Config.output = record
+        # The run's seed (--seed, else fresh and recorded in run_identity.json) seeds torch's
+        # generators once, before FlagGems makes its first input: the same seed, the same inputs.
+        torch_mod = sys.modules.get("torch")
+        if reply.get("seed") is not None and callable(getattr(torch_mod, "manual_seed", None)):
+            torch_mod.manual_seed(int(reply["seed"]))
         dev = reply["device"]
         if not dev.get("host"):
             # FlagGems allocates on torch's current device and launches on its current stream:

@@ -188,7 +188,7 @@ class Fed final : public FedRun {
                    {"index", s_.dev_index},
                    {"stream", reinterpret_cast<std::uintptr_t>(dev.stream())},
                    {"host", dev.props().host}};
-    return {{"run_dir", files_.dir.string()}, {"device", device}};
+    return {{"run_dir", files_.dir.string()}, {"device", device}, {"seed", seed_}};
   }
 
   timing::TimingOptions options(const json& r) const {
@@ -504,6 +504,12 @@ RunOutcome run_fed(const RunRequest& req, std::ostream& out, std::ostream& err) 
                      "--flaggems ROOT` or `python3 -m caliber run --flaggems ROOT`");
   if (k.profile > 0 || !k.py_ops.empty() || !k.ops_lib.empty())
     throw UsageError(who + "is not run with --profile, --py-ops or --ops-lib");
+  // FlagGems' benchmarks make their own shapes (core_shapes.yaml, set_shapes): --shape would be
+  // recorded and not used.
+  if (!k.shapes.empty())
+    throw UsageError(who +
+                     "is not run with --shape: FlagGems' shapes are its benchmarks' own; "
+                     "overlay an op's shapes with --shapes FILE (--shape-mode file)");
   const driver_parts::Setup s = driver_parts::resolve_setup(req);
   Fed run(req, s, out, err);
   std::string stop;

@@ -719,6 +719,23 @@ class BadInput(unittest.TestCase):
         self.refused(["--mode", "bogus"], "allowed: kernel, cudagraph")
         self.refused(["--parallel", "8"], "--parallel: '8' is refused")
         self.refused(["--mode", "cudagraph", "--l2", "cold"], "--l2 cold contradicts it")
+        # --shape would be recorded and not used: FlagGems' benchmarks make their own shapes
+        self.refused(["add", "--shape", "8x8"], "is not run with --shape")
+
+    def test_the_runs_seed_seeds_torch(self):
+        """--seed (else the run's fresh seed, in run_identity.json) seeds torch once, when the
+        run opens, before FlagGems makes an input."""
+        for given in ("1234", None):
+            log = os.path.join(tmpdir(), "seeds")
+            out = tmpdir()
+            rc, so, se = run("add", "--out", out, *(["--seed", given] if given else []),
+                             extra_env={"STANDIN_SEED_LOG": log})
+            self.assertEqual(rc, 0, so + se)
+            _, _, _, ident = one_run(out)
+            with open(log) as f:
+                self.assertEqual(f.read().split(), [str(ident["seed"])])
+            if given:
+                self.assertEqual(ident["seed"], int(given))
 
     def test_an_interpreter_without_pytest(self):
         bare = os.path.join(tmpdir(), "nopytest")

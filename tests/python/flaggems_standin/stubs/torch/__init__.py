@@ -4,6 +4,7 @@ Tensors carry a shape and a dtype; an op does host work proportional to its outp
 inside flag_gems.use_gems() torch's ops dispatch to the stand-in gems ops (flag_gems registers
 them in `_gems_ops`), as FlagGems' aten overrides do."""
 
+import os
 import math
 
 _gems_ops = {}       # name -> replacement, while flag_gems.use_gems() is active
@@ -156,6 +157,14 @@ empty_like = rand_like = randn_like
 
 def complex(real, imag):  # noqa: A001 - torch's own name
     return Tensor(real.shape, complex64)
+
+
+def manual_seed(seed):
+    """Recorded where STANDIN_SEED_LOG names a file (a test reads which seed the run gave)."""
+    log = os.environ.get("STANDIN_SEED_LOG")
+    if log:
+        with open(log, "a") as f:
+            f.write("%d\n" % seed)
 
 
 def is_tensor(x):
