@@ -116,6 +116,22 @@ def run_in_executable(argv: List[str]) -> int:
     return subprocess.call([exe] + argv, env=env)
 
 
+def install_suite_hooks() -> Optional[str]:
+    """A --py-ops run's graph capture goes through torch's graph API on the device the suites'
+    ops use (torch's: suite.py's setup times on _torch.auto_backend()'s device), as
+    caliber.measure's and a FlagGems run's do: a raw stream capture of torch's ops would let its
+    caching allocator hand the graph memory it frees after capture (docs/python.md). Returns the
+    backend hooked, None without torch or a torch device."""
+    from . import _torch
+    if _torch.torch is None:
+        return None
+    backend = _torch.auto_backend()
+    if backend == "cpu":
+        return None
+    _torch.install_hooks(backend)
+    return backend
+
+
 def run_here(argv: List[str]) -> int:
     """Registers the suites --py-ops names, then runs the caliber CLI in this process: the run
     directory, run.log, shapes.yaml and exit codes are caliber run's."""
@@ -141,6 +157,7 @@ def run_here(argv: List[str]) -> int:
         except SuiteError as e:
             raise SuiteError("--py-ops: %s" % e)
     if suites:
+        install_suite_hooks()
         identity_extra(suites[0] if len(suites) == 1 else suites)
         if argv[0] == "run" and not _has(argv[1:], "--name"):
             # The run's name from the suite's file name, in the characters --name allows.

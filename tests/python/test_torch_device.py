@@ -23,7 +23,7 @@ except ImportError:
     from test_flaggems import PYTHON  # noqa: E402
     os.execv(PYTHON, [PYTHON] + sys.argv)
 
-from caliber import _torch, suite  # noqa: E402
+from caliber import _lib, _torch, suite  # noqa: E402
 
 bench = importlib.import_module("caliber.bench")  # the module (caliber.bench is its function)
 
@@ -421,6 +421,28 @@ class Suite(Faked):
                                  ("musa", "set_stream", ("external", "musa", 99))])
         suite._sync(w.case)
         self.assertEqual(t.log[-1], ("musa", "synchronize", "current"))
+
+
+class SuiteRunHooks(Faked):
+    """A --py-ops run captures through torch's graph API on the device its suites use, as
+    caliber.measure and a FlagGems run do; without torch or a torch device nothing is hooked."""
+
+    def tearDown(self):
+        super().tearDown()
+        _torch._capture = None
+        _lib.lib().caliber_c_set_capture_hooks(_lib.CAPTURE_FN())  # a null pointer: unhooked
+
+    def test_hooked_on_torchs_device(self):
+        from caliber import __main__ as entry
+        self.use(musa={})
+        _torch._capture = None
+        self.assertEqual(entry.install_suite_hooks(), "musa")
+        self.assertIsNotNone(_torch._capture)
+        self.assertEqual(_torch._capture.backend, "musa")
+        _torch._capture = None
+        _torch.torch = None
+        self.assertIsNone(entry.install_suite_hooks())
+        self.assertIsNone(_torch._capture)
 
 
 if __name__ == "__main__":
