@@ -287,6 +287,11 @@ def bench(fn: Callable[[], Any], warmup: Optional[float] = None, rep: Optional[f
         kw.setdefault("warmup_s", warmup / 1000.0)
     if rep is not None:
         kw.setdefault("timeout_s", max(rep / 1000.0, 1e-3))
+        # A short rep (Triton's budget) shortens the minimum time too: it must fit in the timeout
+        # (the CLI's rule, which measure applies).
+        default_min = _lib.settings()["defaults"]["min_time_s"]
+        if "min_time_s" not in kw and kw["timeout_s"] <= default_min:
+            kw["min_time_s"] = kw["timeout_s"] / 2
     if return_mode == "all":
         kw.setdefault("keep_samples", 100000)
     m = measure(fn, grad_to_none=grad_to_none, quantiles=quantiles, return_mode=return_mode,

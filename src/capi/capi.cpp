@@ -130,6 +130,11 @@ timing::TimingOptions parse_options(const json& o, const backends::Capabilities&
   knob_option(o, "timeout_s", "timeout", k);
   knob_option(o, "warmup_s", "warmup", k);
   knob_option(o, "throttle_fraction", "throttle_fraction", k);
+  try {  // the CLI's rule for the pair, in the keywords' names
+    core::check_min_time_fits(k, "min_time_s", "timeout_s");
+  } catch (const core::KnobError& e) {
+    throw std::invalid_argument(e.what());
+  }
   const auto noise = o.find("max_noise");  // 0: auto, the knob's "auto"
   if (noise != o.end() && !(noise->is_number() && noise->get<double>() == 0))
     knob_option(o, "max_noise", "max_noise", k);

@@ -654,19 +654,23 @@ Knobs resolve_knobs(const std::map<std::string, std::string>& flags,
     k.l2 = L2Policy::warm;
     k.per_launch = false;
   }
-  // A measurement that must sample longer than its timeout allows can never meet its rule: every
-  // row would stop on the timeout (docs/timing.md, Stopping).
-  if (k.min_time_s >= k.timeout_s) {
-    const auto shortest = [](double v) {  // 0.01, not to_string's 0.010000
-      std::ostringstream os;
-      os << v;
-      return os.str();
-    };
-    throw KnobError("--min-time: '" + shortest(k.min_time_s) +
-                    "' s of measured time cannot fit in --timeout '" + shortest(k.timeout_s) +
-                    "' s of sampling; give a --min-time below the --timeout");
-  }
+  check_min_time_fits(k);
   return k;
+}
+
+// docs/timing.md, Stopping.
+void check_min_time_fits(const Knobs& k, const std::string& min_time_name,
+                         const std::string& timeout_name) {
+  if (k.min_time_s < k.timeout_s) return;
+  const auto shortest = [](double v) {  // 0.01, not to_string's 0.010000
+    std::ostringstream os;
+    os << v;
+    return os.str();
+  };
+  throw KnobError(min_time_name + ": '" + shortest(k.min_time_s) +
+                  "' s of measured time cannot fit in " + timeout_name + " '" +
+                  shortest(k.timeout_s) + "' s of sampling; give a " + min_time_name +
+                  " below the " + timeout_name);
 }
 
 }  // namespace caliber::core

@@ -128,6 +128,11 @@ struct KnobSpec {
     const std::map<std::string, std::string>& flags,
     const std::function<std::optional<std::string>(const std::string&)>& env);
 [[nodiscard]] std::optional<std::string> process_env(const std::string& name);
+// The stopping rule's fit: a measurement that must sample longer than its timeout allows never
+// meets its rule (every row would stop on the timeout). Throws KnobError naming the two as the
+// caller spells them (--min-time/--timeout; min_time_s/timeout_s in Python).
+void check_min_time_fits(const Knobs& k, const std::string& min_time_name = "--min-time",
+                         const std::string& timeout_name = "--timeout");
 // The value of knob `name`'s environment spelling in the process environment, nullopt when it is
 // unset or empty: for a caller that runs before the knobs are resolved (the Python hand-off).
 [[nodiscard]] std::optional<std::string> knob_env(const std::string& name);

@@ -130,13 +130,23 @@ class BenchApi(unittest.TestCase):
                           (dict(quantiles=[0.5, float("nan")]), r"quantiles\[1\]=nan"),
                           (dict(min_samples=10**12), "min_samples: 1000000000000 is not allowed"),
                           (dict(min_samples=0), "min_samples: 0 is not allowed"),
-                          (dict(repeat=10**6), "repeat: 1000000 is not allowed")):
+                          (dict(repeat=10**6), "repeat: 1000000 is not allowed"),
+                          # the CLI's rule for the pair: a minimum time the timeout cannot hold
+                          (dict(min_time_s=0.3, timeout_s=0.2),
+                           "min_time_s: '0.3' s of measured time cannot fit in timeout_s '0.2'")):
             with self.subTest(kw=kw):
                 opts = dict(FAST)
                 opts.update(kw)
                 with self.assertRaisesRegex(ValueError, words) as raised:
                     caliber.measure(work, **opts)
                 self.assertNotIn("json.exception", str(raised.exception))
+
+    def test_a_short_rep_shortens_the_minimum_time(self):
+        """bench's rep (Triton's budget in ms) is the timeout; one shorter than the default
+        minimum time takes the minimum time down with it, as do_bench takes any rep."""
+        self.assertGreater(caliber.bench(work, backend="cpu", rep=5), 0)
+        with self.assertRaisesRegex(ValueError, "min_time_s: '0.01'"):
+            caliber.bench(work, backend="cpu", rep=5, min_time_s=0.01)
 
     def test_graph_timer_without_graph_capture_is_refused(self):
         # The CLI refuses --timer graph on cpu (exit 2); measure and bench refuse it the same way
