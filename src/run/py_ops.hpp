@@ -1,4 +1,4 @@
-// Python op suites (--py-ops, docs/python.md "caliber run --py-ops"): the suite's ops live in a
+// Python op suites (--py-ops, docs/python.md "Python op suites into run directories"): the suite's ops live in a
 // Python process (python/caliber registers them through the C ABI), so the caliber executable
 // hands every command that selects cases to Python, and batch and ab check a suite through such
 // a child before anything is written.

@@ -367,7 +367,8 @@ std::vector<KnobSpec> make_table() {
        }});
   add({"settle", "--settle", "", "Timing", "carry", "carry, each",
        "carry: a measurement keeps the clock regime the previous one left (at most 0.25 s "
-       "before) while the work's power class and clock hold, and settles again when they change "
+       "before, 1 s for cool work) while the work's power class and clock hold, and settles again "
+       "when they change "
        "(the row's settle: carried|settled); each: every measurement settles or rests on its own "
        "(docs/timing.md).",
        [](Knobs& k, const std::string& v) {

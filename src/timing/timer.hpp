@@ -62,8 +62,10 @@ class CaptureRefused : public std::runtime_error {
 };
 
 // When one measurement (one call of the direct timer, or the graph timer) stops sampling.
-// It stops once n >= min_samples AND summed sample time >= min_time_s AND noise <= max_noise, or
-// when timeout_s of wall time (warmup included) has passed; then stop_reason names what was missed.
+// It stops once n >= min_samples AND the sampled time >= min_time_s AND noise <= max_noise, or
+// when timeout_s of wall time from the first sample (the warmup not counted) has passed; then
+// stop_reason names what was missed. The sampled time is the kept samples' sum, or under the
+// kernel trace the sampling's wall time (docs/timing.md, Stopping).
 //
 // Noise is the relative standard error of the median, estimated robustly:
 //   sigma = max(1.4826 * MAD, 1.2533 * mean |x - median| over the central 90% of the samples)
@@ -76,9 +78,9 @@ class CaptureRefused : public std::runtime_error {
 // has enough samples.
 struct StopRule {
   int min_samples = 10;
-  double min_time_s = 0.01;  // summed time of the kept samples (a graph sample: one replay)
+  double min_time_s = 0.01;  // sampled time (above; a graph sample: one replay)
   double max_noise = 0.005;  // relative standard error of the median (above)
-  double timeout_s = 1.0;    // wall time for one measurement, warmup included
+  double timeout_s = 1.0;    // wall time of one measurement's sampling, from its first sample
   double warmup_s = 0.02;    // device-busy time before sampling: long enough for clocks to ramp
   int max_samples = 100000;  // a hard cap, so that a sub-microsecond kernel cannot exhaust memory
 };

@@ -1,4 +1,4 @@
-"""The caliber executable with --py-ops (docs/python.md, "caliber run --py-ops"): run, list, batch
+"""The caliber executable with --py-ops (docs/python.md, "Python op suites into run directories"): run, list, batch
 and ab of Python suites, and their bad input (exit 2 naming the knob, nothing written)."""
 
 import csv
