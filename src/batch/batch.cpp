@@ -544,6 +544,13 @@ std::vector<std::string> flaggems_batch_ops(const BatchOptions& opt, const core:
 // knob table resolved OP and OP_FILE into opt.ops and opt.op_file.
 std::vector<std::string> batch_ops(const BatchSettings& s) {
   const BatchOptions& opt = s.opt;
+  // A node selects cases across ops, and a run takes a node or ops, not both: each op's child
+  // would refuse it (every op failed, a batch directory written).
+  if (!s.run_knobs.node.empty())
+    throw BatchUsageError("--node (TEST_NODE): '" + s.run_knobs.node +
+                          "' selects cases across ops, and a batch runs one op a child; name "
+                          "the ops (OP) and narrow them with --dtypes or --shape, or run the node "
+                          "with `caliber run --node`");
   if (const std::string root = flaggems_root_of(opt.run_args); !root.empty())
     return flaggems_batch_ops(opt, s.run_knobs, root);
   std::vector<std::string> ops = opt.ops;

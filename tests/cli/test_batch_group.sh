@@ -107,4 +107,7 @@ expect_refused "--ops-per-child empty" "--ops-per-child allowed: whole number" -
   "$CAL" "${BT[@]}" --ops-per-child ""
 expect_refused "--ops-per-child under Slurm" "--ops-per-child '2' --scheduler slurm" -- \
   "$CAL" batch add sum --backend cpu --scheduler slurm --ops-per-child 2 --out "$T/refused-out"
+# A node selects cases across ops; each op's child would refuse it with its op (every op failed).
+expect_refused "batch --node" "--node TEST_NODE add[f32-*] caliber run --node" -- \
+  "$CAL" batch "${FAST[@]}" --node 'add[f32-*]' --out "$T/refused-out"
 cli_done
