@@ -115,32 +115,61 @@ std::string pair_key(const PairResult& p) {
   return series_key(p.op, p.dtype, p.shape, p.role, p.provider);
 }
 
-// Keeps the points whose caliber is the newest point's; the others go to left_out.
+// Why `r` is not comparable with the reference run, empty when it is.
+std::string mismatch(const nlohmann::json& ref, const RunData& r) {
+  std::string why;
+  for (const auto& d : core::diff_identity(ref, r.identity))
+    why += (why.empty() ? "" : "; ") + d.key + ": " + (d.b.empty() ? "(none)" : d.b) +
+           ", the newest " + (d.a.empty() ? "(none)" : d.a);
+  return why;
+}
+
+// The newest point's newest run (its identity's start_time; the first run where none says).
+const RunData& newest_run(const HistoryPoint& p) {
+  const auto start = [](const RunData& r) {
+    const auto it = r.identity.is_object() ? r.identity.find("start_time") : r.identity.end();
+    return it != r.identity.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  const RunData* best = &p.runs.front();
+  for (const auto& r : p.runs)
+    if (start(r) > start(*best)) best = &r;
+  return *best;
+}
+
+// Keeps the runs whose caliber is the newest run's; a point keeps its comparable
+// runs (a commit's point may gather runs of other settings: those alone are left out), and a
+// point with none, or with no readable case row, goes to left_out.
 void keep_comparable(std::vector<HistoryPoint>& points, const HistoryOptions& opt,
                      HistoryResult& out) {
   std::vector<HistoryPoint> kept;
-  const nlohmann::json& ref = points.back().runs.front().identity;
+  const nlohmann::json ref = newest_run(points.back()).identity;
   for (auto& p : points) {
-    std::string why;
     if (p.runs.empty() || std::all_of(p.runs.begin(), p.runs.end(),
                                       [](const RunData& r) { return r.log.cases.empty(); })) {
-      why = "holds no readable case row";
-    } else if (!opt.compare.allow_mismatch) {
-      for (const auto& r : p.runs)
-        for (const auto& d : core::diff_identity(ref, r.identity)) {
-          if (why.empty())
-            why = "not comparable with the newest point (";
-          else
-            why += "; ";
-          why += d.key + ": " + (d.b.empty() ? "(none)" : d.b) + ", the newest " +
-                 (d.a.empty() ? "(none)" : d.a);
-        }
-      if (!why.empty()) why += ")";
+      out.left_out.push_back(p.label + ": holds no readable case row");
+      continue;
     }
-    if (why.empty())
-      kept.push_back(std::move(p));
-    else
-      out.left_out.push_back(p.label + ": " + why);
+    if (!opt.compare.allow_mismatch) {
+      std::vector<RunData> same;
+      std::string why;
+      for (auto& r : p.runs) {
+        const std::string w = mismatch(ref, r);
+        if (w.empty())
+          same.push_back(std::move(r));
+        else if (why.empty())
+          why = w;
+      }
+      if (same.empty()) {
+        out.left_out.push_back(p.label + ": not comparable with the newest point (" + why + ")");
+        continue;
+      }
+      if (same.size() < p.runs.size())
+        out.left_out.push_back(p.label + ": " + std::to_string(p.runs.size() - same.size()) +
+                               " of its " + std::to_string(p.runs.size()) +
+                               " runs not comparable with the newest point (" + why + ")");
+      p.runs = std::move(same);
+    }
+    kept.push_back(std::move(p));
   }
   points = std::move(kept);
 }
@@ -350,7 +379,9 @@ HistoryResult history_of(std::vector<HistoryPoint> points, const HistoryOptions&
   HistoryResult out;
   keep_comparable(points, opt, out);
   if (points.empty())
-    throw std::invalid_argument("history: no directory holds a readable case row");
+    throw std::invalid_argument(
+        out.left_out.empty() ? std::string("history: no directory holds a readable case row")
+                             : "history: no point is left to chart: " + out.left_out.front());
   collect_series(points, out);
   for (auto& r : out.rows) r.spread = series_spread(r.median_ms);
   add_steps(points, opt, out);

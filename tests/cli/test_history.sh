@@ -89,6 +89,11 @@ json.dump(j, open(p, "w"))
 PY
 "$CAL" history "$T/three" > "$T/mixed.txt" 2>&1 || check_fail "history with a foreign point"
 grep -q "left out: hist-20261201-090000: not comparable" "$T/mixed.txt" || check_fail "the foreign point is not named: $(grep -i left "$T/mixed.txt")"
+# By commit the foreign run shares its point (one commit) with the others: that run alone is
+# left out (it once took the whole point, and the history failed with no point).
+"$CAL" history "$T/three" --order commit > "$T/mixed-commit.txt" 2>&1 || check_fail "history --order commit with a foreign run: $(tail -2 "$T/mixed-commit.txt")"
+grep -q "left out: .*: 1 of its 4 runs not comparable with the newest point (level: comprehensive" "$T/mixed-commit.txt" ||
+  check_fail "the foreign run of the commit's point is not named: $(grep -i left "$T/mixed-commit.txt")"
 
 # (2) 20 same-code runs on the cpu backend: no change-point, no flagged step.
 mkdir -p "$T/cpu20"
