@@ -15,7 +15,7 @@ namespace {
 void add_ab(CLI::App& root, int& exit_code) {
   auto* sub = root.add_subcommand(
       "ab",
-      "A/B of a switch or of two builds: R rounds into <ab dir>/A-<round> and B-<round>, then\n"
+      "A/B of a switch or of two builds: R rounds into <ab dir>/A-<round>-* and B-<round>-*,\n"
       "compare of all A rounds against all B rounds. The switch: --env NAME=A --env NAME=B, a run\n"
       "flag (--arg=--flag=x --arg=--flag=y) or two builds (--ops-lib-a before.so --ops-lib-b\n"
       "after.so: PAIRED, both in one process a round; --isolate: a process per side). How, and\n"

@@ -31,7 +31,8 @@ void add_batch(CLI::App& root, int& exit_code) {
       "flags\n"
       "are passed to every child. Default ops: `caliber list --names`. SIGINT/SIGTERM terminates "
       "and\n"
-      "reaps every child and marks the rest interrupted. Exit 0 all ok, 1 an op not ok, 2 bad "
+      "reaps every child and marks the rest interrupted. Exit 0 all ok (or skipped), 1 an op not "
+      "ok, 2 bad "
       "usage,\n"
       "128+N interrupted by signal N. --scheduler slurm submits one Slurm job array instead "
       "(docs/cluster.md).");

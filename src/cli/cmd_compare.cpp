@@ -13,7 +13,7 @@ void add_compare(CLI::App& root, int& exit_code) {
       "compare",
       "Compare two runs or batches (also `caliber summary --ab A B`). Their run_identity.json are\n"
       "compared first: a caliber difference (level, timer, backend, device model, tune, repeat, "
-      "l2)\n"
+      "l2, clock)\n"
       "is printed as CALIBER MISMATCH and exits 2 unless --allow-mismatch. Rows are paired by op,\n"
       "dtype and shape; only rows ok on both sides with a positive latency count, and the "
       "unpaired\n"

@@ -12,7 +12,8 @@ namespace {
 void add_identity(CLI::App& root, int& exit_code) {
   auto* sub = root.add_subcommand(
       "identity",
-      "Print a run's caliber (level, timer, backend, device model, tune, repeat, l2), its device "
+      "Print a run's caliber (level, timer, backend, device model, tune, repeat, l2, clock), its "
+      "device "
       "and\n"
       "the rest of run_identity.json. With --diff OTHER print the caliber differences instead\n"
       "(CALIBER MISMATCH lines). Exit 0 whether or not they differ (it reports; `caliber compare`\n"
