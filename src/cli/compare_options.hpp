@@ -60,7 +60,7 @@ inline void add_compare_options(CLI::App& sub, report::CompareCommand& cmp, bool
   sub.add_option("--fail-on-regression", cmp.fail_on_regression_pct,
                  "Exit 1 when a pair is SLOWER with a ratio above 1 + PCT/100, a case ok in A "
                  "failed in B,\nor no case was paired at all (for CI); a percentage from 0 "
-                 "(NaN, inf and negative values\nare refused)")
+                 "to below 1000000 (NaN, inf and\nnegative values are refused)")
       ->check(refuse_empty)
       ->group("Compare");
   if (!ab)
