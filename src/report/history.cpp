@@ -126,10 +126,7 @@ std::string mismatch(const nlohmann::json& ref, const RunData& r) {
 
 // The newest point's newest run (its identity's start_time; the first run where none says).
 const RunData& newest_run(const HistoryPoint& p) {
-  const auto start = [](const RunData& r) {
-    const auto it = r.identity.is_object() ? r.identity.find("start_time") : r.identity.end();
-    return it != r.identity.end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
+  const auto start = [](const RunData& r) { return identity_text(r.identity, "start_time"); };
   const RunData* best = &p.runs.front();
   for (const auto& r : p.runs)
     if (start(r) > start(*best)) best = &r;
