@@ -71,12 +71,19 @@ def _trampoline(target: int, provider: int, code_ptr: Any, msg: Any, cap: int) -
         return 0
     except BaseException as e:  # noqa: B902 - nothing may cross the C boundary
         _errors[target] = e
-        code = _native_code(e)
-        _lib.write(msg, cap, "%s: %s" % (type(e).__name__, e))
-        if code:
-            code_ptr[0] = code
-            return 1
-        return 2
+        return launch_failed(e, "%s: %s" % (type(e).__name__, e), code_ptr, msg, cap)
+
+
+def launch_failed(e: BaseException, text: str, code_ptr: Any, msg: Any, cap: int) -> int:
+    """A launch callback's answer to the library when the callable raised (caliber_c.h): the
+    message into msg, and CALIBER_C_NATIVE_ERROR (1) with the runtime's error code in code_ptr
+    where the exception carries one, else CALIBER_C_RAISED (2), an error of Python itself."""
+    _lib.write(msg, cap, text)
+    code = _native_code(e)
+    if code:
+        code_ptr[0] = code
+        return 1
+    return 2
 
 
 _LAUNCH = _lib.LAUNCH_FN(_trampoline)

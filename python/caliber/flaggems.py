@@ -166,14 +166,9 @@ class _Run:
             self.targets[target]()
             return 0
         except BaseException as e:  # noqa: B902 - nothing may cross the C boundary
-            from .bench import _native_code
+            from .bench import launch_failed
             self.errors[target] = e
-            code = _native_code(e)
-            _lib.write(msg, cap, "%s: %s" % (type(e).__name__, e))
-            if code:
-                code_ptr[0] = code
-                return 1
-            return 2
+            return launch_failed(e, "%s: %s" % (type(e).__name__, e), code_ptr, msg, cap)
 
     def call(self, request, fn=None):
         lib = _lib.lib()

@@ -562,14 +562,9 @@ class Registry:
             w.provs[provider][1](*w.args)
             return 0
         except BaseException as e:  # noqa: B902
-            from .bench import _native_code
-            code = _native_code(e)
-            _lib.write(msg, cap, "op '%s': provider '%s' raised %s: %s" % (
-                w.op["name"], w.provs[provider][0], type(e).__name__, e))
-            if code:
-                code_ptr[0] = code
-                return 1
-            return 2
+            from .bench import launch_failed
+            return launch_failed(e, "op '%s': provider '%s' raised %s: %s" % (
+                w.op["name"], w.provs[provider][0], type(e).__name__, e), code_ptr, msg, cap)
 
     def register(self, ops: List[Tuple[Dict[str, Any], List[Prov]]], source: str) -> None:
         lib = _lib.lib()
