@@ -267,6 +267,22 @@ Interval bootstrap_median_ratio_ci_sorted(std::span<const double> a, std::span<c
   return percentile_interval(std::move(estimates), confidence);
 }
 
+Interval moved_onto(Interval ci, double sample_ratio, double estimate) {
+  if (!(sample_ratio > 0) || !(estimate > 0) || !std::isfinite(sample_ratio) ||
+      !std::isfinite(estimate))
+    return ci;
+  const double k = estimate / sample_ratio;
+  return {ci.lo * k, ci.hi * k};
+}
+
+Interval speedup_interval(std::span<const double> candidate, std::span<const double> baseline,
+                          double speedup) {
+  constexpr int kResamples = 1000;
+  const Interval ci =
+      bootstrap_median_ratio_ci_sorted(candidate, baseline, 0.95, kResamples, /*seed=*/1);
+  return moved_onto(ci, median(baseline) / median(candidate), speedup);
+}
+
 Interval bootstrap_median_ratio_ci(std::span<const double> a, std::span<const double> b,
                                    double confidence, int resamples, std::uint64_t seed) {
   // Past kDirectBootstrapMax samples a side a table would cost more than beta draws of the same

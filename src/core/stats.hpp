@@ -95,6 +95,20 @@ class ResampledMedian {
                                                          int resamples = 2000,
                                                          std::uint64_t seed = 1);
 
+// An interval of a ratio drawn from kept samples, moved onto the ratio of the runs' own figures:
+// scaled by estimate / sample_ratio, its relative width kept. A provider keeps at most
+// max_kept_samples of the samples its latency is the median of (docs/run-log.md), so the kept
+// samples' median ratio can differ from the figures' ratio every output quotes; the interval
+// then stands around the figure it qualifies. Unchanged where either ratio is not positive.
+[[nodiscard]] Interval moved_onto(Interval ci, double sample_ratio, double estimate);
+
+// The 95% interval of a run's speedup, latency(baseline) / latency(candidate), from the two
+// providers' kept samples and moved onto `speedup` (the run table's column and the report's
+// speedup dots: one rule). Each resampled median drawn from its exact law over the sorted
+// samples, 1000 resamples, seed 1: milliseconds a row over a run of hundreds of rows.
+[[nodiscard]] Interval speedup_interval(std::span<const double> candidate,
+                                        std::span<const double> baseline, double speedup);
+
 // ---- A/B decisions (caliber compare, caliber ab; the rule and its guarantee: docs/ab.md) ----
 
 // The standard normal quantile at p in (0, 1) (bisection on erfc, accurate to ~1e-12).

@@ -68,6 +68,7 @@ inline constexpr const char* name = "name";
 inline constexpr const char* role = "role";  // candidate | baseline (role below)
 inline constexpr const char* label = "label";
 inline constexpr const char* samples_ms = "samples_ms";
+inline constexpr const char* samples_total = "samples_total";  // samples_ms thinned from
 inline constexpr const char* quantiles_ms = "quantiles_ms";
 inline constexpr const char* config = "config";
 inline constexpr const char* tune = "tune";                  // an object: tune_field below

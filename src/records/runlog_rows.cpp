@@ -269,6 +269,7 @@ void provider_fields(V& v, Row& p) {
   v(k::note, p.note);
   v(k::latency_ms, p.latency_ms);
   v(k::samples_ms, p.samples_ms);
+  v(k::samples_total, p.samples_total);
   v(k::quantiles_ms, p.quantiles_ms);
   v(k::tflops, p.tflops);
   v(k::gbps, p.gbps);

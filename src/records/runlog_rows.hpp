@@ -97,6 +97,7 @@ struct ProviderRow {
   // What it measured, or why it failed.
   std::optional<double> latency_ms;
   std::optional<std::vector<double>> samples_ms;
+  std::optional<int> samples_total;  // the samples latency_ms is the median of (samples_ms: <= 200)
   std::optional<std::vector<double>> quantiles_ms;
   std::optional<double> tflops;
   std::optional<double> gbps;

@@ -177,6 +177,7 @@ struct Pooled {
   std::string role, name;
   std::vector<double> samples;              // all rows' samples together
   std::vector<std::vector<double>> groups;  // one per row (run or round) that has samples
+  std::vector<double> figures;              // those rows' own latency_ms, one per group
 };
 
 // Samples per (role, provider) over all rows of a case, in first-seen order.
@@ -191,9 +192,17 @@ std::vector<Pooled> pool(const SideCase& c) {
         it = out.end() - 1;
       }
       it->samples.insert(it->samples.end(), p.samples_ms.begin(), p.samples_ms.end());
-      if (!p.samples_ms.empty()) it->groups.push_back(p.samples_ms);
+      if (!p.samples_ms.empty()) {
+        it->groups.push_back(p.samples_ms);
+        if (p.latency_ms > 0) it->figures.push_back(p.latency_ms);
+      }
     }
   return out;
+}
+
+// A side's figure of a provider (figure_of_runs; rows without a latency: their samples').
+double side_figure(const Pooled& p) {
+  return p.figures.empty() ? core::median(p.samples) : figure_of_runs(p.figures);
 }
 
 bool case_has_fallback(const SideCase& c) {
@@ -396,6 +405,9 @@ void estimate_pair(PairResult& pr, const Pooled& x, const Pooled& y, const std::
                                                                  opt.resamples, opt.seed)
                        : core::bootstrap_median_ratio_ci(x.samples, y.samples, opt.confidence,
                                                          opt.resamples, opt.seed);
+    // The kept samples' own ratio can differ from the figures' (a provider keeps at most 200
+    // of its samples): the interval stands around the ratio this pair reports.
+    pr.ci = core::moved_onto(pr.ci, core::median(y.samples) / core::median(x.samples), pr.ratio);
   }
   // One run's samples cannot show the run-to-run noise: add it (paired: the residual).
   const double rn = noise_term(pr, family, fallback, opt);
@@ -509,8 +521,8 @@ void compare_case(const std::string& key, const SideCase& ca, const SideCase& cb
     pr.primary = x.role == primary;
     pr.n_a = x.samples.size();
     pr.n_b = y->samples.size();
-    pr.median_a = core::median(x.samples);
-    pr.median_b = core::median(y->samples);
+    pr.median_a = side_figure(x);
+    pr.median_b = side_figure(*y);
     pr.ratio = pr.median_b / pr.median_a;
     pr.fallback = fallback;
     if (static_cast<int>(pr.n_a) >= opt.min_samples &&

@@ -171,13 +171,13 @@ void keep_comparable(std::vector<HistoryPoint>& points, const HistoryOptions& op
   points = std::move(kept);
 }
 
-// The medians of every (op, dtype, shape, role, provider) per point: ok rows only, each
-// provider's samples pooled over the point's runs (compare's median of a side).
+// The figure of every (op, dtype, shape, role, provider) per point: ok rows only, over the
+// point's runs as compare takes a side's (figure_of_runs).
 void collect_series(const std::vector<HistoryPoint>& points, HistoryResult& out) {
   std::map<std::string, std::size_t> at;
   const std::size_t n = points.size();
   for (std::size_t i = 0; i < n; ++i) {
-    std::map<std::string, std::vector<double>> pooled;
+    std::map<std::string, std::vector<double>> figures;
     std::vector<std::string> order;
     for (const auto& run : points[i].runs)
       for (const auto& row : run.log.cases) {
@@ -202,12 +202,12 @@ void collect_series(const std::vector<HistoryPoint>& points, HistoryResult& out)
             r.median_ms.assign(n, std::nullopt);
             out.rows.push_back(std::move(r));
           }
-          auto& s = pooled[key];
+          auto& s = figures[key];
           if (s.empty()) order.push_back(key);
-          s.insert(s.end(), p.samples_ms.begin(), p.samples_ms.end());
+          s.push_back(p.latency_ms);
         }
       }
-    for (const auto& key : order) out.rows[at[key]].median_ms[i] = core::median(pooled[key]);
+    for (const auto& key : order) out.rows[at[key]].median_ms[i] = figure_of_runs(figures[key]);
   }
 }
 

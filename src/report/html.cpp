@@ -191,7 +191,7 @@ struct RunCharts {
   }
 };
 
-// A row's speedup dot, with the bootstrap interval of median(baseline) / median(candidate).
+// A row's speedup dot, with its interval (core::speedup_interval, the run table's too).
 void add_speedup_mark(Chart& c, const core::CaseRow& row, const std::string& label,
                       const ProviderSamples& cand, const ProviderSamples& base) {
   const auto sp = row_speedup(row);
@@ -201,7 +201,7 @@ void add_speedup_mark(Chart& c, const core::CaseRow& row, const std::string& lab
   std::string ci_text = "";
   if (cand.raw_samples && base.raw_samples && cand.samples_ms.size() >= 2 &&
       base.samples_ms.size() >= 2) {
-    const auto ci = core::bootstrap_median_ratio_ci(cand.samples_ms, base.samples_ms);
+    const auto ci = core::speedup_interval(cand.samples_ms, base.samples_ms, *sp);
     m.lo = ci.lo;
     m.hi = ci.hi;
     ci_text = ", 95% CI " + fmt_num(ci.lo) + " to " + fmt_num(ci.hi);
@@ -228,9 +228,17 @@ void add_latency_box(ChartRow& r, const ProviderSamples* p, int series) {
   m.lo = b.min;
   m.hi = b.max;
   m.samples = p->samples_ms;
-  m.title = p->name + " (" + p->role + "), " + std::to_string(p->samples_ms.size()) +
-            " samples: median " + fmt_num(b.median) + " ms, quartiles " + fmt_num(b.q1) + " to " +
-            fmt_num(b.q3) + ", range " + fmt_num(b.min) + " to " + fmt_num(b.max) + " ms";
+  const std::size_t kept = p->samples_ms.size();
+  // A provider keeps at most 200 of its samples: the box draws those, the title also gives the
+  // run's own figure where they are fewer than it took (docs/run-log.md).
+  const bool thinned = p->samples_total > 0 && static_cast<std::size_t>(p->samples_total) > kept;
+  m.title = p->name + " (" + p->role + "), " +
+            (thinned ? std::to_string(kept) + " of " + std::to_string(p->samples_total) +
+                           " samples kept (the run's median " + fmt_num(p->latency_ms) +
+                           " ms): their median "
+                     : std::to_string(kept) + " samples: median ") +
+            fmt_num(b.median) + " ms, quartiles " + fmt_num(b.q1) + " to " + fmt_num(b.q3) +
+            ", range " + fmt_num(b.min) + " to " + fmt_num(b.max) + " ms";
   r.marks.push_back(std::move(m));
 }
 

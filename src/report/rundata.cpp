@@ -286,6 +286,10 @@ std::optional<double> row_speedup(const core::CaseRow& row) {
   return positive_number(*row.speedup);
 }
 
+double figure_of_runs(std::span<const double> latencies_ms) {
+  return core::median(latencies_ms);
+}
+
 std::vector<ProviderSamples> row_providers(const core::CaseRow& row) {
   std::vector<ProviderSamples> out;
   if (row.providers && !row.providers->empty()) {
@@ -299,6 +303,7 @@ std::vector<ProviderSamples> row_providers(const core::CaseRow& row) {
         for (const double x : *prov.samples_ms)
           if (auto v = positive_number(std::optional<double>(x))) s.samples_ms.push_back(*v);
       s.raw_samples = !s.samples_ms.empty();
+      if (prov.samples_total && *prov.samples_total > 0) s.samples_total = *prov.samples_total;
       if (s.samples_ms.empty() && s.latency_ms > 0) s.samples_ms.push_back(s.latency_ms);
       out.push_back(std::move(s));
     }

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -90,9 +91,15 @@ struct ProviderSamples {
   double latency_ms = 0;
   std::vector<double> samples_ms;  // the stored samples, or the latency alone when none were stored
   bool raw_samples = false;        // samples_ms came from the row (not the latency alone)
+  int samples_total = 0;           // the samples latency_ms is the median of (0: not recorded)
 };
 // The providers of a row; rows without a "providers" list give their latency_ms (candidate) and
 // latency_base_ms (baseline).
 [[nodiscard]] std::vector<ProviderSamples> row_providers(const core::CaseRow& row);
+
+// The figure of a provider over several runs (a compare side, a history point): the median of
+// the runs' own latency_ms, so one run reads as the figure its table, summary and export print
+// (its kept samples, at most 200 of those its latency is the median of, may not; docs/ab.md).
+[[nodiscard]] double figure_of_runs(std::span<const double> latencies_ms);
 
 }  // namespace caliber::report

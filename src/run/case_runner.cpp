@@ -82,6 +82,7 @@ void write_timing(ProviderRow& prow, const timing::Measurement& m, double flops,
   if (m.ok && m.latency_ms > 0) {
     prow.latency_ms = m.latency_ms;
     prow.samples_ms = m.samples_ms;
+    if (m.total_samples > 0) prow.samples_total = m.total_samples;
     prow.error.reset();
     prow.failure.reset();
     if (!m.quantile_ms.empty()) prow.quantiles_ms = m.quantile_ms;
@@ -91,6 +92,7 @@ void write_timing(ProviderRow& prow, const timing::Measurement& m, double flops,
   } else {
     prow.latency_ms.reset();
     prow.samples_ms.reset();
+    prow.samples_total.reset();
     prow.error = m.error;
     prow.failure = backends::to_string(m.failure);
   }

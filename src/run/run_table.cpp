@@ -112,8 +112,8 @@ std::string status_cell(const core::CaseRow& r) {
   return v;
 }
 
-// The speedup's 95% interval from this run's samples: a bootstrap of median(baseline) /
-// median(candidate) (the first of each role), "lo-hi"; "n=1" where a side has one sample, "-"
+// The speedup's 95% interval from this run's samples (core::speedup_interval: the first provider
+// of each role), "lo-hi"; "n=1" where a side has one sample, "-"
 // without both roles. Run-to-run noise is not in it: compare adds that (docs/ab.md).
 std::string speedup_ci_cell(const core::CaseRow& r) {
   if (!r.providers || !r.speedup || !*r.speedup) return "-";
@@ -128,12 +128,9 @@ std::string speedup_ci_cell(const core::CaseRow& r) {
   for (const auto* side : {cand, base})
     for (const double x : *side)
       if (!(x > 0)) return "-";
-  // A closing table's guide over maybe hundreds of rows of thousands of samples: each resampled
-  // median drawn from its exact distribution (a sort a side, then a few draws), so the table
-  // costs milliseconds; compare resamples 2000 times for its verdicts.
-  constexpr int kResamples = 1000;
-  const core::Interval ci =
-      core::bootstrap_median_ratio_ci_sorted(*cand, *base, 0.95, kResamples, 1);
+  if (!(**r.speedup > 0)) return "-";
+  // A closing table's guide (compare resamples 2000 times for its verdicts).
+  const core::Interval ci = core::speedup_interval(*cand, *base, **r.speedup);
   return core::fixed(ci.lo, 2) + "-" + core::fixed(ci.hi, 2);
 }
 

@@ -268,3 +268,28 @@ TEST(Stats, SortedMedianRatioBootstrapIsTheLargeSamplePath) {
   EXPECT_NEAR(ws / wd, 1.0, 0.2) << "direct " << d.lo << "-" << d.hi << ", sorted " << s.lo << "-"
                                  << s.hi;
 }
+
+// A run's speedup interval stands around the speedup the run reports, its relative width that of
+// the kept samples' bootstrap: the kept samples (at most 200 of those the latency is the median
+// of) can have a median ratio apart from the figures'. Here they read 2.0 while the run says 2.1.
+TEST(Stats, SpeedupIntervalStandsAroundTheRunsSpeedup) {
+  std::vector<double> cand, base;
+  for (int i = 0; i < 200; ++i) {
+    cand.push_back(1.0 + 0.001 * (i % 37));
+    base.push_back(2.0 * (1.0 + 0.001 * (i % 41)));
+  }
+  const auto raw = caliber::core::bootstrap_median_ratio_ci_sorted(cand, base, 0.95, 1000, 1);
+  ASSERT_GT(raw.lo, 1.9);
+  ASSERT_LT(raw.hi, 2.1);  // the samples alone would exclude the run's own 2.1
+  const auto ci = caliber::core::speedup_interval(cand, base, 2.1);
+  EXPECT_LT(ci.lo, 2.1);
+  EXPECT_GT(ci.hi, 2.1);
+  EXPECT_NEAR(std::log(ci.hi / ci.lo), std::log(raw.hi / raw.lo), 1e-12);
+  // Where the two agree nothing moves; a ratio that is not positive leaves it as it is.
+  const double own = caliber::core::median(base) / caliber::core::median(cand);
+  const auto same = caliber::core::speedup_interval(cand, base, own);
+  EXPECT_DOUBLE_EQ(same.lo, raw.lo);
+  EXPECT_DOUBLE_EQ(same.hi, raw.hi);
+  const auto kept = caliber::core::moved_onto(raw, 0.0, 2.1);
+  EXPECT_EQ(kept.lo, raw.lo);
+}

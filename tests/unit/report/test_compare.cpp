@@ -307,6 +307,37 @@ TEST(Compare, RoundsArePooledPerSide) {
   EXPECT_EQ(r.runs_a, 3);
 }
 
+// A side's figure is its run's own latency_ms (the median of every sample it took), not the
+// median of the at most 200 it kept: compare quotes what the run's table and summary print, and
+// the interval stands around that ratio. Several runs a side: the median of their figures.
+TEST(Compare, ASideQuotesItsRunsOwnLatency) {
+  TempDir t;
+  auto ra = timed_row("add", "1", 1.0, 0.002, 200, 11);
+  auto rb = timed_row("add", "1", 1.0, 0.002, 200, 12);
+  // Thinned: the kept samples' median reads 1.0, the run's 1.03 (as a drifting run can).
+  ra["providers"][0]["latency_ms"] = 1.03;
+  ra["providers"][0]["samples_total"] = 1000;
+  const auto a = write_run(t.path(), "a-20261129-101010", {ra});
+  const auto b = write_run(t.path(), "b-20261129-101010", {rb});
+  const auto* p = find_pair(compare_dirs({a}, {b}), "add", "1");
+  ASSERT_NE(p, nullptr);
+  EXPECT_DOUBLE_EQ(p->median_a, 1.03);
+  EXPECT_DOUBLE_EQ(p->median_b, rb["providers"][0]["latency_ms"].get<double>());
+  EXPECT_NEAR(p->ratio, p->median_b / 1.03, 1e-12);
+  EXPECT_LT(p->ci.lo, p->ratio);
+  EXPECT_GT(p->ci.hi, p->ratio);
+  // Three runs a side: the median of the three figures.
+  std::vector<fs::path> as;
+  for (int round = 1; round <= 3; ++round) {
+    auto row = timed_row("add", "1", 1.0, 0.002, 40, 300 + round);
+    row["providers"][0]["latency_ms"] = 1.0 + 0.01 * round;
+    as.push_back(write_run(t.path(), "A-" + std::to_string(round) + "-20261129-101010", {row}));
+  }
+  const auto* q = find_pair(compare_dirs(as, {b}), "add", "1");
+  ASSERT_NE(q, nullptr);
+  EXPECT_DOUBLE_EQ(q->median_a, 1.02);
+}
+
 TEST(Compare, FailedRoundExcludesTheCase) {
   TempDir t;
   RowSpec failed;

@@ -66,6 +66,27 @@ TEST(History, APlantedStepIsFoundAtItsPointAndNothingElse) {
   }
 }
 
+// A point's figure is its run's latency_ms (what the run's table printed), not the median of the
+// samples the run kept (at most 200 of those its latency is the median of).
+TEST(History, APointIsItsRunsOwnLatency) {
+  t::TempDir dir;
+  for (int i = 0; i < 2; ++i) {
+    t::RowSpec s;
+    s.cand = t::samples(1.0, 0.002, 80, static_cast<std::uint32_t>(10 + i));
+    s.base = t::samples(2.0, 0.002, 80, static_cast<std::uint32_t>(100 + i));
+    auto row = t::make_row(s);
+    row["providers"][0]["latency_ms"] = 1.05 + 0.01 * i;
+    auto id = t::identity();
+    id["start_time"] = "2026-12-01T10:00:0" + std::to_string(i) + "Z";
+    t::write_run(dir.path(), "r-" + std::to_string(i), {row}, id);
+  }
+  const auto h = history(dir.path());
+  const auto& c = candidate(h);
+  ASSERT_EQ(c.median_ms.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.median_ms[0].value_or(0), 1.05);
+  EXPECT_DOUBLE_EQ(c.median_ms[1].value_or(0), 1.06);
+}
+
 TEST(History, ASeriesThatMovesEveryRunDoesNotStep) {
   // 20% up and down between consecutive runs, around one level: compare calls many of these
   // FASTER/SLOWER (its run-to-run terms are an H200's), the series' own spread does not.
