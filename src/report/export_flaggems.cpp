@@ -3,6 +3,8 @@
 // --compare of two logs) reads caliber's figures (docs/run-log.md, "Exports").
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 #include <string_view>
 #include <utility>
 
@@ -23,6 +25,15 @@ constexpr std::pair<std::string_view, std::string_view> kTorchNames[] = {
     {"f32", "torch.float32"},  {"f16", "torch.float16"}, {"bf16", "torch.bfloat16"},
     {"f64", "torch.float64"},  {"i32", "torch.int32"},   {"i64", "torch.int64"},
     {"c64", "torch.complex64"}};
+
+// The dtypes FlagGems' summary_for_plot gives a column of its own; it shows any other in its
+// float16 column.
+bool summary_has_column(const std::string& torch_dtype) {
+  static const std::set<std::string> kColumns = {
+      "torch.float16", "torch.float32", "torch.bfloat16", "torch.int16",
+      "torch.int32",   "torch.bool",    "torch.complex64"};
+  return kColumns.count(torch_dtype) > 0;
+}
 
 std::string torch_dtype(const core::CaseRow& row) {
   const json& own = json_member(json_member(row.extra, "flaggems"), "dtype");
@@ -122,12 +133,15 @@ std::string run_level(const RunData& r) {
 ExportResult render_export_flaggems_log(const std::vector<RunData>& runs) {
   ExportResult out;
   int skipped = 0, failed = 0;
+  std::set<std::string> no_column;
   for (const auto& run : runs) {
-    ordered record;  // the (op, dtype) being filled; FlagGems writes one per dtype of its loop
-    auto emit = [&] {
-      if (!record.is_null()) out.text += "[INFO] " + dump(record) + "\n";
-      record = nullptr;
-    };
+    // One record per (op, dtype) of the run, in first-seen order, as FlagGems writes one per
+    // dtype of its loop: its summary_for_plot keeps the last record of an (op, dtype), so rows
+    // of one (op, dtype) apart in the run (the built-in corpus alternates dtypes within a
+    // shape) must still share one record.
+    std::vector<ordered> records;
+    std::map<std::pair<std::string, std::string>, std::size_t> at;
+    std::map<std::string, std::size_t> op_last;  // the op's record in progress
     for (const auto& row : run.log.cases) {
       const std::string status = row_status(row);
       if (status == "skipped") {  // FlagGems records no skipped input
@@ -138,18 +152,31 @@ ExportResult render_export_flaggems_log(const std::vector<RunData>& runs) {
       const std::string dtype = torch_dtype(row);
       // A row without a dtype (FlagGems' input loop broke before its input existed) belongs to
       // the loop in progress: the op's record being filled.
-      const bool same_op = !record.is_null() && record["op_name"] == row.op;
-      if (!same_op || (!dtype.empty() && record["dtype"] != dtype)) {
-        emit();
-        record = ordered{{"op_name", row.op},
-                         {"dtype", dtype},
-                         {"mode", run_mode(run)},
-                         {"level", run_level(run)},
-                         {"result", json::array()}};
+      std::size_t i = 0;
+      if (const auto last = op_last.find(row.op); dtype.empty() && last != op_last.end()) {
+        i = last->second;
+      } else if (const auto it = at.find({row.op, dtype}); it != at.end()) {
+        i = it->second;
+      } else {
+        i = records.size();
+        at[{row.op, dtype}] = i;
+        records.push_back(ordered{{"op_name", row.op},
+                                  {"dtype", dtype},
+                                  {"mode", run_mode(run)},
+                                  {"level", run_level(run)},
+                                  {"result", json::array()}});
+        if (!dtype.empty() && !summary_has_column(dtype)) no_column.insert(dtype);
       }
-      record["result"].push_back(metrics(row));
+      op_last[row.op] = i;
+      records[i]["result"].push_back(metrics(row));
     }
-    emit();
+    for (const auto& r : records) out.text += "[INFO] " + dump(r) + "\n";
+  }
+  if (!no_column.empty()) {
+    std::string names;
+    for (const auto& d : no_column) names += (names.empty() ? "" : ", ") + d;
+    out.notes.push_back("FlagGems' summary_for_plot has no column for " + names +
+                        ": it shows their speedups in its float16 column");
   }
   if (skipped > 0)
     out.notes.push_back(std::to_string(skipped) +

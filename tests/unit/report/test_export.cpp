@@ -197,6 +197,34 @@ std::vector<json> log_records(const std::string& text) {
 
 }  // namespace
 
+// The built-in corpus alternates dtypes within a shape (add f32 64, add f64 64, add f32 4096,
+// ...): still one record per (op, dtype), or FlagGems' summary_for_plot, which keeps the last
+// record of an (op, dtype), would show the last shape alone. A dtype its summary has no column
+// for (f64) is named in a note.
+TEST(Export, FlagGemsLogJoinsAnOpsDtypeAcrossTheRun) {
+  TempDir t;
+  std::vector<json> rows;
+  for (const char* shape : {"64", "4096"})
+    for (const char* dtype : {"f32", "f64"}) {
+      RowSpec a;
+      a.dtype = dtype;
+      a.shape = shape;
+      a.cand = {1.0};
+      a.base = {2.0};
+      rows.push_back(make_row(a));
+    }
+  const auto dir = write_run(t.path(), "add-20261204-101010", rows, identity("core"));
+  const ExportResult r = render_export_flaggems_log(load_runs({dir}));
+  const auto recs = log_records(r.text);
+  ASSERT_EQ(recs.size(), 2u) << r.text;
+  EXPECT_EQ(recs[0]["dtype"], "torch.float32");
+  EXPECT_EQ(recs[0]["result"].size(), 2u);
+  EXPECT_EQ(recs[1]["dtype"], "torch.float64");
+  EXPECT_EQ(recs[1]["result"].size(), 2u);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("torch.float64"), std::string::npos) << r.notes[0];
+}
+
 TEST(Export, FlagGemsLogOneRecordPerOpAndDtype) {
   TempDir t;
   // The built-in corpus: caliber's dtypes in torch's spelling, the dims as the shape detail.
