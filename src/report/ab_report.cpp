@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <set>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -18,18 +19,36 @@ bool switch_may_be_dead(const CompareResult& r) noexcept {
 
 void add_ab_notes(Report& rep, const CompareResult& r, const std::string& a_desc,
                   const std::string& b_desc, int rounds) {
+  const std::string how =
+      rounds <= 0 ? std::to_string(r.runs_a) + " run(s) of A, " + std::to_string(r.runs_b) +
+                        " of B, named by hand"
+      : r.paired_rounds > 0
+          ? std::to_string(rounds) + " round(s), each one process timing A and B block by block"
+          : std::to_string(rounds) + " interleaved round(s), a process per side and round";
   if (!rep.tables.empty())
     rep.tables.front().notes.insert(
         rep.tables.front().notes.begin(),
-        "A = " + a_desc + "; B = " + b_desc + "; " + std::to_string(rounds) +
-            (r.paired_rounds > 0 ? " round(s), each one process timing A and B block by block"
-                                 : " interleaved round(s), a process per side and round") +
-            " (docs/ab.md)");
-  if (switch_may_be_dead(r))
+        "A = " + a_desc + "; B = " + b_desc + "; " + how + " (docs/ab.md)");
+  if (!switch_may_be_dead(r)) return;
+  // All SAME says the two sides timed alike; UNSURE pairs say only that noise hid any
+  // difference: the warning says which of the two it rests on.
+  int same = 0, primary = 0;
+  for (const auto& p : r.pairs)
+    if (p.primary) {
+      ++primary;
+      same += p.verdict == Verdict::same ? 1 : 0;
+    }
+  if (same == primary)
     rep.warnings.push_back("A and B gave the same numbers within noise on all " +
                            std::to_string(r.paired) +
                            " paired case(s): the switch may not be live (does anything read "
                            "it?); confirm that before reading this as no difference");
+  else
+    rep.warnings.push_back(
+        "no pair of A and B differs beyond noise (" + std::to_string(same) + " SAME, " +
+        std::to_string(primary - same) + " UNSURE of " + std::to_string(primary) +
+        " primary pairs): if a difference was expected, the switch may not be live (does "
+        "anything read it?); the UNSURE pairs' notes say what would settle them");
 }
 
 std::optional<AbDir> read_ab_dir(const fs::path& dir) {
@@ -59,14 +78,25 @@ namespace {
 std::string ops_libs_of(const fs::path& run) {
   try {
     const auto id = core::read_identity(run);
-    std::string s;
+    // A FlagGems run records its tree as "flaggems:ROOT" (docs/run-log.md): named by the flag
+    // that gave it, since --ops-lib is refused with --flaggems.
+    constexpr std::string_view kFlagGems = "flaggems:";
+    std::string libs, trees;
     if (const auto it = id.find("ops_libs"); it != id.end() && it->is_array())
       for (const auto& l : *it)
         if (l.is_string()) {
-          if (!s.empty()) s += ',';
-          s += l.get<std::string>();
+          const std::string v = l.get<std::string>();
+          std::string& into = v.rfind(kFlagGems, 0) == 0 ? trees : libs;
+          if (!into.empty()) into += ',';
+          into += &into == &trees ? v.substr(kFlagGems.size()) : v;
         }
-    return s.empty() ? "" : "--ops-lib=" + s;
+    std::string out = trees.empty() ? "" : "--flaggems " + trees;
+    if (!libs.empty()) {
+      if (!out.empty()) out += ' ';
+      out += "--ops-lib=";
+      out += libs;
+    }
+    return out;
   } catch (const std::exception&) {
     return "";
   }
@@ -82,26 +112,38 @@ bool all_among(const std::vector<fs::path>& runs, const std::vector<fs::path>& m
   return true;
 }
 
-}  // namespace
-
-std::string describe_side(const std::vector<fs::path>& given, char side) {
-  if (given.empty()) return "(no runs)";
-  std::vector<fs::path> runs;  // "x/A-1/" is "x/A-1"
+// "x/A-1/" is "x/A-1".
+std::vector<fs::path> run_paths(const std::vector<fs::path>& given) {
+  std::vector<fs::path> runs;
   for (auto r : given) {
     r = r.lexically_normal();
     runs.push_back(r.filename().empty() ? r.parent_path() : r);
   }
+  return runs;
+}
+
+}  // namespace
+
+std::optional<AbDir> ab_dir_of(const std::vector<fs::path>& given, char side) {
+  const auto runs = run_paths(given);
   std::set<fs::path> parents;
   for (const auto& r : runs) parents.insert(r.parent_path());
   std::optional<AbDir> d;
   try {
     if (parents.size() == 1) d = read_ab_dir(*parents.begin());
   } catch (const std::exception&) {
-    // an ab.json beside runs of one side only: described as other runs are, below
+    // an ab.json beside runs of one side only: not that directory's side
   }
-  if (d) {
+  if (d && !runs.empty() && all_among(runs, side == 'A' ? d->a : d->b)) return d;
+  return std::nullopt;
+}
+
+std::string describe_side(const std::vector<fs::path>& given, char side) {
+  if (given.empty()) return "(no runs)";
+  const auto runs = run_paths(given);
+  if (const auto d = ab_dir_of(given, side)) {
     const std::string& desc = side == 'A' ? d->a_desc : d->b_desc;
-    if (desc != AbDir{}.a_desc && all_among(runs, side == 'A' ? d->a : d->b)) return desc;
+    if (desc != AbDir{}.a_desc) return desc;
   }
   std::set<std::string> libs;
   for (const auto& r : runs) libs.insert(ops_libs_of(r));

@@ -13,11 +13,17 @@
 
 namespace caliber::report {
 
+struct AbDir;
+
 // True when pairs were compared and none is FASTER or SLOWER.
 [[nodiscard]] bool switch_may_be_dead(const CompareResult& r) noexcept;
 // Adds the ab-specific lines to a compare report: the sides, and the dead-switch warning.
+// `rounds` > 0: the sides are rounds `caliber ab` ran; 0: runs named by hand (N runs a side).
 void add_ab_notes(Report& rep, const CompareResult& r, const std::string& a_desc,
                   const std::string& b_desc, int rounds);
+// The ab directory that holds every run of `runs` on side `side` (its ab.json), if any.
+[[nodiscard]] std::optional<AbDir> ab_dir_of(const std::vector<std::filesystem::path>& runs,
+                                             char side);
 
 // A directory `caliber ab` wrote: its rounds' run directories per side and what each side was
 // (ab.json's "switch": the --env values, the flags or the op library as given).

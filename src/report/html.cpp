@@ -436,16 +436,23 @@ std::string html_ab_report(const std::vector<std::filesystem::path>& a,
   // Title and first note name what the sides were (the ab.json switch, else the op libraries or
   // run names), not only their first run directories.
   const std::string da = describe_side(a, 'A'), db = describe_side(b, 'B');
-  const int rounds = static_cast<int>(a.size());  // A's runs: an ab directory's rounds
+  // Rounds of an ab directory, or runs named by hand (0: the note counts them a side).
+  const bool rounds_of_ab = ab_dir_of(a, 'A') && ab_dir_of(b, 'B');
+  const int rounds = rounds_of_ab ? static_cast<int>(a.size()) : 0;
   add_ab_notes(r, res, da, db, rounds);
   std::vector<RunData> all = runs_a;
   all.insert(all.end(), runs_b.begin(), runs_b.end());
   r.tables.insert(r.tables.begin(), caliber_table(all));
   auto figures = compare_figures(res);
-  const std::string title = page_title.empty()
-                                ? "caliber A/B: A = " + da + " vs B = " + db + ", " +
-                                      std::to_string(rounds) + " round" + (rounds == 1 ? "" : "s")
-                                : page_title;
+  const auto plural = [](std::size_t n, const char* what) {
+    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+  };
+  const std::string count = rounds > 0 ? plural(static_cast<std::size_t>(rounds), "round")
+                            : a.size() == b.size() ? plural(a.size(), "run") + " a side"
+                                                   : plural(a.size(), "run") + " of A, " +
+                                                         std::to_string(b.size()) + " of B";
+  const std::string title =
+      page_title.empty() ? "caliber A/B: A = " + da + " vs B = " + db + ", " + count : page_title;
   return render_html(r, title, figures, 1);
 }
 

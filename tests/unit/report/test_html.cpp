@@ -174,10 +174,26 @@ TEST(Html, AnAbDirectoryGivesTheAbPage) {
   lib["ops_libs"] = {"/opt/mine.so"};
   const auto la = write_run(u.path(), "a-20261130-101010", {make_row(s)}, lib);
   const auto lb = write_run(u.path(), "b-20261130-101010", {make_row(s)});
-  EXPECT_NE(html_ab_report({la}, {lb})
-                .find("caliber A/B: A = --ops-lib=/opt/mine.so (a-20261130-101010) vs B = "
-                      "b-20261130-101010, 1 round"),
+  const std::string plain = html_ab_report({la}, {lb});
+  EXPECT_NE(plain.find("caliber A/B: A = --ops-lib=/opt/mine.so (a-20261130-101010) vs B = "
+                       "b-20261130-101010, 1 run a side"),
             std::string::npos);
+  // Runs named by hand are no ab rounds: the first note counts them, and says nothing of
+  // interleaving or processes a round.
+  EXPECT_NE(plain.find("1 run(s) of A, 1 of B, named by hand"), std::string::npos);
+  EXPECT_EQ(plain.find("interleaved round"), std::string::npos);
+  // A FlagGems run's tree is named by --flaggems, the flag that gave it (--ops-lib is refused
+  // with it).
+  json fg = identity();
+  fg["ops_libs"] = {"flaggems:/src/FlagGems"};
+  const auto fa = write_run(u.path(), "flaggems-20261130-101010", {make_row(s)}, fg);
+  EXPECT_NE(html_ab_report({fa}, {lb}).find("A = --flaggems /src/FlagGems (flaggems-20261130"),
+            std::string::npos);
+  // Identical sides a run each: no pair can be SAME against the default run-to-run terms, so
+  // the warning says the pairs are UNSURE, not that the sides gave the same numbers.
+  const std::string unsure = html_ab_report({lb}, {lb});
+  EXPECT_NE(unsure.find("UNSURE of"), std::string::npos);
+  EXPECT_EQ(unsure.find("gave the same numbers"), std::string::npos);
   EXPECT_EQ(count(page, "<svg class=\"chart\""), 1u);
 }
 
