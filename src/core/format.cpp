@@ -12,6 +12,10 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
+std::string latency_ms(double ms, int decimals) {
+  return ms > 0 && ms < 0.01 ? general(ms, 3) : fixed(ms, decimals);
+}
+
 std::string general(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*g", digits, v);

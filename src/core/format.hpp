@@ -10,6 +10,9 @@ namespace caliber::core {
 [[nodiscard]] std::string fixed(double v, int decimals);
 // `digits` significant digits: general(0.000123456, 3) == "0.000123" (printf "%.*g").
 [[nodiscard]] std::string general(double v, int digits);
+// A latency in ms with `decimals` digits, or 3 significant digits below 0.01 ms, where fixed
+// decimals would lose them (a 0.226 us kernel reads "0.000226", not "0.0002").
+[[nodiscard]] std::string latency_ms(double ms, int decimals);
 // Bytes in GiB (2^30) and MiB (2^20) with `decimals` digits: "1.50 GiB", "512 MiB".
 [[nodiscard]] std::string gib(double bytes, int decimals);
 [[nodiscard]] std::string mib(double bytes, int decimals);

@@ -59,7 +59,7 @@ std::string fmt(double v, int prec = 3) {
 // A latency in ms with more decimals the smaller it is.
 std::string fmt_ms(double ms) {
   if (!std::isfinite(ms) || ms <= 0) return "-";
-  return core::fixed(ms, ms < 0.1 ? 4 : ms < 10 ? 3 : 2);
+  return core::latency_ms(ms, ms < 0.1 ? 4 : ms < 10 ? 3 : 2);
 }
 
 std::string devices_list(const std::vector<backends::DeviceDesc>& devs) {

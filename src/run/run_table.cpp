@@ -145,8 +145,8 @@ std::string cell(const std::string& c, const core::CaseRow& r) {
     std::string v = r.shape.value_or("");
     return v.size() > 29 ? v.substr(0, 28) + "~" : v;
   }
-  if (c == "base_ms") return fixed_or_dash(r.latency_base_ms, 4);
-  if (c == "cand_ms") return fixed_or_dash(r.latency_ms, 4);
+  if (c == "base_ms") return r.latency_base_ms ? core::latency_ms(*r.latency_base_ms, 4) : "-";
+  if (c == "cand_ms") return r.latency_ms ? core::latency_ms(*r.latency_ms, 4) : "-";
   if (c == "speedup") return fixed_or_dash(r.speedup, 2);
   if (c == "speedup_ci") return speedup_ci_cell(r);
   if (c == "tflops") return fixed_or_dash(r.tflops, 2);

@@ -20,6 +20,16 @@ TEST(Format, FixedGeneralAndBytes) {
   EXPECT_EQ(mib(512.0 * 1024 * 1024, 0), "512 MiB");
 }
 
+// A latency keeps three significant digits where fixed decimals would lose them: the run table
+// printed a 0.226 us candidate as 0.0002 beside a speedup of 8.50 (which 0.0002 would make 9.5).
+TEST(Format, LatencyKeepsItsDigitsBelowTenMicroseconds) {
+  EXPECT_EQ(latency_ms(0.0002262, 4), "0.000226");
+  EXPECT_EQ(latency_ms(0.004696, 4), "0.0047");
+  EXPECT_EQ(latency_ms(0.1877, 4), "0.1877");
+  EXPECT_EQ(latency_ms(12.5, 2), "12.50");
+  EXPECT_EQ(latency_ms(0.0, 4), "0.0000");
+}
+
 TEST(Format, DurationText) {
   EXPECT_EQ(duration_text(8.4), "8s");
   EXPECT_EQ(duration_text(75), "1m15s");
