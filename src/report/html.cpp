@@ -56,8 +56,9 @@ Table caliber_table(const std::vector<RunData>& runs) {
   Table t;
   t.id = "caliber";
   t.title = "Caliber of each run (two runs are comparable only when these agree)";
-  t.columns = {"run",    "backend", "device", "uuid",  "timer",     "level",     "tune",
-               "repeat", "l2",      "commit", "start", "copy GB/s", "mm TFLOP/s"};
+  // Every caliber key (core::caliber_keys: device_model as the device's name) and then context.
+  t.columns = {"run",    "backend", "device", "uuid",   "timer", "level",     "tune",
+               "repeat", "l2",      "clock",  "commit", "start", "copy GB/s", "mm TFLOP/s"};
   for (const auto& r : runs) {
     const json& id = r.identity;
     const json dev = id.is_object() ? id.value("device", json::object()) : json::object();
@@ -67,12 +68,13 @@ Table caliber_table(const std::vector<RunData>& runs) {
                  ? (j[k].is_string() ? j[k].get<std::string>() : j[k].dump())
                  : std::string("-");
     };
-    t.rows.push_back(
-        {text_cell(r.dir.filename().string()), text_cell(s(id, "backend")),
-         text_cell(s(dev, "name")), text_cell(s(dev, "uuid")), text_cell(s(id, "timer")),
-         text_cell(s(id, "level")), text_cell(s(id, "tune")), text_cell(s(id, "repeat")),
-         text_cell(s(id, "l2")), text_cell(s(id, "git_commit")), text_cell(s(id, "start_time")),
-         number_cell(number_at(peaks, "copy_gbps")), number_cell(number_at(peaks, "gemm_tflops"))});
+    t.rows.push_back({text_cell(r.dir.filename().string()), text_cell(s(id, "backend")),
+                      text_cell(s(dev, "name")), text_cell(s(dev, "uuid")),
+                      text_cell(s(id, "timer")), text_cell(s(id, "level")),
+                      text_cell(s(id, "tune")), text_cell(s(id, "repeat")), text_cell(s(id, "l2")),
+                      text_cell(s(id, "clock")), text_cell(s(id, "git_commit")),
+                      text_cell(s(id, "start_time")), number_cell(number_at(peaks, "copy_gbps")),
+                      number_cell(number_at(peaks, "gemm_tflops"))});
   }
   return t;
 }

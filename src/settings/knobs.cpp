@@ -309,7 +309,7 @@ std::vector<KnobSpec> make_table() {
        "Stopping rule: at least this many samples.", [](Knobs& k, const std::string& v) {
          k.min_samples = static_cast<int>(parse_int("min_samples", v, 1, 100000));
        }});
-  add({"min_time", "--min-time", "", "Timing", "0.01", "seconds, 0 to 60",
+  add({"min_time", "--min-time", "", "Timing", "0.01", "seconds, 0 to 60, and less than --timeout",
        "Stopping rule: at least this much measured time.",
        [](Knobs& k, const std::string& v) { k.min_time_s = parse_real("min_time", v, 0, 60); }});
   add({"max_noise", "--max-noise", "", "Timing", "auto", "auto, or a fraction above 0, at most 1",

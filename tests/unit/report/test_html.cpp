@@ -1,6 +1,9 @@
 // The HTML reporter: escaping, tables, numbers right-aligned, banners and warnings present.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "records/identity.hpp"
 #include "report/html.hpp"
 #include "unit/report/fixtures.hpp"
 
@@ -46,6 +49,12 @@ TEST(Html, CasesAndCaliberTablesFromRuns) {
   ASSERT_EQ(cal.rows.size(), 1u);
   EXPECT_EQ(cal.rows[0][0].text, "add-20261129-101010");
   EXPECT_EQ(cal.rows[0].size(), cal.columns.size());
+  // Every caliber key has its column (device_model shows as the device's name): a sustained and
+  // a burst run, which compare refuses to pair, must not look alike there.
+  for (const auto& key : caliber::core::caliber_keys()) {
+    const std::string col = key == "device_model" ? "device" : key;
+    EXPECT_NE(std::find(cal.columns.begin(), cal.columns.end(), col), cal.columns.end()) << key;
+  }
 }
 
 namespace {
