@@ -267,6 +267,15 @@ void read_child_results(OpStatusRow& row, const std::optional<fs::path>& run_dir
   if (run_dir) (void)apply_child_run(row, read_child_run(*run_dir), false);
 }
 
+void add_log_tail(OpStatusRow& row, const std::optional<fs::path>& run_dir, const fs::path& log) {
+  if (row.status != core::OpStatus::crashed && row.status != core::OpStatus::failed &&
+      row.status != core::OpStatus::timeout)
+    return;
+  if (run_dir && read_child_run(*run_dir).finished()) return;
+  const std::string tail = last_log_line(log);
+  if (!tail.empty() && row.reason.find(tail) == std::string::npos) row.reason += "; log: " + tail;
+}
+
 namespace {
 
 std::vector<std::string> default_ops(const fs::path& self, const std::string& backend) {
@@ -546,13 +555,15 @@ std::vector<std::string> batch_ops(const BatchSettings& s) {
   const BatchOptions& opt = s.opt;
   // A node selects cases across ops, and a run takes a node or ops, not both: each op's child
   // would refuse it (every op failed, a batch directory written).
+  const std::string root = flaggems_root_of(opt.run_args);
   if (!s.run_knobs.node.empty())
-    throw BatchUsageError("--node (TEST_NODE): '" + s.run_knobs.node +
-                          "' selects cases across ops, and a batch runs one op a child; name "
-                          "the ops (OP) and narrow them with --dtypes or --shape, or run the node "
-                          "with `caliber run --node`");
-  if (const std::string root = flaggems_root_of(opt.run_args); !root.empty())
-    return flaggems_batch_ops(opt, s.run_knobs, root);
+    throw BatchUsageError(
+        "--node (TEST_NODE): '" + s.run_knobs.node +
+        "' selects cases across ops, and a batch runs one op a child; name the ops (OP) and " +
+        // --shape is refused with --flaggems (FlagGems' shapes come from its tree)
+        (root.empty() ? "narrow them with --dtypes or --shape" : "narrow them with --dtypes") +
+        ", or run the node with `caliber run --node`");
+  if (!root.empty()) return flaggems_batch_ops(opt, s.run_knobs, root);
   std::vector<std::string> ops = opt.ops;
   if (!opt.op_file.empty()) {
     const auto more = read_op_file(opt.op_file);

@@ -195,12 +195,9 @@ class LocalRun {
     row.status = c.status;
     row.reason = c.reason;
     row.duration_s = e.status.duration_s;
-    read_child_results(row, find_child_run_dir(ctx_.batch_dir, job.name, job.before));
-    if (row.status == core::OpStatus::crashed || row.status == core::OpStatus::failed) {
-      const std::string last = last_log_line(job.log);
-      if (!last.empty() && row.reason.find(last) == std::string::npos)
-        row.reason += "; log: " + last;
-    }
+    const auto run_dir = find_child_run_dir(ctx_.batch_dir, job.name, job.before);
+    read_child_results(row, run_dir);
+    add_log_tail(row, run_dir, job.log);
     done_seconds_ += e.status.duration_s;
     finished(row, "device " + std::to_string(job.device));
   }

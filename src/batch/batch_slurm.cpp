@@ -452,12 +452,7 @@ class SlurmRun {
       } catch (const std::exception&) {
       }
     }
-    if (row.status == core::OpStatus::crashed || row.status == core::OpStatus::failed ||
-        row.status == core::OpStatus::timeout) {
-      const std::string tail = last_log_line(batch_dir_ / "logs" / (row.op + ".log"));
-      if (!tail.empty() && row.reason.find(tail) == std::string::npos)
-        row.reason += "; log: " + tail;
-    }
+    add_log_tail(row, run_dir, batch_dir_ / "logs" / (row.op + ".log"));
     done_[task] = true;
     ++n_done_;
     if (row.status != core::OpStatus::ok && row.status != core::OpStatus::skipped) ++not_ok_;

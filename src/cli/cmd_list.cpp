@@ -17,22 +17,36 @@ namespace caliber::cli {
 namespace {
 
 // A FlagGems checkout's benchmark files, one op each (what `batch --flaggems` runs, one child
-// per op): their cases are FlagGems' to yield, so there are no counts here.
-int list_flaggems(const std::string& root, bool names, bool as_json) {
+// per op), or those of the ops given (each refused unless the tree has its file, as batch
+// refuses it): their cases are FlagGems' to yield, so there are no counts here.
+int list_flaggems(const std::string& root, const std::vector<std::string>& wanted, bool names,
+                  bool as_json) {
   run::check_flaggems_root(run::kFlagGemsFlag, root);
-  const std::vector<std::string> ops = run::flaggems_ops(root);
+  const auto all = run::flaggems_files(root);
+  std::map<std::string, std::filesystem::path> files;
+  for (const auto& name : wanted) {
+    try {
+      const std::string op = run::flaggems_op_of("op", root, name);
+      files.emplace(op, all.at(op));
+    } catch (const std::invalid_argument& e) {
+      throw core::UsageError(e.what());
+    }
+  }
+  if (wanted.empty()) files = all;
+  const auto shown = [](const std::filesystem::path& f) {
+    return (std::filesystem::path("benchmark") / f).generic_string();
+  };
   if (as_json) {
     nlohmann::json j = {{"flaggems", root}, {"ops", nlohmann::json::array()}};
-    for (const auto& op : ops)
-      j["ops"].push_back({{"op", op}, {"file", "benchmark/test_" + op + ".py"}});
+    for (const auto& [op, file] : files) j["ops"].push_back({{"op", op}, {"file", shown(file)}});
     std::cout << j.dump(2) << "\n";
   } else if (names) {
-    for (const auto& op : ops) std::cout << op << "\n";
+    for (const auto& [op, file] : files) std::cout << op << "\n";
   } else {
     std::cout << "FlagGems benchmark files of " << root << "\n\n";
-    for (const auto& op : ops)
-      std::cout << std::left << std::setw(24) << op << "benchmark/test_" << op << ".py\n";
-    std::cout << "\n" << ops.size() << " ops; their cases are FlagGems', yielded as it runs\n";
+    for (const auto& [op, file] : files)
+      std::cout << std::left << std::setw(24) << op << shown(file) << "\n";
+    std::cout << "\n" << files.size() << " ops; their cases are FlagGems', yielded as it runs\n";
   }
   return kExitOk;
 }
@@ -45,7 +59,7 @@ int list_ops(const KnobOptions& knobs, bool names, bool cases, bool as_json) {
       throw core::UsageError(
           "--cases: a FlagGems tree's cases are FlagGems' to yield as it runs; "
           "allowed with --flaggems: --names, --json");
-    return list_flaggems(k.flaggems, names, as_json);
+    return list_flaggems(k.flaggems, k.ops, names, as_json);
   }
   const auto& backend = run::resolve_backend_knob(k);
   run::Selection sel = run::select_cases(k, backend.name(), backend.capabilities().host);

@@ -220,7 +220,11 @@ json make_identity(const core::Knobs& k, const Setup& s, std::uint64_t seed,
       {"tune", core::to_string(k.tune)},
       {"level", core::to_string(k.level)},
       {"shape_mode", core::to_string(k.shape_mode)},
-      {"shapes_file", s.sel.shapes_file.string()},
+      // A FlagGems run selects no cases of its own (sel is empty): the file it read is the
+      // --shapes overlay, if any (docs/flaggems.md).
+      {"shapes_file", !s.sel.shapes_file.empty() ? s.sel.shapes_file.string()
+                      : k.shapes_file.empty()    ? std::string()
+                                                 : fs::absolute(k.shapes_file).string()},
       {"ops", op_names},
       {"ops_libs", ops_libs},
       {"node", k.node},

@@ -510,6 +510,13 @@ RunOutcome run_fed(const RunRequest& req, std::ostream& out, std::ostream& err) 
     throw UsageError(who +
                      "is not run with --shape: FlagGems' shapes are its benchmarks' own; "
                      "overlay an op's shapes with --shapes FILE (--shape-mode file)");
+  // caliber's own tuner is not FlagGems': its LibTuner sweeps every config it has (and keeps its
+  // cache by FLAGGEMS_DB_URL; --tune-cache, which CALIBER_TUNE_CACHE may set for every run of a
+  // session, is left unused: docs/flaggems.md). A screening switched off would do nothing.
+  if (!k.tune_screen)
+    throw UsageError(who +
+                     "is not run with --tune-screen off: FlagGems' LibTuner sweeps every "
+                     "config of a key, unscreened, whatever caliber's switch says");
   const driver_parts::Setup s = driver_parts::resolve_setup(req);
   Fed run(req, s, out, err);
   std::string stop;

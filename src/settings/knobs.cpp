@@ -140,7 +140,8 @@ std::vector<KnobSpec> make_table() {
        [](Knobs& k, const std::string& v) { k.op_file = not_empty("op_file", v); }});
   add({"node", "--node", "TEST_NODE", "Selection", "",
        "a node id (mm[bf16-M4096-N4096-K4096]) or an op name; * and ? match any text and any "
-       "one character (mm[bf16-*], *[f32-*]); at most 1024 characters",
+       "one character (mm[bf16-*], *[f32-*]); at most 1024 characters. With --flaggems: a pytest "
+       "node id (test_add.py::test_add, its file's path inside benchmark/ as pytest gives it)",
        "Run the cases whose node id matches (or one op), instead of OP/OP_FILE.",
        [](Knobs& k, const std::string& v) {
          k.node = not_empty("node", v);
@@ -378,10 +379,11 @@ std::vector<KnobSpec> make_table() {
   // --- Autotune.
   add({"tune", "--tune", "", "Autotune", "live", "off, live, record, replay",
        "off: default configs; live: the shared cache, tuning missing keys; record: tune into this "
-       "run's own tune.db; replay: only the configs recorded by --replay-from.",
+       "run's own tune.db (a FlagGems run: FlagGems' LibTuner into flaggems_tune.db); replay: "
+       "only the configs recorded by --replay-from.",
        [](Knobs& k, const std::string& v) { k.tune = one_word<TuneMode>("tune", v); }});
   add({"replay_from", "--replay-from", "REPLAY_FROM", "Autotune", "",
-       "a run directory that holds a tune.db",
+       "a run directory that holds a tune.db (a FlagGems run's: a flaggems_tune.db)",
        "Replay the configs recorded by that run (implies --tune replay); with --tune record, "
        "resume its record: the run's own database starts as a copy of it and only the keys it "
        "lacks are tuned.",
