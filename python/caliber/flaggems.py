@@ -19,6 +19,7 @@ import ctypes
 import faulthandler
 import gc
 import inspect
+import io
 import json
 import math
 import os
@@ -283,6 +284,75 @@ def benchmark_file(root, op):
     return None
 
 
+OVERLAY_FORM = ("allowed: a mapping of FlagGems op names (or benchmark class names) to shapes, "
+                "at the top or under 'ops:', each a list of shapes or {shapes: [...], shape_desc: "
+                "TEXT}, a shape a list of integers >= 0 (or of such lists), e.g. "
+                "'ops: {softmax: [[32, 48]]}'")
+
+
+def _shape_error(shape):
+    """Why `shape` is no shape of an overlay (a list of integers >= 0, or of such lists: FlagGems'
+    index benchmarks take [[rows, cols], [[indices]]]; 0 is a conv benchmark's padding), or None."""
+    if not isinstance(shape, list) or not shape:
+        return "%r is not a shape (a non-empty list of dimensions)" % (shape,)
+    for d in shape:
+        if isinstance(d, list):
+            why = _shape_error(d)
+            if why:
+                return why
+        elif isinstance(d, bool) or not isinstance(d, int) or d < 0:
+            return "dimension %r is not an integer >= 0" % (d,)
+    return None
+
+
+def overlay_entries(path, data):
+    """The entries of a --shapes overlay file (its YAML as loaded): {op or class name: {"shapes":
+    [...], maybe "shape_desc"}}. Anything else is refused (FlagGemsError), before anything runs:
+    an entry set_shapes would never find, or a shape FlagGems would fail on, is no overlay."""
+    def refuse(what):
+        raise FlagGemsError("--shapes: '%s': %s; %s" % (path, what, OVERLAY_FORM))
+
+    if not isinstance(data, dict):
+        refuse("the file holds %s, not a mapping" % ("nothing" if data is None else
+                                                     "a " + type(data).__name__))
+    ops = data
+    if "ops" in data:
+        extra = sorted(str(key) for key in data if key != "ops")
+        if extra:  # caliber's own shape files have families: and levels: beside ops:
+            refuse("'%s' beside 'ops' is not read (caliber's own shape file format names caliber's "
+                   "ops, not FlagGems')" % extra[0])
+        ops = data["ops"]
+        if not isinstance(ops, dict):
+            refuse("'ops' holds a %s, not a mapping" % type(ops).__name__)
+    if not ops:
+        refuse("no op to overlay")
+    out = {}
+    for op, entry in ops.items():
+        if not isinstance(op, str):
+            refuse("op name %r is not a name" % (op,))
+        shapes, desc = entry, None
+        if isinstance(entry, dict):
+            if "family" in entry:
+                refuse("'%s': {family: ...} is caliber's own shape file format, which names caliber's "
+                       "ops, not FlagGems'" % op)
+            extra = sorted(str(key) for key in entry if key not in ("shapes", "shape_desc"))
+            if extra or "shapes" not in entry:
+                refuse("'%s': %s" % (op, "'%s' is not read" % extra[0] if extra else "no 'shapes'"))
+            shapes, desc = entry["shapes"], entry.get("shape_desc")
+            if desc is not None and not isinstance(desc, str):
+                refuse("'%s': shape_desc %r is not text" % (op, desc))
+        if not isinstance(shapes, list) or not shapes:
+            refuse("'%s': %r is not a list of shapes" % (op, shapes))
+        for shape in shapes:
+            why = _shape_error(shape)
+            if why:
+                refuse("'%s': %s" % (op, why))
+        out[op] = {"shapes": [list(s) for s in shapes]}
+        if desc is not None:
+            out[op]["shape_desc"] = desc
+    return out
+
+
 class Session:
     def __init__(self, run, knobs):
         self.run = run
@@ -315,14 +385,18 @@ class Session:
         self.recorded = None
         self.bench_op = None  # the op_name of the test's benchmark running now, once known
         self.case_errors = {}  # ordinal -> error of the current dtype's loop, for FlagGems' record
+        self.test_errors = []  # the errors of the running test's failed cases, in order
         self.wanted_markers = set()
         self.explicit = []
+        self.given = {}  # each test file or node of the selection -> (its knob, its value as given)
         self.unusable = None  # why nothing more can run (a sticky device error), once known
         self.matched_markers = set()
         self.flag_gems = None
         self.base = None
         self.conftest = None
         self.record_tmp = None
+        self.terminal_text = None  # pytest's own report, kept out of caliber's (pytest_configure)
+        self.overlay_ops = {}  # --shapes: op or class name -> its entry, as overlaid
         self.pytest_args = []
         self.t_mark = time.perf_counter()  # where the previous case ended (the inputs phase starts)
         # Wall times of the start-up's milestones (docs/run-log.md, the footer's startup).
@@ -362,7 +436,11 @@ class Session:
         self.flag_gems = flag_gems
         self.t_start["imported"] = time.time()
         vendor = getattr(flag_gems, "vendor_name", None)
-        expected = (given,) if given else want
+        if given and vendor != given:  # the user's GEMS_VENDOR, not the backend, asked for it
+            raise FlagGemsError("GEMS_VENDOR: '%s' asks FlagGems for vendor %s, but FlagGems "
+                                "dispatches to '%s' (allowed: a vendor this FlagGems and device "
+                                "have, or GEMS_VENDOR unset)" % (given, given, vendor))
+        expected = want
         if expected and vendor not in expected:
             raise FlagGemsError("--backend (ZL_BACKEND): '%s' expects FlagGems vendor %s, but "
                                 "FlagGems dispatches to '%s'" % (backend, "/".join(expected),
@@ -379,12 +457,26 @@ class Session:
 
     def _test_path(self, text, knob):
         """A test file or node id, relative to ROOT/benchmark or ROOT (or as given), as an
-        absolute node. The tree's own first: FlagGems' tests/ holds files of the same names."""
+        absolute node. The tree's own first: FlagGems' tests/ holds files of the same names.
+        Only a test file (test_*.py) inside ROOT/benchmark: another tree's file would run against
+        this tree's flag_gems under this tree's name, and a file that is no test reaches pytest
+        as an argument it does not know."""
         path, sep, rest = text.partition("::")
-        for cand in (os.path.join(self.root, "benchmark", path), os.path.join(self.root, path),
-                     path):
+        bench = os.path.join(self.root, "benchmark")
+        for cand in (os.path.join(bench, path), os.path.join(self.root, path), path):
             if os.path.isfile(cand):
-                return os.path.abspath(cand) + sep + rest
+                cand = os.path.abspath(cand)
+                inside = any(os.path.commonpath([p, b]) == b for p, b in (
+                    (cand, bench), (os.path.realpath(cand), os.path.realpath(bench))))
+                name = os.path.basename(cand)
+                if not inside or not (name.startswith("test_") and name.endswith(".py")):
+                    raise FlagGemsError(
+                        "%s: '%s' is %s: allowed is a test file (test_*.py) under %s/benchmark, "
+                        "or a node id in one" % (knob, text, "not a test file" if inside else
+                                                 "outside the tree's benchmark folder",
+                                                 self.knobs["flaggems"]))
+                self.given[cand + sep + rest] = (knob, text)
+                return cand + sep + rest
         raise FlagGemsError("%s: '%s': no such benchmark file under %s/benchmark" %
                             (knob, text, self.knobs["flaggems"]))
 
@@ -429,14 +521,18 @@ class Session:
         elif not paths:
             paths.append(os.path.join(self.root, "benchmark"))
         self.record_tmp = _staging.mkdtemp("caliber-flaggems-")
-        # A dry run prints caliber's plan only: pytest's own report ("no tests ran", the banner
-        # of its exit after the collection) is left out with its terminal plugin.
-        quiet = ["-p", "no:terminal"] if k.get("dry_run") else ["-q"]
-        args = paths + ["--rootdir", self.root, "-p", "no:cacheprovider", "--capture=sys", *quiet,
+        args = paths + ["--rootdir", self.root, "-p", "no:cacheprovider", "--capture=sys", "-q", "--tb=short",
                         "--level", k["level"], "--mode", k["mode"],
                         "--record", "json", "--output",
                         os.path.join(self.record_tmp, RECORD_FILE)]
-        if k["shape_mode"] == "file" and k.get("shapes_file"):
+        if k.get("shapes_file"):
+            if k["shape_mode"] != "file":
+                # upstream runs FlagGems' core_shapes.yaml as it is: the file would be recorded
+                # and never read
+                raise FlagGemsError("--shapes: '%s' is overlaid with --shape-mode file only; "
+                                    "--shape-mode (SHAPE_MODE) is '%s' (FlagGems' "
+                                    "core_shapes.yaml as it is): drop one of the two" %
+                                    (k["shapes_file"], k["shape_mode"]))
             args += ["--shape_file", self._overlay_shapes()]
         return args
 
@@ -449,24 +545,58 @@ class Session:
         if os.path.isfile(upstream):
             with open(upstream) as f:
                 data = yaml.safe_load(f) or {}
-        mine = self.knobs.get("shapes_file")
-        if mine:
-            try:
-                with open(mine) as f:
-                    theirs = yaml.safe_load(f) or {}
-            except (OSError, yaml.YAMLError) as e:
-                raise FlagGemsError("--shapes: '%s' cannot be read: %s" % (mine, e))
-            ops = theirs.get("ops", theirs) if isinstance(theirs, dict) else {}
-            for op, entry in ops.items():
-                shapes = entry.get("shapes") if isinstance(entry, dict) else entry
-                if isinstance(shapes, list):
-                    data.setdefault(op, {})
-                    data[op] = dict(data[op], shapes=[list(s) for s in shapes])
+        mine = self.knobs["shapes_file"]
+        try:
+            with open(mine) as f:
+                theirs = yaml.safe_load(f)
+        except (OSError, yaml.YAMLError) as e:
+            raise FlagGemsError("--shapes: '%s' cannot be read: %s" % (mine, e))
+        self.overlay_ops = overlay_entries(mine, theirs)
+        for op, entry in self.overlay_ops.items():
+            data[op] = dict(data.get(op) if isinstance(data.get(op), dict) else {}, **entry)
         path = os.path.join(self.record_tmp, "shapes_overlay.yaml")
         with open(path, "w") as f:
             yaml.safe_dump(data, f)
         self.overlay = path
         return path
+
+    def _overlay_refusal(self, items):
+        """Why the overlay names an op none of the selected benchmarks looks up, or None.
+        FlagGems' benchmarks name their op (op_name) only when their test runs, so what the
+        collection can tell is used: an op_name is a string in the source of a selected test file
+        (FlagGems gives it as one: op_name="add", or a parametrize list of them), and a class
+        is one the file names or a benchmark class it derives from (set_shapes' MRO lookup);
+        FlagGems' "<op> backward" keys go with <op>."""
+        if not self.overlay_ops:
+            return None
+        words, quoted = set(), set()
+        for path in sorted({os.path.abspath(_item_path(item)) for item in items}):
+            try:
+                with open(path) as f:
+                    src = f.read()
+            except OSError:
+                continue
+            words.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", src))
+            quoted.update(m.group(2) for m in re.finditer(r"(['\"])([^'\"\\\n]{1,200})\1", src))
+        classes = set()
+        for name, mod in list(sys.modules.items()):
+            if name != "benchmark" and not name.startswith("benchmark."):
+                continue
+            for obj in list(vars(mod).values()):
+                if inspect.isclass(obj) and obj.__name__ in words and \
+                        callable(getattr(obj, "set_shapes", None)):
+                    classes.update(c.__name__ for c in obj.__mro__
+                                   if callable(getattr(c, "set_shapes", None)))
+        for op in self.overlay_ops:
+            base = op[:-len(" backward")] if op.endswith(" backward") else op
+            if base in quoted or op in classes:
+                continue
+            ops = sorted({self._opid(item) for item in items} & quoted)
+            return ("--shapes: '%s': '%s' is no op or benchmark class of the selected benchmarks "
+                    "(allowed: an op_name their test files give%s, or a benchmark class they use%s)"
+                    % (self.knobs["shapes_file"], op, ", e.g. " + ", ".join(ops[:8]) if ops else "",
+                       ": " + ", ".join(sorted(classes)) if classes else ""))
+        return None
 
     def _wrap_use_gems(self, flag_gems):
         cls = getattr(flag_gems, "use_gems", None)
@@ -493,6 +623,13 @@ class Session:
         cls.__init__, cls.__enter__, cls.__exit__ = __init__, __enter__, __exit__
         cls._caliber_wrapped = True
 
+    def show_report(self):
+        """pytest's own report, kept out of caliber's output (pytest_configure), onto stderr: for
+        an ending caliber has no message of its own for (an internal error, ...)."""
+        text = self.terminal_text.getvalue().strip() if self.terminal_text is not None else ""
+        if text and not getattr(self, "collect_errors", None):  # those are shown already
+            _say("pytest's report:\n" + text)
+
     # --- pytest hooks ---------------------------------------------------------------------
 
     @pytest.hookimpl(tryfirst=True)
@@ -508,11 +645,12 @@ class Session:
                         self.matched_markers.add(mark)
             items[:] = keep
 
-    def _named(self, item):
-        """Whether a file or node given explicitly selects the item."""
+    def _named(self, item, explicit=None):
+        """Whether a file or node given explicitly (any, or those of `explicit`) selects the
+        item."""
         path = os.path.abspath(_item_path(item))
         name = item.nodeid.partition("::")[2]
-        for sel in self.explicit:
+        for sel in self.explicit if explicit is None else explicit:
             file, _, rest = sel.partition("::")
             if path == file and (not rest or name == rest or name.startswith(rest + "[") or
                                  name.startswith(rest + "::")):
@@ -552,12 +690,15 @@ class Session:
             errors = getattr(self, "collect_errors", None) or ["a collection error"]
             self.refusal = "--flaggems: '%s': pytest could not collect the selection: %s" % (
                 self.knobs["flaggems"], errors[0].strip().splitlines()[-1])
-        elif not session.items and self.knobs.get("node"):
-            self.refusal = "--node (TEST_NODE): '%s': no such test under %s/benchmark" % (
-                self.knobs["node"], self.knobs["flaggems"])
+        elif (self.wanted_markers or not session.items) and self._not_found(session):
+            knob, text = self._not_found(session)
+            self.refusal = "%s: '%s': no such test under %s/benchmark" % (
+                knob, text, self.knobs["flaggems"])
         elif not session.items:
             self.refusal = "--flaggems: '%s': the selection holds no benchmark" % (
                 self.knobs["flaggems"])
+        else:
+            self.refusal = self._overlay_refusal(session.items)
         if self.refusal:
             pytest.exit(self.refusal, returncode=2)
         if self.knobs.get("dry_run"):  # what the selection holds, and nothing run
@@ -579,17 +720,43 @@ class Session:
         # collect scans what the benchmarks made since: the same garbage is found.
         gc.freeze()
 
-    def pytest_addoption(self, parser):
-        # A dry run leaves pytest's terminal plugin out (its report is not caliber's), and with it
-        # the `verbose` option that pytest's own rendering of a collection error reads: without
-        # one, a file that fails to import was reported as "no option named 'verbose'".
-        if self.knobs.get("dry_run"):
-            parser.addoption("--verbose", action="count", default=0, dest="verbose",
-                             help="(caliber: stands for the terminal plugin's in a dry run)")
+    def _not_found(self, session):
+        """(knob, value as given) of a test file or node id that pytest found no test of (it then
+        collects nothing at all), else None. With markers the whole tree is collected and the
+        explicit ones picked from it (pytest_collection_modifyitems): one that picked none."""
+        for arg, _ in getattr(session, "_notfound", None) or []:  # pytest's own list
+            if arg in self.given:
+                return self.given[arg]
+        if self.wanted_markers:
+            for sel in self.explicit:
+                if sel in self.given and not any(self._named(i, [sel]) for i in session.items):
+                    return self.given[sel]
+            return None
+        nodes = [v for k, v in self.given.items() if "::" in k]
+        return nodes[0] if len(nodes) == 1 and not session.items else None
+
+    @pytest.hookimpl(trylast=True)  # after the terminal plugin's, which makes the reporter
+    def pytest_configure(self, config):
+        # pytest's own report (progress dots, its summary line, the banner of a pytest.exit) is
+        # not caliber's, whose rows and messages say it: the reporter writes into a buffer, and
+        # stays (FlagGems' conftest writes its JSON record from the reporter's
+        # pytest_terminal_summary). Real errors still reach the user: collection errors and
+        # failed tests as they come (below), the rest with pytest's report (_feed).
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and hasattr(reporter, "_tw"):
+            try:  # pytest's internals (7 to 9 have them); without, its report stays as it is
+                from _pytest.config import create_terminal_writer
+                text = io.StringIO()
+                reporter._tw = create_terminal_writer(config, text)
+                self.terminal_text = text
+            except (ImportError, AttributeError, TypeError):
+                pass
 
     def pytest_collectreport(self, report):
         if report.failed:
             self.collect_errors = getattr(self, "collect_errors", []) + [str(report.longrepr)]
+            _say("pytest could not collect %s:\n%s" % (report.nodeid or "the selection",
+                                                        str(report.longrepr).rstrip()))
 
     def _plan(self, items):
         ops = {}
@@ -679,15 +846,22 @@ class Session:
                        getattr(item, "originalname", None) or item.name.split("[", 1)[0])
         self.opid = self._opid(item)
         self.test_cases = 0
+        self.test_errors = []
         self.t_mark = time.perf_counter()
         self.bench_op = self.dtype = self.input = self.recorded = None
         yield
         self._flush()
         self.node = self.origin = None
 
+    @pytest.hookimpl(trylast=True)  # after FlagGems' conftest has written the test's entry
     def pytest_runtest_logreport(self, report):
+        if report.failed:  # the row says why in a line; the traceback is here
+            _say("%s failed in its %s:\n%s" % (report.nodeid, report.when,
+                                                report.longreprtext.rstrip()))
         if self.opened is None:
             return
+        if report.passed and report.when == "call" and self.test_errors:
+            self._record_failed(report)
         if report.skipped and report.when in ("setup", "call"):
             self._flush()
             self.run.call({"call": "case", "op": self.opid or report.nodeid,
@@ -712,12 +886,26 @@ class Session:
                 request["error"] = "the benchmark stopped: %s" % _reason(report)
             self.run.call(request)
 
+    def _record_failed(self, report):
+        """FlagGems' record of a test some of whose shapes failed says failed, as FlagGems' own
+        run says it (its loop's pytest.fail on the first failing shape); caliber ran the rest,
+        so the test itself passed."""
+        results = getattr(self.conftest_module(), "TEST_RESULTS", None)
+        entry = results.get(getattr(report, "opid", None) or self.opid) \
+            if isinstance(results, dict) else None
+        if not isinstance(entry, dict) or entry.get("test_case", report.nodeid) != report.nodeid:
+            return
+        n = len(self.test_errors)
+        entry.update(result="failed", reason="Failed: %s%s" % (
+            self.test_errors[0], " (and %d more failed shapes)" % (n - 1) if n > 1 else ""))
+
     def pytest_sessionfinish(self, session, exitstatus):
         self._flush()
         if self.opened is not None and self.shapes:
             self.run.call({"call": "shapes", "ops": self.shapes,
                            "source": os.path.join(self.root, "benchmark", "core_shapes.yaml"),
-                           "overlay": self.knobs.get("shapes_file") or ""})
+                           "overlay": os.path.abspath(self.knobs["shapes_file"])
+                           if self.knobs.get("shapes_file") else ""})
 
     # --- the patches on base.py -----------------------------------------------------------
 
@@ -972,6 +1160,7 @@ class Session:
         entry.update(tune_hooks.provider(c, role) or {})  # e.g. compile_tune_no_evict
         c.providers.append(entry)
         self.case_errors[c.ordinal] = message
+        self.test_errors.append(message)
 
     def _launcher(self, fn, grad_to_none):
         """The provider's launch as the timers call it. The run may call it again after its
@@ -1070,6 +1259,7 @@ class Session:
         c.t_end = time.perf_counter()
         if not reply.get("ok"):
             self.case_errors[c.ordinal] = reply.get("error") or "measurement failed"
+            self.test_errors.append(self.case_errors[c.ordinal])
             return float("nan")
         return reply["latency_ms"]
 
@@ -1317,6 +1507,12 @@ def _reason(report):
     return text[len("Skipped: "):] if report.skipped and text.startswith("Skipped: ") else text
 
 
+def _say(text):
+    """A message of the session on stderr, past pytest's capture."""
+    out = sys.__stderr__ or sys.stderr
+    print("caliber: flaggems: " + text, file=out, flush=True)
+
+
 def _git_commit(root):
     """The checkout's commit: ROOT's own git repository only (not one it happens to sit in)."""
     try:
@@ -1362,12 +1558,13 @@ def _feed(handle, knobs_text, msg, cap):
         knobs = json.loads(knobs_text.decode())
         session = Session(_Run(handle), knobs)
         _session = session
-        session.prepare()
-        sys.stdout.flush()
-        try:
+        try:  # a refusal of prepare's, after its temporary folder was made, leaves none
+            session.prepare()
+            sys.stdout.flush()
             code = pytest.main(session.pytest_args, plugins=[session])
         finally:
-            shutil.rmtree(session.record_tmp, ignore_errors=True)
+            if session.record_tmp:
+                shutil.rmtree(session.record_tmp, ignore_errors=True)
         if session.opened is not None:  # LibTuner's totals for the footer (flaggems_tune.py)
             tune_hooks.finished(session.run)
         if session.refusal:
@@ -1384,9 +1581,11 @@ def _feed(handle, knobs_text, msg, cap):
         if session.opened is None:
             why = "; ".join(getattr(session, "collect_errors", [])[:1]) or \
                 "pytest ended with exit code %s before any benchmark ran" % int(code)
+            session.show_report()
             _lib.write(msg, cap, "--flaggems: '%s': %s" % (knobs["flaggems"], why.strip()))
             return 2
         if int(code) not in (0, 1):  # 1: a test failed, which its rows say already
+            session.show_report()
             _lib.write(msg, cap, "pytest ended with exit code %s" % int(code))
             return 2
         return 0

@@ -7,6 +7,7 @@ nothing written)."""
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import unittest
@@ -107,6 +108,15 @@ class FullRun(unittest.TestCase):
         # the stand-in's gems ops do three times torch's work: a planted effect far above noise
         big = [c for c in add if c["shape"] != "64x64_64x64"]
         self.assertTrue(all(c["speedup"] < 0.8 for c in big), [c["speedup"] for c in big])
+
+    def test_pytests_own_report_stays_out_real_errors_stay_in(self):
+        # no progress dots or summary of pytest's among caliber's lines; a failed test's
+        # traceback (broken_iter's) on stderr
+        self.assertRegex(self.so, r"(?m)^\[1\] ")
+        self.assertNotRegex(self.so, r"(?m)^\.|passed in|failed in|=====")
+        self.assertIn("caliber: flaggems: benchmark/test_failures.py::test_broken_iter failed in its call:",
+                      self.se)
+        self.assertIn('raise RuntimeError("stand-in input maker broke on its third input")', self.se)
 
     def test_rows_say_where_the_time_went(self):
         # a fed row's phases: FlagGems' loop (inputs), the first calls (prepare), settling and
@@ -387,6 +397,15 @@ class Knobs(unittest.TestCase):
         _, cases, _, ident = one_run(out)
         self.assertIn("--shape_file", ident["flaggems"]["pytest_args"])
         self.assertEqual({c["shape"] for c in by_op(cases, "softmax")}, {"32x48_dim=-1"})
+        self.assertEqual(ident["shapes_file"], mine)  # the file the run read (it was "")
+        # the overlay as shapes.yaml records it: the file's absolute path, whatever the cwd
+        out = tmpdir()
+        p = subprocess.run([CALIBER_BIN, "run", "--flaggems", ROOT, "softmax", "--shapes", "shapes.yaml",
+                            "--out", out] + QUICK, capture_output=True, text=True, env=env(),
+                           cwd=os.path.dirname(mine), timeout=600)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(os.path.join(one_run(out)[0], "shapes.yaml")) as f:
+            self.assertIn('overlay: "%s"' % mine, f.read())
 
     def test_musa_compat_drops_the_exact_guard_on_mthreads_only(self):
         out = tmpdir()
@@ -439,6 +458,23 @@ class Knobs(unittest.TestCase):
         p = subprocess.run([CALIBER_BIN, "list", "--flaggems", ROOT, "--json"],
                            capture_output=True, text=True, env=env())
         self.assertIn({"op": "add", "file": "benchmark/test_add.py"}, json.loads(p.stdout)["ops"])
+        # the ops given, each refused unless the tree has its file (as batch refuses it); a file
+        # in a folder of benchmark/ listed where it is
+        tree = os.path.join(tmpdir(), "tree")
+        shutil.copytree(ROOT, tree)
+        os.makedirs(os.path.join(tree, "benchmark", "test_sub"))
+        shutil.copy(os.path.join(tree, "benchmark", "test_softmax.py"),
+                    os.path.join(tree, "benchmark", "test_sub", "test_subsoftmax.py"))
+        p = subprocess.run([CALIBER_BIN, "list", "--flaggems", tree, "add", "subsoftmax", "--json"],
+                           capture_output=True, text=True, env=env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout)["ops"],
+                         [{"op": "add", "file": "benchmark/test_add.py"},
+                          {"op": "subsoftmax", "file": "benchmark/test_sub/test_subsoftmax.py"}])
+        p = subprocess.run([CALIBER_BIN, "list", "--flaggems", ROOT, "nosuchop", "--names"],
+                           capture_output=True, text=True, env=env())
+        self.assertEqual(p.returncode, 2, p.stdout)
+        self.assertIn("'nosuchop' is not a benchmark of the FlagGems tree", p.stderr)
         for bad in (["--flaggems", STUBS], ["--flaggems", ROOT, "--cases"]):
             p = subprocess.run([CALIBER_BIN, "list", *bad], capture_output=True, text=True,
                                env=env())
@@ -605,6 +641,10 @@ class Failures(unittest.TestCase):
         self.assertEqual(sum(c["status"] == "ok" for c in cases), 4)
         with open(os.path.join(d, "flaggems_result.json")) as f:
             record = json.load(f)
+        # the test's own entry says failed, as FlagGems' own run (its loop's pytest.fail) says
+        self.assertEqual(record["flaky_add"]["result"], "failed", record["flaky_add"])
+        self.assertRegex(record["flaky_add"]["reason"], r"^Failed: ValueError: stand-in gems add fails on "
+                         r"1048576 elements \(and 1 more failed shapes\)$")
         metrics = [m for det in record["flaky_add"]["details"] for m in det["result"]]
         self.assertEqual(len(metrics), 6)  # FlagGems' loop would have lost both dtypes
         bad = [m for m in metrics if m["error_msg"]]
@@ -697,6 +737,7 @@ class BadInput(unittest.TestCase):
         self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
         self.assertIn(needle, p.stderr)
         self.assertEqual(run_dirs(out), [], p.stdout)
+        self.assertNotIn("_pytest", p.stdout + p.stderr)  # pytest's banner of its exit
         return p.stderr
 
     def test_not_a_flaggems_checkout(self):
@@ -712,6 +753,84 @@ class BadInput(unittest.TestCase):
         self.refused(["nosuchop"], "OP: 'nosuchop' is neither")
         self.refused(["--node", "test_add.py::test_nope"], "--node (TEST_NODE): 'test_add.py::")
         self.refused(["--node", "test_nope.py"], "--node (TEST_NODE): 'test_nope.py': no such")
+        # as OP, alone, beside a file, beside a marker (the whole tree collected, then picked)
+        for args in (["test_add.py::test_add[x]"], ["softmax", "test_add.py::test_add[x]"],
+                     ["softmax_backward", "test_add.py::test_nope"]):
+            self.refused(args, "OP: '%s': no such test under %s/benchmark" % (args[-1], ROOT))
+
+    def test_a_selection_path_outside_the_tree_or_not_a_test_file(self):
+        """A test file of another tree would run against this tree's flag_gems under this tree's
+        name; a file that is no test reached pytest as an argument it does not know."""
+        other = os.path.join(tmpdir(), "other")
+        os.makedirs(os.path.join(other, "benchmark"))
+        theirs = os.path.join(other, "benchmark", "test_add.py")
+        with open(os.path.join(ROOT, "benchmark", "test_add.py")) as f, open(theirs, "w") as g:
+            g.write(f.read())
+        allowed = "allowed is a test file (test_*.py) under %s/benchmark" % ROOT
+        for args, knob in (([theirs], "OP"), (["--node", theirs + "::test_add"], "--node (TEST_NODE)"),
+                           (["--op-file", theirs], "--op-file (OP_FILE)")):
+            err = self.refused(args, "%s: '%s" % (knob, theirs))
+            self.assertIn("is outside the tree's benchmark folder: " + allowed, err)
+        err = self.refused(["../../../../../../../../etc/passwd"], "OP: '../../../../../../../../etc/passwd' is")
+        self.assertIn(allowed, err)
+        self.refused(["benchmark/base.py"], "OP: 'benchmark/base.py' is not a test file: " + allowed)
+
+    def test_a_shapes_overlay_is_checked_before_anything_runs(self):
+        """--shapes: the overlay's structure, each dimension, and each op against the selection
+        (known after the collection, still before the run opens)."""
+        form = "allowed: a mapping of FlagGems op names"
+        for text, needle in (
+                ("ops: {softmax: [32, 48]}", "'softmax': 32 is not a shape"),
+                ("ops: {softmax: [[32, x]]}", "'softmax': dimension 'x' is not an integer >= 0"),
+                ("ops: {softmax: [[-1, 0]]}", "'softmax': dimension -1 is not an integer >= 0"),
+                ("ops: {softmax: []}", "'softmax': [] is not a list of shapes"),
+                ("- [32, 48]\n", "the file holds a list, not a mapping"),
+                ("ops: {add: {family: pointwise}}", "'add': {family: ...} is caliber's own shape file"),
+                ("families: {pointwise: [[4]]}\nops: {softmax: [[4, 4]]}", "'families' beside 'ops'"),
+                ("ops: {softmax: {shape: [[4, 4]]}}", "'softmax': 'shape' is not read")):
+            mine = os.path.join(tmpdir(), "bad.yaml")
+            with open(mine, "w") as f:
+                f.write(text)
+            err = self.refused(["softmax", "--shapes", mine], "--shapes: '%s': %s" % (mine, needle))
+            self.assertIn(form, err)
+        mine = os.path.join(tmpdir(), "other.yaml")
+        with open(mine, "w") as f:
+            f.write("ops: {add: [[4, 4]]}\n")
+        err = self.refused(["softmax", "--shapes", mine], "--shapes: '%s': 'add' is no op or "
+                           "benchmark class of the selected benchmarks" % mine)
+        self.assertIn("e.g. softmax", err)
+        self.refused(["softmax", "--shapes", mine, "--dry-run"], "'add' is no op")
+        # an op of the selection, its backward key, and a class its benchmarks derive from pass
+        with open(mine, "w") as f:
+            f.write("ops: {softmax backward: [[4, 4]], add: [[4, 4]], BinaryPointwiseBenchmark: [[4, 4]]}\n")
+        code, so, se = run("softmax", "add", "--shapes", mine, "--dry-run")
+        self.assertEqual(code, 0, so + se)
+
+    def test_shapes_with_shape_mode_upstream(self):
+        """upstream never reads the overlay: refused, not recorded as overlaid."""
+        mine = os.path.join(tmpdir(), "shapes.yaml")
+        with open(mine, "w") as f:
+            f.write("ops: {softmax: [[32, 48]]}\n")
+        self.refused(["softmax", "--shapes", mine], "--shapes: '%s' is overlaid with --shape-mode file only; "
+                     "--shape-mode (SHAPE_MODE) is 'upstream'" % mine, extra_env={"SHAPE_MODE": "upstream"})
+
+    def test_a_refusal_or_a_collection_error_without_pytests_report(self):
+        out = tmpdir()
+        p = subprocess.run([CALIBER_BIN, "run", "--flaggems", ROOT, "nosuchop", "--out", out] + QUICK,
+                           capture_output=True, text=True, env=env(), timeout=600)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertEqual(p.stdout, "")
+        self.assertEqual(p.stderr.splitlines()[0][:len("caliber: OP: 'nosuchop'")], "caliber: OP: 'nosuchop'")
+        # a file that does not import: pytest's traceback still reaches the user, then the refusal
+        tree = os.path.join(tmpdir(), "tree")
+        shutil.copytree(ROOT, tree)
+        with open(os.path.join(tree, "benchmark", "test_broken.py"), "w") as f:
+            f.write("import no_such_module_x\n\n\ndef test_broken():\n    pass\n")
+        for dry in ([], ["--dry-run"]):
+            err = self.refused(["broken"] + dry, "pytest could not collect the selection: E   "
+                               "ModuleNotFoundError: No module named 'no_such_module_x'", root=tree)
+            self.assertIn("caliber: flaggems: pytest could not collect benchmark/test_broken.py:", err)
+            self.assertIn("test_broken.py:1: in <module>\n    import no_such_module_x", err)
 
     def test_modes_and_parallel_refused(self):
         self.refused(["--mode", "operator"], "--mode: 'operator' is a host wall clock")
@@ -721,6 +840,8 @@ class BadInput(unittest.TestCase):
         self.refused(["--mode", "cudagraph", "--l2", "cold"], "--l2 cold contradicts it")
         # --shape would be recorded and not used: FlagGems' benchmarks make their own shapes
         self.refused(["add", "--shape", "8x8"], "is not run with --shape")
+        # nor caliber's tuner's screening: LibTuner sweeps every config whatever it says
+        self.refused(["add", "--tune-screen", "off"], "is not run with --tune-screen off")
 
     def test_the_runs_seed_seeds_torch(self):
         """--seed (else the run's fresh seed, in run_identity.json) seeds torch once, when the
@@ -748,8 +869,11 @@ class BadInput(unittest.TestCase):
         self.assertIn("cannot import pytest", err)
 
     def test_vendor_mismatch(self):
-        self.refused([], "expects FlagGems vendor mthreads, but FlagGems dispatches to 'nvidia'",
-                     extra_env={"GEMS_VENDOR": "mthreads", "STANDIN_FORCE_VENDOR": "nvidia"})
+        # the knob at fault is GEMS_VENDOR, which asked for the vendor, not --backend cpu
+        err = self.refused([], "GEMS_VENDOR: 'mthreads' asks FlagGems for vendor mthreads, but FlagGems "
+                           "dispatches to 'nvidia'",
+                           extra_env={"GEMS_VENDOR": "mthreads", "STANDIN_FORCE_VENDOR": "nvidia"})
+        self.assertNotIn("--backend", err)
 
     def test_mode_needs_flaggems(self):
         out = tmpdir()

@@ -52,6 +52,10 @@ class FlagGemsBatch(unittest.TestCase):
         self.assertEqual(st["mm"]["status"], "crashed", st["mm"])
         self.assertIn("SIGSEGV", st["mm"]["reason"])
         self.assertEqual(st["failures"]["status"], "failed")  # a case failed, the run went on
+        # its reason names the failed case; a finished run's log ends in its closing lines (the
+        # time split), which say nothing of why
+        self.assertNotIn("log: time:", st["failures"]["reason"])
+        self.assertIn("test_failures.py::", st["failures"]["reason"])  # the failed case
         self.assertEqual(st["fft"]["status"], "skipped")  # FlagGems' own skip guard, every case
         for op in ("add", "custom", "softmax"):
             self.assertEqual(st[op]["status"], "ok", st[op])
@@ -171,7 +175,10 @@ class FlagGemsBatch(unittest.TestCase):
                  "'2' with batch --flaggems"),  # not the local scheduler's Slurm advice
                 (["--flaggems", ROOT, "--ops-per-child", "0"],
                  "--ops-per-child: '0' is not allowed; allowed: a whole number from 1 to 1000"),
-                (["--flaggems", tmpdir()], "--flaggems")):
+                (["--flaggems", tmpdir()], "--flaggems"),
+                # a node selects across ops; --shape is no way to narrow a FlagGems op
+                (["--flaggems", ROOT, "--node", "test_add.py::test_add"],
+                 "narrow them with --dtypes, or run")):
             bad = os.path.join(tmpdir(), "bad")
             rc, so, se = caliber("batch", *args, "--out", bad, *QUICK)
             self.assertEqual(rc, 2, (args, so, se))
