@@ -164,7 +164,8 @@ Table pairs_table(const CompareResult& r, const CompareOptions& opt) {
   }
   if (unpaired)
     pairs.notes.push_back(
-        "ratio_of medians: ratio = median_b_ms / median_a_ms, CI a bootstrap of the samples "
+        "ratio_of medians: ratio = median_b_ms / median_a_ms (a side's figure: the median of its "
+        "runs' latency_ms), CI a bootstrap of the kept samples around it "
         "(docs/ab.md#reading-the-pairs-table)");
   if (paired)
     pairs.notes.push_back(
