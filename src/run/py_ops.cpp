@@ -158,9 +158,24 @@ int handed_off_exit(int st, const Progress& p, bool timed_out, const std::string
   if (!p.started) {
     // Exit 2 from caliber's package before the CLI: it refused the suite and said why.
     if (WIFEXITED(st) && WEXITSTATUS(st) == 2) return 2;
+    // Whose fault: an interpreter that cannot import caliber's package alone is CALIBER_PYTHON's,
+    // not the suite's (or the FlagGems tree's) that it was handed.
+    // (It must say so: /bin/true exits 0 to anything.)
+    const std::string says = "caliber-imports";
+    const auto probe = run_capture(
+        {python, "-c", "import caliber, sys; sys.stdout.write('" + says + "')"}, 60.0, true);
+    if (!probe.status.ok() || probe.out.find(says) == std::string::npos) {
+      std::cerr << "caliber: "
+                << core::knob_message(*core::find_knob("python"), python,
+                                      how_it_ended(st) +
+                                          " before caliber ran, and cannot import "
+                                          "caliber's package on its own (" +
+                                          probe.status.describe() + ")")
+                << "\n";
+      return 2;
+    }
     refuse("does not import: " + python + " " + how_it_ended(st) +
-           " before caliber ran (a suite that exits at import, or CALIBER_PYTHON not a python3 "
-           "with caliber's package)");
+           " before caliber ran (a suite that exits at import?)");
     return 2;
   }
   if (!p.done) {

@@ -100,7 +100,9 @@ if [ -d "$(dirname "$CAL")/python/caliber" ] || [ -d "$(dirname "$CAL")/../lib/c
   printf 'import os\nos._exit(0)\n' > "$T/osexit.py"
   attack "9 suite sys.exit(0) at import" 2 "import" -- "$CAL" run --py-ops "$T/exit0.py" "${FAST[@]}" --out "$T/out"
   attack "9 suite os._exit(0) at import" 2 "import" -- "$CAL" run --py-ops "$T/osexit.py" "${FAST[@]}" --out "$T/out"
-  attack "9 CALIBER_PYTHON=/bin/true" 2 "import" -- env CALIBER_PYTHON=/bin/true "$CAL" run --py-ops "$T/exit0.py" "${FAST[@]}" --out "$T/out"
+  # the interpreter's fault, named as such (not the suite's)
+  attack "9 CALIBER_PYTHON=/bin/true" 2 "CALIBER_PYTHON: import" -- env CALIBER_PYTHON=/bin/true "$CAL" run --py-ops "$T/exit0.py" "${FAST[@]}" --out "$T/out"
+  attack "9 CALIBER_PYTHON=/bin/false" 2 "CALIBER_PYTHON: import" -- env CALIBER_PYTHON=/bin/false "$CAL" run --py-ops "$T/exit0.py" "${FAST[@]}" --out "$T/out"
   printf 'import time\ntime.sleep(60)\n' > "$T/sleep.py"
   attack "15 suite that sleeps at import" 2 "CALIBER_PY_IMPORT_TIMEOUT" -- env CALIBER_PY_IMPORT_TIMEOUT=1 "$CAL" run --py-ops "$T/sleep.py" "${FAST[@]}" --out "$T/out"
 else
