@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <ostream>
 #include <string>
 
 namespace caliber::core {
@@ -24,6 +26,10 @@ void check_out_dir(const std::filesystem::path& parent);
 // (std::runtime_error) to replace anything but a regular file: a device, a fifo, a directory or
 // a symbolic link at `file` is left as it is.
 void write_file_atomic(const std::filesystem::path& file, const std::string& content);
+// The same, the content written by `write` as it goes (an export of millions of entries is never
+// held whole in memory). A failed write (a full disk) leaves `file` as it was.
+void write_file_atomic(const std::filesystem::path& file,
+                       const std::function<void(std::ostream&)>& write);
 
 // "2026-11-29T15:28:25Z"
 [[nodiscard]] std::string iso8601_utc(std::chrono::system_clock::time_point t);
