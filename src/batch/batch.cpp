@@ -367,8 +367,11 @@ void load_resumed_batch(BatchSettings& s) {
   BatchOptions& opt = s.opt;
   const fs::path& dir = opt.resume_dir;
   const fs::path status_file = dir / kOpsStatusFile;
-  if (!fs::is_regular_file(status_file))
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(status_file, ec)))
     throw BatchUsageError("--resume: '" + dir.string() + "' holds no " + kOpsStatusFile);
+  // A link, a fifo or an oversized file is refused here, before any op runs (the rewrite after
+  // the first op would refuse the link only then).
   try {
     s.rows = read_ops_status(dir);
   } catch (const std::exception& e) {
@@ -384,11 +387,15 @@ void load_resumed_batch(BatchSettings& s) {
   // under another caliber than the ones done, so a batch.json that is missing or unreadable is
   // refused, never taken for empty.
   nlohmann::json cfg;
-  std::ifstream cfg_in(dir / kBatchConfigFile);
-  if (cfg_in) cfg = nlohmann::json::parse(cfg_in, nullptr, false);
+  std::string what = "not a JSON object";
+  try {
+    cfg = nlohmann::json::parse(core::read_data_file(dir / kBatchConfigFile, kMaxBatchConfigBytes),
+                                nullptr, false);
+  } catch (const core::DataFileError& e) {
+    what = e.why() == "it does not exist" ? "missing" : "unreadable: " + e.why();
+  }
   if (!cfg.is_object())
-    throw BatchUsageError("--resume: '" + (dir / kBatchConfigFile).string() + "' is " +
-                          (cfg_in ? "not a JSON object" : "missing") +
+    throw BatchUsageError("--resume: '" + (dir / kBatchConfigFile).string() + "' is " + what +
                           "; it holds the batch's run flags, devices and limits, without which "
                           "the ops left would run under another caliber than those done");
   try {

@@ -5,6 +5,7 @@
 // unfinished ops interrupted and keeps every finished row.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
@@ -33,6 +34,8 @@ using core::OpStatusRow;
 using core::parse_ops_status_csv;
 using core::read_ops_status;
 inline constexpr const char* kBatchConfigFile = "batch.json";
+// The largest batch.json read by --resume (docs/limits.md): its ops list is at most 10000 names.
+inline constexpr std::uintmax_t kMaxBatchConfigBytes = 16u << 20;
 // Where a local batch's children keep their private temporary folders (CALIBER_BATCH_DIR/staging:
 // python/caliber/_staging.py); the batch removes it when it ends, since a child killed by a signal
 // cannot remove its own (docs/cluster.md, "Temporary files").

@@ -219,6 +219,55 @@ void write_file_atomic(const std::filesystem::path& file,
   }
 }
 
+std::string read_data_file(const std::filesystem::path& file, std::uintmax_t max_bytes,
+                           Links links) {
+  const auto refuse = [&](const std::string& why) { throw DataFileError(file, why); };
+  int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+  if (links == Links::refuse) flags |= O_NOFOLLOW;
+  const int fd = ::open(file.c_str(), flags);
+  if (fd < 0) {
+    const int err = errno;
+    struct stat st {};
+    if (err == ENOENT) refuse("it does not exist");
+    if (err == ELOOP && links == Links::refuse && ::lstat(file.c_str(), &st) == 0 &&
+        S_ISLNK(st.st_mode))
+      refuse("it is a symbolic link; caliber neither reads nor rewrites this file through one");
+    refuse(std::strerror(err));
+  }
+  struct stat st {};
+  std::string why;
+  if (::fstat(fd, &st) != 0)
+    why = std::strerror(errno);
+  else if (!S_ISREG(st.st_mode))
+    why = S_ISDIR(st.st_mode) ? "not a regular file (a directory)"
+                              : "not a regular file (a fifo, device or socket)";
+  else if (static_cast<std::uintmax_t>(st.st_size) > max_bytes)
+    why = "larger than " + std::to_string(max_bytes) + " bytes (" + std::to_string(st.st_size) +
+          " bytes)";
+  std::string text;
+  if (why.empty()) {
+    text.reserve(static_cast<std::size_t>(st.st_size));
+    char buf[64 * 1024];
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        why = std::strerror(errno);
+        break;
+      }
+      if (n == 0) break;
+      text.append(buf, static_cast<std::size_t>(n));
+      if (text.size() > max_bytes) {  // grew while read
+        why = "larger than " + std::to_string(max_bytes) + " bytes";
+        break;
+      }
+    }
+  }
+  ::close(fd);
+  if (!why.empty()) refuse(why);
+  return text;
+}
+
 std::string iso8601_utc(std::chrono::system_clock::time_point t) {
   return format_time(t, "%Y-%m-%dT%H:%M:%SZ", true);
 }
