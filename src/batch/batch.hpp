@@ -165,6 +165,15 @@ void note_orphaned_batch_child(int exit_code);
 // In a `caliber run` started by a batch: a watcher that, once the batch has died or SIGTERM came,
 // records the end (note_orphaned_batch_child, orphans only) and ends the run. A no-op elsewhere.
 void watch_batch_parent();
+// The batch variables of a child (CALIBER_BATCH_DIR, _PARENT, _OP), trusted only when they are
+// consistent: all three set, _PARENT this process's parent and _DIR a batch directory (its
+// batch.json a regular file). Leftover ones in a shell would otherwise end a plain run at once and
+// rewrite another batch's ops_status.csv: they are ignored, and `warning` (set once, for the
+// first caller) says why in one line. nullopt where they are not set or not trusted.
+struct BatchChildEnv {
+  std::string dir, parent, op;
+};
+[[nodiscard]] std::optional<BatchChildEnv> batch_child_env(std::string* warning = nullptr);
 
 // Thrown for bad usage before any child starts (exit code 2): the one usage error.
 using BatchUsageError = core::UsageError;
