@@ -51,7 +51,7 @@ for damage in fifo huge; do
   rm -f "$B/batch.json"
   if [ "$damage" = fifo ]; then mkfifo "$B/batch.json"; else truncate -s 17M "$B/batch.json"; fi
   runs_before=$(ls -d "$B"/*/ | wc -l)
-  timeout 60 "$CAL" batch --resume "$B" > "$T/out3.txt" 2>&1
+  timeout -k 10 60 "$CAL" batch --resume "$B" > "$T/out3.txt" 2>&1
   rc=$?
   [ "$rc" -eq 2 ] || fail "resume with a $damage batch.json exit $rc, expected 2: $(tail -3 "$T/out3.txt")"
   case $damage in fifo) why="not a regular file" ;; huge) why="larger than 16777216 bytes" ;; esac

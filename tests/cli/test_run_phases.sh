@@ -89,7 +89,7 @@ j[sys.argv[3]]["gemm_tflops"] = -5
 json.dump(j, open(sys.argv[2], "w"))' "$T/peaks.good" "$PC" "$POLICY"; why="copy_gbps=1e-300 is out of range" ;;
   esac
   rm -rf "$T/rd"
-  timeout 120 "$CAL" run add --shape 4096 "${FAST[@]}" --out "$T/rd" > "$T/d.txt" 2>&1 ||
+  timeout -k 10 120 "$CAL" run add --shape 4096 "${FAST[@]}" --out "$T/rd" > "$T/d.txt" 2>&1 ||
     check_fail "a run beside a $damage peaks cache: exit $?: $(tail -3 "$T/d.txt")"
   [ "$(grep -c "WARNING: the peaks cache .* was ignored ($why" "$T/d.txt")" -eq 1 ] ||
     check_fail "no one-line warning for a $damage peaks cache: $(grep -i peaks "$T/d.txt")"
