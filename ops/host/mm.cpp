@@ -114,6 +114,15 @@ class MmWorkload final : public HostWorkload {
     if (t.tm <= 0 || t.tn <= 0 || t.tk <= 0) {
       throw ConfigRejected("mm blocked: tile sizes must be positive (" + c.str() + ")");
     }
+    // Each side alone within the budget first, so the products below cannot overflow (tm=2^62
+    // would wrap to a small working set and size the packing buffers to nothing).
+    constexpr std::int64_t kMaxSide = kMaxTileBytes / static_cast<std::int64_t>(sizeof(T));
+    if (t.tm > kMaxSide || t.tn > kMaxSide || t.tk > kMaxSide) {
+      throw ConfigRejected("mm blocked: tiles " + c.str() + " have a side over " +
+                           std::to_string(kMaxSide) + " elements of " +
+                           std::string(to_string(dtype_of<T>())) + ", past the " +
+                           std::to_string(kMaxTileBytes) + "-byte tile budget");
+    }
     const std::int64_t set =
         (t.tm * t.tk + t.tk * t.tn + t.tm * t.tn) * static_cast<std::int64_t>(sizeof(T));
     if (set > kMaxTileBytes) {

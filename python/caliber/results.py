@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
@@ -245,7 +246,11 @@ def read_run_log(path: str) -> tuple[Optional[dict[str, Any]], list[Case],
                 cases.append(Case.from_json(obj, where))
             elif kind == "footer":
                 footer = obj
-        except (ValueError, ResultsError) as e:
+        except (ValueError, RecursionError, ResultsError) as e:
+            # RecursionError: a line nested deeper than the parser's stack ('[' * 100000) is a bad
+            # line like any other, as the CLI counts it.
+            if isinstance(e, RecursionError):
+                e = ResultsError(f"{where}: nested too deeply to be read")
             if i == lines[-1][0] and isinstance(e, json.JSONDecodeError):
                 cut = True  # a run that died mid-line: caliber ignores it too
                 continue
@@ -256,15 +261,40 @@ def read_run_log(path: str) -> tuple[Optional[dict[str, Any]], list[Case],
     return header, cases, footer, bad, cut, first
 
 
+# The CLI's ceiling for run_identity.json (kMaxIdentityBytes, docs/limits.md).
+MAX_IDENTITY_BYTES = 16 << 20
+
+
+def read_data_file(path: str, max_bytes: int) -> str:
+    """A data file's text, as the CLI reads one (records/rundir.hpp, read_data_file): opened
+    without blocking and checked on the open descriptor, so a fifo never hangs the reader;
+    ResultsError for anything but a regular file of at most max_bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise ResultsError(f"{path}: cannot be read ({e.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ResultsError(f"{path}: cannot be read (not a regular file)")
+        if st.st_size > max_bytes:
+            raise ResultsError(f"{path}: cannot be read (larger than {max_bytes} bytes)")
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ResultsError(f"{path}: cannot be read (larger than {max_bytes} bytes)")
+    return data.decode("utf-8", errors="replace")
+
+
 def read_identity(run_dir: str) -> Optional[Identity]:
     path = os.path.join(run_dir, IDENTITY)
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         return None
+    text = read_data_file(path, MAX_IDENTITY_BYTES)
     try:
-        with open(path, encoding="utf-8") as f:
-            obj = json.load(f)
-    except (OSError, ValueError) as e:
-        raise ResultsError(f"{path}: cannot be read ({e})") from None
+        obj = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        why = "nested too deeply" if isinstance(e, RecursionError) else str(e)
+        raise ResultsError(f"{path}: cannot be read ({why})") from None
     return Identity.from_json(obj, path)
 
 

@@ -137,7 +137,7 @@ RunOutcome run_paired(const RunRequest& req, std::ostream& out, std::ostream& er
       << (req.paired_crossover ? ", in two placement phases (crossover)" : "") << "\n";
   CaseRunner runner(*s.backend, s.dev_index, seed, k, s.timer, tune_settings(k, fa.dir));
   tune::Tuner tuner_b(tune_settings(kb, fb.dir));
-  const Peaks peaks = run_peaks(k, *s.backend, s.device, s.timer, runner, fa, out);
+  const Peaks peaks = run_peaks(k, *s.backend, s.device, s.timer, runner, fa, out, err);
   if (fa.identity.contains("peaks")) {
     fb.identity["peaks"] = fa.identity["peaks"];
     core::write_identity(fb.dir, fb.identity);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "backends/registry.hpp"
 #include "batch/flaggems_tree.hpp"
 #include "batch/scheduler.hpp"
+#include "core/terminal.hpp"
 #include "records/identity.hpp"
 #include "records/rundir.hpp"
 #include "records/runlog.hpp"
@@ -295,9 +297,47 @@ void on_term(int) {
 }
 }  // namespace
 
+std::optional<BatchChildEnv> batch_child_env(std::string* warning) {
+  static std::string why;
+  static bool told = false;
+  static const std::optional<BatchChildEnv> env = []() -> std::optional<BatchChildEnv> {
+    const auto dir = core::process_env("CALIBER_BATCH_DIR");
+    const auto parent = core::process_env("CALIBER_BATCH_PARENT");
+    const auto op = core::process_env("CALIBER_BATCH_OP");
+    if (!dir && !parent && !op) return std::nullopt;
+    const auto shown = [](const std::string& v) { return "'" + one_line(v, 120) + "'"; };
+    struct stat st {};
+    const std::string ppid = std::to_string(::getppid());
+    if (!dir || !parent || !op) {
+      why = "not all three are set";
+    } else if (*parent != ppid) {
+      why =
+          "CALIBER_BATCH_PARENT=" + shown(*parent) + " is not this process's parent (" + ppid + ")";
+    } else if (::lstat((fs::path(*dir) / kBatchConfigFile).c_str(), &st) != 0 ||
+               !S_ISREG(st.st_mode)) {
+      why = "CALIBER_BATCH_DIR=" + shown(*dir) + " holds no " + kBatchConfigFile;
+    } else {
+      return BatchChildEnv{*dir, *parent, *op};
+    }
+    why = core::terminal_safe(
+        "CALIBER_BATCH_DIR, CALIBER_BATCH_PARENT and CALIBER_BATCH_OP were "
+        "ignored (" +
+        why + "); this is a plain run, not a batch's child");
+    return std::nullopt;
+  }();
+  if (warning && !why.empty() && !told) {
+    *warning = why;
+    told = true;
+  }
+  return env;
+}
+
 void watch_batch_parent() {
-  const auto parent = core::process_env("CALIBER_BATCH_PARENT");
-  if (!parent || !core::process_env("CALIBER_BATCH_DIR")) return;
+  std::string warning;
+  const auto env = batch_child_env(&warning);
+  if (!warning.empty()) std::cerr << "caliber: " << warning << "\n";
+  if (!env) return;
+  const std::optional<std::string> parent = env->parent;
   // SIGTERM (the batch's own interrupt, or the kernel's PR_SET_PDEATHSIG when the batch died) is
   // caught here so that an orphan can first record its end; with a live parent it ends the run
   // at once, as before.
@@ -320,12 +360,11 @@ void watch_batch_parent() {
 }
 
 void note_orphaned_batch_child(int exit_code) {
-  const auto dir = core::process_env("CALIBER_BATCH_DIR");
-  const auto parent = core::process_env("CALIBER_BATCH_PARENT");
-  const auto op = core::process_env("CALIBER_BATCH_OP");
-  if (!dir || !parent || !op) return;
-  if (std::to_string(::getppid()) == *parent) return;  // the batch lives and records the outcome
-  const fs::path batch_dir = *dir;
+  const auto env = batch_child_env();
+  if (!env) return;
+  if (std::to_string(::getppid()) == env->parent) return;  // the batch lives and records it
+  const fs::path batch_dir = env->dir;
+  const std::optional<std::string> op = env->op;
   // Children of one dead batch may end together: one read-modify-write at a time.
   const int fd =
       ::open((batch_dir / ".ops_status.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -376,8 +415,11 @@ void load_resumed_batch(BatchSettings& s) {
   BatchOptions& opt = s.opt;
   const fs::path& dir = opt.resume_dir;
   const fs::path status_file = dir / kOpsStatusFile;
-  if (!fs::is_regular_file(status_file))
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(status_file, ec)))
     throw BatchUsageError("--resume: '" + dir.string() + "' holds no " + kOpsStatusFile);
+  // A link, a fifo or an oversized file is refused here, before any op runs (the rewrite after
+  // the first op would refuse the link only then).
   try {
     s.rows = read_ops_status(dir);
   } catch (const std::exception& e) {
@@ -393,11 +435,15 @@ void load_resumed_batch(BatchSettings& s) {
   // under another caliber than the ones done, so a batch.json that is missing or unreadable is
   // refused, never taken for empty.
   nlohmann::json cfg;
-  std::ifstream cfg_in(dir / kBatchConfigFile);
-  if (cfg_in) cfg = nlohmann::json::parse(cfg_in, nullptr, false);
+  std::string what = "not a JSON object";
+  try {
+    cfg = nlohmann::json::parse(core::read_data_file(dir / kBatchConfigFile, kMaxBatchConfigBytes),
+                                nullptr, false);
+  } catch (const core::DataFileError& e) {
+    what = e.why() == "it does not exist" ? "missing" : "unreadable: " + e.why();
+  }
   if (!cfg.is_object())
-    throw BatchUsageError("--resume: '" + (dir / kBatchConfigFile).string() + "' is " +
-                          (cfg_in ? "not a JSON object" : "missing") +
+    throw BatchUsageError("--resume: '" + (dir / kBatchConfigFile).string() + "' is " + what +
                           "; it holds the batch's run flags, devices and limits, without which "
                           "the ops left would run under another caliber than those done");
   try {

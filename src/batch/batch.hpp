@@ -5,6 +5,7 @@
 // unfinished ops interrupted and keeps every finished row.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
@@ -33,6 +34,8 @@ using core::OpStatusRow;
 using core::parse_ops_status_csv;
 using core::read_ops_status;
 inline constexpr const char* kBatchConfigFile = "batch.json";
+// The largest batch.json read by --resume (docs/limits.md): its ops list is at most 10000 names.
+inline constexpr std::uintmax_t kMaxBatchConfigBytes = 16u << 20;
 // Where a local batch's children keep their private temporary folders (CALIBER_BATCH_DIR/staging:
 // python/caliber/_staging.py); the batch removes it when it ends, since a child killed by a signal
 // cannot remove its own (docs/cluster.md, "Temporary files").
@@ -162,6 +165,15 @@ void note_orphaned_batch_child(int exit_code);
 // In a `caliber run` started by a batch: a watcher that, once the batch has died or SIGTERM came,
 // records the end (note_orphaned_batch_child, orphans only) and ends the run. A no-op elsewhere.
 void watch_batch_parent();
+// The batch variables of a child (CALIBER_BATCH_DIR, _PARENT, _OP), trusted only when they are
+// consistent: all three set, _PARENT this process's parent and _DIR a batch directory (its
+// batch.json a regular file). Leftover ones in a shell would otherwise end a plain run at once and
+// rewrite another batch's ops_status.csv: they are ignored, and `warning` (set once, for the
+// first caller) says why in one line. nullopt where they are not set or not trusted.
+struct BatchChildEnv {
+  std::string dir, parent, op;
+};
+[[nodiscard]] std::optional<BatchChildEnv> batch_child_env(std::string* warning = nullptr);
 
 // Thrown for bad usage before any child starts (exit code 2): the one usage error.
 using BatchUsageError = core::UsageError;

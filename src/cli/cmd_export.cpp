@@ -45,9 +45,9 @@ void add_export(CLI::App& root, int& exit_code) {
     }
     try {
       if (out_opt->count() == 0)
-        std::cout << r.text;
+        r.write(std::cout);
       else
-        core::write_file_atomic(*out, r.text);
+        core::write_file_atomic(*out, [&r](std::ostream& o) { r.write(o); });
     } catch (const std::exception& e) {
       std::cerr << "caliber: export: " << e.what() << "\n";
       exit_code = kExitFailed;

@@ -57,17 +57,11 @@ std::vector<IdentityDiff> diff_identity(const nlohmann::json& a, const nlohmann:
 nlohmann::json read_identity(const std::filesystem::path& run_dir) {
   const auto file = run_dir / identity_file;
   std::error_code ec;
-  if (std::filesystem::exists(file, ec) && !std::filesystem::is_regular_file(file, ec))
-    throw std::runtime_error("cannot read " + file.string() + ": not a regular file");
-  if (!std::filesystem::exists(file, ec))  // file_size would say (uintmax_t)-1 bytes
+  if (!std::filesystem::exists(file, ec) && !std::filesystem::is_symlink(file, ec))
     throw std::runtime_error("cannot read " + file.string() +
                              ": it does not exist (is this a run directory?)");
-  if (std::filesystem::file_size(file, ec) > kMaxIdentityBytes)
-    throw std::runtime_error("cannot read " + file.string() + ": larger than " +
-                             std::to_string(kMaxIdentityBytes) + " bytes");
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error("cannot read " + file.string());
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const std::string text = read_data_file(file, kMaxIdentityBytes);
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     throw std::runtime_error(file.string() + ": not a JSON object");
   }

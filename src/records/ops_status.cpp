@@ -1,12 +1,12 @@
 #include "records/ops_status.hpp"
 
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
 
 #include "records/csv.hpp"
+#include "records/rundir.hpp"
 
 namespace fs = std::filesystem;
 
@@ -27,8 +27,10 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
   std::vector<std::string> row;
   std::string field;
   bool quoted = false, any = false;
+  std::size_t line = 1, quote_line = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
+    if (c == '\n') ++line;
     if (quoted) {
       if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
         field += '"';
@@ -42,6 +44,7 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
     }
     if (c == '"') {
       quoted = true;
+      quote_line = line;
       any = true;
     } else if (c == ',') {
       row.push_back(std::move(field));
@@ -60,6 +63,9 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
       any = true;
     }
   }
+  if (quoted)
+    throw std::runtime_error("the quoted field opened on line " + std::to_string(quote_line) +
+                             " is never closed (a '\"' is missing)");
   if (any || !field.empty()) {
     row.push_back(std::move(field));
     rows.push_back(std::move(row));
@@ -90,7 +96,12 @@ std::string ops_status_csv(const std::vector<OpStatusRow>& rows) {
 }
 
 std::vector<OpStatusRow> parse_ops_status_csv(const std::string& text) {
-  const auto rows = parse_csv(text);
+  std::vector<std::vector<std::string>> rows;
+  try {
+    rows = parse_csv(text);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("ops_status.csv cannot be parsed: ") + e.what());
+  }
   if (rows.empty()) throw std::runtime_error("ops_status.csv is empty");
   std::map<std::string, std::size_t> col;
   for (std::size_t i = 0; i < rows[0].size(); ++i) col[rows[0][i]] = i;
@@ -134,11 +145,8 @@ std::vector<OpStatusRow> parse_ops_status_csv(const std::string& text) {
 }
 
 std::vector<OpStatusRow> read_ops_status(const fs::path& batch_dir) {
-  std::ifstream in(batch_dir / kOpsStatusFile);
-  if (!in) throw std::runtime_error("cannot read " + (batch_dir / kOpsStatusFile).string());
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_ops_status_csv(text.str());
+  const fs::path file = batch_dir / kOpsStatusFile;
+  return parse_ops_status_csv(read_data_file(file, kMaxOpsStatusBytes, Links::refuse));
 }
 
 std::string batch_op_of(const CaseRow& row) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@
 namespace caliber::core {
 
 inline constexpr const char* kOpsStatusFile = "ops_status.csv";
+// The largest ops_status.csv read (docs/limits.md): 10000 ops of long reasons fit in a few MB.
+inline constexpr std::uintmax_t kMaxOpsStatusBytes = 16u << 20;
 
 // One line of ops_status.csv. status: ok, failed, crashed, timeout, skipped, interrupted; while
 // the batch runs also pending and running (so a batch killed outright still leaves a readable
@@ -38,11 +41,15 @@ struct OpStatusRow {
 [[nodiscard]] std::string one_line(std::string s, std::size_t max = 300);
 
 [[nodiscard]] std::string ops_status_csv(const std::vector<OpStatusRow>& rows);
-// Throws std::runtime_error on a file without the required columns.
+// Throws std::runtime_error on a file without the required columns or that parse_csv refuses.
 [[nodiscard]] std::vector<OpStatusRow> parse_ops_status_csv(const std::string& text);
+// Read through read_data_file (records/rundir.hpp): a fifo, a device, a symbolic link or a file
+// over kMaxOpsStatusBytes throws std::runtime_error naming it, as a file that does not parse does.
 [[nodiscard]] std::vector<OpStatusRow> read_ops_status(const std::filesystem::path& batch_dir);
 
-// The rows of a CSV text (RFC 4180 quoting, CRLF or LF).
+// The rows of a CSV text (RFC 4180 quoting, CRLF or LF). Throws std::runtime_error on a quote
+// still open at the end of the text: the rest of the file would be read as one field, and a
+// rewrite of it would lose the rows that field swallowed.
 [[nodiscard]] std::vector<std::vector<std::string>> parse_csv(const std::string& text);
 
 // The batch op a run.log row belongs to: the FlagGems benchmark file it came from (its params'

@@ -9,7 +9,9 @@
 #include <cstring>
 #include <ctime>
 #include <stdexcept>
+#include <streambuf>
 #include <system_error>
+#include <vector>
 
 namespace caliber::core {
 
@@ -103,7 +105,58 @@ void check_out_dir(const std::filesystem::path& parent) {
   }
 }
 
+namespace {
+
+// An ostream's buffer over a file descriptor: writes in 64 KiB blocks, remembers the first
+// error (errno) and then takes nothing more.
+class FdBuf final : public std::streambuf {
+ public:
+  explicit FdBuf(int fd) : fd_(fd), buf_(64 * 1024) {
+    setp(buf_.data(), buf_.data() + buf_.size());
+  }
+  [[nodiscard]] int error() const noexcept { return error_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (!drain()) return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return drain() ? 0 : -1; }
+
+ private:
+  bool drain() {
+    const char* p = pbase();
+    std::size_t left = static_cast<std::size_t>(pptr() - pbase());
+    while (left > 0 && error_ == 0) {
+      const ssize_t w = ::write(fd_, p, left);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        error_ = errno;
+        break;
+      }
+      p += w;
+      left -= static_cast<std::size_t>(w);
+    }
+    setp(buf_.data(), buf_.data() + buf_.size());
+    return error_ == 0;
+  }
+  int fd_;
+  int error_ = 0;
+  std::vector<char> buf_;
+};
+
+}  // namespace
+
 void write_file_atomic(const std::filesystem::path& file, const std::string& content) {
+  write_file_atomic(file, [&content](std::ostream& out) { out << content; });
+}
+
+void write_file_atomic(const std::filesystem::path& file,
+                       const std::function<void(std::ostream&)>& write) {
   static std::atomic<unsigned> counter{0};
   // Never replace what is not a regular file: `--html /dev/null` run as root must not turn the
   // device into a file, and a symbolic link is not followed and replaced.
@@ -136,19 +189,22 @@ void write_file_atomic(const std::filesystem::path& file, const std::string& con
     throw std::runtime_error("cannot write " + file.string() + ": " + std::strerror(errno));
   }
   if (exists) ::fchmod(fd, st.st_mode & 07777);  // the replacement keeps the file's mode
-  const char* p = content.data();
-  std::size_t left = content.size();
-  while (left > 0) {
-    const ssize_t w = ::write(fd, p, left);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw std::runtime_error("cannot write " + file.string() + ": " + why);
+  const auto give_up = [&](const std::string& why) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write " + file.string() + ": " + why);
+  };
+  {
+    FdBuf buf(fd);
+    std::ostream out(&buf);
+    try {
+      write(out);
+    } catch (const std::exception& e) {
+      give_up(e.what());
     }
-    p += w;
-    left -= static_cast<std::size_t>(w);
+    out.flush();
+    if (buf.error() != 0) give_up(std::strerror(buf.error()));
+    if (!out) give_up("the output stream failed");
   }
   // Without the sync a crash after the rename can leave an empty file under the final name.
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
@@ -161,6 +217,55 @@ void write_file_atomic(const std::filesystem::path& file, const std::string& con
     ::unlink(tmp.c_str());
     throw std::runtime_error("cannot replace " + file.string() + ": " + why);
   }
+}
+
+std::string read_data_file(const std::filesystem::path& file, std::uintmax_t max_bytes,
+                           Links links) {
+  const auto refuse = [&](const std::string& why) { throw DataFileError(file, why); };
+  int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+  if (links == Links::refuse) flags |= O_NOFOLLOW;
+  const int fd = ::open(file.c_str(), flags);
+  if (fd < 0) {
+    const int err = errno;
+    struct stat st {};
+    if (err == ENOENT) refuse("it does not exist");
+    if (err == ELOOP && links == Links::refuse && ::lstat(file.c_str(), &st) == 0 &&
+        S_ISLNK(st.st_mode))
+      refuse("it is a symbolic link; caliber neither reads nor rewrites this file through one");
+    refuse(std::strerror(err));
+  }
+  struct stat st {};
+  std::string why;
+  if (::fstat(fd, &st) != 0)
+    why = std::strerror(errno);
+  else if (!S_ISREG(st.st_mode))
+    why = S_ISDIR(st.st_mode) ? "not a regular file (a directory)"
+                              : "not a regular file (a fifo, device or socket)";
+  else if (static_cast<std::uintmax_t>(st.st_size) > max_bytes)
+    why = "larger than " + std::to_string(max_bytes) + " bytes (" + std::to_string(st.st_size) +
+          " bytes)";
+  std::string text;
+  if (why.empty()) {
+    text.reserve(static_cast<std::size_t>(st.st_size));
+    char buf[64 * 1024];
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        why = std::strerror(errno);
+        break;
+      }
+      if (n == 0) break;
+      text.append(buf, static_cast<std::size_t>(n));
+      if (text.size() > max_bytes) {  // grew while read
+        why = "larger than " + std::to_string(max_bytes) + " bytes";
+        break;
+      }
+    }
+  }
+  ::close(fd);
+  if (!why.empty()) refuse(why);
+  return text;
 }
 
 std::string iso8601_utc(std::chrono::system_clock::time_point t) {

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,12 +54,23 @@ struct ExportTable {
 // (repetitions, so compare.py's U test has them) and the aggregates median, mean and stddev;
 // a provider that failed is an entry with error_occurred. Times are in ns.
 [[nodiscard]] nlohmann::json render_export_gbench(const std::vector<RunData>& runs);
+// The same document as text (render_export_gbench(runs).dump(2) and a line break), written to
+// `out` entry by entry, never held whole in memory (one entry per stored sample).
+void write_export_gbench(std::ostream& out, const std::vector<RunData>& runs);
 
 // Loads the directories (runs or batches) and renders one format. Throws std::runtime_error on a
 // path that holds no run.
 struct ExportResult {
   std::string text;
   std::vector<std::string> notes;
+  // Where set (gbench), the output is written by it as it is made, not held in `text`.
+  std::function<void(std::ostream&)> stream;
+  void write(std::ostream& out) const {
+    if (stream)
+      stream(out);
+    else
+      out << text;
+  }
 };
 // FlagGems' `--record log` lines: "[INFO] {json}" per (op, dtype) run of consecutive rows, the
 // fields FlagGems' BenchmarkResult and BenchmarkMetrics write (op_name, dtype as torch prints it,

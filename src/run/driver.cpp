@@ -350,7 +350,7 @@ json parallel_warmup(const RunRequest& req, const Setup& s, RunFiles& f, std::os
 // measured now and stored there when every part was measured (--peaks refresh: measured always).
 Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend,
                 const backends::DeviceDesc& device, core::TimerKind timer, CaseRunner& runner,
-                RunFiles& f, std::ostream& out) {
+                RunFiles& f, std::ostream& out, std::ostream& err) {
   Peaks peaks;
   if (!k.peaks || k.profile != 0) return peaks;
   const timing::TimingOptions probe = runner.timing_options_for_probe();
@@ -358,7 +358,11 @@ Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend,
   const std::string policy = peaks_policy(timer, probe);
   const auto t0 = std::chrono::steady_clock::now();
   std::optional<Peaks> cached;
-  if (!k.peaks_refresh) cached = load_cached_peaks(file, policy);
+  if (!k.peaks_refresh) {
+    std::string warning;
+    cached = load_cached_peaks(file, policy, &warning);
+    if (!warning.empty()) err << "caliber: WARNING: " << warning << "\n";
+  }
   std::string source = "cache";
   if (cached) {
     peaks = *cached;
@@ -575,7 +579,7 @@ RunOutcome run_benchmark(const RunRequest& req, std::ostream& out, std::ostream&
   const json warmup_result = parallel_warmup(req, s, files, out, err);
 
   CaseRunner runner(*s.backend, s.dev_index, seed, k, s.timer, tune_settings(k, files.dir));
-  const Peaks peaks = run_peaks(k, *s.backend, s.device, s.timer, runner, files, out);
+  const Peaks peaks = run_peaks(k, *s.backend, s.device, s.timer, runner, files, out, err);
   RunOutcome outcome;
   outcome.run_dir = files.dir;
   const std::vector<core::CaseRow> rows =

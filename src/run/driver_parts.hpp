@@ -64,7 +64,8 @@ void print_dry_run(std::ostream& out, const core::Knobs& k, const Setup& s,
                    const std::string& what = "");
 [[nodiscard]] Peaks run_peaks(const core::Knobs& k, const backends::Backend& backend,
                               const backends::DeviceDesc& device, core::TimerKind timer,
-                              CaseRunner& runner, RunFiles& f, std::ostream& out);
+                              CaseRunner& runner, RunFiles& f, std::ostream& out,
+                              std::ostream& err);
 // One progress line, its ETA from the cases' estimates (run/estimate.hpp).
 void print_progress(std::ostream& out, const core::Knobs& k, const Case& c,
                     const core::CaseRow& row, const std::string& status, std::size_t i,

@@ -181,7 +181,8 @@ class Fed final : public FedRun {
     driver_parts::print_banner(out_, k_, s_, files_.dir, seed_);
     runner_ = std::make_unique<CaseRunner>(*s_.backend, s_.dev_index, seed_, k_, s_.timer,
                                            tune_settings(k_, files_.dir));
-    peaks_ = driver_parts::run_peaks(k_, *s_.backend, s_.device, s_.timer, *runner_, files_, out_);
+    peaks_ =
+        driver_parts::run_peaks(k_, *s_.backend, s_.device, s_.timer, *runner_, files_, out_, err_);
     backends::Device& dev = runner_->device();
     json device = {{"backend", s_.backend->name()},
                    {"name", s_.device.name},

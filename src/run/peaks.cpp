@@ -1,10 +1,10 @@
 #include "run/peaks.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
+#include "core/format.hpp"
 #include "records/identity.hpp"
 #include "records/rundir.hpp"
 #include "run/cases.hpp"
@@ -25,8 +25,41 @@ json Peaks::to_json() const {
   return j;
 }
 
-std::optional<Peaks> Peaks::from_json(const json& j) {
-  if (!j.is_object()) return std::nullopt;
+namespace {
+
+// What a device can measure, generously: a cached figure outside its range is damage or a hand
+// edit, never a device (docs/limits.md).
+struct PeakRange {
+  const char* field;
+  double low, high;
+  bool low_inclusive;
+};
+constexpr PeakRange kPeakRanges[] = {
+    {"copy_gbps", 1e-3, 1e6, false},    // 1 MB/s .. 1 PB/s
+    {"copy_bytes", 0, 0x1p56, false},   // a buffer, at most kMaxCount bytes
+    {"gemm_tflops", 1e-9, 1e6, false},  // 1 kFLOP/s .. 1 EFLOP/s
+    {"timer_floor_us", 0, 1e6, true},   // 0 (not measured) .. 1 s
+};
+
+}  // namespace
+
+std::optional<Peaks> Peaks::from_json(const json& j, std::string* why) {
+  if (!j.is_object()) {
+    if (why) *why = "its entry is not a JSON object";
+    return std::nullopt;
+  }
+  for (const auto& r : kPeakRanges) {
+    const auto v = j.find(r.field);
+    if (v == j.end() || !v->is_number()) continue;  // the reads below refuse it
+    const double x = v->get<double>();
+    if (std::isfinite(x) && (r.low_inclusive ? x >= r.low : x > r.low) && x <= r.high) continue;
+    if (why) {
+      *why = std::string(r.field) + "=" + v->dump() + " is out of range (" +
+             (r.low_inclusive ? "[" : "(") + core::general(r.low, 3) + ", " +
+             core::general(r.high, 3) + "])";
+    }
+    return std::nullopt;
+  }
   try {
     Peaks p;
     p.copy_gbps = j.at("copy_gbps").get<double>();
@@ -39,6 +72,7 @@ std::optional<Peaks> Peaks::from_json(const json& j) {
     p.note = j.value("note", std::string());
     return p;
   } catch (const json::exception&) {
+    if (why) *why = "its entry lacks a field or has one of the wrong type";
     return std::nullopt;
   }
 }
@@ -77,15 +111,28 @@ std::string peaks_policy(core::TimerKind timer, const timing::TimingOptions& o) 
          ",clock=" + timing::to_string(o.regime.regime) + ",caliber=" + core::caliber_version();
 }
 
-std::optional<Peaks> load_cached_peaks(const std::filesystem::path& file,
-                                       const std::string& policy) {
-  std::ifstream in(file);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const json j = json::parse(ss.str(), nullptr, false);
-  if (!j.is_object() || !j.contains(policy)) return std::nullopt;
-  return Peaks::from_json(j[policy]);
+std::optional<Peaks> load_cached_peaks(const std::filesystem::path& file, const std::string& policy,
+                                       std::string* warning) {
+  const auto ignored = [&](const std::string& why) -> std::optional<Peaks> {
+    if (warning)
+      *warning = "the peaks cache " + file.string() + " was ignored (" + why +
+                 "); the peaks are measured again";
+    return std::nullopt;
+  };
+  std::string text;
+  try {
+    text = core::read_data_file(file, kMaxPeaksCacheBytes);
+  } catch (const core::DataFileError& e) {
+    if (e.why() == "it does not exist") return std::nullopt;  // not measured yet
+    return ignored(e.why());
+  }
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return ignored("not a JSON object");
+  if (!j.contains(policy)) return std::nullopt;
+  std::string why;
+  auto p = Peaks::from_json(j[policy], &why);
+  if (!p) return ignored(why);
+  return p;
 }
 
 bool store_cached_peaks(const std::filesystem::path& file, const std::string& policy,
@@ -93,11 +140,10 @@ bool store_cached_peaks(const std::filesystem::path& file, const std::string& po
   std::error_code ec;
   std::filesystem::create_directories(file.parent_path(), ec);
   json all = json::object();
-  if (std::ifstream in(file); in) {
-    std::stringstream ss;
-    ss << in.rdbuf();
-    json j = json::parse(ss.str(), nullptr, false);
+  try {  // the other policies' entries, where the file reads (write_file_atomic refuses the rest)
+    json j = json::parse(core::read_data_file(file, kMaxPeaksCacheBytes), nullptr, false);
     if (j.is_object()) all = std::move(j);
+  } catch (const core::DataFileError&) {
   }
   all[policy] = peaks.to_json();
   try {

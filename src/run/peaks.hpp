@@ -29,8 +29,10 @@ struct Peaks {
   std::string timer_floor_method;  // the l2_method / sample_method it was read with
   std::string note;                // what could not be measured, and why
   [[nodiscard]] nlohmann::json to_json() const;
-  // The same from to_json's object; nullopt for one that is not (a damaged cache entry).
-  [[nodiscard]] static std::optional<Peaks> from_json(const nlohmann::json& j);
+  // The same from to_json's object; nullopt for one that is not (a damaged cache entry), or whose
+  // figures lie outside what any device measures (kPeakRanges; `why` then says which).
+  [[nodiscard]] static std::optional<Peaks> from_json(const nlohmann::json& j,
+                                                      std::string* why = nullptr);
 };
 
 // The peaks cache (docs/measurements.md): a device's peaks are measured once and kept in one JSON
@@ -41,9 +43,16 @@ struct Peaks {
 [[nodiscard]] std::filesystem::path peaks_cache_file(const std::string& backend,
                                                      const backends::DeviceDesc& device);
 [[nodiscard]] std::string peaks_policy(core::TimerKind timer, const timing::TimingOptions& o);
-// The cached entry, or nullopt (no file, no entry for this policy, or an unreadable one).
+// The largest peaks cache file read (docs/limits.md): a few entries of a few hundred bytes each.
+inline constexpr std::uintmax_t kMaxPeaksCacheBytes = 1u << 20;
+// The cached entry, or nullopt (no file, no entry for this policy, or an unreadable one). A cache
+// is not user input: one that is no regular file (a fifo hung the run, a link to /dev/zero grew
+// memory without bound), is larger than kMaxPeaksCacheBytes, is no JSON object or holds an entry
+// out of range (copy_gbps=1e-300 printed "% bw 1.4e+300%") is ignored, and `warning` (when given)
+// says so in one line; the peaks are then measured again.
 [[nodiscard]] std::optional<Peaks> load_cached_peaks(const std::filesystem::path& file,
-                                                     const std::string& policy);
+                                                     const std::string& policy,
+                                                     std::string* warning = nullptr);
 // Writes the entry (the file's other entries kept); false where the cache cannot be written.
 bool store_cached_peaks(const std::filesystem::path& file, const std::string& policy,
                         const Peaks& peaks);

@@ -192,8 +192,8 @@ std::vector<KnobSpec> make_table() {
          k.shape_mode = one_word<ShapeMode>("shape_mode", v);
        }});
   add({"shapes_file", "--shapes", "", "Selection", "shapes/core.yaml (cpu: shapes/host/core.yaml)",
-       "a readable shape YAML file of at most 16 MiB (100000 shapes a list, 16 dims a shape, "
-       "includes 32 deep and 256 files; docs/limits.md)",
+       "a readable shape YAML file of at most 16 MiB (100000 shapes a list, 1000000 in all, 16 "
+       "dims a shape, includes 32 deep and 256 files; docs/limits.md)",
        "Use another shape file. A FlagGems run has no default: the file given overlays "
        "FlagGems' own shapes (--shape-mode file; docs/flaggems.md).",
        [](Knobs& k, const std::string& v) { k.shapes_file = not_empty("shapes_file", v); }});

@@ -90,13 +90,22 @@ std::int64_t parse_dim(const YAML::Node& n, const std::string& source) {
   return v;
 }
 
+// `total`: the shapes the file and its includes have given so far (kMaxShapesPerFile), counted
+// before a list is expanded, so an alias repeated many times costs no more than the ceiling.
 std::vector<Shape> parse_shape_list(const YAML::Node& n, const std::string& source,
-                                    const std::string& what) {
+                                    const std::string& what, std::size_t& total) {
   if (!n.IsSequence()) fail(source, n, what + ": expected a list of shapes like [[64, 64]]");
   if (n.size() > kMaxShapesPerList)
     fail(source, n,
          what + ": " + std::to_string(n.size()) + " shapes are too many (at most " +
              std::to_string(kMaxShapesPerList) + " per list)");
+  if (n.size() > kMaxShapesPerFile - total)
+    fail(source, n,
+         what + ": its " + std::to_string(n.size()) + " shapes take the shape file past " +
+             std::to_string(kMaxShapesPerFile) +
+             " shapes in all (a list counts each time it is used, a YAML alias included; " +
+             std::to_string(total) + " before it)");
+  total += n.size();
   std::vector<Shape> out;
   for (const auto& s : n) {
     if (!s.IsSequence() || s.size() == 0) {
@@ -138,10 +147,12 @@ const std::vector<Shape>* family_list(const std::map<std::string, std::vector<Sh
 
 }  // namespace
 
-// The files being included (a cycle check) and those read already (each is read once).
+// The files being included (a cycle check) and those read already (each is read once), and the
+// shapes given so far by the file and its includes (kMaxShapesPerFile).
 struct Includes {
   std::vector<std::filesystem::path> stack;
   std::set<std::filesystem::path> done;
+  std::size_t shapes = 0;
 };
 
 class ShapeLoader {
@@ -157,9 +168,9 @@ class ShapeLoader {
       const std::string key = key_of(kv.first, source);
       const YAML::Node& v = kv.second;
       if (key == "families") {
-        read_families(v, set.core_, source);
+        read_families(v, set.core_, source, stack.shapes);
       } else if (key == "ops") {
-        read_ops(v, set.core_, source);
+        read_ops(v, set.core_, source, stack.shapes);
       } else if (key == "comprehensive") {
         read_additions(v, set, base_dir, source, stack);
       } else if (key == "level") {
@@ -180,15 +191,17 @@ class ShapeLoader {
  private:
   using Table = ShapeSet::Table;
 
-  static void read_families(const YAML::Node& n, Table& t, const std::string& source) {
+  static void read_families(const YAML::Node& n, Table& t, const std::string& source,
+                            std::size_t& total) {
     if (!n.IsMap()) fail(source, n, "families must be a map of family name to shape list");
     for (const auto& kv : n) {
       const std::string fam = key_of(kv.first, source);
-      append_unique(t.families[fam], parse_shape_list(kv.second, source, "family " + fam));
+      append_unique(t.families[fam], parse_shape_list(kv.second, source, "family " + fam, total));
     }
   }
 
-  static void read_ops(const YAML::Node& n, Table& t, const std::string& source) {
+  static void read_ops(const YAML::Node& n, Table& t, const std::string& source,
+                       std::size_t& total) {
     if (!n.IsMap()) fail(source, n, "ops must be a map of op name to a shape list or {family: F}");
     for (const auto& kv : n) {
       const std::string op = key_of(kv.first, source);
@@ -203,7 +216,7 @@ class ShapeLoader {
         }
         t.op_family[op] = fam;
       } else {
-        append_unique(t.ops[op], parse_shape_list(v, source, "op " + op));
+        append_unique(t.ops[op], parse_shape_list(v, source, "op " + op, total));
       }
     }
   }
@@ -218,9 +231,9 @@ class ShapeLoader {
       const std::string key = key_of(kv.first, source);
       const YAML::Node& v = kv.second;
       if (key == "families") {
-        read_families(v, set.extra_, source);
+        read_families(v, set.extra_, source, stack.shapes);
       } else if (key == "ops") {
-        read_ops(v, set.extra_, source);
+        read_ops(v, set.extra_, source, stack.shapes);
       } else if (key == "include") {
         if (!v.IsSequence()) fail(source, v, "include must be a list of file names");
         for (const auto& f : v) {

@@ -62,6 +62,21 @@ bool contains(const ConfigSpace& space, const Config& c) {
   return false;
 }
 
+// Why a recorded `c` is not a config the op could have chosen itself: its parameters do not fit
+// (parameter_misfit), or, for a space the tuner sweeps, its values are none of the space's
+// configs nor its default (a tampered tune.db: tm=2^62); "" when it is one.
+std::string replay_misfit(const ConfigSpace& space, const Config& c, bool self_sweeping) {
+  std::string misfit = parameter_misfit(space, c);
+  if (!misfit.empty() || self_sweeping || contains(space, c) || c == space.default_config)
+    return misfit;
+  std::string some;
+  for (std::size_t i = 0; i < space.configs.size() && i < 4; ++i)
+    some += (i ? "; " : "") + space.configs[i].str();
+  if (space.configs.size() > 4) some += "; ...";
+  return "is not one of the op's " + std::to_string(space.configs.size()) +
+         " configs nor its default (" + some + ")";
+}
+
 }  // namespace
 
 std::string no_evict_marker(const std::string& stage) {
@@ -285,16 +300,16 @@ Selection Tuner::adopt(const CacheKey& key, const ConfigSpace& space, ExternalSw
 
 Selection Tuner::select(const CacheKey& key, const ConfigSpace& space,
                         const TimeConfig& time_config, const Screen& screen) {
-  return choose(key, space,
+  return choose(key, space, false,
                 [&](const CacheKey& k) { return sweep(k, space, time_config, nullptr, screen); });
 }
 
 Selection Tuner::select_external(const CacheKey& key, const ConfigSpace& space,
                                  const RunSweep& run) {
-  return choose(key, space, [&](const CacheKey& k) { return adopt(k, space, run()); });
+  return choose(key, space, true, [&](const CacheKey& k) { return adopt(k, space, run()); });
 }
 
-Selection Tuner::choose(const CacheKey& key_in, const ConfigSpace& space,
+Selection Tuner::choose(const CacheKey& key_in, const ConfigSpace& space, bool self_sweeping,
                         const std::function<Selection(const CacheKey&)>& sweep_now) {
   CacheKey key = key_in;
   if (key.key.empty()) key.key = tune_key(space.key);
@@ -310,7 +325,7 @@ Selection Tuner::choose(const CacheKey& key_in, const ConfigSpace& space,
   ConfigCache* c = cache();
   std::optional<CacheRecord> hit = c ? c->find(key) : std::nullopt;
 
-  if (settings_.mode == Mode::replay) return replay(key, space, hit, c);
+  if (settings_.mode == Mode::replay) return replay(key, space, hit, c, self_sweeping);
 
   // A config the provider no longer declares is stale (the space changed under the same version).
   fs::path hit_file = cache_file();
@@ -334,9 +349,9 @@ Selection Tuner::choose(const CacheKey& key_in, const ConfigSpace& space,
 // A replay: the recorded config when it fits the op's parameters, else the default, with a note
 // (and, for a record that is there but cannot be what runs, a warning) saying why.
 Selection Tuner::replay(const CacheKey& key, const ConfigSpace& space,
-                        const std::optional<CacheRecord>& hit, ConfigCache* c) {
+                        const std::optional<CacheRecord>& hit, ConfigCache* c, bool self_sweeping) {
   Selection sel;
-  const std::string misfit = hit ? parameter_misfit(space, hit->config) : "";
+  const std::string misfit = hit ? replay_misfit(space, hit->config, self_sweeping) : "";
   if (hit && misfit.empty()) {
     sel.config = hit->config;
     sel.source = "replay";

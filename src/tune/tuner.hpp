@@ -136,11 +136,13 @@ class Tuner {
  private:
   ConfigCache* cache();
   ConfigCache* read_also();
-  // The replay mode's rule for a key and what the cache holds for it.
+  // The replay mode's rule for a key and what the cache holds for it. `self_sweeping`: the
+  // provider chose among configs of its own (a Python autotuner), so only the parameter names of
+  // the record are checked here; otherwise the record must be one of the space's configs.
   Selection replay(const CacheKey& key, const ConfigSpace& space,
-                   const std::optional<CacheRecord>& hit, ConfigCache* c);
+                   const std::optional<CacheRecord>& hit, ConfigCache* c, bool self_sweeping);
   // The lookup rules of select; `sweep_now` is called where a sweep is due.
-  Selection choose(const CacheKey& key_in, const ConfigSpace& space,
+  Selection choose(const CacheKey& key_in, const ConfigSpace& space, bool self_sweeping,
                    const std::function<Selection(const CacheKey&)>& sweep_now);
   Selection sweep(const CacheKey& key, const ConfigSpace& space, const TimeConfig& time_config,
                   const Config* excluded, const Screen& screen);

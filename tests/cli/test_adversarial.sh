@@ -223,12 +223,14 @@ f.seek(18)
 f.write(bytes([0xB7, 0]))' "$T/fx/arm.so"
 attack "20 --ops-lib of another architecture" 2 "architecture" -- "$CAL" list --backend cpu --ops-lib "$T/fx/arm.so"
 grep -q "No such file" "$T/attack.stderr" && check_fail "20: a wrong-architecture library reads as missing"
-# 20/21. A replayed tune record that does not parse, or that names a parameter the op does not
-# declare, is not replayed: the default runs, the row says so, and a warning names the key.
+# 20/21. A replayed tune record that does not parse, that names a parameter the op does not
+# declare, or whose values are none of the op's configs (tm=2^62 wrapped mm's tile budget and
+# corrupted the heap) is not replayed: the default runs, the row says so, a warning names the key.
 NODE='mm[f64-M128-N128-K128]'
 "$CAL" run "${FAST[@]}" --node "$NODE" --tune record --out "$T/rec" > /dev/null 2>&1 || fatal "the record run failed"
 REC=$(only_run_dir "$T/rec")
-for spoil in 'tm=??' 'tm=64,tn=64,tk=64,bogus=3'; do
+for spoil in 'tm=??' 'tm=64,tn=64,tk=64,bogus=3' 'tm=4611686018427387904,tn=64,tk=64' \
+  'tm=4611686018427387904,tn=4,tk=4'; do
   rm -rf "$T/spoil" "$T/replayed"
   mkdir -p "$T/spoil"
   cp "$REC/tune.db" "$T/spoil/tune.db"
@@ -236,7 +238,11 @@ for spoil in 'tm=??' 'tm=64,tn=64,tk=64,bogus=3'; do
 db = sqlite3.connect(sys.argv[1])
 db.execute("update tune_configs set config = ?", (sys.argv[2],))
 db.commit()' "$T/spoil/tune.db" "$spoil"
-  case $spoil in *bogus*) why="does not declare" ;; *) why=unparseable ;; esac
+  case $spoil in
+    *bogus*) why="does not declare" ;;
+    *4611686018427387904*) why="is not one of the op's" ;;
+    *) why=unparseable ;;
+  esac
   attack "20 replay of '$spoil'" 0 "M=128,N=128,K=128 $why" -- "$CAL" run "${FAST[@]}" --node "$NODE" --replay-from "$T/spoil" --out "$T/replayed"
   src=$(py 'import glob, json, sys
 for l in open(glob.glob(sys.argv[1] + "/*/run.log")[0]):

@@ -44,4 +44,56 @@ for damage in garbled missing; do
   [ "$(ls -d "$B"/*/ | wc -l)" -eq "$runs_before" ] || fail "a resume with a $damage batch.json ran an op"
 done
 cp "$T/batch.json.good" "$B/batch.json"
+
+# A batch.json that is a fifo (it hung the resume) or larger than 16 MiB is refused the same way,
+# through the check ops_status.csv gets.
+for damage in fifo huge; do
+  rm -f "$B/batch.json"
+  if [ "$damage" = fifo ]; then mkfifo "$B/batch.json"; else truncate -s 17M "$B/batch.json"; fi
+  runs_before=$(ls -d "$B"/*/ | wc -l)
+  timeout -k 10 60 "$CAL" batch --resume "$B" > "$T/out3.txt" 2>&1
+  rc=$?
+  [ "$rc" -eq 2 ] || fail "resume with a $damage batch.json exit $rc, expected 2: $(tail -3 "$T/out3.txt")"
+  case $damage in fifo) why="not a regular file" ;; huge) why="larger than 16777216 bytes" ;; esac
+  grep -q "batch.json' is unreadable: $why" "$T/out3.txt" || fail "the $damage batch.json is not named: $(cat "$T/out3.txt")"
+  [ "$(ls -d "$B"/*/ | wc -l)" -eq "$runs_before" ] || fail "a resume with a $damage batch.json ran an op"
+done
+rm -f "$B/batch.json"
+cp "$T/batch.json.good" "$B/batch.json"
+
+# An ops_status.csv whose quote is never closed is refused (exit 2) and kept as it is: it was read
+# as the one row before the quote, and the rewrite lost every op after it.
+cp "$B/ops_status.csv" "$T/ops_status.good"
+python3 - "$B/ops_status.csv" <<'PY'
+import sys
+p = sys.argv[1]
+lines = open(p).read().split("\n")
+lines[1] = lines[1].split(",")[0] + ',ok,cpu,0,direct,1,0.100,"a reason never closed,'
+open(p, "w").write("\n".join(lines))
+PY
+sum_before=$(md5sum < "$B/ops_status.csv")
+runs_before=$(ls -d "$B"/*/ | wc -l)
+"$CAL" batch --resume "$B" > "$T/out4.txt" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] || fail "resume with an unclosed quote in ops_status.csv exit $rc, expected 2: $(tail -3 "$T/out4.txt")"
+grep -q "ops_status.csv cannot be parsed: the quoted field opened on line [0-9]* is never closed" "$T/out4.txt" ||
+  fail "the unclosed quote is not named: $(cat "$T/out4.txt")"
+[ "$(md5sum < "$B/ops_status.csv")" = "$sum_before" ] || fail "an ops_status.csv that does not parse was rewritten"
+[ "$(ls -d "$B"/*/ | wc -l)" -eq "$runs_before" ] || fail "a resume of an unparseable ops_status.csv ran an op"
+cp "$T/ops_status.good" "$B/ops_status.csv"
+
+# An ops_status.csv that is a symbolic link is refused before any op runs (the batch never writes
+# through a link, so the rewrite after the first op failed only then, exit 1).
+mv "$B/ops_status.csv" "$T/ops_status.elsewhere"
+ln -s "$T/ops_status.elsewhere" "$B/ops_status.csv"
+runs_before=$(ls -d "$B"/*/ | wc -l)
+"$CAL" batch --resume "$B" > "$T/out5.txt" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] || fail "resume with a linked ops_status.csv exit $rc, expected 2: $(tail -3 "$T/out5.txt")"
+grep -q "ops_status.csv: it is a symbolic link" "$T/out5.txt" || fail "the link is not named: $(cat "$T/out5.txt")"
+[ "$(ls -d "$B"/*/ | wc -l)" -eq "$runs_before" ] || fail "a resume of a linked ops_status.csv ran an op"
+[ -L "$B/ops_status.csv" ] && cmp -s "$T/ops_status.elsewhere" "$T/ops_status.good" ||
+  fail "the linked ops_status.csv or its target was changed"
+rm "$B/ops_status.csv"
+cp "$T/ops_status.good" "$B/ops_status.csv"
 echo PASS

@@ -96,7 +96,7 @@ assert j["cases"] and all("[" in c for c in j["cases"]), j' "$T/cases.json" ||
 
 # --- Ceilings of the knobs that size work: in --help, and a clear refusal past them.
 "$CAL" run --help > "$T/help.txt" 2>&1
-for c in "at most 128 characters" "at most 1024 characters" "16 MiB" "100000 shapes a list" \
+for c in "at most 128 characters" "at most 1024 characters" "16 MiB" "100000 shapes a list" "1000000 in all" \
   "an integer from 1 to 100000" "at most 100 numbers"; do
   grep -q "$c" "$T/help.txt" || check_fail "run --help does not state the ceiling '$c'"
 done

@@ -106,4 +106,31 @@ csv=$(ls "$T"/batch/batch-*/ops_status.csv)
 grep -q ',running,' "$csv" && check_fail "ops_status.csv left at running: $(cat "$csv")"
 grep -q '^add,interrupted,' "$csv" || check_fail "the child did not record the batch's death: $(cat "$csv")"
 
+# --- Leftover batch variables in a shell (a copied environment) make no plain run a batch's child:
+# a run whose CALIBER_BATCH_PARENT is not its parent, or whose CALIBER_BATCH_DIR holds no
+# batch.json, says in one line that they were ignored and runs; it never ends itself (SIGTERM
+# within 50 ms) nor locks or rewrites that folder's ops_status.csv.
+B=$(dirname "$csv")
+cp "$csv" "$T/status.before"
+mkdir -p "$T/nobatch"
+for leftover in "$B:1" "$T/nobatch:self"; do
+  dir=${leftover%:*}
+  rm -rf "$T/plain" "$dir/.ops_status.lock"
+  # sh -c (not exec'd: `; :`) is the run's parent, so $$ is its parent pid
+  CALIBER_BATCH_DIR=$dir CALIBER_BATCH_OP=add CALIBER_BATCH_PARENT=$([ "${leftover#*:}" = self ] && echo SELF || echo 1) \
+    sh -c '[ "$CALIBER_BATCH_PARENT" = SELF ] && CALIBER_BATCH_PARENT=$$; export CALIBER_BATCH_PARENT; "$@"; rc=$?; exit $rc' sh \
+    "$CAL" run add "${FAST[@]}" --out "$T/plain" > "$T/plain.txt" 2>&1
+  rc=$?
+  [ "$rc" -eq 0 ] || check_fail "a plain run with leftover batch variables ($leftover): exit $rc: $(tail -3 "$T/plain.txt")"
+  [ "$(grep -c 'CALIBER_BATCH_DIR, CALIBER_BATCH_PARENT and CALIBER_BATCH_OP were ignored' "$T/plain.txt")" -eq 1 ] ||
+    check_fail "no one-line note that the leftover variables were ignored ($leftover): $(head -3 "$T/plain.txt")"
+  case $leftover in
+    *:1) grep -q "is not this process's parent" "$T/plain.txt" || check_fail "the note does not say why: $(head -2 "$T/plain.txt")" ;;
+    *) grep -q "holds no batch.json" "$T/plain.txt" || check_fail "the note does not say why: $(head -2 "$T/plain.txt")" ;;
+  esac
+  [ -e "$dir/.ops_status.lock" ] && check_fail "a plain run locked $dir/.ops_status.lock"
+  only_run_dir "$T/plain" > /dev/null || check_fail "a plain run with leftover variables wrote no run"
+done
+cmp -s "$csv" "$T/status.before" || check_fail "a plain run rewrote a batch's ops_status.csv"
+
 cli_done

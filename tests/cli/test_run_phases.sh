@@ -71,6 +71,37 @@ assert c["peaks_cache"]["source"] == "measured", c["peaks_cache"]
 assert b["peaks_cache"]["path"] == a["peaks_cache"]["path"] == c["peaks_cache"]["path"]
 PY
 grep -q "peaks (cached" "$T/b.txt" || check_fail "the second run does not say its peaks were cached"
+# A damaged cache is ignored with one warning and measured again: a fifo (it hung the run), a link
+# to /dev/zero (memory without bound), absurd figures (1e-300 GB/s printed a % bw of 1e300).
+PC=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1] + "/run_identity.json"))["peaks_cache"]["path"])' "$(only_run_dir "$T/r2")")
+POLICY=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1] + "/run_identity.json"))["peaks_cache"]["policy"])' "$(only_run_dir "$T/r2")")
+cp "$PC" "$T/peaks.good"
+for damage in fifo zero absurd; do
+  rm -f "$PC"
+  case $damage in
+    fifo) mkfifo "$PC"; why="not a regular file" ;;
+    zero) ln -s /dev/zero "$PC"; why="not a regular file" ;;
+    absurd) python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+j[sys.argv[3]]["copy_gbps"] = 1e-300
+j[sys.argv[3]]["gemm_tflops"] = -5
+json.dump(j, open(sys.argv[2], "w"))' "$T/peaks.good" "$PC" "$POLICY"; why="copy_gbps=1e-300 is out of range" ;;
+  esac
+  rm -rf "$T/rd"
+  timeout -k 10 120 "$CAL" run add --shape 4096 "${FAST[@]}" --out "$T/rd" > "$T/d.txt" 2>&1 ||
+    check_fail "a run beside a $damage peaks cache: exit $?: $(tail -3 "$T/d.txt")"
+  [ "$(grep -c "WARNING: the peaks cache .* was ignored ($why" "$T/d.txt")" -eq 1 ] ||
+    check_fail "no one-line warning for a $damage peaks cache: $(grep -i peaks "$T/d.txt")"
+  python3 - "$(only_run_dir "$T/rd")" <<'PY' || check_fail "the peaks beside a $damage cache"
+import json, sys
+d = json.load(open(sys.argv[1] + "/run_identity.json"))
+assert d["peaks_cache"]["source"].startswith("measured"), d["peaks_cache"]
+assert 1e-3 < d["peaks"]["copy_gbps"] < 1e6, d["peaks"]
+PY
+done
+rm -f "$PC"
+cp "$T/peaks.good" "$PC"
 "$CAL" run add --peaks sometimes "${FAST[@]}" --out "$T/bad" > "$T/bad.txt" 2>&1
 [ $? -eq 2 ] || check_fail "--peaks sometimes is not refused with exit 2"
 grep -q "refresh" "$T/bad.txt" || check_fail "the refusal does not list refresh: $(cat "$T/bad.txt")"

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -100,6 +101,44 @@ class Results(unittest.TestCase):
             f.write(json.dumps({"type": "header", "schema": 7}) + "\n")
         with self.assertRaisesRegex(ResultsError, "schema 7 is newer"):
             read_run(header)
+
+    def test_a_line_too_deep_is_a_bad_line_and_an_identity_so_deep_is_refused(self):
+        # json's parser recursed out of the stack (RecursionError) past the reader's ValueError
+        d = write_run(self.t, "deep-20261201-101010", [case(), "[" * 100000, case("add")])
+        run = read_run(d)
+        self.assertEqual(len(run.cases), 2)
+        self.assertEqual(run.bad_lines, 1)
+        self.assertIn("nested too deeply", run.first_error)
+        with open(os.path.join(d, "run_identity.json"), "w") as f:
+            f.write("[" * 100000)
+        with self.assertRaisesRegex(ResultsError, "run_identity.json: cannot be read"):
+            read_run(d)
+
+    def test_an_identity_that_is_no_small_regular_file_is_refused(self):
+        d = write_run(self.t, "fifo-20261201-101010", [case()])
+        ident = os.path.join(d, "run_identity.json")
+        os.remove(ident)
+        os.mkfifo(ident)
+        done = []
+        reader = threading.Thread(target=lambda: done.append(self._refusal(d)), daemon=True)
+        reader.start()
+        reader.join(20)
+        if not done:
+            with open(ident, "w"):  # let the hung reader go
+                pass
+            self.fail("read_run hung on a fifo run_identity.json")
+        self.assertIn("not a regular file", done[0])
+        os.remove(ident)
+        with open(ident, "w") as f:
+            f.write(" " * ((16 << 20) + 1))
+        self.assertIn("larger than", self._refusal(d))
+
+    def _refusal(self, d):
+        try:
+            read_run(d)
+        except ResultsError as e:
+            return str(e)
+        return "read"
 
     def test_batches_and_ab_rounds(self):
         ab = os.path.join(self.t, "ab")

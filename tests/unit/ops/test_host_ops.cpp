@@ -363,6 +363,27 @@ TEST(HostMm, NonPositiveTilesAreRejected) {
   EXPECT_TRUE(w->check(1).passed);
 }
 
+// A tile side so large that the working-set product wraps 64 bits (a tampered tune.db): refused,
+// never run with packing buffers sized by the wrapped product (heap corruption).
+TEST(HostMm, TilesWhoseWorkingSetOverflowsAreRejected) {
+  auto op = find_host_op("mm");
+  auto dev = make_device();
+  for (DType t : {DType::f32, DType::f64}) {
+    auto w = op->setup(*dev, case_of(*op, t, {8, 8, 8}));
+    for (const char* text :
+         {"tm=4611686018427387904,tn=64,tk=64", "tm=4611686018427387904,tn=4,tk=4",
+          "tm=4,tn=4,tk=9223372036854775807", "tm=3037000500,tn=3037000500,tk=1"}) {
+      try {
+        w->prepare(1, *Config::parse(text));
+        ADD_FAILURE() << text << " was accepted";
+      } catch (const caliber::ConfigRejected& e) {
+        EXPECT_NE(std::string(e.what()).find("budget"), std::string::npos) << e.what();
+      }
+    }
+    EXPECT_TRUE(w->check(1).passed) << "the last accepted tiles stay in place";
+  }
+}
+
 TEST(HostMm, ColumnMajorBChangesTheResult) {
   // Same seed, same numbers in B, another layout: a kernel that ignored the variant would agree.
   auto op = find_host_op("mm");

@@ -34,6 +34,21 @@ TEST(OpsStatus, MissingColumnsAreRefused) {
   EXPECT_THROW((void)parse_ops_status_csv(""), std::runtime_error);
 }
 
+// A quote still open at the end swallowed every later row into one field: the file read as the
+// rows before it, and a resume's rewrite lost the others. It does not parse.
+TEST(OpsStatus, AnUnclosedQuoteIsRefused) {
+  const std::string text = "op,status,reason\nadd,ok,\"never closed\nmm,failed,x\nsum,crashed,y\n";
+  try {
+    (void)parse_ops_status_csv(text);
+    ADD_FAILURE() << "an unclosed quote was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("opened on line 2 is never closed"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((void)parse_csv("a,\"b"), std::runtime_error);
+  EXPECT_EQ(parse_csv("a,\"b\"\"c\"\n").at(0).at(1), "b\"c");  // a closed quote still reads
+}
+
 TEST(OpsStatus, EveryStatusWordReadsBack) {
   // Every status word caliber writes reads back as itself; any other word (a hand-edited file) as
   // pending, which resume runs again as it runs every status but ok.

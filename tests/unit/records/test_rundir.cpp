@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,6 +132,35 @@ TEST(RunDir, WriteFileAtomic) {
   // No temporary is left behind.
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator{}), 1);
   EXPECT_THROW(write_file_atomic(dir.path() / "missing" / "x", "y"), std::runtime_error);
+}
+
+// A data file read back: never a fifo (it hung the reader), a device (/dev/zero grew memory
+// without bound), or a file over its ceiling; a symbolic link only where links are followed.
+TEST(RunDir, ReadDataFileRefusesWhatIsNoSmallRegularFile) {
+  TempDir dir;
+  const auto f = dir.path() / "batch.json";
+  { std::ofstream(f) << "{}"; }
+  EXPECT_EQ(read_data_file(f, 16), "{}");
+  const auto why = [](const fs::path& p, std::uintmax_t max, Links links = Links::follow) {
+    try {
+      (void)read_data_file(p, max, links);
+    } catch (const DataFileError& e) {
+      EXPECT_NE(std::string(e.what()).find(p.string()), std::string::npos) << e.what();
+      return e.why();
+    }
+    return std::string("read");
+  };
+  EXPECT_EQ(why(f, 1), "larger than 1 bytes (2 bytes)");
+  EXPECT_EQ(why(dir.path() / "none", 16), "it does not exist");
+  const auto fifo = dir.path() / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(why(fifo, 16), "not a regular file (a fifo, device or socket)");
+  EXPECT_EQ(why("/dev/zero", 16), "not a regular file (a fifo, device or socket)");
+  EXPECT_EQ(why(dir.path(), 16), "not a regular file (a directory)");
+  const auto link = dir.path() / "link";
+  fs::create_symlink(f, link);
+  EXPECT_EQ(why(link, 16), "read");
+  EXPECT_NE(why(link, 16, Links::refuse).find("symbolic link"), std::string::npos);
 }
 
 TEST(RunDir, Iso8601Utc) {

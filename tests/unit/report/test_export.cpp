@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "report/export.hpp"
 #include "unit/report/fixtures.hpp"
@@ -131,6 +132,28 @@ TEST(Export, CsvIsOneTableAndJsonKeepsTypes) {
   EXPECT_TRUE(j[0]["samples"].is_number_integer());
   EXPECT_TRUE(j[0]["latency_ms"].is_number_float());
   EXPECT_TRUE(j[1]["converged"].is_null());
+}
+
+// The gbench text is written entry by entry (a run of many samples is never one document in
+// memory), and is still byte for byte the document's dump(2): what export printed before.
+TEST(Export, GoogleBenchmarkTextIsTheDocumentsDump) {
+  TempDir t;
+  RowSpec failed;
+  failed.op = "sum";
+  failed.status = "failed";
+  json frow = make_row(failed);
+  frow.erase("providers");
+  const auto dir = write_run(t.path(), "mm-20261130-101010", {two_provider_row(), frow});
+  const auto empty = write_run(t.path(), "mm-20261130-101011", {});
+  for (const auto& runs : {load_runs({dir}), load_runs({empty}), load_runs({dir, empty})}) {
+    std::ostringstream text;
+    write_export_gbench(text, runs);
+    const json doc = json::parse(text.str());
+    EXPECT_EQ(text.str(), doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  }
+  std::ostringstream none;
+  write_export_gbench(none, load_runs({empty}));
+  EXPECT_NE(none.str().find("\"benchmarks\": [],"), std::string::npos) << none.str();
 }
 
 TEST(Export, GoogleBenchmarkShape) {

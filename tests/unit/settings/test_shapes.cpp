@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 
 #include "settings/shapes.hpp"
@@ -205,6 +206,46 @@ TEST(Shapes, BadFilesRefused) {
   EXPECT_NE(error_of("ops: {[mm]: [[1]]}").find("plain name"), std::string::npos);
   EXPECT_NE(error_of("- [1, 2]").find("must be a map"), std::string::npos);
   EXPECT_EQ(error_of("families: {pointwise: [[64, 64]]}"), "");
+}
+
+// One list used through a YAML alias many times expands every time: past kMaxShapesPerFile
+// shapes in all (an include's lists count too) the file is refused before the next list is
+// expanded, however many aliases follow (2000 aliases of 100000 shapes took 284 s and 11 GB).
+TEST(Shapes, AliasBombIsRefusedByTheTotal) {
+  std::string big = "ops:\n  big: &L [";
+  for (int i = 1; i <= 100000; ++i) big += (i > 1 ? ",[" : "[") + std::to_string(i) + "]";
+  big += "]\n";
+  std::string bomb = big;
+  for (int i = 0; i < 2000; ++i) bomb += "  op" + std::to_string(i) + ": *L\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string e = error_of(bomb);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_NE(e.find("op op9: its 100000 shapes take the shape file past 1000000 shapes in all"),
+            std::string::npos)
+      << e.substr(0, 300);
+  EXPECT_NE(e.find("bad.yaml:"), std::string::npos) << e.substr(0, 300);
+  EXPECT_LT(s, 60.0) << "the refusal comes before the aliases are all expanded";
+  // Nine uses of the list (900000 shapes) are within the ceiling.
+  std::string nine = big;
+  for (int i = 0; i < 9; ++i) nine += "  op" + std::to_string(i) + ": *L\n";
+  EXPECT_EQ(error_of(nine), "");
+
+  // An included file's lists count toward the including file's total.
+  TempDir dir;
+  std::string inc = "families:\n  f0: &L [";
+  for (int i = 1; i <= 100000; ++i) inc += (i > 1 ? ",[" : "[") + std::to_string(i) + "]";
+  inc += "]\nops:\n";
+  for (int i = 0; i < 5; ++i) inc += "  x" + std::to_string(i) + ": *L\n";
+  write(dir.path() / "inc.yaml", inc);
+  write(dir.path() / "top.yaml", "ops:\n" + big.substr(5) +
+                                     "comprehensive:\n  include: [inc.yaml]\n" +
+                                     "  ops: {a: *L, b: *L, c: *L, d: *L}\n");
+  try {
+    (void)ShapeSet::load(dir.path() / "top.yaml");
+    ADD_FAILURE() << "11 lists of 100000 shapes across two files were accepted";
+  } catch (const ShapeError& e2) {
+    EXPECT_NE(std::string(e2.what()).find("1000000 shapes in all"), std::string::npos) << e2.what();
+  }
 }
 
 TEST(Shapes, IncludesResolveRelativeAndReportTheirErrors) {

@@ -468,6 +468,37 @@ struct ExternalSweeper {
   }
 };
 
+// A record whose parameter names fit but whose values are none of the op's configs (a tampered
+// tune.db: block=2^62) is never handed to the op: the default runs and a warning says why. A
+// provider that sweeps itself keeps the names-only check (its configs are its own).
+TEST(TuneTuner, ReplayOfAValueOutsideTheSpaceRunsTheDefault) {
+  TempDir dir;
+  const auto file = dir.path() / "tune.db";
+  const auto k = key_for("mm", "M=4096,N=4096");
+  const Config tampered = cfg(std::int64_t{1} << 62);
+  {
+    std::vector<std::string> w;
+    auto c = ConfigCache::open(file, ConfigCache::Access::read_write, w);
+    ASSERT_TRUE(c->store(k, {tampered, 1.0, {}, 0})) << c->last_error();
+  }
+  Tuner rep(make_settings(Mode::replay, {}, {}, file));
+  CountingTimer timer;
+  auto s = rep.select(k, space4(), timer.fn());
+  EXPECT_EQ(timer.calls, 0);
+  EXPECT_EQ(s.source, "replay-missing");
+  EXPECT_EQ(s.config, cfg(128));
+  EXPECT_NE(s.note.find("is not one of the op's 4 configs"), std::string::npos) << s.note;
+  EXPECT_NE(s.note.find("block=4611686018427387904"), std::string::npos) << s.note;
+  EXPECT_EQ(rep.take_warnings().size(), 1u);
+  EXPECT_EQ(rep.replay_missing(), 1);
+
+  ExternalSweeper ext;
+  auto e = rep.select_external(k, space4(), ext.fn());
+  EXPECT_EQ(e.source, "replay") << e.note;
+  EXPECT_EQ(e.config, tampered);
+  EXPECT_EQ(ext.calls, 0);
+}
+
 TEST(TuneTuner, ExternalSweepUnderTheCacheRules) {
   TempDir dir;
   const auto file = dir.path() / "tune.db";
