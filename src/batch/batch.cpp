@@ -332,6 +332,14 @@ std::optional<BatchChildEnv> batch_child_env(std::string* warning) {
   return env;
 }
 
+void drop_untrusted_batch_env(std::ostream& err) {
+  std::string warning;
+  if (batch_child_env(&warning)) return;
+  if (!warning.empty()) err << "caliber: " << warning << "\n";
+  for (const char* v : {"CALIBER_BATCH_DIR", "CALIBER_BATCH_PARENT", "CALIBER_BATCH_OP"})
+    ::unsetenv(v);
+}
+
 void watch_batch_parent() {
   std::string warning;
   const auto env = batch_child_env(&warning);

@@ -174,6 +174,10 @@ struct BatchChildEnv {
   std::string dir, parent, op;
 };
 [[nodiscard]] std::optional<BatchChildEnv> batch_child_env(std::string* warning = nullptr);
+// At the start of every command: batch variables that are not trusted (batch_child_env) are
+// said once and removed from the environment, so that no process this one starts (a Python
+// run's interpreter, whose temporary folders would go to CALIBER_BATCH_DIR) takes them up.
+void drop_untrusted_batch_env(std::ostream& err);
 
 // Thrown for bad usage before any child starts (exit code 2): the one usage error.
 using BatchUsageError = core::UsageError;

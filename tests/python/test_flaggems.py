@@ -407,6 +407,18 @@ class Knobs(unittest.TestCase):
         with open(os.path.join(one_run(out)[0], "shapes.yaml")) as f:
             self.assertIn('overlay: "%s"' % mine, f.read())
 
+    def test_leftover_batch_variables_reach_no_interpreter(self):
+        """CALIBER_BATCH_* left in a shell (no batch.json in the folder, another parent): said
+        once, and the interpreter never sees them: its temporary folders stay out of the folder."""
+        folder = tmpdir()
+        out = tmpdir()
+        rc, so, se = run("add", "--out", out, extra_env={
+            "CALIBER_BATCH_DIR": folder, "CALIBER_BATCH_PARENT": "1", "CALIBER_BATCH_OP": "add"})
+        self.assertEqual(rc, 0, so + se)
+        self.assertEqual((so + se).count("were ignored"), 1, so + se)
+        self.assertEqual(os.listdir(folder), [])  # no staging/ there
+        self.assertEqual(len(run_dirs(out)), 1)
+
     def test_musa_compat_drops_the_exact_guard_on_mthreads_only(self):
         out = tmpdir()
         rc, so, se = run("fft", "fft_other", "--out", out, extra_env={"GEMS_VENDOR": "mthreads"})
