@@ -101,6 +101,23 @@ py() {
   python3 -c "$code" "$@"
 }
 
+# many_samples RUN_LOG SEED: gives every provider of the run.log's case rows 100000 samples
+# (1.0 to 1.01 ms, random from SEED), for the checks that a reader stays fast and small on them.
+many_samples() {
+  python3 - "$1" "$2" << 'PY'
+import json, random, sys
+random.seed(int(sys.argv[2]))
+out = []
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("type") == "case":
+        for prov in r.get("providers", []):
+            prov["samples_ms"] = [1.0 + random.random() * 0.01 for _ in range(100000)]
+    out.append(json.dumps(r))
+open(sys.argv[1], "w").write("\n".join(out) + "\n")
+PY
+}
+
 # expect_refused LABEL WORDS -- COMMAND...: COMMAND must exit 2 with a one-line message on stderr
 # that contains every word of WORDS (space separated), print nothing on stdout, and leave no
 # $T/refused-out behind (pass --out "$T/refused-out" in COMMAND). REFUSED_LINES=any allows a
