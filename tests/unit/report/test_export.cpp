@@ -134,16 +134,23 @@ TEST(Export, CsvIsOneTableAndJsonKeepsTypes) {
   EXPECT_TRUE(j[1]["converged"].is_null());
 }
 
-// The gbench text is written entry by entry (a run of many samples is never one document in
-// memory), and is still byte for byte the document's dump(2): what export printed before.
-TEST(Export, GoogleBenchmarkTextIsTheDocumentsDump) {
-  TempDir t;
+namespace {
+// A run of two rows: two_provider_row's, and a failed sum row without providers.
+std::filesystem::path ok_and_failed_run(const TempDir& t) {
   RowSpec failed;
   failed.op = "sum";
   failed.status = "failed";
   json frow = make_row(failed);
   frow.erase("providers");
-  const auto dir = write_run(t.path(), "mm-20261130-101010", {two_provider_row(), frow});
+  return write_run(t.path(), "mm-20261130-101010", {two_provider_row(), frow});
+}
+}  // namespace
+
+// The gbench text is written entry by entry (a run of many samples is never one document in
+// memory), and is still byte for byte the document's dump(2): what export printed before.
+TEST(Export, GoogleBenchmarkTextIsTheDocumentsDump) {
+  TempDir t;
+  const auto dir = ok_and_failed_run(t);
   const auto empty = write_run(t.path(), "mm-20261130-101011", {});
   for (const auto& runs : {load_runs({dir}), load_runs({empty}), load_runs({dir, empty})}) {
     std::ostringstream text;
@@ -158,12 +165,7 @@ TEST(Export, GoogleBenchmarkTextIsTheDocumentsDump) {
 
 TEST(Export, GoogleBenchmarkShape) {
   TempDir t;
-  RowSpec failed;
-  failed.op = "sum";
-  failed.status = "failed";
-  json frow = make_row(failed);
-  frow.erase("providers");
-  const auto dir = write_run(t.path(), "mm-20261130-101010", {two_provider_row(), frow});
+  const auto dir = ok_and_failed_run(t);
   const json g = render_export_gbench(load_runs({dir}));
   ASSERT_TRUE(g["context"].is_object());
   ASSERT_TRUE(g["benchmarks"].is_array());
