@@ -54,9 +54,10 @@ def replay_db(replay_from):
     else:
         path = replay_from
     if not os.path.isfile(path):
-        raise TuneError("--replay-from (REPLAY_FROM): '%s' holds no %s; allowed: the run "
-                        "directory of a --flaggems run made with --tune record (a live run "
-                        "tunes into LibTuner's own database, not the run's), or that file" % (replay_from, DB_FILE))
+        what = "holds no %s" % DB_FILE if os.path.exists(replay_from) else "does not exist"
+        raise TuneError("--replay-from (REPLAY_FROM): '%s' %s; allowed: the run directory of a "
+                        "--flaggems run made with --tune record (a live run tunes into LibTuner's "
+                        "own database, not the run's), or that file" % (replay_from, what))
     try:
         with sqlite3.connect("file:%s?mode=ro" % path, uri=True) as con:
             con.execute("SELECT count(*) FROM sqlite_master").fetchone()

@@ -176,6 +176,11 @@ class TuneThroughFlagGems(unittest.TestCase):
         self.assertEqual(rc, 2, se)
         self.assertIn("--replay-from (REPLAY_FROM): '%s' holds no flaggems_tune.db" % empty, se)
         self.assertFalse(os.path.exists(self.out("x")) and os.listdir(self.out("x")))
+        gone = os.path.join(empty, "gone")
+        rc, so, se = run("--tune", "replay", "--replay-from", gone, "--out", self.out("x"),
+                         extra_env=self.base_env)
+        self.assertEqual(rc, 2, se)
+        self.assertIn("--replay-from (REPLAY_FROM): '%s' does not exist" % gone, se)
         rc, so, se = run("--parallel-warmup", "2", "--out", self.out("y"), extra_env=self.base_env)
         self.assertEqual(rc, 2, se)
         self.assertIn("--parallel-warmup (PARALLEL_WARMUP_GPUS): '2'", se)
