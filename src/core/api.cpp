@@ -178,9 +178,14 @@ std::optional<Config> Config::parse(std::string_view s) {
     auto num = item.substr(eq + 1);
     auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
     if (ec != std::errc() || p != num.data() + num.size()) return std::nullopt;
-    c.values.emplace_back(std::string(item.substr(0, eq)), v);
+    const std::string name(item.substr(0, eq));
+    // One value a parameter: a text naming it twice (tm=16,tm=0) says two configs at once.
+    for (const auto& [n, value] : c.values)
+      if (n == name) return std::nullopt;
+    c.values.emplace_back(name, v);
     if (comma == std::string_view::npos) break;
     s.remove_prefix(comma + 1);
+    if (s.empty()) return std::nullopt;  // a trailing comma: a parameter missing
   }
   return c;
 }

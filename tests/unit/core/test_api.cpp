@@ -130,7 +130,9 @@ TEST(Config, EmptyConfig) {
 }
 
 TEST(Config, MalformedTextIsRefused) {
-  for (const char* s : {"block", "=4", "block=", "block=x", "block=4x", "block=4,,vec=2", "a=1=2"})
+  // a parameter twice (which value?) and a trailing comma (a parameter missing) too
+  for (const char* s : {"block", "=4", "block=", "block=x", "block=4x", "block=4,,vec=2", "a=1=2",
+                        "block=4,block=0", "block=4,"})
     EXPECT_FALSE(Config::parse(s).has_value()) << s;
 }
 
