@@ -67,9 +67,15 @@ bool numeric(const Cell& c) {
   return c.value.is_number() || c.value.is_null();  // "-" or "n=1": a number that is not there
 }
 
+// A cell's text in a Markdown table: '|' would end the cell, and '<' open an HTML element where
+// the Markdown is rendered (an op name or commit text is not ours to trust).
 std::string md_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
+    if (c == '<') {
+      out += "&lt;";
+      continue;
+    }
     if (c == '|') out += '\\';
     out += c;
   }

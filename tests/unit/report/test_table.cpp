@@ -15,6 +15,20 @@ TEST(Table, CsvQuotesFieldsThatNeedIt) {
   EXPECT_EQ(render_csv(r), "name,value\n\"a,b\",1.5\n\"say \"\"hi\"\"\",\n");
 }
 
+// A Markdown cell keeps its table ('|' escaped) and opens no HTML element where it is rendered
+// (an op name or a commit text is not ours to trust).
+TEST(Table, MarkdownCellsEscapeBarsAndTags) {
+  Report r;
+  Table t;
+  t.id = "x";
+  t.columns = {"op"};
+  t.rows.push_back({text_cell("<script>a|b</script>")});
+  r.tables.push_back(t);
+  const std::string md = render_markdown(r);
+  EXPECT_NE(md.find("| &lt;script>a\\|b&lt;/script> |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("<script>"), std::string::npos) << md;
+}
+
 TEST(Table, TextAlignsColumns) {
   Report r;
   Table t;
