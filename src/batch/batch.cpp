@@ -531,7 +531,9 @@ void apply_stored_settings(const nlohmann::json& cfg, BatchOptions& opt) {
       opt.timeout_for.push_back(op + "=" + nlohmann::json(seconds.get<double>()).dump());
   if (opt.scheduler.empty()) opt.scheduler = cfg.value("scheduler", std::string());
   if (const auto n = cfg.find("ops_per_child"); !opt.ops_per_child && n != cfg.end())
-    opt.ops_per_child = std::to_string(n->get<int>());
+    // A whole number as written, which resolve_ops_per_child checks (get<int> wrapped 2^40 to
+    // 0); another type throws the type error the catch below names.
+    opt.ops_per_child = n->is_number_integer() ? n->dump() : std::to_string(n->get<int>());
   if (const auto s = cfg.find("slurm"); s != cfg.end() && s->is_object()) {
     auto& so = opt.slurm;
     if (so.partition.empty()) so.partition = s->value("partition", std::string());

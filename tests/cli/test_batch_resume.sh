@@ -61,6 +61,14 @@ done
 rm -f "$B/batch.json"
 cp "$T/batch.json.good" "$B/batch.json"
 
+# An ops_per_child past int is named as written (it wrapped to 0 and was refused as '0').
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); j["ops_per_child"]=2**40; json.dump(j,open(sys.argv[1],"w"))' "$B/batch.json"
+"$CAL" batch --resume "$B" > "$T/out3.txt" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] || fail "resume with ops_per_child 2^40 exit $rc: $(tail -3 "$T/out3.txt")"
+grep -q "'1099511627776' is not allowed" "$T/out3.txt" || fail "ops_per_child 2^40 not named as written: $(cat "$T/out3.txt")"
+cp "$T/batch.json.good" "$B/batch.json"
+
 # An ops_status.csv whose quote is never closed is refused (exit 2) and kept as it is: it was read
 # as the one row before the quote, and the rewrite lost every op after it.
 cp "$B/ops_status.csv" "$T/ops_status.good"
