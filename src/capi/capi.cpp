@@ -19,6 +19,7 @@
 #include "capi/host_device.hpp"
 #include "capi/host_op.hpp"
 #include "cli/commands.hpp"
+#include "core/torch_dtypes.hpp"
 #include "proc/process.hpp"
 #include "records/identity.hpp"
 #include "records/markers.hpp"
@@ -385,6 +386,8 @@ CALIBER_C_EXPORT int caliber_c_settings(char* reply, int64_t cap) {
     names[b->name()] = b->name();
     for (const auto& alias : b->aliases()) names[alias] = b->name();
   }
+  json& dtypes = j["torch_dtypes"] = json::object();  // caliber's dtype name -> torch's
+  for (const auto& [ours, torch] : core::kTorchDtypes) dtypes[std::string(ours)] = torch;
   const std::string text = j.dump();
   if (static_cast<int64_t>(text.size()) >= cap) return 2;
   put(reply, cap, text);

@@ -10,6 +10,7 @@
 
 #include "report/export.hpp"
 
+#include "core/torch_dtypes.hpp"
 #include "records/runlog.hpp"
 
 namespace caliber::report {
@@ -18,13 +19,6 @@ using nlohmann::json;
 using ordered = nlohmann::ordered_json;  // FlagGems' field order, for a reader who diffs the two
 
 namespace {
-
-// caliber's dtype names as torch prints its dtypes, which FlagGems writes. A FlagGems run's rows
-// carry torch's own text (the row's "flaggems" object), so only the built-in corpus needs these.
-constexpr std::pair<std::string_view, std::string_view> kTorchNames[] = {
-    {"f32", "torch.float32"},  {"f16", "torch.float16"}, {"bf16", "torch.bfloat16"},
-    {"f64", "torch.float64"},  {"i32", "torch.int32"},   {"i64", "torch.int64"},
-    {"c64", "torch.complex64"}};
 
 // The dtypes FlagGems' summary_for_plot gives a column of its own; it shows any other in its
 // float16 column.
@@ -38,9 +32,11 @@ bool summary_has_column(const std::string& torch_dtype) {
 std::string torch_dtype(const core::CaseRow& row) {
   const json& own = json_member(json_member(row.extra, "flaggems"), "dtype");
   if (own.is_string()) return own.get<std::string>();
+  // caliber's dtype names as torch prints its dtypes, which FlagGems writes. A FlagGems run's
+  // rows carry torch's own text (the row's "flaggems" object), so only the corpus needs these.
   const std::string d = row.dtype.value_or("");
-  for (const auto& [ours, torch] : kTorchNames)
-    if (d == ours) return std::string(torch);
+  for (const auto& [ours, torch] : core::kTorchDtypes)
+    if (d == ours) return "torch." + std::string(torch);
   return d;
 }
 

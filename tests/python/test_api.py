@@ -21,6 +21,16 @@ def work():
     return s
 
 
+class DtypeNames(unittest.TestCase):
+    def test_the_python_table_is_the_librarys(self):
+        """caliber/_dtypes.py stays importable without the library (scripts read FlagGems'
+        records with it from the source tree), so it holds a copy of the library's table: the
+        same pairs, both ways."""
+        from caliber import _dtypes, _lib
+        ours = {caliber_name: torch for torch, caliber_name in _dtypes.DTYPES.items()}
+        self.assertEqual(ours, _lib.settings()["torch_dtypes"])
+
+
 class BenchApi(unittest.TestCase):
     def test_bench_returns_ms_like_do_bench(self):
         ms = caliber.bench(work, **FAST)
