@@ -319,7 +319,8 @@ TEST(Compare, ASideQuotesItsRunsOwnLatency) {
   ra["providers"][0]["samples_total"] = 1000;
   const auto a = write_run(t.path(), "a-20261129-101010", {ra});
   const auto b = write_run(t.path(), "b-20261129-101010", {rb});
-  const auto* p = find_pair(compare_dirs({a}, {b}), "add", "1");
+  const auto r = compare_dirs({a}, {b});
+  const auto* p = find_pair(r, "add", "1");
   ASSERT_NE(p, nullptr);
   EXPECT_DOUBLE_EQ(p->median_a, 1.03);
   EXPECT_DOUBLE_EQ(p->median_b, rb["providers"][0]["latency_ms"].get<double>());
@@ -333,7 +334,8 @@ TEST(Compare, ASideQuotesItsRunsOwnLatency) {
     row["providers"][0]["latency_ms"] = 1.0 + 0.01 * round;
     as.push_back(write_run(t.path(), "A-" + std::to_string(round) + "-20261129-101010", {row}));
   }
-  const auto* q = find_pair(compare_dirs(as, {b}), "add", "1");
+  const auto rq = compare_dirs(as, {b});
+  const auto* q = find_pair(rq, "add", "1");
   ASSERT_NE(q, nullptr);
   EXPECT_DOUBLE_EQ(q->median_a, 1.02);
 }
