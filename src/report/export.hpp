@@ -72,7 +72,7 @@ struct ExportResult {
       out << text;
   }
 };
-// FlagGems' `--record log` lines: "[INFO] {json}" per (op, dtype) run of consecutive rows, the
+// FlagGems' `--record log` lines: "[INFO] {json}" per (op, dtype) of a run, first-seen order, the
 // fields FlagGems' BenchmarkResult and BenchmarkMetrics write (op_name, dtype as torch prints it,
 // mode, level; per input shape_detail, latency_base, latency, gbps_base, gbps, speedup, tflops,
 // error_msg), so FlagGems' summary_for_plot.py reads a caliber run. A FlagGems run's rows keep
