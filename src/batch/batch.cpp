@@ -265,15 +265,18 @@ double apply_child_run(OpStatusRow& row, const ChildRun& run, bool own_rows_only
   return wall_s;
 }
 
-void read_child_results(OpStatusRow& row, const std::optional<fs::path>& run_dir) {
-  if (run_dir) (void)apply_child_run(row, read_child_run(*run_dir), false);
+bool read_child_results(OpStatusRow& row, const std::optional<fs::path>& run_dir) {
+  if (!run_dir) return false;
+  const ChildRun run = read_child_run(*run_dir);
+  (void)apply_child_run(row, run, false);
+  return run.finished();
 }
 
-void add_log_tail(OpStatusRow& row, const std::optional<fs::path>& run_dir, const fs::path& log) {
+void add_log_tail(OpStatusRow& row, bool run_finished, const fs::path& log) {
   if (row.status != core::OpStatus::crashed && row.status != core::OpStatus::failed &&
       row.status != core::OpStatus::timeout)
     return;
-  if (run_dir && read_child_run(*run_dir).finished()) return;
+  if (run_finished) return;
   const std::string tail = last_log_line(log);
   if (!tail.empty() && row.reason.find(tail) == std::string::npos) row.reason += "; log: " + tail;
 }

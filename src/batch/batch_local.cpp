@@ -196,8 +196,7 @@ class LocalRun {
     row.reason = c.reason;
     row.duration_s = e.status.duration_s;
     const auto run_dir = find_child_run_dir(ctx_.batch_dir, job.name, job.before);
-    read_child_results(row, run_dir);
-    add_log_tail(row, run_dir, job.log);
+    add_log_tail(row, read_child_results(row, run_dir), job.log);
     done_seconds_ += e.status.duration_s;
     finished(row, "device " + std::to_string(job.device));
   }

@@ -438,7 +438,7 @@ class SlurmRun {
     row.reason = m.reason;
     row.duration_s = rec && rec->duration_s >= 0 ? rec->duration_s : std::max(0.0, st.run_s);
     const auto run_dir = find_child_run_dir(batch_dir_, row.op, before_[i]);
-    read_child_results(row, run_dir);
+    const bool finished = read_child_results(row, run_dir);
     const std::string node = !st.node.empty() ? st.node : rec ? rec->node : "";
     row.device = node;
     if (run_dir) {
@@ -452,7 +452,7 @@ class SlurmRun {
       } catch (const std::exception&) {
       }
     }
-    add_log_tail(row, run_dir, batch_dir_ / "logs" / (row.op + ".log"));
+    add_log_tail(row, finished, batch_dir_ / "logs" / (row.op + ".log"));
     done_[task] = true;
     ++n_done_;
     if (row.status != core::OpStatus::ok && row.status != core::OpStatus::skipped) ++not_ok_;

@@ -70,13 +70,13 @@ struct ChildRun {
 // other ops' rows too; only the rows batch_op_of gives to row.op count, and they alone decide
 // between ok, failed (a failed case or check) and skipped.
 double apply_child_run(OpStatusRow& row, const ChildRun& run, bool own_rows_only);
-// The same for an op's own run directory, read here (nothing when there is none).
-void read_child_results(OpStatusRow& row, const std::optional<std::filesystem::path>& run_dir);
+// The same for an op's own run directory, read here (nothing when there is none); whether that
+// run finished (its footer written).
+bool read_child_results(OpStatusRow& row, const std::optional<std::filesystem::path>& run_dir);
 // Ends a failed, crashed or timed-out row's reason with the last line of its child's log (the
 // error it died with), unless its run finished: a finished run's rows named the failure, and its
 // log ends in the closing table and time split, which say nothing of why.
-void add_log_tail(OpStatusRow& row, const std::optional<std::filesystem::path>& run_dir,
-                  const std::filesystem::path& log);
+void add_log_tail(OpStatusRow& row, bool run_finished, const std::filesystem::path& log);
 // The last non-empty line of a log (usually the error an op died with), on one line.
 [[nodiscard]] std::string last_log_line(const std::filesystem::path& log);
 [[nodiscard]] std::string format_duration(double s);
