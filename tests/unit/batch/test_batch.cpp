@@ -23,7 +23,9 @@ namespace {
 
 // Stands in for `caliber run OP --out DIR --name OP ...`: claims DIR/OP-<stamp>[-N], writes an
 // identity and two case rows, then behaves as the op's name says. A file "<DIR>/<op>.fixed" makes
-// the next attempt succeed (resume tests).
+// the next attempt succeed (resume tests). `jam` waits for the batch's own "running" rewrite of
+// ops_status.csv before it plants a directory there (else that rewrite could land after the
+// plant's rm and before its mkdir, and the plant fail).
 const char* kFakeCaliber = R"SH(#!/bin/sh
 [ "$1" = run ] || exit 2
 op=$2; shift 2
@@ -41,7 +43,9 @@ case "$op" in
   hang*) sleep 60 & wait ;;
   fail*) echo "{\"type\":\"case\",\"op\":\"$op\",\"dtype\":\"f32\",\"shape\":\"3\",\"status\":\"failed\",\"node\":\"$op[f32-3]\",\"error\":\"made to fail\"}" >> "$dir/run.log"; exit 1 ;;
   slow*) sleep 1 ;;
-  jam*) rm -f "$out/ops_status.csv"; mkdir "$out/ops_status.csv" ;;
+  jam*) i=0; until grep -q running "$out/ops_status.csv" 2>/dev/null || [ $i -ge 400 ]; do
+          sleep 0.05; i=$((i+1)); done
+        rm -f "$out/ops_status.csv"; mkdir "$out/ops_status.csv" ;;
   unjam*) rmdir "$out/ops_status.csv" ;;
 esac
 echo '{"type":"footer"}' >> "$dir/run.log"
