@@ -65,6 +65,37 @@ std::map<std::string, OpStatusRow> by_op(const std::vector<OpStatusRow>& rows) {
   return m;
 }
 
+// The batch directory claimed under `out`, or "" while there is none yet.
+fs::path batch_dir_under(const fs::path& out) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(out, ec))
+    if (e.path().filename().string().rfind("batch-", 0) == 0) return e.path();
+  return {};
+}
+
+// The case rows in the run.log of `op`'s run directory in `batch` (0 while it has none).
+int case_rows(const fs::path& batch, const std::string& op) {
+  int n = 0;
+  for (const auto& d : run_dirs_of(batch, op)) {
+    std::ifstream log(d / "run.log");
+    for (std::string line; std::getline(log, line);)
+      n += line.find("\"type\":\"case\"") != std::string::npos;
+  }
+  return n;
+}
+
+// Polls `done` until it holds or a generous 60 s have passed (what a loaded host may need);
+// whether it held.
+template <class Pred>
+bool eventually(Pred done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
 BatchOptions options(const TempDir& t) {
   BatchOptions o;
   o.self_exe = write_fake(t.path());
@@ -191,8 +222,20 @@ TEST(Batch, InterruptTerminatesChildrenAndMarksTheRest) {
   o.ops = {"good", "hang1", "hang2", "later1", "later2"};
   ::setenv("CALIBER_CPU_DEVICES", "2", 1);
   o.devices = {0, 1};
-  std::thread killer([] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // SIGINT once `good` has finished and both hangs run with their rows written (a fixed 1.5 s
+  // lost that race on a loaded host: `good` was still running, hang1 had no rows yet).
+  bool ready = false;
+  std::thread killer([&] {
+    ready = eventually([&] {
+      const fs::path b = batch_dir_under(o.out);
+      if (b.empty() || case_rows(b, "hang1") < 2 || case_rows(b, "hang2") < 2) return false;
+      try {
+        const auto s = by_op(read_ops_status(b));
+        return s.count("good") > 0 && s.at("good").status == caliber::core::OpStatus::ok;
+      } catch (const std::exception&) {
+        return false;  // not written yet
+      }
+    });
     ::kill(::getpid(), SIGINT);
   });
   std::ostringstream out, err;
@@ -204,6 +247,7 @@ TEST(Batch, InterruptTerminatesChildrenAndMarksTheRest) {
     throw;
   }
   killer.join();
+  EXPECT_TRUE(ready) << "good never finished, or a hang never wrote its rows: " << out.str();
   EXPECT_EQ(res.exit_code, 128 + SIGINT);
   const auto s = by_op(read_ops_status(res.batch_dir));
   EXPECT_EQ(s.at("good").status, caliber::core::OpStatus::ok);
