@@ -86,17 +86,30 @@ assert names == ["notes"], names' "$aside" || check_fail "the set-aside database
   --out "$T/batch" > "$T/batch.txt" 2>&1 &
 bpid=$!
 child=""
-for _ in $(seq 1 100); do
+for _ in $(seq 1 600); do
   child=$(ps -o pid= --ppid "$bpid" 2> /dev/null | tr -d ' ' | head -1)
   [ -n "$child" ] && grep -q ',running,' "$T"/batch/batch-*/ops_status.csv 2> /dev/null && break
   sleep 0.1
 done
 [ -n "$child" ] || fatal "the batch started no child: $(cat "$T/batch.txt")"
-sleep 0.5
+# The child records the batch's death from its SIGTERM handler: kill the batch once the child
+# catches SIGTERM (SigCgt bit 15), not after a fixed 0.5 s that a slow start (ASan, a loaded host)
+# outlasts, when PR_SET_PDEATHSIG's SIGTERM would end it before it could write anything.
+catches_term() { py 'import sys
+for line in open("/proc/%s/status" % sys.argv[1]):
+    if line.startswith("SigCgt:"):
+        sys.exit(0 if int(line.split()[1], 16) >> 14 & 1 else 1)
+sys.exit(1)' "$1" 2> /dev/null; }
+for _ in $(seq 1 600); do
+  child=$(ps -o pid= --ppid "$bpid" 2> /dev/null | tr -d ' ' | head -1)
+  [ -n "$child" ] && catches_term "$child" && break
+  sleep 0.1
+done
+catches_term "$child" || fatal "the batch's child $child never caught SIGTERM"
 kill -9 "$bpid"
 wait "$bpid" 2> /dev/null
 gone=0
-for _ in $(seq 1 100); do
+for _ in $(seq 1 600); do
   if ! kill -0 "$child" 2> /dev/null; then gone=1; break; fi
   sleep 0.1
 done
