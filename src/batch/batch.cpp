@@ -343,11 +343,25 @@ void drop_untrusted_batch_env(std::ostream& err) {
     ::unsetenv(v);
 }
 
+namespace {
+// The batch starts its children with SIGTERM blocked (SpawnSpec::hold_sigterm); a pending one is
+// delivered here, to the handler when there is one.
+void release_sigterm() {
+  sigset_t term;
+  ::sigemptyset(&term);
+  ::sigaddset(&term, SIGTERM);
+  ::pthread_sigmask(SIG_UNBLOCK, &term, nullptr);
+}
+}  // namespace
+
 void watch_batch_parent() {
   std::string warning;
   const auto env = batch_child_env(&warning);
   if (!warning.empty()) std::cerr << "caliber: " << warning << "\n";
-  if (!env) return;
+  if (!env) {
+    release_sigterm();
+    return;
+  }
   const std::optional<std::string> parent = env->parent;
   // SIGTERM (the batch's own interrupt, or the kernel's PR_SET_PDEATHSIG when the batch died) is
   // caught here so that an orphan can first record its end; with a live parent it ends the run
@@ -356,6 +370,8 @@ void watch_batch_parent() {
   sa.sa_handler = on_term;
   ::sigemptyset(&sa.sa_mask);
   ::sigaction(SIGTERM, &sa, nullptr);
+  // The watcher thread starts with SIGTERM unblocked (a thread takes its creator's mask).
+  release_sigterm();
   std::thread([p = *parent] {
     for (;;) {
       const bool orphan = std::to_string(::getppid()) != p;

@@ -163,7 +163,9 @@ struct BatchSettings {
 // ops_status.csv interrupted, since no parent is left to do it. A no-op anywhere else.
 void note_orphaned_batch_child(int exit_code);
 // In a `caliber run` started by a batch: a watcher that, once the batch has died or SIGTERM came,
-// records the end (note_orphaned_batch_child, orphans only) and ends the run. A no-op elsewhere.
+// records the end (note_orphaned_batch_child, orphans only) and ends the run. Everywhere it
+// unblocks SIGTERM, which the batch holds blocked across exec until the handler is in
+// (proc::SpawnSpec::hold_sigterm): a batch killed while its child starts still gets recorded.
 void watch_batch_parent();
 // The batch variables of a child (CALIBER_BATCH_DIR, _PARENT, _OP), trusted only when they are
 // consistent: all three set, _PARENT this process's parent and _DIR a batch directory (its

@@ -83,6 +83,7 @@ SpawnSpec op_spec(const BatchContext& ctx, const Job& job,
   SpawnSpec spec;
   std::string ops;
   spec.argv = {ctx.self.string(), "run"};
+  spec.hold_sigterm = true;  // until the child's handler is in (watch_batch_parent)
   for (const auto& op : job.ops) {
     spec.argv.push_back(op);
     ops += (ops.empty() ? "" : ",") + op;

@@ -142,6 +142,7 @@ struct ChildSetup {
   int err_fd;         // the write end of the pipe that carries exec's errno back
   const char* cwd;
   bool search_path;
+  bool hold_sigterm;
   char** argv;
   char** envp;
 };
@@ -159,9 +160,10 @@ struct ChildSetup {
   dfl.sa_handler = SIG_DFL;
   ::sigemptyset(&dfl.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT}) ::sigaction(sig, &dfl, nullptr);
-  sigset_t none;
-  ::sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  sigset_t mask;
+  ::sigemptyset(&mask);
+  if (c.hold_sigterm) ::sigaddset(&mask, SIGTERM);
+  ::sigprocmask(SIG_SETMASK, &mask, nullptr);
   if (c.log_fd >= 0) {
     ::dup2(c.log_fd, STDOUT_FILENO);
     ::dup2(c.log_fd, STDERR_FILENO);
@@ -221,6 +223,7 @@ pid_t spawn_impl(const SpawnSpec& spec, int stdout_fd, bool merge_stderr = false
                          err_pipe[1],
                          cwd.c_str(),
                          spec.argv[0].find('/') == std::string::npos,
+                         spec.hold_sigterm,
                          argv.data(),
                          envp.data()};
   const pid_t pid = ::fork();

@@ -289,6 +289,22 @@ TEST(BatchResume, StoredRunFlagsAreMergedAndTheCaliberKept) {
 // not end the batch with an op left at `running`: the batch goes on, and the next write that
 // succeeds records every op's final status. One that never succeeds is exit 1 with the statuses on
 // stderr.
+// The batch holds its children's SIGTERM blocked across exec (SpawnSpec::hold_sigterm);
+// watch_batch_parent, a run's first step, lets it through again, batch child or not.
+TEST(Batch, WatchBatchParentReleasesAHeldSigterm) {
+  for (const char* v : {"CALIBER_BATCH_DIR", "CALIBER_BATCH_PARENT", "CALIBER_BATCH_OP"})
+    ::unsetenv(v);
+  sigset_t term, before, after;
+  ::sigemptyset(&term);
+  ::sigaddset(&term, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &term, &before);
+  caliber::run::watch_batch_parent();
+  ::pthread_sigmask(SIG_SETMASK, nullptr, &after);
+  const bool still_blocked = ::sigismember(&after, SIGTERM) == 1;
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  EXPECT_FALSE(still_blocked);
+}
+
 TEST(Batch, AFailedStatusRewriteLeavesNoOpRunning) {
   TempDir t;
   auto o = options(t);

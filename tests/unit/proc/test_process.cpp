@@ -206,6 +206,31 @@ TEST(Process, EnvironmentAndLogFile) {
   fs::remove_all(dir);
 }
 
+// A batch's `caliber run` child starts with SIGTERM blocked (hold_sigterm), so that one sent
+// before its handler is in waits for it; any other child starts with nothing blocked, whatever
+// the parent's mask.
+TEST(Process, HeldSigtermIsBlockedAcrossExecAndOnlyThen) {
+  sigset_t term, before;
+  ::sigemptyset(&term);
+  ::sigaddset(&term, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &term, &before);  // the parent's own mask must not leak
+  auto blocked = [](bool hold) {
+    SpawnSpec s;  // not through sh: dash clears its mask when it starts
+    s.argv = {"grep", "^SigBlk:", "/proc/self/status"};
+    s.hold_sigterm = hold;
+    return caliber::run::run_capture(s, 30.0, false).out;
+  };
+  const std::string held = blocked(true), plain = blocked(false);
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  auto mask = [](const std::string& line) {
+    return std::stoull(line.substr(line.find(':') + 1), nullptr, 16);
+  };
+  ASSERT_FALSE(held.empty());
+  ASSERT_FALSE(plain.empty());
+  EXPECT_EQ(mask(held), 1ull << (SIGTERM - 1)) << held;
+  EXPECT_EQ(mask(plain), 0ull) << plain;
+}
+
 TEST(Process, MissingProgramThrowsAtSpawn) {
   SpawnSpec s;
   s.argv = {"/nonexistent/caliber-no-such-binary"};
