@@ -131,7 +131,12 @@ std::vector<KnobSpec> make_table() {
          k.ops = split_list(v);
          if (k.ops.size() > kMaxOps) refuse("ops", v, "names more than 10000 ops");
          for (const auto& op : k.ops)
-           if (op.size() > kMaxNameChars) refuse("ops", op, "is longer than 128 characters");
+           if (op.size() > kMaxNameChars)
+             refuse("ops", op,
+                    op.find("::") == std::string::npos
+                        ? "is longer than 128 characters"
+                        : "is longer than 128 characters; a pytest node id (--flaggems) that "
+                          "long goes through --node (TEST_NODE), up to 1024 characters");
          // Given and empty ('' as an argument) is a mistake, not "every op".
          if (k.ops.empty()) refuse("ops", v, "names no op");
        }});

@@ -381,6 +381,16 @@ TEST(KnobFlagGems, RootModeAndParallel) {
   EXPECT_TRUE(contains(refusal({{"flaggems", root}, {"parallel", "8"}}), "concurrent"));
 }
 
+// A FlagGems node id longer than an op name may be is pointed at --node, which takes it.
+TEST(KnobFlagGems, ALongNodeIdAsAnOpIsPointedAtNode) {
+  const std::string node = "benchmark/test_add.py::test_add_" + std::string(120, 'x');
+  const std::string why = refusal({{"ops", node}});
+  EXPECT_TRUE(contains(why, "longer than 128 characters")) << why;
+  EXPECT_TRUE(contains(why, "goes through --node")) << why;
+  EXPECT_FALSE(contains(refusal({{"ops", std::string(129, 'y')}}), "--node"));
+  EXPECT_EQ(refusal({{"node", node}}), "");
+}
+
 TEST(KnobTiming, ClockRegimeAndNoiseAuto) {
   EXPECT_EQ(resolve({}).clock, ClockRegime::sustained);
   EXPECT_EQ(resolve({}, {{"CALIBER_CLOCK", "burst"}}).clock, ClockRegime::burst);
