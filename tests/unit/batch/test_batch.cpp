@@ -12,11 +12,13 @@
 #include <thread>
 
 #include "batch/batch.hpp"
+#include "eventually.hpp"
 #include "records/runlog.hpp"
 #include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace caliber::run;
+using caliber::testing::eventually;
 using caliber::testing::TempDir;
 
 namespace {
@@ -82,18 +84,6 @@ int case_rows(const fs::path& batch, const std::string& op) {
       n += line.find("\"type\":\"case\"") != std::string::npos;
   }
   return n;
-}
-
-// Polls `done` until it holds or a generous 60 s have passed (what a loaded host may need);
-// whether it held.
-template <class Pred>
-bool eventually(Pred done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
 }
 
 BatchOptions options(const TempDir& t) {

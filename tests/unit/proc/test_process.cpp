@@ -14,12 +14,14 @@
 #include <thread>
 #include <vector>
 
+#include "eventually.hpp"
 #include "proc/process.hpp"
 
 namespace fs = std::filesystem;
 using caliber::run::Child;
 using caliber::run::ExitKind;
 using caliber::run::SpawnSpec;
+using caliber::testing::eventually;
 
 namespace {
 
@@ -68,18 +70,6 @@ bool ignores(pid_t pid, int sig) {
     if (line.rfind("SigIgn:", 0) == 0)
       return ((std::stoull(line.substr(7), nullptr, 16) >> (sig - 1)) & 1U) != 0;
   return false;
-}
-
-// Polls `done` until it holds or a generous 30 s have passed (what a loaded host may need);
-// whether it held.
-template <class Pred>
-bool eventually(Pred done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
 }
 
 fs::path temp_dir() {
