@@ -275,10 +275,6 @@ TEST(BatchResume, StoredRunFlagsAreMergedAndTheCaliberKept) {
   EXPECT_THROW((void)merge_resumed_args(stored, {"--timer=direct"}), BatchUsageError);
 }
 
-// A rewrite of ops_status.csv that fails (a full disk; here a directory planted at its name) does
-// not end the batch with an op left at `running`: the batch goes on, and the next write that
-// succeeds records every op's final status. One that never succeeds is exit 1 with the statuses on
-// stderr.
 // The batch holds its children's SIGTERM blocked across exec (SpawnSpec::hold_sigterm);
 // watch_batch_parent, a run's first step, lets it through again, batch child or not.
 TEST(Batch, WatchBatchParentReleasesAHeldSigterm) {
@@ -295,6 +291,10 @@ TEST(Batch, WatchBatchParentReleasesAHeldSigterm) {
   EXPECT_FALSE(still_blocked);
 }
 
+// A rewrite of ops_status.csv that fails (a full disk; here a directory planted at its name) does
+// not end the batch with an op left at `running`: the batch goes on, and the next write that
+// succeeds records every op's final status. One that never succeeds is exit 1 with the statuses on
+// stderr.
 TEST(Batch, AFailedStatusRewriteLeavesNoOpRunning) {
   TempDir t;
   auto o = options(t);

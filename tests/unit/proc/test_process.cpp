@@ -62,13 +62,17 @@ int live_in_group(pid_t pg) {
   return n;
 }
 
+// The signal mask of a /proc/<pid>/status line such as "SigIgn:\t0000000000004000".
+unsigned long long mask_of(const std::string& line) {
+  return std::stoull(line.substr(line.find(':') + 1), nullptr, 16);
+}
+
 // Whether process `pid` ignores signal `sig` (its SigIgn mask in /proc/<pid>/status).
 bool ignores(pid_t pid, int sig) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(f, line))
-    if (line.rfind("SigIgn:", 0) == 0)
-      return ((std::stoull(line.substr(7), nullptr, 16) >> (sig - 1)) & 1U) != 0;
+    if (line.rfind("SigIgn:", 0) == 0) return ((mask_of(line) >> (sig - 1)) & 1U) != 0;
   return false;
 }
 
@@ -212,13 +216,10 @@ TEST(Process, HeldSigtermIsBlockedAcrossExecAndOnlyThen) {
   };
   const std::string held = blocked(true), plain = blocked(false);
   ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
-  auto mask = [](const std::string& line) {
-    return std::stoull(line.substr(line.find(':') + 1), nullptr, 16);
-  };
   ASSERT_FALSE(held.empty());
   ASSERT_FALSE(plain.empty());
-  EXPECT_EQ(mask(held), 1ull << (SIGTERM - 1)) << held;
-  EXPECT_EQ(mask(plain), 0ull) << plain;
+  EXPECT_EQ(mask_of(held), 1ull << (SIGTERM - 1)) << held;
+  EXPECT_EQ(mask_of(plain), 0ull) << plain;
 }
 
 TEST(Process, MissingProgramThrowsAtSpawn) {
