@@ -8,6 +8,7 @@
 #include <cmath>
 #include <optional>
 #include <thread>
+#include <vector>
 
 namespace caliber::timing::detail {
 
@@ -28,17 +29,25 @@ WarmupResult warmup(backends::Device& dev, const std::function<void()>& launch,
   double busy_ms = 0;
   int batch = 1;
   WarmupResult w;
+  // The host's time of each launch after the first batch (whose first launch loads lazily): their
+  // median is the host cost of one call, so that a pause of the host's own (a garbage collection,
+  // a cache lookup) in one call does not stand for every call, as a batch's mean would let it.
+  std::vector<double> host_s;
   for (int round = 1;; ++round) {
     dev.record(*start);
-    const double enqueue_t0 = now();
-    for (int i = 0; i < batch; ++i) launch();
-    const double enqueue_s = now() - enqueue_t0;
+    double t = now();
+    for (int i = 0; i < batch; ++i) {
+      launch();
+      if (round < 2) continue;
+      const double after = now();
+      host_s.push_back(after - t);
+      t = after;
+    }
     dev.record(*end);
     const double ms = dev.elapsed_ms(*start, *end);
     busy_ms += ms;
     w.launches += batch;
     w.estimate_ms = ms / batch;
-    w.host_ms = enqueue_s * 1e3 / batch;
     const double wall = now() - t0;
     // The warmup has bounds of its own (docs/timing.md): the timeout counts from the first
     // sample, so `--warmup 5 --timeout 0.5` warms for 5 s, never for the timeout's 0.5 s.
@@ -48,6 +57,7 @@ WarmupResult warmup(backends::Device& dev, const std::function<void()>& launch,
     const double need = w.estimate_ms > 0 ? std::ceil(remaining_ms / w.estimate_ms) : 2.0 * batch;
     batch = static_cast<int>(std::clamp(need, 1.0, 2.0 * batch));
   }
+  w.host_ms = core::median(host_s) * 1e3;
   return w;
 }
 

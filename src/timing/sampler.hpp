@@ -16,8 +16,9 @@ using Clock = std::function<double()>;  // seconds
 
 struct WarmupResult {
   double estimate_ms = 0;  // per launch, from the last warmup batch
-  // The host's time per launch of the last warmup batch, enqueued back to back: the host cost of
-  // one call while the device keeps up (once the device's queue is full, the device's time).
+  // The median host time of a launch enqueued back to back with others (the batches after the
+  // first): the host cost of one call while the device keeps up (once the device's queue is full,
+  // the device's time).
   double host_ms = 0;
   int launches = 0;
 };
