@@ -6,9 +6,11 @@ process a side; a missing file is a named failure."""
 import csv
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -175,6 +177,40 @@ class SideBySide(unittest.TestCase):
             rc, out = check(os.path.join(tmpdir(), "bad"), "--ops", "add", "--devices", bad)
             self.assertEqual(rc, 2, out)
             self.assertIn("--devices '%s'" % bad, out)
+
+    def test_a_call_cut_short_keeps_the_groups_it_finished(self):
+        """--group-size 1: the tables are written after each file, so a device call cut by its
+        limit inside softmax (held at collection here, then killed) keeps add's rows."""
+        results = os.path.join(tmpdir(), "cut")
+        release = results + "-release"
+        environ = env({"STANDIN_OWN_DO_BENCH": "1", "STANDIN_HOLD_SOFTMAX": release})
+        p = subprocess.Popen(
+            [sys.executable, SCRIPT, "--caliber", CALIBER_BIN, "--results", results,
+             "--flaggems", ROOT, "--sqlalchemy", sqlalchemy_standin(results + "-sqla"),
+             "--python", PYTHON, "--modes", "kernel", "--native-warmup", "1", "--backend", "cpu",
+             "--run-flags", " ".join(QUICK[2:]), "--ops", "add,softmax", "--group-size", "1"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ,
+            start_new_session=True)
+        try:
+            walls = os.path.join(results, "walls.csv")
+            deadline = time.monotonic() + 300
+            while not os.path.isfile(walls) and p.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            self.assertIsNone(p.poll(), "the check ended before softmax was cut")
+        finally:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+        self.assertEqual([w["op"] for w in table(results, "walls.csv")], ["add"])
+        rows = table(results, "side_by_side.csv")
+        self.assertEqual(({r["op"] for r in rows}, len(rows)), ({"add"}, 9))
+        with open(os.path.join(results, "side_by_side.md")) as f:
+            self.assertIn("| add | 9 |", f.read())
+
+    def test_group_size_is_checked(self):
+        for bad in (("--group-size", "0"), ("--group-size", "2", "--group")):
+            rc, out = check(os.path.join(tmpdir(), "bad"), "--ops", "add", *bad)
+            self.assertEqual(rc, 2, out)
+            self.assertIn("--group-size", out)
 
     def test_a_missing_file(self):
         results = os.path.join(tmpdir(), "missing")
