@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -298,6 +299,19 @@ volatile sig_atomic_t g_term_received = 0;
 void on_term(int) {
   g_term_received = 1;
 }
+
+// A child the batch started (SIGTERM held blocked across exec, the kernel asked to send SIGTERM
+// when its parent dies) still reading its variables: true even when the batch died before this
+// process started, when its parent is no longer the batch. Read before watch_batch_parent
+// unblocks SIGTERM (main's first step calls batch_child_env); a shell's leftover variables
+// come with neither.
+bool started_by_a_batch() {
+  sigset_t now;
+  ::pthread_sigmask(SIG_SETMASK, nullptr, &now);
+  int death_signal = 0;
+  ::prctl(PR_GET_PDEATHSIG, &death_signal);
+  return ::sigismember(&now, SIGTERM) == 1 && death_signal == SIGTERM;
+}
 }  // namespace
 
 std::optional<BatchChildEnv> batch_child_env(std::string* warning) {
@@ -313,7 +327,7 @@ std::optional<BatchChildEnv> batch_child_env(std::string* warning) {
     const std::string ppid = std::to_string(::getppid());
     if (!dir || !parent || !op) {
       why = "not all three are set";
-    } else if (*parent != ppid) {
+    } else if (*parent != ppid && !started_by_a_batch()) {
       why =
           "CALIBER_BATCH_PARENT=" + shown(*parent) + " is not this process's parent (" + ppid + ")";
     } else if (::lstat((fs::path(*dir) / kBatchConfigFile).c_str(), &st) != 0 ||
@@ -355,6 +369,11 @@ void release_sigterm() {
 }  // namespace
 
 void watch_batch_parent() {
+  // Once a process: main calls it for every command (a command handed to Python included), and
+  // `run` again for the CLI run in-process (caliber_cli_main from the Python package).
+  static bool watching = false;
+  if (watching) return;
+  watching = true;
   std::string warning;
   const auto env = batch_child_env(&warning);
   if (!warning.empty()) std::cerr << "caliber: " << warning << "\n";

@@ -166,6 +166,8 @@ void note_orphaned_batch_child(int exit_code);
 // records the end (note_orphaned_batch_child, orphans only) and ends the run. Everywhere it
 // unblocks SIGTERM, which the batch holds blocked across exec until the handler is in
 // (proc::SpawnSpec::hold_sigterm): a batch killed while its child starts still gets recorded.
+// main calls it first, before a command is handed to Python (whose interpreter must not inherit
+// a blocked SIGTERM); a second call in one process does nothing.
 void watch_batch_parent();
 // The batch variables of a child (CALIBER_BATCH_DIR, _PARENT, _OP), trusted only when they are
 // consistent: all three set, _PARENT this process's parent and _DIR a batch directory (its

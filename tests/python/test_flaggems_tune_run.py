@@ -391,6 +391,24 @@ class TuneThroughFlagGems(unittest.TestCase):
             e.pop(k, None)
         return script, sqla, e
 
+    def test_device_script_edges(self):
+        """scripts/flaggems-check2 --parts edges: the overlay's one shape for add, and a batch
+        killed (SIGKILL) as soon as its child's row says running, while the child still loads
+        (the stand-in's import takes 3 s here, as FlagGems' takes seconds): the row ends
+        interrupted, not left at running (the held SIGTERM)."""
+        script, sqla, e = self.device_script()
+        e["STANDIN_IMPORT_S"] = "3"
+        p = subprocess.run(
+            [sys.executable, script, "--caliber", CALIBER_BIN, "--results", self.out("edges"),
+             "--flaggems", ROOT, "--sqlalchemy", sqla, "--python", PYTHON, "--parts", "edges",
+             "--backend", "cpu", "--run-flags", " ".join(QUICK[2:])], capture_output=True,
+            text=True, env=e, timeout=900)
+        out = p.stdout + p.stderr
+        self.assertEqual(p.returncode, 0, out)
+        self.assertIn("add's 3 all at ['333x777_333x777']", out)
+        self.assertRegex(out, r"the batch killed [0-9.]+ s after its start, when add's row said "
+                         r"running; add's row then interrupted")
+
     def test_device_script_splits_record_and_replay_over_two_calls(self):
         """scripts/flaggems-check2's tune part in two calls, as the device's 10-minute commands
         need for mm at comprehensive level: `--tune-steps record` leaves RESULTS/mmrec, a later
