@@ -105,9 +105,13 @@ class FullRun(unittest.TestCase):
             self.assertGreater(c["host_base_ms"], 0)
             self.assertIn("shape_detail", c["params"])
             self.assertTrue(c["params"]["test"].endswith("test_add.py::test_add"), c["params"])
-        # the stand-in's gems ops do three times torch's work: a planted effect far above noise
-        big = [c for c in add if c["shape"] != "64x64_64x64"]
-        self.assertTrue(all(c["speedup"] < 0.8 for c in big), [c["speedup"] for c in big])
+        # the stand-in's gems ops do three times torch's work (speedup about 0.33 on the larger
+        # shapes). The cpu backend reads wall time, so a loaded machine can stretch a row's
+        # torch samples: the median of the six larger rows is what must show the effect (it
+        # takes three rows' torch figures stretched 2.4x to hide it).
+        big = sorted(c["speedup"] for c in add if c["shape"] != "64x64_64x64")
+        self.assertEqual(len(big), 6)
+        self.assertLess((big[2] + big[3]) / 2, 0.8, big)
 
     def test_pytests_own_report_stays_out_real_errors_stay_in(self):
         # no progress dots or summary of pytest's among caliber's lines; a failed test's
@@ -308,7 +312,10 @@ class FullRun(unittest.TestCase):
         plain = summary()
         self.assertEqual(plain["broken_iter"]["all_tests_passed"], "no")
         self.assertEqual(plain["add"]["all_tests_passed"], "yes")
-        self.assertLess(float(plain["add"]["float16"]), 0.8)  # the planted 3x work
+        # FlagGems' reader averages the speedups of add's f16 inputs: those of caliber's rows
+        # (the planted effect itself is checked on the rows, not again through this mean)
+        f16 = [c["speedup"] for c in by_op(self.cases, "add") if c["dtype"] == "f16"]
+        self.assertAlmostEqual(float(plain["add"]["float16"]), sum(f16) / len(f16), places=3)
         # --compare divides by every input's latency, as FlagGems' own does: a failed input's
         # is NaN (Python's json reads it), so the whole log, failures and all, compared with
         # itself reads 1 wherever an input passed.
