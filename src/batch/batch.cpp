@@ -23,6 +23,7 @@
 
 #include "backends/registry.hpp"
 #include "batch/flaggems_tree.hpp"
+#include "batch/lease.hpp"
 #include "batch/scheduler.hpp"
 #include "core/terminal.hpp"
 #include "records/identity.hpp"
@@ -781,6 +782,16 @@ void claim_new_batch(BatchContext& ctx, const BatchScheduler& scheduler) {
 
 // Every op not ok is pending again; the line that says what the batch will do.
 void queue_pending(BatchContext& ctx, const BatchScheduler& scheduler, std::ostream& out) {
+  // A resumed directory's rows at `running`: nobody holds its lease (resolve_batch checked), so
+  // the batch that wrote them ended without recording their end.
+  std::string stale;
+  for (const auto& r : ctx.rows)
+    if (r.status == core::OpStatus::running) stale += (stale.empty() ? "" : ", ") + r.op;
+  if (!stale.empty())
+    out << "batch: " << one_line(stale, 200)
+        << ": left at running by a batch that ended without recording their end (killed?); "
+           "they run again"
+        << std::endl;
   for (std::size_t i = 0; i < ctx.rows.size(); ++i)
     if (ctx.rows[i].status != core::OpStatus::ok) {
       ctx.rows[i].status = core::OpStatus::pending;
@@ -838,7 +849,13 @@ BatchSettings resolve_batch(const BatchOptions& opt) {
   if (opt.resume_given && opt.resume_dir.string().find_first_not_of(" \t") == std::string::npos)
     throw BatchUsageError("--resume: '" + opt.resume_dir.string() +
                           "' is empty; allowed: a batch directory");
-  if (s.resumed()) load_resumed_batch(s);
+  if (s.resumed()) {
+    load_resumed_batch(s);
+    if (const auto holder = batch_lease_holder(s.opt.resume_dir))
+      throw BatchUsageError("--resume: '" + s.opt.resume_dir.string() +
+                            "' is in use by a batch that still runs (" + *holder +
+                            "); let it end, or stop it, first");
+  }
   s.scheduler = choose_scheduler(s.opt, slurm_flags_given(opt.slurm));
   s.backend = resolve_batch_backend(s.opt);
   // The children's run flags as each child will read them; a resumed batch's come from its
@@ -863,6 +880,20 @@ BatchOutcome run_batch(const BatchSettings& s, std::ostream& out, std::ostream& 
     ctx.batch_dir = s.opt.resume_dir;
   else
     claim_new_batch(ctx, *scheduler);
+  // Held until this process ends, however it ends (lease.hpp). A --resume of the same directory
+  // that slipped in after resolve_batch's check is refused here, before anything is written.
+  std::string holder;
+  std::optional<BatchLease> lease;
+  try {
+    lease = BatchLease::take(ctx.batch_dir, &holder);
+  } catch (const std::runtime_error& e) {  // a link in its place, an unwritable directory
+    throw BatchUsageError("'" + (ctx.batch_dir / kBatchLeaseFile).string() + "': " + e.what() +
+                          "; the batch holds it while it runs");
+  }
+  if (!lease)
+    throw BatchUsageError("--resume: '" + ctx.batch_dir.string() +
+                          "' is in use by a batch that still runs (" + holder +
+                          "); let it end, or stop it, first");
   fs::create_directories(ctx.batch_dir / "logs");
   queue_pending(ctx, *scheduler, out);
 

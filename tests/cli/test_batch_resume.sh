@@ -104,4 +104,28 @@ grep -q "ops_status.csv: it is a symbolic link" "$T/out5.txt" || fail "the link 
   fail "the linked ops_status.csv or its target was changed"
 rm "$B/ops_status.csv"
 cp "$T/ops_status.good" "$B/ops_status.csv"
+# A directory a batch still runs in (its lease held) is not resumed: a second batch would run its
+# ops again beside the first. Exit 2, the holder named, nothing run. flock(1) holds the lease here
+# as a live batch does (tests/unit/batch holds it with a real one); once it lets go, the resume
+# runs, and a row the dead batch left at `running` is named and runs again.
+grep -q "^pid [0-9]* on " "$B/.batch.lease" || fail "the lease does not name its last holder"
+holder=$(head -1 "$B/.batch.lease")
+flock -o "$B/.batch.lease" sleep 60 &  # -o: the lock is flock's own, gone when it is killed
+locker=$!
+for _ in $(seq 100); do flock -n "$B/.batch.lease" true || break; sleep 0.05; done
+runs_before=$(ls -d "$B"/*/ | wc -l)
+"$CAL" batch --resume "$B" > "$T/out6.txt" 2>&1
+rc=$?
+kill $(pgrep -P "$locker") "$locker"; wait "$locker" 2>/dev/null
+[ "$rc" -eq 2 ] || fail "resume of a directory in use exit $rc, expected 2: $(cat "$T/out6.txt")"
+grep -qF "is in use by a batch that still runs ($holder); let it end, or stop it, first" \
+  "$T/out6.txt" || fail "the holder is not named: $(cat "$T/out6.txt")"
+[ "$(ls -d "$B"/*/ | wc -l)" -eq "$runs_before" ] || fail "a resume of a directory in use ran an op"
+# what a batch killed with its child leaves (both SIGKILLed: no one recorded the end)
+sed -i 's/^test_fail,failed,/test_fail,running,/' "$B/ops_status.csv"
+grep -q '^test_fail,running,' "$B/ops_status.csv" || fail "the planted running row is not there"
+"$CAL" batch --resume "$B" > "$T/out7.txt" 2>&1
+grep -q "batch: test_fail: left at running by a batch that ended without recording their end" \
+  "$T/out7.txt" || fail "the stale running row is not named: $(cat "$T/out7.txt")"
+[ "$(status test_fail)" = failed ] || fail "test_fail after the stale resume: $(status test_fail)"
 echo PASS

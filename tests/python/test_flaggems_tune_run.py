@@ -407,7 +407,8 @@ class TuneThroughFlagGems(unittest.TestCase):
         self.assertEqual(p.returncode, 0, out)
         self.assertIn("add's 3 all at ['333x777_333x777']", out)
         self.assertRegex(out, r"the batch killed [0-9.]+ s after its start, when add's row said "
-                         r"running; add's row then interrupted, no process of it left")
+                         r"running; add's row then interrupted, no process of it left "
+                         r"\([0-9]+ s after the start\); its lease held then free")
 
     def test_device_script_splits_record_and_replay_over_two_calls(self):
         """scripts/flaggems-check2's tune part in two calls, as the device's 10-minute commands

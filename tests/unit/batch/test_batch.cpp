@@ -2,6 +2,8 @@
 // scheduling, crash isolation, timeouts, interrupts and resume are tested without the run driver.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -11,6 +13,7 @@
 #include <thread>
 
 #include "batch/batch.hpp"
+#include "batch/lease.hpp"
 #include "eventually.hpp"
 #include "records/runlog.hpp"
 #include "temp_dir.hpp"
@@ -316,4 +319,105 @@ TEST(Batch, AFailedStatusRewriteLeavesNoOpRunning) {
   ASSERT_NO_THROW(res = run_batch(o2, out, err));
   EXPECT_EQ(res.exit_code, 1);  // the op ran, but its status could not be recorded
   EXPECT_TRUE(fs::is_directory(res.batch_dir / "ops_status.csv"));
+}
+
+// The lease (batch/lease.hpp): held by run_batch for its whole run, so a --resume of the same
+// directory is refused (exit 2: a UsageError) while it runs and accepted once it ended.
+TEST(BatchLease, HeldWhileTheBatchRunsSoASecondResumeIsRefused) {
+  TempDir t;
+  auto o = options(t);
+  o.ops = {"hang"};
+  bool held = false;
+  std::string refusal;
+  fs::path dir;
+  std::thread probe([&] {
+    held = eventually([&] {
+      dir = batch_dir_under(o.out);
+      if (dir.empty()) return false;
+      const auto h = batch_lease_holder(dir);
+      return h && h->rfind("pid " + std::to_string(::getpid()) + " on ", 0) == 0;
+    });
+    if (held) {
+      BatchOptions r;
+      r.self_exe = o.self_exe;
+      r.resume_dir = dir;
+      r.progress = false;
+      try {
+        (void)resolve_batch(r);
+      } catch (const caliber::core::UsageError& e) {
+        refusal = e.what();
+      }
+    }
+    ::kill(::getpid(), SIGINT);  // ends the hang
+  });
+  std::ostringstream out, err;
+  BatchOutcome res;
+  try {
+    res = run_batch(o, out, err);
+  } catch (...) {
+    probe.join();
+    throw;
+  }
+  probe.join();
+  SignalGuard::reset();
+  EXPECT_TRUE(held) << "the running batch held no lease: " << out.str();
+  EXPECT_NE(refusal.find("is in use by a batch that still runs (pid " + std::to_string(::getpid()) +
+                         " on "),
+            std::string::npos)
+      << refusal;
+  EXPECT_EQ(res.exit_code, 128 + SIGINT);
+  EXPECT_FALSE(batch_lease_holder(res.batch_dir)) << "the lease outlived its batch";
+}
+
+// A holder killed with SIGKILL lets go of the lease at once: nothing of it has to run.
+TEST(BatchLease, AKilledHolderLetsGo) {
+  TempDir t;
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::string holder;
+    const auto lease = BatchLease::take(t.path(), &holder);
+    const char c = lease ? 'y' : 'n';
+    [[maybe_unused]] auto n = ::write(ready[1], &c, 1);
+    ::pause();
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  EXPECT_EQ(c, 'y');
+  const auto h = batch_lease_holder(t.path());
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->rfind("pid " + std::to_string(child) + " on ", 0), 0u) << *h;
+  std::string holder;
+  EXPECT_FALSE(BatchLease::take(t.path(), &holder)) << "two holders at once";
+  EXPECT_EQ(holder, *h);
+  ::kill(child, SIGKILL);
+  int st = 0;
+  ::waitpid(child, &st, 0);
+  EXPECT_FALSE(batch_lease_holder(t.path()));
+  EXPECT_TRUE(BatchLease::take(t.path(), &holder));
+}
+
+// Hostile lease files: a link is refused by name, a fifo neither hangs the check nor the taking.
+TEST(BatchLease, ALinkIsRefusedAFifoDoesNotHang) {
+  TempDir t;
+  fs::create_directories(t.path() / "a");
+  fs::create_symlink(t.path() / "elsewhere", t.path() / "a" / kBatchLeaseFile);
+  std::string holder;
+  try {
+    (void)BatchLease::take(t.path() / "a", &holder);
+    ADD_FAILURE() << "a link was taken";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "it is a symbolic link");
+  }
+  EXPECT_FALSE(fs::exists(t.path() / "elsewhere"));
+  EXPECT_FALSE(batch_lease_holder(t.path() / "a"));
+  fs::create_directories(t.path() / "b");
+  ASSERT_EQ(::mkfifo((t.path() / "b" / kBatchLeaseFile).c_str(), 0644), 0);
+  EXPECT_FALSE(batch_lease_holder(t.path() / "b"));
+  EXPECT_TRUE(BatchLease::take(t.path() / "b", &holder));
 }
