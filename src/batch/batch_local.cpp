@@ -101,7 +101,9 @@ SpawnSpec op_spec(const BatchContext& ctx, const Job& job,
   spec.env["OP_FILE"] = std::nullopt;
   // Should the batch die (SIGKILL), the child dies with it and records that in ops_status.csv
   // itself (note_orphaned_batch_child): no row is left at running.
-  spec.env["CALIBER_BATCH_DIR"] = ctx.batch_dir.string();
+  // Absolute: a child (or the interpreter a --flaggems child hands off to) that changes its
+  // working directory still finds the batch's files.
+  spec.env["CALIBER_BATCH_DIR"] = fs::absolute(ctx.batch_dir).string();
   spec.env["CALIBER_BATCH_PARENT"] = std::to_string(::getpid());
   spec.env["CALIBER_BATCH_OP"] = ops;  // a group's ops, comma separated
   spec.log_file = job.log;

@@ -348,7 +348,10 @@ TEST(BatchLease, HeldWhileTheBatchRunsSoASecondResumeIsRefused) {
         refusal = e.what();
       }
     }
-    ::kill(::getpid(), SIGINT);  // ends the hang
+    // Ends the hang, once its child runs (its rows are written): by then the batch's signal
+    // guard is in, which the lease is taken before.
+    (void)eventually([&] { return !dir.empty() && case_rows(dir, "hang") >= 2; });
+    ::kill(::getpid(), SIGINT);
   });
   std::ostringstream out, err;
   BatchOutcome res;
