@@ -1,6 +1,7 @@
 // measure(): timer choice, the graph timer with its classified per-case fallback, the direct timer
 // with repetition across calls.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <exception>
 #include <memory>
@@ -400,6 +401,16 @@ Capture capture_launches(backends::Device& dev, const std::function<void()>& lau
   });
 }
 
+// A capture that ran out of device memory (the launch's own allocation refused, or the native
+// out-of-memory error): a launch that allocates its output (a torch op) holds that memory in the
+// graph once per launch captured, so fewer launches a graph may fit where K did not.
+bool ran_out_of_memory(const Capture& c) {
+  std::string what = c.what;
+  std::transform(what.begin(), what.end(), what.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return what.find("out of memory") != std::string::npos;
+}
+
 // A failed capture, by its class: a refused capture falls back to the direct timer for this case
 // (unless the device is no longer healthy); the others fail the measurement.
 Measurement after_failed_capture(backends::Device& dev, const backends::Backend& backend,
@@ -492,7 +503,7 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
   }
   m.estimate_ms = w.estimate_ms;
   m.host_ms = w.host_ms;
-  const int k = graph_launch_count(w.estimate_ms, flush_ms, opt);
+  int k = graph_launch_count(w.estimate_ms, flush_ms, opt);
   m.launches_per_sample = k;
 
   std::vector<std::unique_ptr<backends::Event>> marks;  // start, end of each launch
@@ -504,6 +515,19 @@ Measurement graph_with_fallback(backends::Device& dev, const backends::Backend& 
   std::optional<Tracer> tr;
   tr.emplace(dev, opt, now);
   Capture c = capture_launches(dev, launch, opt, k, per_launch, tr->active(), marks);
+  if (k > 1 && !c.graph && ran_out_of_memory(c)) {
+    // K launches' memory did not fit in one graph: one launch a replay, once, before the
+    // direct fallback (docs/timing.md, "Graph capture").
+    (void)dev.take_last_error();
+    if (dev.healthy()) {
+      const std::string why = "capture of " + std::to_string(k) + " launches ran out of memory (" +
+                              c.what + "): one launch a replay";
+      k = 1;
+      m.launches_per_sample = k;
+      c = capture_launches(dev, launch, opt, k, per_launch, tr->active(), marks);
+      if (c.graph) m.note = why;
+    }
+  }
   if (c.code != 0 || c.refused || !c.graph) {
     tr.reset();  // the fallback opens its own
     return after_failed_capture(dev, backend, launch, opt, now, std::move(m), std::move(c));

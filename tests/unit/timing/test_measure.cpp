@@ -200,6 +200,44 @@ TEST_F(Fallback, HostErrorUnderCaptureFallsBackLikeARefusal) {
   EXPECT_DOUBLE_EQ(m.latency_ms, 1.0);
 }
 
+// A launch that allocates its output holds that memory once per launch captured: add c64 at 1G
+// elements (8 GiB a launch) ran out of memory in a graph of several launches on an 80 GB H100
+// (2026-12-05) and was timed direct. The capture is tried once more with one launch a replay,
+// which fits; only when that fails too does the direct fallback come.
+TEST_F(Fallback, ACaptureOutOfMemoryIsTriedWithOneLaunchBeforeTheFallback) {
+  opt.timer = TimerKind::graph;
+  dev.kernel_ms = [](long) { return 0.05; };  // short: several launches a replay
+  int fits = 1;  // launches one capture has room for
+  int in_this_capture = 0, attempt = -1;
+  auto allocating = [&] {
+    dev.kernel();
+    if (!dev.capturing()) return;
+    if (dev.aborts != attempt) attempt = dev.aborts, in_this_capture = 0;  // a new capture
+    if (++in_this_capture > fits)
+      throw CaptureRefused("OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB");
+  };
+  const Measurement m = measure(dev, backend, allocating, opt);
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.timer, caliber::core::TimerKind::graph);
+  EXPECT_EQ(m.launches_per_sample, 1);
+  EXPECT_EQ(dev.aborts, 1);
+  EXPECT_NE(m.note.find("launches ran out of memory (OutOfMemoryError: CUDA out of memory"),
+            std::string::npos)
+      << m.note;
+  EXPECT_NE(m.note.find("one launch a replay"), std::string::npos) << m.note;
+  EXPECT_NEAR(m.latency_ms, 0.05, 1e-9);
+
+  // No room even for one: the direct fallback, as before, after the second attempt.
+  fits = 0;
+  attempt = -1;
+  const int aborts = dev.aborts;
+  const Measurement d = measure(dev, backend, allocating, opt);
+  ASSERT_TRUE(d.ok) << d.error;
+  EXPECT_EQ(d.timer, caliber::core::TimerKind::direct);
+  EXPECT_EQ(dev.aborts - aborts, 2);
+  EXPECT_NE(d.note.find("capture refused (OutOfMemoryError"), std::string::npos) << d.note;
+}
+
 // The regression of a refused capture's leftover error (H200, 2026-12-01): the baseline is
 // graph-timed, the candidate's capture is refused (it synchronizes inside its launch) and it is
 // timed direct; then the one-regime-per-row re-timing of the baseline by the direct timer met the
