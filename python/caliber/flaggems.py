@@ -18,6 +18,7 @@ op per benchmark file) is the C++ side's, one rule: `caliber list --flaggems ROO
 import ctypes
 import faulthandler
 import gc
+import hashlib
 import inspect
 import io
 import json
@@ -823,6 +824,7 @@ class Session:
         fg = self.flag_gems
         info = {"root": self.root, "version": getattr(fg, "__version__", None),
                 "commit": _git_commit(self.root) or _version_commit(fg),
+                "source": _source_state(fg, self.root),
                 "vendor": getattr(fg, "vendor_name", None),
                 "device": getattr(fg, "device", None), "mode": self.knobs["mode"],
                 "level": self.knobs["level"], "shape_mode": self.knobs["shape_mode"],
@@ -1529,6 +1531,47 @@ def _git_commit(root):
         with open(marker) as f:
             return f.read().strip() or None
     return None
+
+
+SOURCE_SUFFIXES = (".py", ".yaml", ".yml", ".json")  # code, and the configs it reads (tunings)
+
+
+def _source_state(fg, root):
+    """What the imported flag_gems is, beyond its commit (an edited checkout, a tarball, two
+    trees of one version): sha256 over its package's code and config files (each one's path
+    relative to the package, then its content, in path order; files over 8 MiB or past 20000
+    named but not read), their count, and whether ROOT's checkout has changes to tracked files
+    (None where ROOT is no git checkout of its own)."""
+    pkg = os.path.dirname(os.path.abspath(getattr(fg, "__file__", "") or ""))
+    h, files = hashlib.sha256(), 0
+    if os.path.isdir(pkg):
+        for d, dirs, names in os.walk(pkg):
+            dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+            for name in sorted(names):
+                if not name.endswith(SOURCE_SUFFIXES):
+                    continue
+                path = os.path.join(d, name)
+                rel = os.path.relpath(path, pkg)
+                h.update(rel.encode(errors="replace") + b"\0")
+                files += 1
+                try:
+                    if files <= 20000 and os.path.getsize(path) <= 8 << 20:
+                        with open(path, "rb") as f:
+                            h.update(f.read())
+                except OSError:
+                    h.update(b"\1unreadable")
+                h.update(b"\0")
+    dirty = None
+    if os.path.exists(os.path.join(root, ".git")) and _git_commit(root):
+        try:
+            out = subprocess.run(["git", "-C", root, "status", "--porcelain",
+                                  "--untracked-files=no"], capture_output=True, text=True,
+                                 timeout=30)
+            if out.returncode == 0:
+                dirty = bool(out.stdout.strip())
+        except Exception:
+            pass
+    return {"sha256": h.hexdigest() if files else None, "files": files, "dirty": dirty}
 
 
 def _version_commit(fg):

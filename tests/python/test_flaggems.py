@@ -236,6 +236,10 @@ class FullRun(unittest.TestCase):
         # not caliber's own commit, though the stand-in sits in caliber's repository
         self.assertEqual(fg["commit"], "standin")
         self.assertEqual(fg["vendor"], "nvidia")
+        # the package's code as it was imported; no git checkout of its own: dirty unknown
+        self.assertRegex(fg["source"]["sha256"], r"^[0-9a-f]{64}$")
+        self.assertGreater(fg["source"]["files"], 0)
+        self.assertIsNone(fg["source"]["dirty"])
         self.assertEqual(fg["triton"], "3.6.0+standin")
         self.assertEqual(fg["level"], "core")
         self.assertIn("--level", fg["pytest_args"])
@@ -861,6 +865,32 @@ class BadInput(unittest.TestCase):
         self.refused(["add", "--shape", "8x8"], "is not run with --shape")
         # nor caliber's tuner's screening: LibTuner sweeps every config whatever it says
         self.refused(["add", "--tune-screen", "off"], "is not run with --tune-screen off")
+
+    def test_an_edited_checkout_is_told_from_its_commit(self):
+        """A FlagGems checkout run as committed, then with a tracked file of flag_gems edited:
+        the same commit both times, but the identity's source digest differs and says dirty."""
+        tree = os.path.join(tmpdir(), "tree")
+        shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns("__pycache__", ".pytest*"))
+        git = ["git", "-C", tree, "-c", "user.name=t", "-c", "user.email=t@t",
+               "-c", "commit.gpgsign=false"]
+        for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "stand-in"]):
+            subprocess.run(git + args, check=True, capture_output=True)
+        idents = []
+        for edit in (False, True):
+            if edit:
+                with open(os.path.join(tree, "src", "flag_gems", "__init__.py"), "a") as f:
+                    f.write("\n# an edit not yet committed\n")
+            out = tmpdir()
+            p = subprocess.run([CALIBER_BIN, "run", "--flaggems", tree, "add", "--out", out]
+                               + QUICK, capture_output=True, text=True, env=env(), timeout=900)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            idents.append(one_run(out)[3]["flaggems"])
+        clean, edited = idents
+        self.assertEqual(clean["commit"], edited["commit"])
+        self.assertRegex(clean["commit"], r"^[0-9a-f]{40}$")
+        self.assertEqual((clean["source"]["dirty"], edited["source"]["dirty"]), (False, True))
+        self.assertNotEqual(clean["source"]["sha256"], edited["source"]["sha256"])
+        self.assertEqual(clean["source"]["files"], edited["source"]["files"])
 
     def test_the_runs_seed_seeds_torch(self):
         """--seed (else the run's fresh seed, in run_identity.json) seeds torch once, when the
