@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -86,6 +87,20 @@ int case_rows(const fs::path& batch, const std::string& op) {
       n += line.find("\"type\":\"case\"") != std::string::npos;
   }
   return n;
+}
+
+// run_batch(o) while `beside` (a thread that ends the batch) runs: joined however run_batch ends.
+BatchOutcome run_batch_joining(const BatchOptions& o, std::thread& beside, std::ostream& out) {
+  std::ostringstream err;
+  BatchOutcome res;
+  try {
+    res = run_batch(o, out, err);
+  } catch (...) {
+    beside.join();
+    throw;
+  }
+  beside.join();
+  return res;
 }
 
 BatchOptions options(const TempDir& t) {
@@ -233,15 +248,8 @@ TEST(Batch, InterruptTerminatesChildrenAndMarksTheRest) {
     });
     ::kill(::getpid(), SIGINT);
   });
-  std::ostringstream out, err;
-  BatchOutcome res;
-  try {
-    res = run_batch(o, out, err);
-  } catch (...) {
-    killer.join();
-    throw;
-  }
-  killer.join();
+  std::ostringstream out;
+  const BatchOutcome res = run_batch_joining(o, killer, out);
   EXPECT_TRUE(ready) << "good never finished, or a hang never wrote its rows: " << out.str();
   EXPECT_EQ(res.exit_code, 128 + SIGINT);
   const auto s = by_op(read_ops_status(res.batch_dir));
@@ -331,12 +339,14 @@ TEST(BatchLease, HeldWhileTheBatchRunsSoASecondResumeIsRefused) {
   std::string refusal;
   fs::path dir;
   std::thread probe([&] {
-    held = eventually([&] {
+    // Once the hang's child runs (its rows are written): its ops_status.csv is there to resume,
+    // and the batch's signal guard is in (the lease is taken before both).
+    (void)eventually([&] {
       dir = batch_dir_under(o.out);
-      if (dir.empty()) return false;
-      const auto h = batch_lease_holder(dir);
-      return h && h->rfind("pid " + std::to_string(::getpid()) + " on ", 0) == 0;
+      return !dir.empty() && case_rows(dir, "hang") >= 2;
     });
+    const auto h = dir.empty() ? std::nullopt : batch_lease_holder(dir);
+    held = h && h->rfind("pid " + std::to_string(::getpid()) + " on ", 0) == 0;
     if (held) {
       BatchOptions r;
       r.self_exe = o.self_exe;
@@ -348,20 +358,10 @@ TEST(BatchLease, HeldWhileTheBatchRunsSoASecondResumeIsRefused) {
         refusal = e.what();
       }
     }
-    // Ends the hang, once its child runs (its rows are written): by then the batch's signal
-    // guard is in, which the lease is taken before.
-    (void)eventually([&] { return !dir.empty() && case_rows(dir, "hang") >= 2; });
-    ::kill(::getpid(), SIGINT);
+    ::kill(::getpid(), SIGINT);  // ends the hang
   });
-  std::ostringstream out, err;
-  BatchOutcome res;
-  try {
-    res = run_batch(o, out, err);
-  } catch (...) {
-    probe.join();
-    throw;
-  }
-  probe.join();
+  std::ostringstream out;
+  const BatchOutcome res = run_batch_joining(o, probe, out);
   SignalGuard::reset();
   EXPECT_TRUE(held) << "the running batch held no lease: " << out.str();
   EXPECT_NE(refusal.find("is in use by a batch that still runs (pid " + std::to_string(::getpid()) +
