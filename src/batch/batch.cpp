@@ -882,14 +882,15 @@ BatchOutcome run_batch(const BatchSettings& s, std::ostream& out, std::ostream& 
     claim_new_batch(ctx, *scheduler);
   // Held until this process ends, however it ends (lease.hpp). A --resume of the same directory
   // that slipped in after resolve_batch's check is refused here, before anything is written.
-  std::string holder;
+  std::string holder, warning;
   std::optional<BatchLease> lease;
   try {
-    lease = BatchLease::take(ctx.batch_dir, &holder);
-  } catch (const std::runtime_error& e) {  // a link in its place, an unwritable directory
+    lease = BatchLease::take(ctx.batch_dir, &holder, &warning);
+  } catch (const std::runtime_error& e) {  // a link in its place
     throw BatchUsageError("'" + (ctx.batch_dir / kBatchLeaseFile).string() + "': " + e.what() +
                           "; the batch holds it while it runs");
   }
+  if (!warning.empty()) err << "caliber batch: " << warning << std::endl;
   if (!lease)
     throw BatchUsageError("--resume: '" + ctx.batch_dir.string() +
                           "' is in use by a batch that still runs (" + holder +

@@ -40,20 +40,30 @@ std::string describe_self() {
 
 }  // namespace
 
-std::optional<BatchLease> BatchLease::take(const fs::path& dir, std::string* holder) {
+std::optional<BatchLease> BatchLease::take(const fs::path& dir, std::string* holder,
+                                           std::string* warning) {
   const fs::path file = dir / kBatchLeaseFile;
+  const auto unguarded = [&](const std::string& why) {
+    if (warning)
+      *warning = "'" + file.string() + "': " + why +
+                 "; the batch runs without its lease (a second batch could resume this "
+                 "directory while it runs)";
+    return BatchLease(-1);
+  };
   // O_CLOEXEC: the children do not hold it (the lease is the batch process's alone); O_NONBLOCK:
   // a fifo planted in its place does not hang the open.
   const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
-  if (fd < 0)
-    throw std::runtime_error(errno == ELOOP ? std::string("it is a symbolic link")
-                                            : std::string(std::strerror(errno)));
+  if (fd < 0 && errno == ELOOP) throw std::runtime_error("it is a symbolic link");
+  if (fd < 0) return unguarded(std::string("cannot be opened: ") + std::strerror(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int e = errno;
+    if (e != EWOULDBLOCK) {
+      ::close(fd);
+      return unguarded(std::string("cannot be locked: ") + std::strerror(e));
+    }
     if (holder) *holder = read_holder(fd);
     ::close(fd);
-    if (e == EWOULDBLOCK) return std::nullopt;
-    throw std::runtime_error(std::string("cannot lock it: ") + std::strerror(e));
+    return std::nullopt;
   }
   const std::string me = describe_self() + "\n";
   // Best effort: the lock is the lease, the text only names its holder in a refusal.

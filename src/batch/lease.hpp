@@ -1,5 +1,5 @@
 #pragma once
-// A batch directory's lease (docs/limits.md, "A batch that dies"): the `caliber batch` process
+// A batch directory's lease (docs/limits.md, "Processes"): the `caliber batch` process
 // that runs in a directory holds an exclusive flock on its .batch.lease for its whole life. The
 // kernel lets go when that process ends, however it ends (SIGKILL included), so the lease says
 // whether a batch still runs there: a second batch does not resume a directory in use, and a row
@@ -16,9 +16,12 @@ class BatchLease {
  public:
   // Takes the lease of `dir` (which exists) for this process; nullopt when another process holds
   // it, with *holder set to what the lease file says of it ("pid N on HOST since TIME").
-  // Throws std::runtime_error (what: why) when the lease file cannot be opened or locked; a
-  // symbolic link in its place is refused.
-  static std::optional<BatchLease> take(const std::filesystem::path& dir, std::string* holder);
+  // Throws std::runtime_error ("it is a symbolic link") for a link in the lease file's place.
+  // Where the file cannot be created or the file system takes no locks (some network file
+  // systems), a lease that holds nothing, with *warning saying why: the batch runs as before
+  // leases, unguarded.
+  static std::optional<BatchLease> take(const std::filesystem::path& dir, std::string* holder,
+                                        std::string* warning);
 
   BatchLease(BatchLease&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
   BatchLease& operator=(BatchLease&& other) noexcept;

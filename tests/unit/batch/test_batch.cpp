@@ -381,7 +381,7 @@ TEST(BatchLease, AKilledHolderLetsGo) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     std::string holder;
-    const auto lease = BatchLease::take(t.path(), &holder);
+    const auto lease = BatchLease::take(t.path(), &holder, nullptr);
     const char c = lease ? 'y' : 'n';
     [[maybe_unused]] auto n = ::write(ready[1], &c, 1);
     ::pause();
@@ -396,23 +396,24 @@ TEST(BatchLease, AKilledHolderLetsGo) {
   ASSERT_TRUE(h);
   EXPECT_EQ(h->rfind("pid " + std::to_string(child) + " on ", 0), 0u) << *h;
   std::string holder;
-  EXPECT_FALSE(BatchLease::take(t.path(), &holder)) << "two holders at once";
+  EXPECT_FALSE(BatchLease::take(t.path(), &holder, nullptr)) << "two holders at once";
   EXPECT_EQ(holder, *h);
   ::kill(child, SIGKILL);
   int st = 0;
   ::waitpid(child, &st, 0);
   EXPECT_FALSE(batch_lease_holder(t.path()));
-  EXPECT_TRUE(BatchLease::take(t.path(), &holder));
+  EXPECT_TRUE(BatchLease::take(t.path(), &holder, nullptr));
 }
 
-// Hostile lease files: a link is refused by name, a fifo neither hangs the check nor the taking.
+// Hostile lease files: a link is refused by name, a fifo neither hangs the check nor the taking,
+// one that cannot be opened leaves the batch unguarded with a warning.
 TEST(BatchLease, ALinkIsRefusedAFifoDoesNotHang) {
   TempDir t;
   fs::create_directories(t.path() / "a");
   fs::create_symlink(t.path() / "elsewhere", t.path() / "a" / kBatchLeaseFile);
   std::string holder;
   try {
-    (void)BatchLease::take(t.path() / "a", &holder);
+    (void)BatchLease::take(t.path() / "a", &holder, nullptr);
     ADD_FAILURE() << "a link was taken";
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "it is a symbolic link");
@@ -422,5 +423,14 @@ TEST(BatchLease, ALinkIsRefusedAFifoDoesNotHang) {
   fs::create_directories(t.path() / "b");
   ASSERT_EQ(::mkfifo((t.path() / "b" / kBatchLeaseFile).c_str(), 0644), 0);
   EXPECT_FALSE(batch_lease_holder(t.path() / "b"));
-  EXPECT_TRUE(BatchLease::take(t.path() / "b", &holder));
+  EXPECT_TRUE(BatchLease::take(t.path() / "b", &holder, nullptr));
+  // A lease file that cannot be opened (here a directory; a file system without locks alike):
+  // the batch runs unguarded, as before leases, and says so.
+  fs::create_directories(t.path() / "c" / kBatchLeaseFile);
+  std::string warning;
+  EXPECT_TRUE(BatchLease::take(t.path() / "c", &holder, &warning));
+  EXPECT_NE(warning.find(".batch.lease': cannot be opened: Is a directory; the batch runs "
+                         "without its lease"),
+            std::string::npos)
+      << warning;
 }
