@@ -301,17 +301,21 @@ void on_term(int) {
   g_term_received = 1;
 }
 
-// A child the batch started (SIGTERM held blocked across exec, the kernel asked to send SIGTERM
-// when its parent dies) still reading its variables: true even when the batch died before this
-// process started, when its parent is no longer the batch. Read before watch_batch_parent
-// unblocks SIGTERM (main's first step calls batch_child_env); a shell's leftover variables
-// come with neither.
+// A child the batch started (SIGTERM held across exec: blocked and ignored; the kernel asked to
+// send SIGTERM when its parent dies) still reading its variables: true even when the batch died
+// before this process started, when its parent is no longer the batch. Read before
+// watch_batch_parent installs its handler (main's first step calls batch_child_env). Blocked or
+// ignored: a library may have unblocked it while the program loaded. A shell's leftover
+// variables come with neither.
 bool started_by_a_batch() {
   sigset_t now;
   ::pthread_sigmask(SIG_SETMASK, nullptr, &now);
+  struct sigaction current {};
+  ::sigaction(SIGTERM, nullptr, &current);
   int death_signal = 0;
   ::prctl(PR_GET_PDEATHSIG, &death_signal);
-  return ::sigismember(&now, SIGTERM) == 1 && death_signal == SIGTERM;
+  return (::sigismember(&now, SIGTERM) == 1 || current.sa_handler == SIG_IGN) &&
+         death_signal == SIGTERM;
 }
 }  // namespace
 
@@ -359,8 +363,8 @@ void drop_untrusted_batch_env(std::ostream& err) {
 }
 
 namespace {
-// The batch starts its children with SIGTERM blocked (SpawnSpec::hold_sigterm); a pending one is
-// delivered here, to the handler when there is one.
+// The batch starts its children with SIGTERM blocked and ignored (SpawnSpec::hold_sigterm); a
+// pending one is delivered here, to the handler installed before.
 void release_sigterm() {
   sigset_t term;
   ::sigemptyset(&term);
@@ -379,6 +383,8 @@ void watch_batch_parent() {
   const auto env = batch_child_env(&warning);
   if (!warning.empty()) std::cerr << "caliber: " << warning << "\n";
   if (!env) {
+    // Not a batch's child after all (its variables untrusted): SIGTERM as any process has it.
+    if (started_by_a_batch()) ::signal(SIGTERM, SIG_DFL);
     release_sigterm();
     return;
   }

@@ -162,7 +162,17 @@ struct ChildSetup {
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT}) ::sigaction(sig, &dfl, nullptr);
   sigset_t mask;
   ::sigemptyset(&mask);
-  if (c.hold_sigterm) ::sigaddset(&mask, SIGTERM);
+  if (c.hold_sigterm) {
+    // Held: blocked, so that one sent before the child's handler is in stays pending for it; and
+    // ignored, so that a library that unblocks signals while the program loads (before main;
+    // seen on a GPU host, 2026-12-05) discards it instead of dying of it. The child's watch for
+    // its dead parent does not need the signal (it polls its parent; docs/limits.md, Processes).
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    ::sigemptyset(&ign.sa_mask);
+    ::sigaction(SIGTERM, &ign, nullptr);
+    ::sigaddset(&mask, SIGTERM);
+  }
   ::sigprocmask(SIG_SETMASK, &mask, nullptr);
   if (c.log_fd >= 0) {
     ::dup2(c.log_fd, STDOUT_FILENO);

@@ -22,9 +22,11 @@ struct SpawnSpec {
   std::map<std::string, std::optional<std::string>> env;
   std::filesystem::path log_file;  // stdout and stderr (appended); empty: inherit the parent's
   std::filesystem::path cwd;       // empty: the parent's
-  // SIGTERM stays blocked across exec: a SIGTERM that comes before the child has installed its
-  // handler waits for it instead of killing it unrecorded (a batch's `caliber run` child, which
-  // unblocks it in batch::watch_batch_parent). Any other child starts with no signal blocked.
+  // SIGTERM stays blocked and ignored across exec: a SIGTERM that comes before the child has
+  // installed its handler waits for it instead of killing it unrecorded (a batch's `caliber run`
+  // child, which installs its handler and unblocks it in batch::watch_batch_parent), and one that
+  // something unblocks before then is discarded, not fatal. Any other child starts with no signal
+  // blocked and default dispositions.
   bool hold_sigterm = false;
 };
 
