@@ -786,6 +786,30 @@ void claim_new_batch(BatchContext& ctx, const BatchScheduler& scheduler) {
   core::write_file_atomic(ctx.batch_dir / kBatchConfigFile, cfg.dump(2) + "\n");
 }
 
+// The refusal of a directory whose lease a live batch holds.
+BatchUsageError directory_in_use(const fs::path& dir, const std::string& holder) {
+  return BatchUsageError("--resume: '" + dir.string() + "' is in use by a batch that still runs (" +
+                         holder + "); let it end, or stop it, first");
+}
+
+// The lease of the batch's directory for this process. A --resume of the same directory that
+// slipped in after resolve_batch's check is refused here, before anything is written; a link in
+// the lease file's place too.
+BatchLease take_batch_lease(const fs::path& dir, std::ostream& err) {
+  std::string holder, warning;
+  std::optional<BatchLease> lease = [&] {
+    try {
+      return BatchLease::take(dir, &holder, &warning);
+    } catch (const std::runtime_error& e) {
+      throw BatchUsageError("'" + (dir / kBatchLeaseFile).string() + "': " + e.what() +
+                            "; the batch holds it while it runs");
+    }
+  }();
+  if (!lease) throw directory_in_use(dir, holder);
+  if (!warning.empty()) err << "caliber batch: " << warning << std::endl;
+  return std::move(*lease);
+}
+
 // Every op not ok is pending again; the line that says what the batch will do.
 void queue_pending(BatchContext& ctx, const BatchScheduler& scheduler, std::ostream& out) {
   // A resumed directory's rows at `running`: nobody holds its lease (resolve_batch checked), so
@@ -858,9 +882,7 @@ BatchSettings resolve_batch(const BatchOptions& opt) {
   if (s.resumed()) {
     load_resumed_batch(s);
     if (const auto holder = batch_lease_holder(s.opt.resume_dir))
-      throw BatchUsageError("--resume: '" + s.opt.resume_dir.string() +
-                            "' is in use by a batch that still runs (" + *holder +
-                            "); let it end, or stop it, first");
+      throw directory_in_use(s.opt.resume_dir, *holder);
   }
   s.scheduler = choose_scheduler(s.opt, slurm_flags_given(opt.slurm));
   s.backend = resolve_batch_backend(s.opt);
@@ -886,21 +908,8 @@ BatchOutcome run_batch(const BatchSettings& s, std::ostream& out, std::ostream& 
     ctx.batch_dir = s.opt.resume_dir;
   else
     claim_new_batch(ctx, *scheduler);
-  // Held until this process ends, however it ends (lease.hpp). A --resume of the same directory
-  // that slipped in after resolve_batch's check is refused here, before anything is written.
-  std::string holder, warning;
-  std::optional<BatchLease> lease;
-  try {
-    lease = BatchLease::take(ctx.batch_dir, &holder, &warning);
-  } catch (const std::runtime_error& e) {  // a link in its place
-    throw BatchUsageError("'" + (ctx.batch_dir / kBatchLeaseFile).string() + "': " + e.what() +
-                          "; the batch holds it while it runs");
-  }
-  if (!warning.empty()) err << "caliber batch: " << warning << std::endl;
-  if (!lease)
-    throw BatchUsageError("--resume: '" + ctx.batch_dir.string() +
-                          "' is in use by a batch that still runs (" + holder +
-                          "); let it end, or stop it, first");
+  // Held until this process ends, however it ends (lease.hpp).
+  const BatchLease lease = take_batch_lease(ctx.batch_dir, err);
   fs::create_directories(ctx.batch_dir / "logs");
   queue_pending(ctx, *scheduler, out);
 

@@ -73,15 +73,6 @@ std::optional<BatchLease> BatchLease::take(const fs::path& dir, std::string* hol
   return BatchLease(fd);
 }
 
-BatchLease& BatchLease::operator=(BatchLease&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.fd_;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
 BatchLease::~BatchLease() {
   if (fd_ >= 0) ::close(fd_);  // closing the only descriptor lets the lock go
 }

@@ -24,7 +24,7 @@ class BatchLease {
                                         std::string* warning);
 
   BatchLease(BatchLease&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  BatchLease& operator=(BatchLease&& other) noexcept;
+  BatchLease& operator=(BatchLease&&) = delete;
   BatchLease(const BatchLease&) = delete;
   BatchLease& operator=(const BatchLease&) = delete;
   ~BatchLease();
