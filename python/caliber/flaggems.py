@@ -822,9 +822,10 @@ class Session:
 
     def _identity(self):
         fg = self.flag_gems
+        commit = _git_commit(self.root)
         info = {"root": self.root, "version": getattr(fg, "__version__", None),
-                "commit": _git_commit(self.root) or _version_commit(fg),
-                "source": _source_state(fg, self.root),
+                "commit": commit or _version_commit(fg),
+                "source": _source_state(fg, self.root, commit),
                 "vendor": getattr(fg, "vendor_name", None),
                 "device": getattr(fg, "device", None), "mode": self.knobs["mode"],
                 "level": self.knobs["level"], "shape_mode": self.knobs["shape_mode"],
@@ -1536,12 +1537,12 @@ def _git_commit(root):
 SOURCE_SUFFIXES = (".py", ".yaml", ".yml", ".json")  # code, and the configs it reads (tunings)
 
 
-def _source_state(fg, root):
+def _source_state(fg, root, commit):
     """What the imported flag_gems is, beyond its commit (an edited checkout, a tarball, two
     trees of one version): sha256 over its package's code and config files (each one's path
     relative to the package, then its content, in path order; files over 8 MiB or past 20000
     named but not read), their count, and whether ROOT's checkout has changes to tracked files
-    (None where ROOT is no git checkout of its own)."""
+    (None where ROOT is no git checkout of its own; commit: _git_commit's answer for ROOT)."""
     pkg = os.path.dirname(os.path.abspath(getattr(fg, "__file__", "") or ""))
     h, files = hashlib.sha256(), 0
     if os.path.isdir(pkg):
@@ -1562,7 +1563,7 @@ def _source_state(fg, root):
                     h.update(b"\1unreadable")
                 h.update(b"\0")
     dirty = None
-    if os.path.exists(os.path.join(root, ".git")) and _git_commit(root):
+    if commit and os.path.exists(os.path.join(root, ".git")):
         try:
             out = subprocess.run(["git", "-C", root, "status", "--porcelain",
                                   "--untracked-files=no"], capture_output=True, text=True,
