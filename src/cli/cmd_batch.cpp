@@ -37,6 +37,7 @@ void add_batch(CLI::App& root, int& exit_code) {
       "128+N interrupted by signal N. --scheduler slurm submits one Slurm job array instead "
       "(docs/cluster.md).");
   auto knobs = std::make_shared<KnobOptions>();
+  sub->footer(env_knobs_footer());
   knobs->add_to(*sub);  // --name names the batch directory; each child is named after its op
   auto timeout = std::make_shared<double>(0);
   auto timeout_for = std::make_shared<std::vector<std::string>>();

@@ -23,6 +23,7 @@ void add_run(CLI::App& root, int& exit_code) {
       "shapes.yaml) and print the table. Exit 0 all ok, 1 a case failed, 2 bad usage or input.");
   auto knobs = std::make_shared<KnobOptions>();
   knobs->add_to(*sub);
+  sub->footer(env_knobs_footer());
   auto shard = std::make_shared<std::string>();
   auto shard_cache = std::make_shared<std::string>();
   sub->add_option("--tune-shard", *shard, "internal: parallel-warmup child i/N")->group("");

@@ -66,6 +66,24 @@ std::string run_knobs_footer() {
   return out + " --quiet";
 }
 
+std::string env_knobs_footer() {
+  // One line a variable, from the knob table: the old runner's spellings (FlagGems users know
+  // them) next to the flag that takes the same value.
+  std::string out =
+      "Environment: each variable gives its flag's value when the flag is not given (the flag "
+      "wins);\nFlagGems' runner's spellings are kept (docs/flaggems.md, \"Knobs\").";
+  std::size_t width = 0;
+  for (const auto& spec : core::knob_table()) width = std::max(width, spec.env.size());
+  for (const auto& spec : core::knob_table()) {
+    if (spec.env.empty()) continue;
+    out += "\n  " + spec.env + std::string(width + 2 - spec.env.size(), ' ');
+    out += spec.flag.empty()    ? "(environment only; default " + spec.default_text + ")"
+           : spec.name == "ops" ? std::string("OP... (the positional ops)")
+                                : spec.flag;
+  }
+  return out;
+}
+
 std::map<std::string, std::string> KnobOptions::given() const {
   std::map<std::string, std::string> out;
   for (const auto& [name, opt] : options) {

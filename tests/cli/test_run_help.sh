@@ -41,6 +41,19 @@ for env in ZL_BACKEND BENCH_LEVEL SHAPE_MODE OP OP_FILE TEST_NODE ZL_DIRECT_REPE
   PARALLEL_WARMUP_GPUS; do
   grep -Eq "(^|[^A-Z_])$env([^A-Z_]|$)" "$T/help.txt" || check_fail "run --help does not name $env"
 done
+# The footer pairs each variable with its flag (FlagGems users know the variables), and what it
+# says of precedence holds: a variable gives the value, the flag given beside it wins.
+for pair in BENCH_LEVEL:--level TEST_NODE:--node SHAPE_MODE:--shape-mode REPLAY_FROM:--replay-from \
+  PARALLEL_WARMUP_GPUS:--parallel-warmup ZL_DIRECT_REPEAT:--repeat ZL_BACKEND:--backend; do
+  grep -Eq "^  ${pair%%:*} +${pair#*:}\$" "$T/help.txt" ||
+    check_fail "run --help's Environment footer does not pair ${pair%%:*} with ${pair#*:}"
+done
+"$CAL" batch --help 2>&1 | grep -Eq "^  BENCH_LEVEL +--level\$" ||
+  check_fail "batch --help has no Environment footer"
+lvl() { ZL_BACKEND=cpu BENCH_LEVEL=comprehensive "$CAL" run add --dry-run "$@" 2>&1 | head -1; }
+lvl | grep -q "level comprehensive;" || check_fail "BENCH_LEVEL did not give the level: $(lvl)"
+lvl --level core | grep -q "level core;" || check_fail "--level did not win over BENCH_LEVEL"
+
 # The allowed values are in the help, so a refused value is never a surprise.
 grep -q "core, comprehensive" "$T/help.txt" || check_fail "--level's allowed values are not in the help"
 grep -q "off, live, record, replay" "$T/help.txt" || check_fail "--tune's allowed values are not in the help"
