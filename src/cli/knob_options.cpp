@@ -70,14 +70,14 @@ std::string env_knobs_footer() {
   // One line a variable, from the knob table: the old runner's spellings (FlagGems users know
   // them) next to the flag that takes the same value.
   std::string out =
-      "Environment: each variable gives its flag's value when the flag is not given (the flag "
-      "wins);\nFlagGems' runner's spellings are kept (docs/flaggems.md, \"Knobs\").";
+      "Environment variables, each the value of its flag when that flag is not given\n"
+      "(FlagGems' runner's spellings kept; docs/flaggems.md, \"Knobs\"):";
   std::size_t width = 0;
   for (const auto& spec : core::knob_table()) width = std::max(width, spec.env.size());
   for (const auto& spec : core::knob_table()) {
     if (spec.env.empty()) continue;
     out += "\n  " + spec.env + std::string(width + 2 - spec.env.size(), ' ');
-    out += spec.flag.empty()    ? "(environment only; default " + spec.default_text + ")"
+    out += spec.flag.empty()    ? "(no flag; default " + spec.default_text + ")"
            : spec.name == "ops" ? std::string("OP... (the positional ops)")
                                 : spec.flag;
   }

@@ -38,7 +38,7 @@ struct KnobOptions {
 // --level ...", wrapped at 100 columns.
 [[nodiscard]] std::string run_knobs_footer();
 
-// "Environment: ..." then one line a knob with a variable: "  BENCH_LEVEL  --level" (the
+// "Environment variables, ..." then one line a knob with a variable: "  BENCH_LEVEL  --level" (the
 // variables of the old runner, which FlagGems users know, beside caliber's flags).
 [[nodiscard]] std::string env_knobs_footer();
 
