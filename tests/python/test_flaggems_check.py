@@ -206,6 +206,44 @@ class SideBySide(unittest.TestCase):
         with open(os.path.join(results, "side_by_side.md")) as f:
             self.assertIn("| add | 9 |", f.read())
 
+    def test_a_group_cut_in_its_second_mode_keeps_the_first_modes_columns(self):
+        """softmax in kernel then cudagraph mode, held at its third collection (caliber's
+        cudagraph run, after caliber's and FlagGems' kernel-mode runs) and then killed: the
+        table holds softmax's kernel-mode columns, the cudagraph ones empty."""
+        results = os.path.join(tmpdir(), "cut2")
+        release = results + "-release"
+        environ = env({"STANDIN_OWN_DO_BENCH": "1", "STANDIN_HOLD_SOFTMAX": release,
+                       "STANDIN_HOLD_SOFTMAX_AFTER": "2"})
+        p = subprocess.Popen(
+            [sys.executable, SCRIPT, "--caliber", CALIBER_BIN, "--results", results,
+             "--flaggems", ROOT, "--sqlalchemy", sqlalchemy_standin(results + "-sqla"),
+             "--python", PYTHON, "--modes", "kernel,cudagraph", "--native-warmup", "1",
+             "--backend", "cpu", "--run-flags", " ".join(QUICK[2:]), "--ops", "softmax"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ,
+            start_new_session=True)
+        try:
+            seen = release + ".seen"
+            deadline = time.monotonic() + 300
+            while p.poll() is None and time.monotonic() < deadline:
+                if os.path.isfile(seen) and len(open(seen).read().split()) >= 3:
+                    break
+                time.sleep(0.1)
+            self.assertIsNone(p.poll(), "the check ended before softmax's cudagraph run")
+        finally:
+            os.killpg(p.pid, signal.SIGKILL)
+            out = p.communicate()[0]
+        self.assertEqual([(w["op"], w["mode"]) for w in table(results, "walls.csv")],
+                         [("softmax", "kernel")], out)
+        rows = table(results, "side_by_side.csv")
+        self.assertTrue(rows, out)
+        for r in rows:
+            self.assertIn(r["op"], ("softmax", "softmax_backward"))
+            for col in ("fg_kernel_torch_ms", "fg_kernel_gems_ms", "cal_kernel_torch_ms",
+                        "cal_kernel_gems_ms"):
+                self.assertGreater(float(r[col]), 0, (col, r))
+            self.assertFalse(any(k.startswith(("fg_cudagraph", "cal_cudagraph")) and v
+                                 for k, v in r.items()), r)
+
     def test_group_size_is_checked(self):
         for bad in (("--group-size", "0"), ("--group-size", "2", "--group")):
             rc, out = check(os.path.join(tmpdir(), "bad"), "--ops", "add", *bad)

@@ -7,8 +7,17 @@ import torch
 from . import base
 
 # STANDIN_HOLD_SOFTMAX=<file>: collecting this file waits until <file> exists (at most 300 s): a
-# file that outlasts its call, for scripts/flaggems-check's cut-short test.
-if os.environ.get("STANDIN_HOLD_SOFTMAX"):
+# file that outlasts its call, for scripts/flaggems-check's cut-short tests. With
+# STANDIN_HOLD_SOFTMAX_AFTER=N the first N collections (counted in <file>.seen) pass unheld.
+_hold = os.environ.get("STANDIN_HOLD_SOFTMAX")
+if _hold:
+    with open(_hold + ".seen", "a+") as _seen:
+        _seen.seek(0)
+        _before = len(_seen.read().splitlines())
+        _seen.write("%d\n" % os.getpid())
+    if _before < int(os.environ.get("STANDIN_HOLD_SOFTMAX_AFTER", "0")):
+        _hold = None
+if _hold:
     _deadline = time.monotonic() + 300
     while not os.path.exists(os.environ["STANDIN_HOLD_SOFTMAX"]) and time.monotonic() < _deadline:
         time.sleep(0.05)
