@@ -206,14 +206,14 @@ class SideBySide(unittest.TestCase):
         with open(os.path.join(results, "side_by_side.md")) as f:
             self.assertIn("| add | 9 |", f.read())
 
-    def test_a_group_cut_in_its_second_mode_keeps_the_first_modes_columns(self):
-        """softmax in kernel then cudagraph mode, held at its third collection (caliber's
-        cudagraph run, after caliber's and FlagGems' kernel-mode runs) and then killed: the
-        table holds softmax's kernel-mode columns, the cudagraph ones empty."""
-        results = os.path.join(tmpdir(), "cut2")
+    def cut_softmax_at(self, collection):
+        """softmax in kernel then cudagraph mode, held at its Nth collection (1 caliber's kernel
+        run, 2 FlagGems' own, 3 caliber's cudagraph run, 4 FlagGems' own) and then killed: the
+        table and the walls as the check left them."""
+        results = os.path.join(tmpdir(), "cut%d" % collection)
         release = results + "-release"
         environ = env({"STANDIN_OWN_DO_BENCH": "1", "STANDIN_HOLD_SOFTMAX": release,
-                       "STANDIN_HOLD_SOFTMAX_AFTER": "2"})
+                       "STANDIN_HOLD_SOFTMAX_AFTER": str(collection - 1)})
         p = subprocess.Popen(
             [sys.executable, SCRIPT, "--caliber", CALIBER_BIN, "--results", results,
              "--flaggems", ROOT, "--sqlalchemy", sqlalchemy_standin(results + "-sqla"),
@@ -225,24 +225,42 @@ class SideBySide(unittest.TestCase):
             seen = release + ".seen"
             deadline = time.monotonic() + 300
             while p.poll() is None and time.monotonic() < deadline:
-                if os.path.isfile(seen) and len(open(seen).read().split()) >= 3:
+                if os.path.isfile(seen) and len(open(seen).read().split()) >= collection:
+                    time.sleep(0.5)  # past the hold's start: nothing more is written
                     break
                 time.sleep(0.1)
-            self.assertIsNone(p.poll(), "the check ended before softmax's cudagraph run")
+            self.assertIsNone(p.poll(), "the check ended before collection %d" % collection)
         finally:
             os.killpg(p.pid, signal.SIGKILL)
             out = p.communicate()[0]
-        self.assertEqual([(w["op"], w["mode"]) for w in table(results, "walls.csv")],
-                         [("softmax", "kernel")], out)
         rows = table(results, "side_by_side.csv")
         self.assertTrue(rows, out)
         for r in rows:
             self.assertIn(r["op"], ("softmax", "softmax_backward"))
+        return rows, table(results, "walls.csv"), out
+
+    def test_a_group_cut_in_its_second_mode_keeps_the_first_modes_columns(self):
+        """Cut in caliber's cudagraph run: the kernel mode's four columns, no cudagraph one."""
+        rows, walls, out = self.cut_softmax_at(3)
+        self.assertEqual([(w["op"], w["mode"]) for w in walls], [("softmax", "kernel")], out)
+        for r in rows:
             for col in ("fg_kernel_torch_ms", "fg_kernel_gems_ms", "cal_kernel_torch_ms",
                         "cal_kernel_gems_ms"):
-                self.assertGreater(float(r[col]), 0, (col, r))
+                self.assertGreater(float(r[col] or 0), 0, (col, r))
             self.assertFalse(any(k.startswith(("fg_cudagraph", "cal_cudagraph")) and v
                                  for k, v in r.items()), r)
+
+    def test_a_group_cut_in_flaggems_own_cudagraph_run_keeps_calibers(self):
+        """Cut in FlagGems' own cudagraph run (the slowest part on a GPU): caliber's cudagraph
+        columns are in, FlagGems' are empty, and its wall is not given."""
+        rows, walls, out = self.cut_softmax_at(4)
+        self.assertEqual([(w["op"], w["mode"], bool(w["flaggems_s"])) for w in walls],
+                         [("softmax", "kernel", True), ("softmax", "cudagraph", False)], out)
+        for r in rows:
+            for col in ("fg_kernel_gems_ms", "cal_kernel_gems_ms", "cal_cudagraph_torch_ms",
+                        "cal_cudagraph_gems_ms"):
+                self.assertGreater(float(r[col] or 0), 0, (col, r))
+            self.assertFalse(r.get("fg_cudagraph_torch_ms") or r.get("fg_cudagraph_gems_ms"), r)
 
     def test_group_size_is_checked(self):
         for bad in (("--group-size", "0"), ("--group-size", "2", "--group")):
