@@ -115,6 +115,9 @@ class Session:
         elif src == "replay-missing":
             t["replay_missing"] += 1
         t["evicted"] += 1 if event.get("evicted") else 0
+        if event.get("compile_ahead"):  # only in runs that compile ahead (the footer's totals)
+            t["compile_ahead_s"] = round(t.get("compile_ahead_s", 0.0) +
+                                         event["compile_ahead"]["seconds"], 3)
 
 
 _SESSION = None
@@ -264,11 +267,75 @@ def _retune_without(orig, tuner, failed, args, kwargs):
         tuner.configs = saved
 
 
+_COMPILE_THREADS = 0  # --tune-compile-threads: configs compiled ahead of a sweep, N at a time
+
+
+def _async_compile_mode():
+    """Triton's AsyncCompileMode (Triton 3.4 and later), else None."""
+    try:
+        import triton
+    except ImportError:
+        return None
+    mode = getattr(triton, "AsyncCompileMode", None)
+    if mode is None:
+        try:
+            from triton.runtime._async_compile import AsyncCompileMode as mode
+        except ImportError:
+            return None
+    return mode
+
+
+def compile_ahead(tuner, args, kwargs, threads):
+    """Compiles the configs LibTuner is about to sweep for this key, `threads` at a time, into
+    the kernel's own cache (Triton's asynchronous compile: each config's kernel launched with
+    warmup=True, which compiles and does not run it). The sweep that follows times the same
+    configs as without this, each already compiled (docs/flaggems.md, "Compiling ahead").
+    Returns what it did for the row ({configs, threads, seconds[, note]}); a failure is a note
+    and the sweep compiles as it goes."""
+    out = {"configs": 0, "threads": threads, "seconds": 0.0}
+    mode_cls = _async_compile_mode()
+    fn = getattr(tuner, "fn", None)
+    if mode_cls is None or not hasattr(fn, "run"):
+        out["note"] = "not compiled ahead: %s" % (
+            "this Triton has no AsyncCompileMode" if mode_cls is None else
+            "the tuner's kernel has no run()")
+        return out
+    from concurrent.futures import ThreadPoolExecutor
+    saved = getattr(tuner, "nargs", None)
+    t0 = time.perf_counter()
+    try:
+        tuner.nargs = dict(zip(getattr(tuner, "arg_names", ()), args))  # what pruning reads
+        prune = getattr(tuner, "prune_configs", None)
+        configs = list(prune(kwargs) if prune else tuner.configs)
+        tuner.nargs = saved
+        with ThreadPoolExecutor(threads) as pool:
+            try:
+                mode = mode_cls(pool, ignore_errors=True)
+            except TypeError:  # a Triton whose mode has no ignore_errors
+                mode = mode_cls(pool)
+            with mode:
+                for config in configs:
+                    meta = dict(kwargs)
+                    meta.update(config.all_kwargs())
+                    meta["warmup"] = True
+                    fn.run(*args, **meta)
+        out["configs"] = len(configs)
+    except Exception as e:  # the sweep compiles what is missing, as without this
+        out["note"] = "compiling ahead stopped (%s: %s); the sweep compiled the rest" % (
+            type(e).__name__, str(e)[:200])
+    finally:
+        tuner.nargs = saved
+    out["seconds"] = round(time.perf_counter() - t0, 3)
+    return out
+
+
 def _run_tracked(orig, s, tuner, key, args, kwargs, event):
     """live, record and replay of a key the database holds: the original run, its sweep read
     back, and a config that fails at launch handled by the mode's rule."""
     hit = key in tuner.cache
     tuner.best_config = None
+    if not hit and s.mode in ("live", "record") and _COMPILE_THREADS > 1:
+        event["compile_ahead"] = compile_ahead(tuner, args, kwargs, _COMPILE_THREADS)
     t0 = time.perf_counter()
     try:
         ret = orig(tuner, *args, **kwargs)
@@ -364,7 +431,13 @@ def take_case():
             "bench_cache_hits": sum(e.get("bench_cache_hits", 0) for e in events),
             "kernels": [{k: e[k] for k in ("kernel", "key", "source", "tried", "sweep_s",
                                           "config") if k in e} for e in events]}
+    ahead = [e["compile_ahead"] for e in events if e.get("compile_ahead")]
+    if ahead:  # the seconds before the sweeps (sweep_s is the sweeps' own)
+        tune["compile_ahead"] = {"configs": sum(a["configs"] for a in ahead),
+                                 "threads": ahead[0]["threads"],
+                                 "seconds": round(sum(a["seconds"] for a in ahead), 3)}
     notes = [e["note"] for e in events if e.get("note")]
+    notes += [a["note"] for a in ahead if a.get("note")]
     if notes:
         tune["note"] = "; ".join(notes)
     evicted = [e["evicted"] for e in events if e.get("evicted")]
@@ -503,6 +576,8 @@ class Hooks:
 
     def environment(self, knobs, env):
         self.knobs = dict(knobs)
+        global _COMPILE_THREADS
+        _COMPILE_THREADS = int(knobs.get("tune_compile_threads") or 0)
         shard = knobs.get("tune_shard")
         if shard:
             from . import flaggems_warmup
@@ -649,6 +724,8 @@ class Hooks:
                    "cache_hits": t["cache_hits"], "replay_missing": t["replay_missing"],
                    "evicted": t["evicted"], "benchmarked": t["benchmarked"],
                    "swept_by": SWEPT_BY}
+        if "compile_ahead_s" in t:
+            request["compile_ahead_s"] = t["compile_ahead_s"]
         if self.warmup is not None:
             request["warmup"] = self.warmup
         try:

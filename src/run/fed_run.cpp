@@ -53,6 +53,7 @@ json knobs_json(const core::Knobs& k, const driver_parts::Setup& s, const RunReq
           {"tune", core::to_string(k.tune)},
           {"replay_from", k.replay_from},
           {"parallel_warmup", k.parallel_warmup},
+          {"tune_compile_threads", k.tune_compile_threads},
           {"out", k.out},
           {"name", k.name},
           {"dry_run", req.dry_run}};

@@ -406,6 +406,14 @@ std::vector<KnobSpec> make_table() {
        [](Knobs& k, const std::string& v) {
          k.parallel_warmup = static_cast<int>(parse_int("parallel_warmup", v, 1, 4096));
        }});
+  add({"tune_compile_threads", "--tune-compile-threads", "", "Autotune", "0",
+       "an integer from 0 to 256 (0 and 1: no compile ahead)",
+       "FlagGems runs: before LibTuner sweeps a key, compile its configs N at a time (Triton's "
+       "asynchronous compile) so the sweep times kernels compiled already; what is timed does not "
+       "change (docs/flaggems.md).",
+       [](Knobs& k, const std::string& v) {
+         k.tune_compile_threads = static_cast<int>(parse_int("tune_compile_threads", v, 0, 256));
+       }});
   add({"tune_cache", "--tune-cache", "CALIBER_TUNE_CACHE", "Autotune", "~/.cache/caliber/tune.db",
        "a regular file path (created if missing)", "The shared config cache used by --tune live.",
        [](Knobs& k, const std::string& v) {
@@ -651,6 +659,15 @@ Knobs resolve_knobs(const std::map<std::string, std::string>& flags,
   if (k.parallel_warmup > 0 && k.tune == TuneMode::off)
     throw KnobError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" +
                     std::to_string(k.parallel_warmup) + "' needs tuning, but --tune is off");
+  if (k.tune_compile_threads > 1 && k.flaggems.empty())
+    throw KnobError("--tune-compile-threads: '" + std::to_string(k.tune_compile_threads) +
+                    "' compiles FlagGems' LibTuner configs ahead of a sweep; it needs --flaggems");
+  if (k.tune_compile_threads > 1 && (k.tune == TuneMode::off || k.tune == TuneMode::replay))
+    throw KnobError("--tune-compile-threads: '" + std::to_string(k.tune_compile_threads) +
+                    "' compiles ahead of LibTuner's sweeps, and --tune " +
+                    std::string(to_string(k.tune)) +
+                    " sweeps nothing; allowed with --tune live "
+                    "or record");
   if (flags.count("mode") && k.flaggems.empty())
     throw KnobError("--mode: '" + std::string(to_string(k.mode)) +
                     "' is FlagGems' measurement mode; it needs --flaggems");

@@ -80,8 +80,9 @@ struct Knobs {
   // autotune
   TuneMode tune = TuneMode::live;
   std::string replay_from;
-  int parallel_warmup = 0;  // 0: unset
-  std::string tune_cache;   // shared cache path; empty: the default location
+  int parallel_warmup = 0;       // 0: unset
+  int tune_compile_threads = 0;  // FlagGems: configs compiled ahead of a sweep, N at a time
+  std::string tune_cache;        // shared cache path; empty: the default location
   // output
   std::string out = "runs";
   std::string name;        // run directory name prefix; empty: derived from the ops

@@ -525,3 +525,102 @@ class TuneThroughFlagGems(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def compiles(log, kernel="mm_kernel"):
+    """The stand-in's compile lines of a kernel: (BLOCK, how, start, end)."""
+    if not os.path.exists(log):
+        return []
+    out = []
+    with open(log) as f:
+        for x in f:
+            w = x.split()
+            if w[:2] == ["compile", kernel]:
+                out.append((w[2], w[3], float(w[4]), float(w[5])))
+    return out
+
+
+def most_at_once(intervals):
+    """The largest number of (start, end) intervals open at one instant."""
+    edges = sorted([(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals],
+                   key=lambda x: (x[0], x[1]))
+    most = now = 0
+    for _, d in edges:
+        now += d
+        most = max(most, now)
+    return most
+
+
+class CompileAhead(unittest.TestCase):
+    """--tune-compile-threads N: LibTuner's configs compiled N at a time before the sweep (the
+    stand-in's kernel takes STANDIN_COMPILE_S to compile a config and logs when)."""
+
+    def setUp(self):
+        self.tmp = tmpdir()
+        self.log = os.path.join(self.tmp, "standin-tune.log")
+        self.env = {"FLAGGEMS_DB_URL": "sqlite:///" + os.path.join(self.tmp, "shared.db"),
+                    "STANDIN_TUNE_LOG": self.log, "STANDIN_COMPILE_S": "0.3"}
+
+    def record(self, name, *extra, extra_env=None):
+        rc, so, se = run("--tune", "record", "--dtypes", "f16", "--out",
+                         os.path.join(self.tmp, name), *extra,
+                         extra_env=dict(self.env, **(extra_env or {})))
+        self.assertEqual(rc, 0, se)
+        return the_run(os.path.join(self.tmp, name))
+
+    def test_the_configs_compile_together_before_the_sweep_and_the_sweep_is_unchanged(self):
+        d, cases = self.record("ahead", "--tune-compile-threads", "4")
+        c = compiles(self.log)
+        self.assertEqual(sorted(b for b, _, _, _ in c),
+                         ["BLOCK=128", "BLOCK=16", "BLOCK=32", "BLOCK=64"], c)
+        self.assertEqual({how for _, how, _, _ in c}, {"ahead"}, "the sweep compiled a config")
+        self.assertGreaterEqual(most_at_once([(s, e) for _, _, s, e in c]), 2, c)
+        self.assertEqual(benched(self.log), 8)  # the sweep timed every config as before
+        tuned = gems(cases)
+        self.assertEqual(len(tuned), 2)
+        for p in tuned:
+            self.assertEqual((p["tune"]["source"], p["tune"]["tried"]), ("tuned", 4))
+            self.assertTrue(p["config"].startswith("BLOCK=64,"), p)
+            ahead = p["tune"]["compile_ahead"]
+            self.assertEqual((ahead["configs"], ahead["threads"]), (4, 4), ahead)
+        first = tuned[0]["tune"]["compile_ahead"]["seconds"]
+        self.assertGreaterEqual(first, 0.3, tuned[0])  # waited for the compiles it started
+        self.assertGreater(footer(d)["tune"]["compile_ahead_s"], 0.3)
+
+    def test_without_it_the_sweep_compiles_as_it_goes(self):
+        d, cases = self.record("inline")
+        c = compiles(self.log)
+        self.assertEqual(len(c), 4, c)
+        self.assertEqual({how for _, how, _, _ in c}, {"inline"})
+        self.assertEqual(most_at_once([(s, e) for _, _, s, e in c]), 1, c)
+        for p in gems(cases):
+            self.assertNotIn("compile_ahead", p["tune"])
+        self.assertNotIn("compile_ahead_s", footer(d)["tune"])
+
+    def test_a_triton_without_async_compile_says_so_and_the_sweep_compiles(self):
+        d, cases = self.record("old", "--tune-compile-threads", "4",
+                               extra_env={"STANDIN_TRITON_NO_ASYNC": "1"})
+        self.assertEqual({how for _, how, _, _ in compiles(self.log)}, {"inline"})
+        p = gems(cases)[0]
+        self.assertEqual(p["tune"]["compile_ahead"]["configs"], 0)
+        self.assertIn("this Triton has no AsyncCompileMode", p["tune"]["note"])
+        self.assertTrue(p["config"].startswith("BLOCK=64,"), p)
+
+    def test_bad_values_and_modes_that_sweep_nothing_are_refused(self):
+        out = os.path.join(self.tmp, "bad")
+        for args, says in ((("--tune", "record", "--tune-compile-threads", "x"),
+                            "--tune-compile-threads"),
+                           (("--tune", "record", "--tune-compile-threads", "257"), "256"),
+                           (("--tune", "off", "--tune-compile-threads", "4"), "--tune off"),
+                           (("--replay-from", self.tmp, "--tune-compile-threads", "4"),
+                            "--tune replay")):
+            rc, so, se = run(*args, "--out", out, extra_env=self.env)
+            self.assertEqual(rc, 2, (args, se))
+            self.assertIn(says, se)
+            self.assertFalse(os.path.exists(out), args)
+        p = subprocess.run([CALIBER_BIN, "run", "add", "--backend", "cpu",
+                            "--tune-compile-threads", "4", "--out", out],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("needs --flaggems", p.stderr)
+        self.assertFalse(os.path.exists(out))

@@ -37,3 +37,53 @@ class _Testing:
 
 
 testing = _Testing()
+
+
+# Triton 3.4+'s asynchronous compile, as far as a kernel's warmup uses it: while a mode is
+# active, a kernel launched with warmup=True hands its compile to the mode's executor; leaving
+# the mode waits for every compile (and raises the first failure unless ignore_errors).
+# STANDIN_TRITON_NO_ASYNC=1: a Triton without it.
+class _ActiveMode:
+    def __init__(self):
+        self.mode = None
+
+    def get(self):
+        return self.mode
+
+
+class _Namespace:
+    pass
+
+
+runtime = _Namespace()
+runtime._async_compile = _Namespace()
+runtime._async_compile.active_mode = _ActiveMode()
+
+if os.environ.get("STANDIN_TRITON_NO_ASYNC") != "1":
+    class AsyncCompileMode:
+        def __init__(self, executor, *, ignore_errors=False):
+            self.executor = executor
+            self.ignore_errors = ignore_errors
+            self.futures = {}
+
+        def submit(self, key, compile_fn):
+            if key not in self.futures:
+                self.futures[key] = self.executor.submit(compile_fn)
+            return self.futures[key]
+
+        def __enter__(self):
+            if runtime._async_compile.active_mode.mode is not None:
+                raise RuntimeError("Another AsyncCompileMode is already active")
+            runtime._async_compile.active_mode.mode = self
+            return self
+
+        def __exit__(self, *exc):
+            runtime._async_compile.active_mode.mode = None
+            futures, self.futures = list(self.futures.values()), {}
+            for f in futures:
+                e = f.exception()
+                if e is not None and not self.ignore_errors:
+                    raise e
+            return False
+
+    runtime._async_compile.AsyncCompileMode = AsyncCompileMode

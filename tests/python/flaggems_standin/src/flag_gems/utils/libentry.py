@@ -236,16 +236,44 @@ libcache = LibCache(FLAGGEMS_DB_URL)
 
 
 class JITFunction:
-    """triton.jit's shape for a plain Python kernel: `run(*args, **meta)` launches it."""
+    """triton.jit's shape for a plain Python kernel: `run(*args, **meta)` launches it, compiling
+    it first for a config it has not seen (STANDIN_COMPILE_S seconds, default 0; a line
+    `compile NAME BLOCK=B ahead|inline START END` in STANDIN_TUNE_LOG). `run(..., warmup=True)`
+    compiles and does not launch, through triton's AsyncCompileMode when one is active, as
+    Triton's JIT does."""
 
     def __init__(self, fn):
         self.fn = fn
         self.__name__ = fn.__name__
         self.arg_names = list(inspect.signature(fn).parameters)
         self.cache_key = hashlib.sha1(inspect.getsource(fn).encode()).hexdigest()
+        self.compiled = set()
 
-    def run(self, *args, **meta):
-        return self.fn(*args, **meta)
+    @staticmethod
+    def _config_of(meta):
+        return tuple(sorted((k, v) for k, v in meta.items() if k == "BLOCK"))
+
+    def _compile(self, key, how):
+        t0 = time.time()
+        time.sleep(float(os.environ.get("STANDIN_COMPILE_S") or 0))
+        self.compiled.add(key)
+        _log("compile %s %s %s %.4f %.4f" % (self.__name__, "BLOCK=%s" % dict(key).get("BLOCK"),
+                                             how, t0, time.time()))
+
+    def run(self, *args, warmup=False, **meta):
+        key = self._config_of(meta)
+        if key not in self.compiled:
+            import triton
+            mode = getattr(getattr(triton, "runtime", None), "_async_compile", None)
+            active = mode.active_mode.get() if mode is not None else None
+            if warmup and active is not None:
+                active.submit((self.cache_key, key), lambda: self._compile(key, "ahead"))
+            else:
+                self._compile(key, "ahead" if warmup else "inline")
+        if warmup:
+            return None
+        return self.fn(*args, **{k: v for k, v in meta.items()
+                                 if k not in ("num_warps", "num_stages")})
 
 
 def jit(fn):
@@ -317,6 +345,9 @@ class LibTuner:
         return list(self.configs)
 
     def _bench(self, *args, config, **meta):
+        key = self.fn._config_of(config.all_kwargs())
+        if key not in self.fn.compiled:  # Triton's do_bench launches it once first: compiled
+            self.fn._compile(key, "inline")
         ms = _planted_ms(config)
         _log("bench %s %s" % (self.__name__, config))
         return (ms, ms * 0.9, ms * 1.1)
