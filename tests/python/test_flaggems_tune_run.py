@@ -459,6 +459,28 @@ class TuneThroughFlagGems(unittest.TestCase):
         self.assertIn('"replay": 4', out)
         self.assertEqual(benched(self.log), 8, "the resumed record swept f32's keys alone")
 
+    def test_device_script_compiles_the_records_configs_ahead_and_not_the_replays(self):
+        """flaggems-check2 --compile-threads 4: the record compiles ahead (its report row says how
+        many configs), the replay in the same call is run without the flag (with it, caliber
+        refuses a replay) and sweeps nothing."""
+        script, sqla, e = self.device_script()
+        p = subprocess.run(
+            [sys.executable, script, "--caliber", CALIBER_BIN, "--results", self.out("ahead"),
+             "--flaggems", ROOT, "--sqlalchemy", sqla, "--python", PYTHON, "--parts", "tune",
+             "--backend", "cpu", "--run-flags", " ".join(QUICK[2:]), "--tune-dtypes", "f16",
+             "--compile-threads", "4"], capture_output=True, text=True, env=e, timeout=900)
+        out = p.stdout + p.stderr
+        self.assert_passed_but_for_host_noise(p.returncode, out)
+        self.assertIn(", 8 configs compiled ahead in ", out)  # 2 keys, 4 configs each
+        self.assertIn(" over 4 threads) |", out)
+        self.assertIn('"replay": 2', out)
+        c = compiles(self.log)
+        self.assertEqual(sorted(b for b, how, _, _ in c if how == "ahead"),
+                         ["BLOCK=128", "BLOCK=16", "BLOCK=32", "BLOCK=64"], c)
+        # the record's sweep compiled nothing; the replay (a process of its own) compiles the
+        # winner it launches, as it goes
+        self.assertEqual({b for b, how, _, _ in c if how == "inline"} - {"BLOCK=64"}, set(), c)
+
     def test_device_script_shards_the_record_then_the_batch_replays_it(self):
         """scripts/flaggems-check2's tune part at core level with --parallel-warmup 2 over two
         cpu devices: the shards sweep every key (the serial measurement none), the report gives
