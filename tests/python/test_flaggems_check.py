@@ -262,6 +262,30 @@ class SideBySide(unittest.TestCase):
                 self.assertGreater(float(r[col] or 0), 0, (col, r))
             self.assertFalse(r.get("fg_cudagraph_torch_ms") or r.get("fg_cudagraph_gems_ms"), r)
 
+    def test_flaggems_own_outcome_is_in_the_walls(self):
+        """FlagGems' own pytest's summary ("2 failed, 2 passed, 2 errors") is on each file's wall
+        row and in the markdown, so a row without FlagGems' figures says why."""
+        results = os.path.join(tmpdir(), "outcome")
+        rc, out = check(results, "--ops", "add,failures", "--group-size", "1")
+        self.assertEqual(rc, 1, out)  # caliber's failures file fails its broken cases
+        got = {w["op"]: w["flaggems_result"] for w in table(results, "walls.csv")}
+        self.assertEqual(got, {"add": "1 passed", "failures": "2 failed, 2 passed, 2 errors"},
+                         out)
+        self.assertIn("FlagGems' own pytest: 2 failed, 2 passed, 2 errors", out)
+        with open(os.path.join(results, "side_by_side.md")) as f:
+            text = f.read()
+        self.assertIn("| FlagGems' pytest |", text)
+        self.assertIn("| 2 failed, 2 passed, 2 errors |", text)
+
+    def test_flaggems_own_run_past_its_limit_is_named_cut(self):
+        """FlagGems' own run held at collection past --timeout: its wall row says `cut`."""
+        results = os.path.join(tmpdir(), "limit")
+        rc, out = check(results, "--ops", "softmax", "--timeout", "20", extra_env={
+            "STANDIN_HOLD_SOFTMAX": results + "-never", "STANDIN_HOLD_SOFTMAX_AFTER": "1"})
+        (w,) = table(results, "walls.csv")
+        self.assertEqual((w["flaggems_result"], w["flaggems_rows"]), ("cut", "0"), out)
+        self.assertIn("FlagGems' own pytest: cut", out)
+
     def test_group_size_is_checked(self):
         for bad in (("--group-size", "0"), ("--group-size", "2", "--group")):
             rc, out = check(os.path.join(tmpdir(), "bad"), "--ops", "add", *bad)
