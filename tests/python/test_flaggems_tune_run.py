@@ -545,10 +545,6 @@ class TuneThroughFlagGems(unittest.TestCase):
         self.assertEqual(benched(self.log), 0, "the resumed record had every key already")
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 def compiles(log, kernel="mm_kernel"):
     """The stand-in's compile lines of a kernel: (BLOCK, how, start, end)."""
     if not os.path.exists(log):
@@ -646,3 +642,7 @@ class CompileAhead(unittest.TestCase):
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("needs --flaggems", p.stderr)
         self.assertFalse(os.path.exists(out))
+
+
+if __name__ == "__main__":
+    unittest.main()
