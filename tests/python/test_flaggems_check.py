@@ -25,7 +25,7 @@ def sqlalchemy_standin(where):
     """The check imports sqlalchemy beside flag_gems (FlagGems' LibTuner needs it): a package
     of that name is enough here."""
     pkg = os.path.join(where, "lib", "sqlalchemy")
-    os.makedirs(pkg)
+    os.makedirs(pkg, exist_ok=True)  # a second call into the same RESULTS
     with open(os.path.join(pkg, "__init__.py"), "w") as f:
         f.write('__version__ = "0.0+standin"\n')
     return where
@@ -276,6 +276,35 @@ class SideBySide(unittest.TestCase):
             text = f.read()
         self.assertIn("| FlagGems' pytest |", text)
         self.assertIn("| 2 failed, 2 passed, 2 errors |", text)
+
+    def test_each_file_names_its_card_and_a_table_of_two_cards_says_so(self):
+        """walls.csv's card is the run identity's device; a later call into the same RESULTS that
+        got another card (faked here by editing the first call's state) makes the markdown say
+        the table mixes cards."""
+        results = os.path.join(tmpdir(), "cards")
+        rc, out = check(results, "--ops", "add")
+        self.assertEqual(rc, 0, out)
+        (w,) = table(results, "walls.csv")
+        with open(os.path.join(w["run_dir"], "run_identity.json")) as f:
+            name = json.load(f)["device"]["name"]
+        self.assertTrue(name and w["card"].startswith(name), (name, w["card"]))
+        state = os.path.join(results, "side_by_side.json")
+        with open(state) as f:
+            saved = json.load(f)
+        for x in saved["walls"]:
+            x["op"], x["card"] = "mul", "Another card GPU-0"
+        with open(state, "w") as f:
+            json.dump(saved, f)
+        with open(os.path.join(results, "side_by_side.md")) as f:
+            self.assertNotIn("cards**", f.read())
+        rc, out = check(results, "--ops", "add")
+        self.assertEqual(rc, 0, out)
+        with open(os.path.join(results, "side_by_side.md")) as f:
+            text = f.read()
+        (line,) = [x for x in text.splitlines() if x.startswith("**These rows come from")]
+        self.assertTrue(line.startswith("**These rows come from 2 cards** ("), line)
+        self.assertIn("Another card GPU-0", line)
+        self.assertIn(name, line)
 
     def test_flaggems_own_run_past_its_limit_is_named_cut(self):
         """FlagGems' own run held at collection past --timeout: its wall row says `cut`."""
