@@ -307,7 +307,6 @@ def compile_ahead(tuner, args, kwargs, threads):
         tuner.nargs = dict(zip(getattr(tuner, "arg_names", ()), args))  # what pruning reads
         prune = getattr(tuner, "prune_configs", None)
         configs = list(prune(kwargs) if prune else tuner.configs)
-        tuner.nargs = saved
         with ThreadPoolExecutor(threads) as pool:
             try:
                 mode = mode_cls(pool, ignore_errors=True)

@@ -659,15 +659,15 @@ Knobs resolve_knobs(const std::map<std::string, std::string>& flags,
   if (k.parallel_warmup > 0 && k.tune == TuneMode::off)
     throw KnobError("--parallel-warmup (PARALLEL_WARMUP_GPUS): '" +
                     std::to_string(k.parallel_warmup) + "' needs tuning, but --tune is off");
-  if (k.tune_compile_threads > 1 && k.flaggems.empty())
-    throw KnobError("--tune-compile-threads: '" + std::to_string(k.tune_compile_threads) +
-                    "' compiles FlagGems' LibTuner configs ahead of a sweep; it needs --flaggems");
-  if (k.tune_compile_threads > 1 && (k.tune == TuneMode::off || k.tune == TuneMode::replay))
-    throw KnobError("--tune-compile-threads: '" + std::to_string(k.tune_compile_threads) +
-                    "' compiles ahead of LibTuner's sweeps, and --tune " +
-                    std::string(to_string(k.tune)) +
-                    " sweeps nothing; allowed with --tune live "
-                    "or record");
+  if (k.tune_compile_threads > 1) {
+    const std::string given =
+        "--tune-compile-threads: '" + std::to_string(k.tune_compile_threads) + "' compiles ";
+    if (k.flaggems.empty())
+      throw KnobError(given + "FlagGems' LibTuner configs ahead of a sweep; it needs --flaggems");
+    if (k.tune == TuneMode::off || k.tune == TuneMode::replay)
+      throw KnobError(given + "ahead of LibTuner's sweeps, and --tune " + to_string(k.tune) +
+                      " sweeps nothing; allowed with --tune live or record");
+  }
   if (flags.count("mode") && k.flaggems.empty())
     throw KnobError("--mode: '" + std::string(to_string(k.mode)) +
                     "' is FlagGems' measurement mode; it needs --flaggems");
