@@ -315,6 +315,58 @@ class SideBySide(unittest.TestCase):
         self.assertEqual((w["flaggems_result"], w["flaggems_rows"]), ("cut", "0"), out)
         self.assertIn("FlagGems' own pytest: cut", out)
 
+    def test_pending_runs_the_files_not_yet_complete(self):
+        """--pending 1 over the same --ops: each call runs the next file the table lacks, and a
+        call with none left runs nothing; the coverage line names what is left."""
+        results = os.path.join(tmpdir(), "pending")
+        rc, out = check(results, "--ops", "add,softmax", "--pending", "1")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("2 of the 2 --ops files not complete; this call: add", out)
+        self.assertEqual([w["op"] for w in table(results, "walls.csv")], ["add"])
+        self.assertIn("complete (both sides, modes kernel): 1 of 2 files; not yet: softmax", out)
+        rc, out = check(results, "--ops", "add,softmax", "--pending", "1")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("this call: softmax", out)
+        self.assertEqual([w["op"] for w in table(results, "walls.csv")], ["add", "softmax"])
+        self.assertEqual({w["caliber_ok"] for w in table(results, "walls.csv")}, {"True"})
+        rc, out = check(results, "--ops", "add,softmax", "--pending", "1")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("0 of the 2 --ops files not complete; this call: none", out)
+        self.assertEqual(len(table(results, "walls.csv")), 2)
+        # merging only: one table of two calls' RESULTS, with the coverage of every file
+        one = os.path.join(tmpdir(), "pending-one")
+        rc, out = check(one, "--ops", "add")
+        self.assertEqual(rc, 0, out)
+        with open(os.path.join(results, "side_by_side.json")) as f:
+            state = json.load(f)
+        state["walls"] = [w for w in state["walls"] if w["op"] == "softmax"]
+        state["walls"][0]["flaggems_result"] = "1 failed, 2 passed"
+        state["table"] = [r for r in state["table"] if r["op"] != "add"]
+        softmax_state = os.path.join(tmpdir(), "softmax-state.json")
+        with open(softmax_state, "w") as f:
+            json.dump(state, f)
+        both = os.path.join(tmpdir(), "pending-both")
+        p = subprocess.run([sys.executable, SCRIPT, "--results", both, "--merge", one, "--merge",
+                            softmax_state, "--merge-only",
+                            "--modes", "kernel"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual([w["op"] for w in table(both, "walls.csv")], ["add", "softmax"])
+        self.assertEqual({r["op"] for r in table(both, "side_by_side.csv")},
+                         {r["op"] for r in table(results, "side_by_side.csv")})
+        with open(os.path.join(both, "side_by_side.md")) as f:
+            text = f.read()
+        self.assertIn("| add | done | ", text)
+        self.assertIn("| softmax | FlagGems' own: 1 failed, 2 passed | ", text)
+        self.assertIn("| mul | not run | ", text)
+        self.assertIn("1 of 44 files done in every mode", text)
+        for bad, says in (((), "--merge-only: give the earlier calls"),
+                          (("--merge", one + "-none"), "no side_by_side.json there"),
+                          (("--pending", "0"), "--pending '0'")):
+            p = subprocess.run([sys.executable, SCRIPT, "--results", both, "--merge-only", *bad],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+            self.assertIn(says, p.stderr)
+
     def test_group_size_is_checked(self):
         for bad in (("--group-size", "0"), ("--group-size", "2", "--group")):
             rc, out = check(os.path.join(tmpdir(), "bad"), "--ops", "add", *bad)
