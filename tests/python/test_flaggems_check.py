@@ -342,12 +342,20 @@ class SideBySide(unittest.TestCase):
         state["walls"] = [w for w in state["walls"] if w["op"] == "softmax"]
         state["walls"][0]["flaggems_result"] = "1 failed, 2 passed"
         state["table"] = [r for r in state["table"] if r["op"] != "add"]
-        softmax_state = os.path.join(tmpdir(), "softmax-state.json")
+        saved = tmpdir()  # a folder of saved states, merged in name order
+        softmax_state = os.path.join(saved, "2-softmax.json")
         with open(softmax_state, "w") as f:
             json.dump(state, f)
         both = os.path.join(tmpdir(), "pending-both")
-        p = subprocess.run([sys.executable, SCRIPT, "--results", both, "--merge", one, "--merge",
-                            softmax_state, "--merge-only",
+        with open(os.path.join(one, "side_by_side.json")) as f:
+            add_state = json.load(f)
+        with open(os.path.join(saved, "1-add.json"), "w") as f:
+            json.dump(add_state, f)
+        add_state["walls"][0]["flaggems_result"] = "cut"  # an older add, merged first
+        with open(os.path.join(saved, "0-add.json"), "w") as f:
+            json.dump(add_state, f)
+        p = subprocess.run([sys.executable, SCRIPT, "--results", both, "--merge", saved,
+                            "--merge-only",
                             "--modes", "kernel"], capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertEqual([w["op"] for w in table(both, "walls.csv")], ["add", "softmax"])
