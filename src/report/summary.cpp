@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/stats.hpp"
+#include "report/repeats.hpp"
 
 namespace caliber::report {
 
@@ -85,6 +86,13 @@ Summary summarize_rows(const std::vector<std::pair<std::string, std::vector<RunD
   for (const auto& [source, runs] : inputs)
     for (const auto& run : runs) duplicates.add(run);
   out.duplicates = duplicates.note();
+  RepeatCheck repeats;
+  for (const auto& [source, runs] : inputs) {
+    const auto c = check_repeats(runs);
+    repeats.pairs += c.pairs;
+    repeats.disagree.insert(repeats.disagree.end(), c.disagree.begin(), c.disagree.end());
+  }
+  out.repeats = repeats_note(repeats);
   for (const auto& [source, runs] : inputs) {
     std::map<std::pair<std::string, std::string>, Accumulator> groups;
     std::vector<PhaseGroup> phases;  // in the order the ops first appear
@@ -284,6 +292,7 @@ Report summary_report(const Summary& s) {
                       " run.log line(s) were read after a repair: invalid UTF-8 bytes read as '?', "
                       "NaN, Infinity or out-of-range numbers read as missing");
   if (!s.duplicates.empty()) t.notes.push_back(s.duplicates);
+  if (!s.repeats.empty()) t.notes.push_back(s.repeats);
   if (s.truncated_logs > 0)
     t.notes.push_back(
         std::to_string(s.truncated_logs) +

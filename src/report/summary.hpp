@@ -58,6 +58,7 @@ struct Summary {
   int truncated_logs = 0;       // run.logs whose last line was cut (an interrupted run)
   int unfinished_runs = 0;      // run.logs without a footer
   std::string duplicates;       // duplicate_rows_note of every input's runs; "" when none
+  std::string repeats;          // repeats_note of every input's runs (repeats.hpp); "" when none
   // Inputs that were folders of runs (neither a run nor a batch), "runs (3 runs)": each of their
   // runs became a source of its own (summarize), and a note says so.
   std::vector<std::string> split_folders;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "report/repeats.hpp"
 #include "report/summary.hpp"
 #include "unit/report/fixtures.hpp"
 
@@ -295,4 +296,69 @@ TEST(Summary, ARowWithAFieldOfTheWrongTypeIsNotReadAndTheNoteSaysWhy) {
   EXPECT_NE(notes.find("1 run.log line(s) could not be read"), std::string::npos) << notes;
   EXPECT_NE(notes.find("field 'latency_ms' is string, expected a number"), std::string::npos)
       << notes;
+}
+
+namespace {
+// A FlagGems-style row: two providers with their noise, FlagGems' shape count and parameters.
+json repeat_row(const std::string& shape, const std::string& ordinal, double torch_ms,
+                double torch_noise, double gems_ms, double gems_noise, bool torch_converged) {
+  RowSpec s;
+  s.op = "mm";
+  s.shape = shape;
+  s.cand = {gems_ms};
+  s.base = {torch_ms};
+  json row = make_row(s);
+  row["params"] = {{"ordinal", ordinal}, {"test", "benchmark/test_mm.py::test_mm"}};
+  row["providers"][0]["name"] = "gems";
+  row["providers"][0]["noise"] = gems_noise;
+  row["providers"][1]["name"] = "torch";
+  row["providers"][1]["noise"] = torch_noise;
+  row["providers"][1]["converged"] = torch_converged;
+  return row;
+}
+}  // namespace
+
+// The H100 record of 2026-12-06: torch's mm f32 4096^3 read 5.12 ms (noise 2.14%, not
+// converged) and, as `#2` later in the same run, 2.66 ms; gems read 2.092 and 2.107 ms.
+TEST(Summary, RepeatedInputsThatDisagreeAreSaid) {
+  TempDir t;
+  const auto run = write_run(
+      t.path(), "mm-20261206-015011",
+      {repeat_row("4096x4096_4096x4096", "1", 5.124293, 0.0214, 2.091959, 0.0197, false),
+       repeat_row("1024x1024_1024x1024", "2", 0.1, 0.001, 0.09, 0.001, true),
+       repeat_row("4096x4096_4096x4096#2", "4", 2.6582535, 0.00015, 2.107319, 0.00083, true)});
+  const auto s = summarize({run});
+  EXPECT_NE(s.repeats.find("1 of 2 figure(s) of repeated inputs disagree beyond their noise"),
+            std::string::npos)
+      << s.repeats;
+  // 3 x hypot(2.14%, 0.015%) = 6.4%: torch's 1.93x is beyond it, gems' 0.7% within 5.9%
+  EXPECT_NE(s.repeats.find("torch mm f32 4096x4096_4096x4096 5.124 vs 2.658 ms (1.93x, allowed "
+                           "6.4%; the first STOP_NOT_CONVERGED)"),
+            std::string::npos)
+      << s.repeats;
+  const std::string text = caliber::report::render_text(summary_report(s));
+  EXPECT_NE(text.find("repeated inputs disagree"), std::string::npos) << text;
+}
+
+TEST(Summary, RepeatedInputsThatAgreeAndOtherParametersAreNotRepeats) {
+  TempDir t;
+  auto other_test = repeat_row("64x64#2", "3", 9.0, 0.001, 9.0, 0.001, true);
+  other_test["params"]["test"] = "benchmark/test_mm.py::test_mm_other";  // another input
+  const auto run = write_run(t.path(), "mm-20261206-015501",
+                             {repeat_row("64x64", "1", 1.0, 0.01, 0.5, 0.001, true), other_test,
+                              repeat_row("64x64#2", "2", 1.04, 0.01, 0.51, 0.001, true)});
+  const auto s = summarize({run});
+  EXPECT_EQ(s.repeats,
+            "2 figure(s) of repeated inputs agree within their noise (the same inputs timed twice "
+            "in one run, FlagGems' SHAPE#2 rows; docs/report.md#repeated-inputs)");
+  EXPECT_DOUBLE_EQ(caliber::report::repeat_limit(0.0, 0.0), 0.05);
+  EXPECT_NEAR(caliber::report::repeat_limit(0.03, 0.04), 0.15, 1e-12);
+}
+
+TEST(Summary, RunsWithoutRepeatedInputsSayNothingOfThem) {
+  TempDir t;
+  const auto run =
+      write_run(t.path(), "add-20261206-010101",
+                {speedup_row("add", "f32", "1", 1.0), speedup_row("add", "f32", "2", 2.0)});
+  EXPECT_EQ(summarize({run}).repeats, "");
 }
