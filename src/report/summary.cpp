@@ -4,7 +4,7 @@
 #include <map>
 
 #include "core/stats.hpp"
-#include "report/repeats.hpp"
+#include "records/repeats.hpp"
 
 namespace caliber::report {
 
@@ -86,13 +86,10 @@ Summary summarize_rows(const std::vector<std::pair<std::string, std::vector<RunD
   for (const auto& [source, runs] : inputs)
     for (const auto& run : runs) duplicates.add(run);
   out.duplicates = duplicates.note();
-  RepeatCheck repeats;
-  for (const auto& [source, runs] : inputs) {
-    const auto c = check_repeats(runs);
-    repeats.pairs += c.pairs;
-    repeats.disagree.insert(repeats.disagree.end(), c.disagree.begin(), c.disagree.end());
-  }
-  out.repeats = repeats_note(repeats);
+  core::RepeatCheck repeats;
+  for (const auto& [source, runs] : inputs)
+    for (const auto& run : runs) core::check_repeats(run.log.cases, repeats);
+  out.repeats = core::repeats_note(repeats);
   for (const auto& [source, runs] : inputs) {
     std::map<std::pair<std::string, std::string>, Accumulator> groups;
     std::vector<PhaseGroup> phases;  // in the order the ops first appear
@@ -224,39 +221,9 @@ Table host_table(const Summary& s) {
   return t;
 }
 
-}  // namespace
-
-Report summary_report(const Summary& s) {
-  Report r;
-  Table t;
-  t.id = "summary";
-  t.title = "Speedup (baseline latency / candidate latency), geometric mean per op and dtype";
-  t.columns = {"source",   "op",       "dtype",       "rows",   "speedup_rows",
-               "geomean",  "ci95_lo",  "ci95_hi",     "min",    "max",
-               "fallback", "poisoned", "stop_missed", "failed", "skipped"};
-  int excluded = 0, power_capped = 0, stop_missed = 0;
-  // One row has no interval across rows: its cells say n=1 (null in JSON and CSV), never a
-  // bootstrap of one value ("1.518-1.518").
-  const auto ci_cell = [](const SummaryGroup& g, const std::optional<double>& v) {
-    return g.with_speedup == 1 ? Cell{"n=1", nullptr} : number_cell(v);
-  };
-  auto add = [&](const SummaryGroup& g) {
-    t.rows.push_back({text_cell(g.source), text_cell(g.op), text_cell(g.dtype),
-                      integer_cell(g.rows), integer_cell(g.with_speedup), number_cell(g.geomean),
-                      ci_cell(g, g.ci_lo), ci_cell(g, g.ci_hi), number_cell(g.min),
-                      number_cell(g.max), integer_cell(g.fallback), integer_cell(g.poisoned),
-                      integer_cell(g.stop_missed), integer_cell(g.failed),
-                      integer_cell(g.skipped)});
-  };
-  std::size_t gi = 0;
-  for (const auto& o : s.overall) {
-    for (; gi < s.groups.size() && s.groups[gi].source == o.source; ++gi) add(s.groups[gi]);
-    add(o);
-    excluded += o.no_speedup;
-    power_capped += o.power_capped;
-    stop_missed += o.stop_missed;
-  }
-  for (; gi < s.groups.size(); ++gi) add(s.groups[gi]);
+// The summary table's notes: what its rows leave out, and what the runs' logs held.
+void add_summary_notes(Table& t, const Summary& s, int excluded, int power_capped,
+                       int stop_missed) {
   t.notes.push_back(
       "geomean and its bootstrap 95% CI are over the speedup_rows only; n=1: one row, no "
       "interval across rows (a row's own interval: caliber run's closing table, speedup_ci)");
@@ -300,6 +267,41 @@ Report summary_report(const Summary& s) {
   if (s.unfinished_runs > 0)
     t.notes.push_back(std::to_string(s.unfinished_runs) +
                       " run(s) have no footer: they did not finish (crash, timeout or interrupt)");
+}
+}  // namespace
+
+Report summary_report(const Summary& s) {
+  Report r;
+  Table t;
+  t.id = "summary";
+  t.title = "Speedup (baseline latency / candidate latency), geometric mean per op and dtype";
+  t.columns = {"source",   "op",       "dtype",       "rows",   "speedup_rows",
+               "geomean",  "ci95_lo",  "ci95_hi",     "min",    "max",
+               "fallback", "poisoned", "stop_missed", "failed", "skipped"};
+  int excluded = 0, power_capped = 0, stop_missed = 0;
+  // One row has no interval across rows: its cells say n=1 (null in JSON and CSV), never a
+  // bootstrap of one value ("1.518-1.518").
+  const auto ci_cell = [](const SummaryGroup& g, const std::optional<double>& v) {
+    return g.with_speedup == 1 ? Cell{"n=1", nullptr} : number_cell(v);
+  };
+  auto add = [&](const SummaryGroup& g) {
+    t.rows.push_back({text_cell(g.source), text_cell(g.op), text_cell(g.dtype),
+                      integer_cell(g.rows), integer_cell(g.with_speedup), number_cell(g.geomean),
+                      ci_cell(g, g.ci_lo), ci_cell(g, g.ci_hi), number_cell(g.min),
+                      number_cell(g.max), integer_cell(g.fallback), integer_cell(g.poisoned),
+                      integer_cell(g.stop_missed), integer_cell(g.failed),
+                      integer_cell(g.skipped)});
+  };
+  std::size_t gi = 0;
+  for (const auto& o : s.overall) {
+    for (; gi < s.groups.size() && s.groups[gi].source == o.source; ++gi) add(s.groups[gi]);
+    add(o);
+    excluded += o.no_speedup;
+    power_capped += o.power_capped;
+    stop_missed += o.stop_missed;
+  }
+  for (; gi < s.groups.size(); ++gi) add(s.groups[gi]);
+  add_summary_notes(t, s, excluded, power_capped, stop_missed);
   r.tables.push_back(std::move(t));
   if (!s.phases.empty()) r.tables.push_back(phase_table(s));
   if (std::any_of(s.overall.begin(), s.overall.end(),

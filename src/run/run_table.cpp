@@ -9,6 +9,7 @@
 #include "core/format.hpp"
 #include "core/stats.hpp"
 #include "core/text_table.hpp"
+#include "records/repeats.hpp"
 #include "records/runlog.hpp"
 #include "settings/knobs.hpp"
 
@@ -220,6 +221,12 @@ void print_run_table(std::ostream& out, const std::vector<core::CaseRow>& rows,
            "the next run may land outside it, which caliber compare accounts for "
            "(docs/ab.md#the-rule)\n";
   note_above_peak(out, rows, cols);
+  // Inputs timed twice (FlagGems' SHAPE#2 rows) whose figures disagree: said at once, not only
+  // by a later `caliber summary` (docs/report.md#repeated-inputs).
+  core::RepeatCheck repeats;
+  core::check_repeats(rows, repeats);
+  if (const auto n = core::repeats_note(repeats, /*agreeing=*/false); !n.empty())
+    out << "note: " << n << "\n";
 }
 
 }  // namespace caliber::run

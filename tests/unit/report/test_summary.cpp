@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "report/repeats.hpp"
+#include "records/repeats.hpp"
 #include "report/summary.hpp"
 #include "unit/report/fixtures.hpp"
 
@@ -351,8 +351,8 @@ TEST(Summary, RepeatedInputsThatAgreeAndOtherParametersAreNotRepeats) {
   EXPECT_EQ(s.repeats,
             "2 figure(s) of repeated inputs agree within their noise (the same inputs timed twice "
             "in one run, FlagGems' SHAPE#2 rows; docs/report.md#repeated-inputs)");
-  EXPECT_DOUBLE_EQ(caliber::report::repeat_limit(0.0, 0.0), 0.05);
-  EXPECT_NEAR(caliber::report::repeat_limit(0.03, 0.04), 0.15, 1e-12);
+  EXPECT_DOUBLE_EQ(caliber::core::repeat_limit(0.0, 0.0), 0.05);
+  EXPECT_NEAR(caliber::core::repeat_limit(0.03, 0.04), 0.15, 1e-12);
 }
 
 TEST(Summary, RunsWithoutRepeatedInputsSayNothingOfThem) {

@@ -100,6 +100,28 @@ TEST(RunTable, EachSpeedupShowsItsInterval) {
   EXPECT_NE(std::find(d.begin(), d.end(), "speedup_ci"), d.end()) << "shown by default";
 }
 
+// A repeated input whose figures disagree is noted under the closing table; one that agrees is
+// not (the summary says that).
+TEST(RunTable, RepeatedInputsThatDisagreeAreNoted) {
+  using nlohmann::json;
+  auto row = [](const std::string& shape, double ms, double noise) {
+    json r = {{"type", "case"}, {"op", "mm"}, {"dtype", "f32"}, {"shape", shape}};
+    r["providers"] = {
+        {{"name", "torch"}, {"role", "baseline"}, {"latency_ms", ms}, {"noise", noise}}};
+    return caliber::core::case_row_from_json(r);
+  };
+  std::ostringstream off, on;
+  caliber::run::print_run_table(on, {row("64x64", 5.12, 0.02), row("64x64#2", 2.66, 0.001)},
+                                {"op"});
+  EXPECT_NE(on.str().find("note: 1 of 1 figure(s) of repeated inputs disagree beyond their "
+                          "noise"),
+            std::string::npos)
+      << on.str();
+  caliber::run::print_run_table(off, {row("64x64", 5.12, 0.02), row("64x64#2", 5.2, 0.001)},
+                                {"op"});
+  EXPECT_EQ(off.str().find("repeated inputs"), std::string::npos) << off.str();
+}
+
 namespace {
 
 using caliber::run::Selection;

@@ -1,4 +1,4 @@
-#include "report/repeats.hpp"
+#include "records/repeats.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <map>
 #include <utility>
 
-namespace caliber::report {
+namespace caliber::core {
 
 double RepeatPair::ratio() const {
   return std::max(first_ms, again_ms) / std::min(first_ms, again_ms);
@@ -27,7 +27,7 @@ std::string without_count(const std::string& shape) {
   return shape.substr(0, hash);
 }
 
-std::string input_key(const core::CaseRow& row) {
+std::string input_key(const CaseRow& row) {
   std::string key =
       row.op + '\x1f' + row.dtype.value_or("") + '\x1f' + without_count(row.shape.value_or(""));
   if (row.params)
@@ -36,17 +36,17 @@ std::string input_key(const core::CaseRow& row) {
   return key;
 }
 
-bool converged(const core::ProviderRow& p) {
+bool converged(const ProviderRow& p) {
   if (p.converged) return *p.converged;
   return !p.markers ||
          std::find(p.markers->begin(), p.markers->end(), "STOP_NOT_CONVERGED") == p.markers->end();
 }
 
-void compare_rows(const core::CaseRow& first, const core::CaseRow& again, RepeatCheck& c) {
+void compare_rows(const CaseRow& first, const CaseRow& again, RepeatCheck& c) {
   if (!first.providers || !again.providers) return;
   for (const auto& a : *first.providers) {
     const auto b = std::find_if(again.providers->begin(), again.providers->end(),
-                                [&](const core::ProviderRow& p) { return p.name == a.name; });
+                                [&](const ProviderRow& p) { return p.name == a.name; });
     if (b == again.providers->end() || !a.latency_ms || !b->latency_ms || *a.latency_ms <= 0 ||
         *b->latency_ms <= 0)
       continue;
@@ -66,21 +66,17 @@ void compare_rows(const core::CaseRow& first, const core::CaseRow& again, Repeat
 
 }  // namespace
 
-RepeatCheck check_repeats(const std::vector<RunData>& runs) {
-  RepeatCheck c;
-  for (const auto& run : runs) {
-    std::map<std::string, const core::CaseRow*> first;
-    for (const auto& row : run.log.cases) {
-      if (row.status.value_or("ok") != "ok") continue;
-      const auto [it, fresh] = first.emplace(input_key(row), &row);
-      if (!fresh) compare_rows(*it->second, row, c);
-    }
+void check_repeats(const std::vector<CaseRow>& rows, RepeatCheck& into) {
+  std::map<std::string, const CaseRow*> first;
+  for (const auto& row : rows) {
+    if (row.status.value_or("ok") != "ok") continue;
+    const auto [it, fresh] = first.emplace(input_key(row), &row);
+    if (!fresh) compare_rows(*it->second, row, into);
   }
-  return c;
 }
 
-std::string repeats_note(const RepeatCheck& c) {
-  if (c.pairs == 0) return "";
+std::string repeats_note(const RepeatCheck& c, bool agreeing) {
+  if (c.pairs == 0 || (c.disagree.empty() && !agreeing)) return "";
   const std::string what =
       " (the same inputs timed twice in one run, FlagGems' SHAPE#2 rows; "
       "docs/report.md#repeated-inputs)";
@@ -105,4 +101,4 @@ std::string repeats_note(const RepeatCheck& c) {
          "by as much";
 }
 
-}  // namespace caliber::report
+}  // namespace caliber::core

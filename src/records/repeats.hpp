@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "report/rundata.hpp"
+#include "records/runlog_rows.hpp"
 
-namespace caliber::report {
+namespace caliber::core {
 
 struct RepeatPair {
   std::string op, dtype, shape, provider;  // shape: the first row's (no `#N`)
@@ -30,11 +30,12 @@ struct RepeatCheck {
 [[nodiscard]] double repeat_limit(double noise_a, double noise_b);
 
 // Every later row of an input (same op, dtype, shape without its `#N` and parameters other than
-// `ordinal`) against the first row of it in the same run, provider by provider (ok rows, figures
-// above 0).
-[[nodiscard]] RepeatCheck check_repeats(const std::vector<RunData>& runs);
+// `ordinal`) against the first row of it among one run's rows, provider by provider (ok rows,
+// figures above 0). Adds to `into` (a summary checks several runs).
+void check_repeats(const std::vector<CaseRow>& rows, RepeatCheck& into);
 
-// The summary's note: "" when no run repeats an input.
-[[nodiscard]] std::string repeats_note(const RepeatCheck& c);
+// The note of `caliber summary` and of the run's closing table: "" when no run repeats an input,
+// and with agreeing=false also "" when every repeated figure agrees.
+[[nodiscard]] std::string repeats_note(const RepeatCheck& c, bool agreeing = true);
 
-}  // namespace caliber::report
+}  // namespace caliber::core
