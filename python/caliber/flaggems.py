@@ -92,6 +92,9 @@ class TuneHooks:
     def opened(self, run_dir):
         """The run directory exists."""
 
+    def preparing(self, on):
+        """A provider's prepare call starts (True) or ends (False)."""
+
     def provider(self, case, role):
         """A dict for the provider's "tune" object after its prepare call, or None."""
         return None
@@ -1220,13 +1223,16 @@ class Session:
         # timers and captures.
         rng_before = self._rng_state()
         t_prepare = time.perf_counter()
+        tune_hooks.preparing(True)
         try:
             call()
             self._sync()
         except Exception as e:
+            tune_hooks.preparing(False)
             self._provider_error(role, e)
             return float("nan")
         finally:
+            tune_hooks.preparing(False)
             c.prepare_s += time.perf_counter() - t_prepare
         rng = rng_before is not None and not _same(rng_before, self._rng_state())
         if c.skipped:

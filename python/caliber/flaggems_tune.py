@@ -40,6 +40,7 @@ DB_FILE = "flaggems_tune.db"
 MODES = ("off", "live", "record", "replay")
 NO_EVICT = "compile_tune_no_evict"
 SWEPT_BY = "libtuner"
+PLAIN_SWEPT_BY = "triton"  # a kernel under plain @triton.autotune, not FlagGems' LibTuner
 
 
 class TuneError(ValueError):
@@ -99,12 +100,20 @@ class Session:
         self.db_url = db_url
         self.note = note
         self.events = []
+        # a provider's prepare call under way (Hooks.preparing): plain Triton autotuners are
+        # observed only then, so that the timers' launches pay nothing for it
+        self.preparing = False
         self.totals = {"keys_tuned": 0, "cache_hits": 0, "replay_missing": 0, "evicted": 0,
                        "benchmarked": 0, "sweep_s": 0.0}
 
     def record(self, event):
         self.events.append(event)
         t = self.totals
+        if event.get("swept_by") == PLAIN_SWEPT_BY:  # a plain Triton autotuner: its own totals
+            if event.get("source") == "tuned":
+                t["triton_keys_tuned"] = t.get("triton_keys_tuned", 0) + 1
+                t["triton_sweep_s"] = t.get("triton_sweep_s", 0.0) + event.get("sweep_s", 0.0)
+            return
         t["benchmarked"] += event.get("tried", 0)
         t["sweep_s"] += event.get("sweep_s", 0.0)
         src = event.get("source")
@@ -399,9 +408,72 @@ def _wrapped_run(orig):
     return run
 
 
+def _plain_key(tuner, args, kwargs):
+    """Triton's own key of a plain autotuner: the key arguments' values, then the dtypes of the
+    arguments that have one (Autotuner.run)."""
+    all_args = {**dict(zip(tuner.arg_names, args)), **kwargs}
+    named = {k: v for k, v in all_args.items() if k in tuner.arg_names}
+    key = [named[k] for k in getattr(tuner, "keys", []) if k in named]
+    key += [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
+    return tuple(key)
+
+
+def _wrapped_plain_run(orig, libtuner_cls):
+    """Autotuner.run of Triton itself, for FlagGems' kernels under plain @triton.autotune (72 of
+    its op files at ed2508b: the norms, softmax, ...). Observed only: Triton keeps their choices
+    in the process (no database caliber could record or replay), so every mode sweeps them and
+    the row says what was swept and chosen."""
+    def run(self, *args, **kwargs):
+        s = _SESSION
+        if s is None or not s.preparing:  # every launch comes here: the timers' pay one test
+            return orig(self, *args, **kwargs)
+        configs = getattr(self, "configs", None) or []
+        if len(configs) <= 1 or (libtuner_cls is not None and isinstance(self, libtuner_cls)):
+            return orig(self, *args, **kwargs)
+        cache = getattr(self, "cache", None)
+        key = _plain_key(self, args, kwargs)
+        hit = isinstance(cache, dict) and key in cache
+        before = getattr(self, "configs_timings", None)
+        ret = orig(self, *args, **kwargs)
+        timings = getattr(self, "configs_timings", None)
+        swept = not hit and timings is not None and timings is not before
+        event = {"kernel": getattr(getattr(self, "base_fn", None), "__name__", None) or
+                 getattr(self, "__name__", type(self).__name__),
+                 "key": _key_text(key), "swept_by": PLAIN_SWEPT_BY,
+                 "source": "tuned" if swept else "cache",
+                 "tried": len(timings) if swept else 0,
+                 "sweep_s": float(getattr(self, "bench_time", 0.0) or 0.0) if swept else 0.0,
+                 "config": config_str(getattr(self, "best_config", None))}
+        if s.mode in ("off", "replay"):
+            event["note"] = "%s: plain triton.autotune, %s in this process under --tune %s " \
+                "(only LibTuner's keys are recorded and replayed)" % (
+                    event["kernel"], "swept" if swept else "chosen", s.mode)
+        s.record(event)
+        return ret
+    run.__caliber_wrapped__ = orig
+    return run
+
+
+def _plain_autotuner():
+    """Triton's Autotuner class, or None (no Triton, or one without it)."""
+    try:
+        import triton
+    except ImportError:
+        return None
+    rt = getattr(triton, "runtime", None)
+    return getattr(getattr(rt, "autotuner", None), "Autotuner", None) or \
+        getattr(rt, "Autotuner", None)
+
+
 def install(libentry_module):
-    """Wraps LibTuner.run of FlagGems' libentry module (once; subclasses inherit it)."""
+    """Wraps LibTuner.run of FlagGems' libentry module (once; subclasses inherit it), and Triton's
+    own Autotuner.run for FlagGems' kernels under plain @triton.autotune."""
     tuner_cls = getattr(libentry_module, "LibTuner", None)
+    plain = _plain_autotuner()
+    if plain is not None:
+        prun = plain.__dict__.get("run")
+        if prun is not None and not hasattr(prun, "__caliber_wrapped__"):
+            plain.run = _wrapped_plain_run(prun, tuner_cls)
     if tuner_cls is None:
         return False
     run = tuner_cls.__dict__.get("run")
@@ -424,12 +496,16 @@ def take_case():
     first = events[0]
     sources = [e.get("source") for e in events]
     source = next((x for x in ("replay-missing", "tuned") if x in sources), first.get("source"))
+    by = []
+    for e in events:
+        if e.get("swept_by", SWEPT_BY) not in by:
+            by.append(e.get("swept_by", SWEPT_BY))
     tune = {"source": source, "tried": sum(e.get("tried", 0) for e in events),
             "rejected": 0, "sweep_s": sum(e.get("sweep_s", 0.0) for e in events),
-            "key": first.get("key"), "swept_by": SWEPT_BY,
+            "key": first.get("key"), "swept_by": ",".join(by),
             "bench_cache_hits": sum(e.get("bench_cache_hits", 0) for e in events),
             "kernels": [{k: e[k] for k in ("kernel", "key", "source", "tried", "sweep_s",
-                                          "config") if k in e} for e in events]}
+                                          "config", "swept_by") if k in e} for e in events]}
     ahead = [e["compile_ahead"] for e in events if e.get("compile_ahead")]
     if ahead:  # the seconds before the sweeps (sweep_s is the sweeps' own)
         tune["compile_ahead"] = {"configs": sum(a["configs"] for a in ahead),
@@ -553,8 +629,10 @@ class Hooks:
     - installed(flag_gems): LibTuner.run wrapped.
     - opened(run_dir): the link aimed, the replayed database copied in, and the parallel warmup
       (shards, merge, warning) before the first case.
-    - provider(case, role): what LibTuner did in the provider's prepare call ({"config", "tune",
-      "tune_markers"} for its row), or None.
+    - preparing(on): a provider's prepare call starts or ends (plain Triton autotuners are
+      observed inside it only).
+    - provider(case, role): what LibTuner (and plain Triton autotuners) did in the provider's
+      prepare call ({"config", "tune", "tune_markers"} for its row), or None.
     - in_shard() / owns(ordinal, loop): a warmup shard prepares only its share and measures
       nothing.
     """
@@ -710,6 +788,13 @@ class Hooks:
     def provider(self, case, role):
         return take_case()
 
+    @staticmethod
+    def preparing(on):
+        """A provider's prepare call starts (on) or ends: plain Triton autotuners are observed
+        only inside it."""
+        if _SESSION is not None:
+            _SESSION.preparing = bool(on)
+
     def finished(self, run):
         """The footer's tune object: LibTuner's totals over the run (keys swept, configs
         benchmarked, sweep time, keys taken from the database, replay misses, evictions), the
@@ -725,6 +810,9 @@ class Hooks:
                    "swept_by": SWEPT_BY}
         if "compile_ahead_s" in t:
             request["compile_ahead_s"] = t["compile_ahead_s"]
+        if "triton_keys_tuned" in t:  # kernels under plain @triton.autotune (not LibTuner's)
+            request["triton_keys_tuned"] = t["triton_keys_tuned"]
+            request["triton_sweep_s"] = round(t["triton_sweep_s"], 6)
         if self.warmup is not None:
             request["warmup"] = self.warmup
         try:

@@ -569,6 +569,65 @@ def most_at_once(intervals):
     return most
 
 
+class PlainTritonAutotune(unittest.TestCase):
+    """FlagGems' kernels under plain @triton.autotune (the stand-in's gems softmax): Triton keeps
+    their choices in the process, so caliber only observes them: the row says what was swept and
+    chosen, in every mode (a note under replay), the footer counts them apart from LibTuner's,
+    and the timers' launches are not observed (one sweep and one event a key)."""
+
+    def setUp(self):
+        self.tmp = tmpdir()
+        self.log = os.path.join(self.tmp, "standin-tune.log")
+        self.env = {"FLAGGEMS_DB_URL": "sqlite:///" + os.path.join(self.tmp, "shared.db"),
+                    "STANDIN_TUNE_LOG": self.log, "STANDIN_PLAIN_BEST": "64"}
+
+    def run_both(self, name, *tune):
+        out = os.path.join(self.tmp, name)
+        e = env(self.env)
+        for k in ("REPLAY_FROM", "PARALLEL_WARMUP_GPUS"):
+            e.pop(k, None)
+        e.update(self.env)
+        p = subprocess.run([CALIBER_BIN, "run", "--flaggems", ROOT, "test_softmax.py::test_softmax",
+                            "test_mm.py::test_mm", "--dtypes", "f32", "--out", out, *tune] + QUICK,
+                           capture_output=True, text=True, env=e, timeout=900)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        (d,) = run_dirs(out)
+        return d, rows(d)[0]
+
+    def test_the_row_says_what_triton_swept_and_chose(self):
+        d, cases = self.run_both("rec", "--tune", "record")
+        soft = [c for c in cases if c["op"] == "softmax"]
+        self.assertEqual(len(soft), 2, [c["node"] for c in cases])
+        for c in soft:
+            (g,) = [p for p in c["providers"] if p["role"] == "candidate"]
+            t = g["tune"]
+            self.assertEqual((t["swept_by"], t["source"], t["tried"]), ("triton", "tuned", 4), t)
+            self.assertTrue(g["config"].startswith("BLOCK=64,"), g)  # STANDIN_PLAIN_BEST
+            self.assertEqual(len(t["kernels"]), 1, t)  # the prepare call's, not the timers'
+            self.assertNotIn("note", t)
+        with open(self.log) as f:
+            swept = [x for x in f if x.startswith("autotune-bench softmax_kernel")]
+        self.assertEqual(len(swept), 8, swept)  # 4 configs x 2 sizes: one sweep a key
+        mm = [p for c in cases if c["op"] == "mm" for p in c["providers"]
+              if p["role"] == "candidate"]
+        self.assertTrue(mm and all(p["tune"]["swept_by"] == "libtuner" for p in mm), mm)
+        tune = footer(d)["tune"]
+        self.assertEqual((tune["triton_keys_tuned"], tune["keys_tuned"]), (2, 2), tune)
+        # replay: LibTuner's keys replayed without a sweep, Triton's swept again and said so
+        d2, cases2 = self.run_both("rep", "--tune", "replay", "--replay-from", d)
+        tune2 = footer(d2)["tune"]
+        self.assertEqual((tune2["benchmarked"], tune2["triton_keys_tuned"]), (0, 2), tune2)
+        for c in cases2:
+            (g,) = [p for p in c["providers"] if p["role"] == "candidate"]
+            if c["op"] == "softmax":
+                self.assertEqual(g["tune"]["source"], "tuned", g)
+                self.assertIn("plain triton.autotune, swept in this process under --tune "
+                              "replay (only LibTuner's keys are recorded and replayed)",
+                              g["tune"]["note"])
+            else:
+                self.assertEqual(g["tune"]["source"], "replay", g)
+
+
 class CompileAhead(unittest.TestCase):
     """--tune-compile-threads N: LibTuner's configs compiled N at a time before the sweep (the
     stand-in's kernel takes STANDIN_COMPILE_S to compile a config and logs when)."""

@@ -87,3 +87,69 @@ if os.environ.get("STANDIN_TRITON_NO_ASYNC") != "1":
             return False
 
     runtime._async_compile.AsyncCompileMode = AsyncCompileMode
+
+
+# Triton's Autotuner, as far as FlagGems' kernels under plain @triton.autotune use it: the choice
+# of a key lives in `cache` (a dict, this process only); a key not in it is swept (`_bench` of
+# every config, `bench_time`, `configs_timings`), then the best config launched. A config's time
+# is planted: fastest at BLOCK=STANDIN_PLAIN_BEST (default 32). Each benchmark logs a line
+# `autotune-bench NAME CONFIG` in STANDIN_TUNE_LOG. FlagGems' LibTuner subclasses it and
+# overrides run (the stand-in's utils/libentry.py too).
+class Autotuner:
+    def __init__(self, fn, arg_names, configs, key, **_ignored):
+        self.fn = fn
+        self.base_fn = fn
+        while hasattr(self.base_fn, "fn"):  # Triton's: the innermost function, for its name
+            self.base_fn = self.base_fn.fn
+        self.arg_names = arg_names
+        self.configs = list(configs)
+        self.keys = key
+        self.cache = {}
+        self.best_config = None
+        self.nargs = None
+
+    def prune_configs(self, kwargs):
+        return list(self.configs)
+
+    def _bench(self, *args, config, **meta):
+        log = os.environ.get("STANDIN_TUNE_LOG")
+        if log:
+            with open(log, "a") as f:
+                f.write("autotune-bench %s %s\n" % (self.base_fn.__name__, config))
+        import math
+        best = float(os.environ.get("STANDIN_PLAIN_BEST") or 32)
+        ms = 0.01 * (1.0 + abs(math.log2(float(config.kwargs.get("BLOCK", 1)) / best)))
+        return [ms, ms * 0.9, ms * 1.1]
+
+    def run(self, *args, **kwargs):
+        self.nargs = dict(zip(self.arg_names, args))
+        if len(self.configs) > 1:
+            named = {k: v for k, v in {**self.nargs, **kwargs}.items() if k in self.arg_names}
+            key = [named[k] for k in self.keys if k in named]
+            key += [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
+            key = tuple(key)
+            if key not in self.cache:
+                start = time.time()
+                timings = {c: self._bench(*args, config=c, **kwargs)
+                           for c in self.prune_configs(kwargs)}
+                self.bench_time = time.time() - start
+                self.cache[key] = min(timings, key=timings.get)
+                self.configs_timings = timings
+            config = self.cache[key]
+        else:
+            config = self.configs[0]
+        self.best_config = config
+        ret = self.fn.run(*args, **kwargs, **config.all_kwargs())
+        self.nargs = None
+        return ret
+
+
+runtime.Autotuner = Autotuner
+runtime.autotuner = _Namespace()
+runtime.autotuner.Autotuner = Autotuner
+
+
+def autotune(configs, key, **kwargs):
+    def decorator(fn):
+        return Autotuner(fn, fn.arg_names, configs, key, **kwargs)
+    return decorator

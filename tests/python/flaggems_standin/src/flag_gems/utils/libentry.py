@@ -36,6 +36,8 @@ import time
 from itertools import starmap
 from pathlib import Path
 
+import triton  # the stub's Autotuner, which FlagGems' LibTuner subclasses
+
 FLAGGEMS_DB_URL = os.getenv("FLAGGEMS_DB_URL", None)
 BENCHMARK_CACHE_SCHEMA_VERSION = 2
 major_version, minor_version = 3, 6
@@ -273,7 +275,7 @@ class JITFunction:
         if warmup:
             return None
         return self.fn(*args, **{k: v for k, v in meta.items()
-                                 if k not in ("num_warps", "num_stages")})
+                                 if k not in _LAUNCH_FIELDS})
 
 
 def jit(fn):
@@ -306,8 +308,9 @@ def _dtypes(values):
                  if hasattr(v, "dtype") and hasattr(v, "shape") and not isinstance(v, type))
 
 
-class LibTuner:
-    """FlagGems' LibTuner.run, line for line where caliber depends on it."""
+class LibTuner(triton.runtime.Autotuner):
+    """FlagGems' LibTuner.run, line for line where caliber depends on it (a subclass of Triton's
+    Autotuner that overrides run, as FlagGems' is)."""
 
     _dispatch_table = {}
     _strategy_table = {}
