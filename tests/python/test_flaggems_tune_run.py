@@ -436,6 +436,9 @@ class TuneThroughFlagGems(unittest.TestCase):
         self.assert_passed_but_for_host_noise(rc, out)
         self.assertIn('| replay (from %s' % os.path.join(self.out("call1"), "mmrec"), out)
         self.assertIn("## mm comprehensive: LibTuner record, then replay", out)
+        # summary's check of the inputs mm times twice, for each side (the stand-in has none)
+        self.assertIn("record, repeated inputs: none", out)
+        self.assertIn("replay, repeated inputs: none", out)
         self.assertIn('"replay": 2', out)  # the two tuned keys; BLAS's column-major pass has none
         self.assertNotIn("replay-missing", out)
         # Every pair compared (the verdicts are the host's noise on the cpu backend: not asserted).
