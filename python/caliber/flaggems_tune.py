@@ -626,7 +626,7 @@ class Hooks:
       FLAGGEMS_DB_URL for the mode. The run directory does not exist yet, so record and replay
       point the URL through a symbolic link (a fresh temporary name) that `opened` aims at the
       run directory: SQLAlchemy opens the file on first use, which comes after that.
-    - installed(flag_gems): LibTuner.run wrapped.
+    - installed(flag_gems): LibTuner.run and Triton's own Autotuner.run wrapped.
     - opened(run_dir): the link aimed, the replayed database copied in, and the parallel warmup
       (shards, merge, warning) before the first case.
     - preparing(on): a provider's prepare call starts or ends (plain Triton autotuners are
