@@ -321,9 +321,11 @@ class SideBySide(unittest.TestCase):
         results = os.path.join(tmpdir(), "pending")
         rc, out = check(results, "--ops", "add,softmax", "--pending", "1")
         self.assertEqual(rc, 0, out)
-        self.assertIn("2 of the 2 --ops files not complete; this call: add", out)
+        self.assertIn("2 of the 2 --ops files left (neither complete nor settled); this call: add",
+                      out)
         self.assertEqual([w["op"] for w in table(results, "walls.csv")], ["add"])
-        self.assertIn("complete (both sides, modes kernel): 1 of 2 files; not yet: softmax", out)
+        self.assertIn("complete (both sides, modes kernel): 1 of 2 files; settled (FlagGems' own "
+                      "run failed there): none; not yet: softmax", out)
         rc, out = check(results, "--ops", "add,softmax", "--pending", "1")
         self.assertEqual(rc, 0, out)
         self.assertIn("this call: softmax", out)
@@ -331,7 +333,8 @@ class SideBySide(unittest.TestCase):
         self.assertEqual({w["caliber_ok"] for w in table(results, "walls.csv")}, {"True"})
         rc, out = check(results, "--ops", "add,softmax", "--pending", "1")
         self.assertEqual(rc, 0, out)
-        self.assertIn("0 of the 2 --ops files not complete; this call: none", out)
+        self.assertIn("0 of the 2 --ops files left (neither complete nor settled); this call: none",
+                      out)
         self.assertEqual(len(table(results, "walls.csv")), 2)
         # merging only: one table of two calls' RESULTS, with the coverage of every file
         one = os.path.join(tmpdir(), "pending-one")
@@ -367,6 +370,21 @@ class SideBySide(unittest.TestCase):
         self.assertIn("| softmax | FlagGems' own: 1 failed, 2 passed | ", text)
         self.assertIn("| mul | not run | ", text)
         self.assertIn("1 of 44 files done in every mode", text)
+        # FlagGems' own run of softmax ended with a failure: settled, not taken again; one cut
+        # by the limit is taken again
+        rc, out = check(both, "--ops", "add,softmax", "--pending", "1")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("0 of the 2 --ops files left (neither complete nor settled); this call: none",
+                      out)
+        state["walls"][0]["flaggems_result"] = "cut"
+        with open(softmax_state, "w") as f:
+            json.dump(state, f)
+        cut = os.path.join(tmpdir(), "pending-cut")
+        rc, out = check(cut, "--ops", "add,softmax", "--pending", "1", "--merge", saved)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("1 of the 2 --ops files left (neither complete nor settled); this call: "
+                      "softmax", out)
+        self.assertIn("complete (both sides, modes kernel): 2 of 2 files", out)
         for bad, says in (((), "--merge-only: give the earlier calls"),
                           (("--merge", one + "-none"), "no side_by_side.json there"),
                           (("--pending", "0"), "--pending '0'")):
