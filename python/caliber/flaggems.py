@@ -1228,7 +1228,6 @@ class Session:
             call()
             self._sync()
         except Exception as e:
-            tune_hooks.preparing(False)
             self._provider_error(role, e)
             return float("nan")
         finally:
