@@ -44,6 +44,11 @@ struct TraceRecord {
   // The backend's own work (the L2 flush, the stream hold, a trace boundary): it separates the
   // timed launches in the records and is never part of one.
   bool own = false;
+  // The graph whose replay ran it: nonzero for work of a graph launch, 0 for work launched
+  // directly (and wherever the backend cannot tell). A graph replay's launcher may enqueue work
+  // of its own before the graph (torch's RNG offsets, two fill kernels); split_launches leaves
+  // that out of a replay's launches (docs/timing.md, "Work around a replay").
+  std::uint64_t graph = 0;
 };
 
 // Whether a trace opened, and why not.

@@ -185,12 +185,15 @@ void finish_markers(Measurement& m) {
 // A sample's value: the summed spans of its `k` launches' own records where the trace reads them
 // (`runs` separate spans: k where the backend's own work separates the launches, 1 for a replay of
 // k launches back to back), else its events' interval `event_ms`; both are kept for the row.
-double traced_or_events(Tracer& tr, TraceRecorder& rec, double event_ms, int k, int runs) {
+// `replay`: the sample was a graph replay (the records of the launcher's own work around it are
+// no launch's: split_launches).
+double traced_or_events(Tracer& tr, TraceRecorder& rec, double event_ms, int k, int runs,
+                        bool replay = false) {
   if (!tr.active()) {
     rec.add(event_ms / k, nullptr, k);
     return event_ms;
   }
-  const auto launches = tr.take(runs);
+  const auto launches = tr.take(runs, replay);
   rec.add(event_ms / k, launches ? &*launches : nullptr, k);
   if (!launches) return event_ms;
   double sum = 0;
@@ -465,10 +468,10 @@ detail::SampleRun replay_samples(backends::Device& dev, backends::Graph& graph,
     graph.launch();
     dev.record(*end);
     const double whole = dev.elapsed_ms(*start, *end);
-    if (!per_launch) return traced_or_events(tr, rec, whole, k, 1);
+    if (!per_launch) return traced_or_events(tr, rec, whole, k, 1, true);
     double sum = 0;
     for (int i = 0; i < k; ++i) sum += dev.elapsed_ms(*marks[2 * i], *marks[2 * i + 1]);
-    return traced_or_events(tr, rec, sum, k, k);
+    return traced_or_events(tr, rec, sum, k, k, true);
   };
   dev.record(*start);
   graph.launch();

@@ -14,7 +14,9 @@
 
 namespace caliber::timing::detail {
 
-std::vector<LaunchTrace> split_launches(std::span<const backends::TraceRecord> recs) {
+std::vector<LaunchTrace> split_launches(std::span<const backends::TraceRecord> recs, bool replay) {
+  const bool by_graph = replay && std::any_of(recs.begin(), recs.end(),
+                                              [](const auto& r) { return !r.own && r.graph != 0; });
   std::vector<LaunchTrace> out;
   bool in_run = false;
   std::uint64_t first = 0, last = 0;
@@ -28,6 +30,7 @@ std::vector<LaunchTrace> split_launches(std::span<const backends::TraceRecord> r
       close_run();
       continue;
     }
+    if (by_graph && r.graph == 0) continue;  // the launcher's, around the replay: no launch's
     if (!in_run) {
       out.emplace_back();
       first = r.start_ns;
@@ -127,11 +130,11 @@ Tracer::~Tracer() {
   if (active_) dev_.trace_close();
 }
 
-std::optional<std::vector<LaunchTrace>> Tracer::take(int expected) {
+std::optional<std::vector<LaunchTrace>> Tracer::take(int expected, bool replay) {
   if (!active_ || lost_) return std::nullopt;
   const double t0 = now_();
   const std::vector<backends::TraceRecord> recs = dev_.trace_collect();
-  std::vector<LaunchTrace> launches = split_launches(recs);
+  std::vector<LaunchTrace> launches = split_launches(recs, replay);
   for (LaunchTrace& t : launches) {
     t.span_ms /= ticks_per_ns_;
     t.busy_ms /= ticks_per_ns_;

@@ -25,7 +25,11 @@ struct LaunchTrace {
 // The launches in one collect's records (ordered by start): every maximal run of records that
 // are not the backend's own is one launch. The backend's own work (the flush before a cold
 // launch, the stream hold, a trace boundary) sits between two launches and belongs to neither.
-[[nodiscard]] std::vector<LaunchTrace> split_launches(std::span<const backends::TraceRecord> recs);
+// `replay`: the records are of graph replays; where some of them carry the graph's id, those that
+// carry none are the launcher's own work around the replay (torch's RNG prologue) and belong to
+// no launch. A backend that cannot tell (no record has an id) keeps every record.
+[[nodiscard]] std::vector<LaunchTrace> split_launches(std::span<const backends::TraceRecord> recs,
+                                                      bool replay = false);
 
 // Whether the options and the device ask for the trace, and, when asked but impossible without
 // trying (the backend has no trace), why not.
@@ -48,7 +52,8 @@ class Tracer {
   Tracer& operator=(const Tracer&) = delete;
 
   [[nodiscard]] bool active() const noexcept { return active_; }
-  [[nodiscard]] std::optional<std::vector<LaunchTrace>> take(int expected);
+  // `replay`: the work since the last take was graph replays (split_launches).
+  [[nodiscard]] std::optional<std::vector<LaunchTrace>> take(int expected, bool replay = false);
   void discard();  // reads and drops what is there (an upload replay, the settling)
 
   // The outcome, for the measurement: the marker and a note when the trace was wished for but

@@ -87,7 +87,7 @@ void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, s
     if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
         rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
-      r = {TraceRecord::Kind::kernel, k->start, k->end, own_kernel(k->name)};
+      r = {TraceRecord::Kind::kernel, k->start, k->end, own_kernel(k->name), k->graphId};
       device = k->deviceId;
       if (std::FILE* f = dump_file())
         std::fprintf(f, "kernel kind=%d start=%llu end=%llu dev=%u corr=%u graph=%llu name=%s\n",
@@ -96,11 +96,11 @@ void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, s
                      static_cast<unsigned long long>(k->graphId), k->name ? k->name : "?");
     } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
-      r = {TraceRecord::Kind::memcpy, m->start, m->end, false};
+      r = {TraceRecord::Kind::memcpy, m->start, m->end, false, m->graphId};
       device = m->deviceId;
     } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
-      r = {TraceRecord::Kind::memset, m->start, m->end, false};
+      r = {TraceRecord::Kind::memset, m->start, m->end, false, m->graphId};
       device = m->deviceId;
     } else {
       continue;

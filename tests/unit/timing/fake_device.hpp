@@ -66,6 +66,12 @@ class FakeDevice : public backends::Device {
   // registers TSC ticks, 2.09 per ns on the H200 of 2026-12-04).
   double beside_ticks_per_ns = 1.0;
   long drop_records_after = -1;  // >= 0: kernel records stop after this many (records go missing)
+  // A launcher that enqueues work of its own before each replay, outside the graph (torch's
+  // replay of a graph that captured RNG ops fills the generator's seed and offset first): a
+  // kernel this long, then this much idle device time before the graph's first node.
+  double replay_prologue_ms = 0;
+  double replay_prologue_gap_ms = 0;
+  bool graph_ids = true;  // the records of a replay's work carry the graph's id (CUPTI's graphId)
   bool has_generator = true;
 
   // --- what happened ---
@@ -131,6 +137,7 @@ class FakeDevice : public backends::Device {
     r.start_ns = static_cast<std::uint64_t>(t0_ms * 1e6 * scale + 0.5);
     r.end_ns = static_cast<std::uint64_t>(t1_ms * 1e6 * scale + 0.5);
     r.own = own;
+    r.graph = graph_ids ? in_graph_ : 0;
     records_.push_back(r);
   }
   void run_flush() {
@@ -269,6 +276,13 @@ class FakeDevice : public backends::Device {
     void launch() override {
       ++dev.replays;
       if (!dev.held_) dev.now_ms += dev.launch_gap_ms;  // one gap per replay, not per node
+      if (dev.replay_prologue_ms > 0) {
+        const double t0 = dev.now_ms;
+        dev.now_ms += dev.replay_prologue_ms;
+        if (dev.tracing) dev.trace_record(t0, dev.now_ms, false);
+        dev.now_ms += dev.replay_prologue_gap_ms;
+      }
+      dev.in_graph_ = 1;
       for (const Node& n : nodes) {
         if (n.kind == Node::kernel) dev.run_kernel(n.factor);
         if (n.kind == Node::flush) dev.run_flush();
@@ -278,6 +292,7 @@ class FakeDevice : public backends::Device {
           n.ev->t = dev.now_ms;
         }
       }
+      dev.in_graph_ = 0;
     }
     FakeDevice& dev;
     std::vector<Node> nodes;
@@ -285,6 +300,7 @@ class FakeDevice : public backends::Device {
   std::vector<Node> nodes_;
   bool l2_cold_ = false;
   bool held_ = false;
+  std::uint64_t in_graph_ = 0;  // the id the records of a replay's nodes carry
   std::vector<backends::TraceRecord> records_;
   bool beside_ = false;
 

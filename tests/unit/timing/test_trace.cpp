@@ -105,6 +105,59 @@ TEST_F(Trace, GraphPerReplayReadsTheReplaysSpanOverK) {
   EXPECT_DOUBLE_EQ(m.event_latency_ms, 0.125 + 0.5 / m.launches_per_sample);
 }
 
+// A launcher's own work before each replay (torch's RNG prologue: two fill kernels, then the
+// host's gap to the graph launch) is outside the graph: its records carry no graph id and belong to
+// no launch. Back to back, the replay's span over K is the kernel's; per launch, the prologue's
+// run no longer makes the records count one launch too many (a fallback to events before).
+TEST_F(Trace, GraphReplayLeavesTheLaunchersOwnWorkOut) {
+  opt.timer = TimerKind::graph;
+  opt.l2 = L2Policy::warm;
+  opt.graph_per_launch = false;
+  dev.kernel_ms = [](long) { return 0.002; };
+  dev.replay_prologue_ms = 0.004;
+  dev.replay_prologue_gap_ms = 0.25;
+  const Measurement m = run([this] { dev.kernel(); });
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::kernel_trace);
+  EXPECT_NEAR(m.latency_ms, 0.002, 1e-9);
+  EXPECT_EQ(m.kernel_count, 1);
+  // The events around the replay hold the prologue: only the trace can leave it out.
+  EXPECT_GT(m.event_latency_ms, 0.002 + 0.25 / m.launches_per_sample);
+
+  opt.graph_per_launch = true;
+  opt.l2 = L2Policy::cold;
+  dev.flush_ms = 0.01;
+  const Measurement p = run([this] { dev.kernel(); });
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.sample_method, caliber::core::SampleDelimiter::kernel_trace);
+  EXPECT_FALSE(has(p.markers, kMarkerEventsNoTrace)) << p.note;
+  EXPECT_NEAR(p.latency_ms, 0.002, 1e-9);
+}
+
+// A backend whose records carry no graph id cannot tell the prologue from the graph's work: it is
+// kept (back to back it is in the span), and per launch the count no longer matches, so the
+// measurement falls back to the events, marked, rather than reading a wrong launch.
+TEST_F(Trace, WithoutGraphIdsTheLaunchersWorkIsKept) {
+  opt.timer = TimerKind::graph;
+  opt.l2 = L2Policy::warm;
+  opt.graph_per_launch = false;
+  dev.graph_ids = false;
+  dev.kernel_ms = [](long) { return 0.002; };
+  dev.replay_prologue_ms = 0.004;
+  dev.replay_prologue_gap_ms = 0.25;
+  const Measurement m = run([this] { dev.kernel(); });
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::kernel_trace);
+  EXPECT_NEAR(m.latency_ms, 0.002 + 0.254 / m.launches_per_sample, 1e-9);
+
+  opt.graph_per_launch = true;
+  opt.l2 = L2Policy::cold;
+  dev.flush_ms = 0.01;
+  const Measurement p = run([this] { dev.kernel(); });
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_TRUE(has(p.markers, kMarkerEventsNoTrace));
+}
+
 // The stopping rule's min_time counts the wall time of sampling under the trace: a 10 us kernel
 // behind a 1 ms flush reaches 10 ms of wall in a few samples, where its summed spans would ask
 // for a thousand; the event-timed measurement keeps counting the samples' own time.
@@ -282,6 +335,30 @@ TEST(SplitLaunches, RunsBetweenOwnRecordsAreLaunches) {
   EXPECT_EQ(ls[0].activities, 2);
   EXPECT_DOUBLE_EQ(ls[0].busy_ms, 23e-6);
   EXPECT_DOUBLE_EQ(ls[1].span_ms, 1000e-6);
+}
+
+TEST(SplitLaunches, AReplaysRecordsWithoutAGraphIdAreNoLaunchs) {
+  using backends::TraceRecord;
+  auto rec = [](std::uint64_t a, std::uint64_t b, bool own, std::uint64_t graph) {
+    TraceRecord r;
+    r.start_ns = a;
+    r.end_ns = b;
+    r.own = own;
+    r.graph = graph;
+    return r;
+  };
+  // The launcher's fill (no graph id) 0..2, the graph's kernels 300..310 and 311..320.
+  const std::vector<TraceRecord> recs = {rec(0, 2, false, 0), rec(300, 310, false, 5),
+                                         rec(311, 320, false, 5)};
+  const auto replay = detail::split_launches(recs, true);
+  ASSERT_EQ(replay.size(), 1u);
+  EXPECT_DOUBLE_EQ(replay[0].span_ms, 20e-6);
+  EXPECT_EQ(replay[0].activities, 2);
+  // Not a replay (the direct timer: a user's function may replay a graph itself): all of it.
+  const auto direct = detail::split_launches(recs, false);
+  ASSERT_EQ(direct.size(), 1u);
+  EXPECT_DOUBLE_EQ(direct[0].span_ms, 320e-6);
+  EXPECT_EQ(direct[0].activities, 3);
 }
 
 }  // namespace
