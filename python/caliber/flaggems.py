@@ -1333,6 +1333,9 @@ class Session:
                    # FlagGems' own record's spelling of the case, for `export --format
                    # flaggems-log`: torch's dtype text and the shape detail as its JSON holds it.
                    "flaggems": {"dtype": c.torch_dtype, "shape_detail": _detail_json(c.detail)}}
+        ordered = _detail_ordered_text(c.detail)
+        if ordered is not None:
+            request["flaggems"]["shape_detail_json"] = ordered
         if c.dims:
             request["dims"] = c.dims
         # The case ends with its last provider's timing: FlagGems' loop after it (its gc.collect,
@@ -1494,6 +1497,18 @@ def _detail_json(detail):
     except (TypeError, ValueError):
         return _detail_text(detail)
     return json.loads(text) if len(text) <= 4000 else _detail_text(detail)
+
+
+def _detail_ordered_text(detail):
+    """The shape detail's JSON text in its own key order, where it holds an object (a generative
+    benchmark's {"size", "dtype", "device"}): FlagGems' --compare keys an input by str() of the
+    object it reads back, so the order is part of the key, and the run log's JSON objects keep
+    theirs sorted (docs/flaggems.md, "FlagGems' own record formats"). None where no object."""
+    try:
+        text = json.dumps(detail, default=str, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return None
+    return text if "{" in text and len(text) <= 4000 else None
 
 
 def _detail_text(detail):

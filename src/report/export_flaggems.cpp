@@ -40,13 +40,20 @@ std::string torch_dtype(const core::CaseRow& row) {
   return d;
 }
 
-// FlagGems' shape detail as its record encodes it (a FlagGems run's row keeps that JSON value);
-// for the built-in corpus the case's dims, else its size text.
-json shape_detail(const core::CaseRow& row) {
-  const json& own = json_member(json_member(row.extra, "flaggems"), "shape_detail");
-  if (!own.is_null()) return own;
-  if (row.dims) return *row.dims;
-  return row.shape ? json(*row.shape) : json(nullptr);
+// FlagGems' shape detail as its record encodes it (a FlagGems run's row keeps that JSON value,
+// and where it holds an object also its text in FlagGems' key order: FlagGems' --compare keys an
+// input by the object's str(), so the order is part of the key); for the built-in corpus the
+// case's dims, else its size text.
+ordered shape_detail(const core::CaseRow& row) {
+  const json& fg = json_member(row.extra, "flaggems");
+  if (const json& text = json_member(fg, "shape_detail_json"); text.is_string()) {
+    ordered in_order = ordered::parse(text.get<std::string>(), nullptr, false);
+    if (!in_order.is_discarded()) return in_order;
+  }
+  const json& own = json_member(fg, "shape_detail");
+  if (!own.is_null()) return ordered(own);
+  if (row.dims) return ordered(*row.dims);
+  return row.shape ? ordered(*row.shape) : ordered(nullptr);
 }
 
 json number(const std::optional<double>& v) {
@@ -91,7 +98,7 @@ ordered metrics(const core::CaseRow& row) {
   ordered latency = number(row.latency_ms);
   if (!error.is_null() && latency.is_null()) latency = std::numeric_limits<double>::quiet_NaN();
   return ordered{{"legacy_shape", nullptr},
-                 {"shape_detail", ordered(shape_detail(row))},
+                 {"shape_detail", shape_detail(row)},
                  {"latency_base", ordered(number(row.latency_base_ms))},
                  {"latency", latency},
                  {"gbps_base", ordered(base != nullptr ? number(base->gbps) : json(nullptr))},

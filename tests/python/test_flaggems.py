@@ -639,6 +639,59 @@ class RowKeys(unittest.TestCase):
         self.assertEqual(err.count("depends on what else is selected"), 1, err)
 
 
+# A generative op after FlagGems' benchmark/test_rand.py: its input is one dict of keyword
+# arguments, which record_shapes records as an object in the order of its keys (not sorted).
+RAND = """import pytest
+import torch
+
+from . import base
+
+
+def _input_fn(shape, dtype, device):
+    yield {"size": shape, "dtype": dtype, "device": device},
+
+
+@pytest.mark.rand
+def test_rand():
+    base.GenericBenchmark(op_name="rand", input_fn=_input_fn, torch_op=torch.rand,
+                          dtypes=[torch.float32]).run()
+"""
+
+
+class ObjectShapeDetail(unittest.TestCase):
+    """A shape detail that is an object keeps FlagGems' key order through the flaggems-log
+    export: FlagGems' --compare keys an input by str() of the object (docs/flaggems.md)."""
+
+    def test_the_export_keeps_flaggems_key_order(self):
+        import shutil
+        root = os.path.join(tmpdir(), "tree")
+        shutil.copytree(ROOT, root, ignore=shutil.ignore_patterns("__pycache__", ".pytest*"))
+        with open(os.path.join(root, "benchmark", "test_rand.py"), "w") as f:
+            f.write(RAND)
+        out = tmpdir()
+        p = subprocess.run([PYTHON, "-m", "caliber", "run", "--flaggems", root, "test_rand.py",
+                            "--out", out] + QUICK, capture_output=True, text=True, env=env(),
+                           timeout=600)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        run_dir, cases = one_run(out)[:2]
+        self.assertTrue(cases)
+        log = os.path.join(tmpdir(), "caliber.log")
+        q = subprocess.run([CALIBER_BIN, "export", run_dir, "--format", "flaggems-log", "--out",
+                            log], capture_output=True, text=True, env=env())
+        self.assertEqual(q.returncode, 0, q.stderr)
+        with open(log) as f:
+            mine = [json.loads(x[len("[INFO] "):]) for x in f.read().splitlines()]
+        with open(os.path.join(run_dir, "flaggems_result.json")) as f:
+            record = json.load(f)
+        theirs = [json.loads(d) if isinstance(d, str) else d
+                  for d in record["rand"]["details"]]
+        key = lambda d: [(d["op_name"], d["dtype"], str(r["shape_detail"]))  # noqa: E731
+                         for r in d["result"]]
+        self.assertEqual([list(r["shape_detail"]) for r in theirs[0]["result"]][0],
+                         ["size", "dtype", "device"])
+        self.assertEqual([k for d in mine for k in key(d)], [k for d in theirs for k in key(d)])
+
+
 class Failures(unittest.TestCase):
     def test_a_setup_or_teardown_error_fails_the_run(self):
         for marker, ops in (("setup_error", ["setup_error"]),

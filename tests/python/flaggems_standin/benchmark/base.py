@@ -77,11 +77,17 @@ class Benchmark:
         def parse(x):
             if isinstance(x, torch.Tensor):
                 return x.size()
-            if isinstance(x, (int, float, str)):
+            if isinstance(x, (int, float, str, torch.dtype)):
                 return x
             if isinstance(x, (list, tuple)):
                 return [parse(v) for v in x]
+            if isinstance(x, dict):
+                return {k: parse(v) for k, v in x.items()}
             return None
+        # FlagGems' own: the keyword arguments alone where there are no positional ones (a
+        # generative op's {"size", "dtype", "device"}, in that order)
+        if not args and kwargs:
+            return {k: parse(v) for k, v in kwargs.items()}
         return [parse(a) for a in args]
 
     def set_gems(self, gems_op):

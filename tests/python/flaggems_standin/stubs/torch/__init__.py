@@ -132,8 +132,9 @@ def _shape_args(shape):
     return shape
 
 
-def randn(*shape, dtype=float32, device=None, requires_grad=False):
-    return Tensor(_shape_args(shape), dtype, requires_grad=requires_grad)
+def randn(*shape, size=None, dtype=float32, device=None, requires_grad=False):
+    return Tensor(_shape_args(shape) if size is None else tuple(size), dtype,
+                  requires_grad=requires_grad)
 
 
 rand = empty = zeros = ones = randn
