@@ -145,10 +145,14 @@ class SideBySide(unittest.TestCase):
         self.assertEqual([w["op"] for w in walls], ["add", "softmax", "custom", "mm"], walls)
         # No FLAGGEMS_DB_URL given: each device's processes tune into a LibTuner database of
         # their own; mm's LibTuner sweeps landed in its device's.
+        # their own, a side each (--caches per-side); mm's LibTuner sweeps landed in both.
         (mm_device,) = [w["device"] for w in walls if w["op"] == "mm"]
-        with sqlite3.connect(os.path.join(results, "libtuner-device-%s.db" % mm_device)) as con:
-            tables = [t for (t,) in con.execute("SELECT name FROM sqlite_master")]
-        self.assertTrue(tables, "no LibTuner table in device %s's database" % mm_device)
+        for side in ("caliber", "flaggems"):
+            with sqlite3.connect(os.path.join(results, "libtuner-device-%s-%s.db" % (
+                    mm_device, side))) as con:
+                tables = [t for (t,) in con.execute("SELECT name FROM sqlite_master")]
+            self.assertTrue(tables, "no LibTuner table in device %s's %s database" % (
+                mm_device, side))
         walls = [w for w in walls if w["op"] != "mm"]
         self.assertEqual({w["device"] for w in walls}, {"0", "1"}, walls)
         for w in walls:
@@ -177,6 +181,31 @@ class SideBySide(unittest.TestCase):
             rc, out = check(os.path.join(tmpdir(), "bad"), "--ops", "add", "--devices", bad)
             self.assertEqual(rc, 2, out)
             self.assertIn("--devices '%s'" % bad, out)
+
+    def test_each_side_compiles_and_tunes_in_caches_of_its_own(self):
+        """--caches per-side (the default): caliber's processes and FlagGems' own pytest see
+        TRITON_CACHE_DIR and FLAGGEMS_CACHE_DIR of their side's own under RESULTS/caches, the
+        same over both modes; --caches shared leaves the machine's; walls say which."""
+        for caches in ("per-side", "shared"):
+            results = os.path.join(tmpdir(), caches)
+            log = os.path.join(tmpdir(), "cache.log")
+            rc, out = check(results, "--ops", "add", "--modes", "kernel,cudagraph", "--caches",
+                            caches, extra_env={"STANDIN_CACHE_LOG": log, "TRITON_CACHE_DIR": None,
+                                               "FLAGGEMS_CACHE_DIR": None})
+            self.assertEqual(rc, 0, out)
+            with open(log) as f:
+                seen = [json.loads(x) for x in f if '"argv0": "-c"' not in x]  # not the probe
+            self.assertEqual(sorted(x["side"] for x in seen), ["caliber"] * 2 + ["flaggems"] * 2,
+                             seen)
+            for x in seen:
+                base = os.path.join(os.path.abspath(results), "caches", x["side"])
+                want = (os.path.join(base, "triton"), os.path.join(base, "flaggems"))
+                if caches == "shared":
+                    want = (None, None)
+                self.assertEqual((x["TRITON_CACHE_DIR"], x["FLAGGEMS_CACHE_DIR"]), want, x)
+            self.assertEqual({w["caches"] for w in table(results, "walls.csv")}, {caches})
+            with open(os.path.join(results, "side_by_side.md")) as f:
+                self.assertIn(" | %s | " % caches, f.read())
 
     def test_a_call_cut_short_keeps_the_groups_it_finished(self):
         """--group-size 1: the tables are written after each file, so a device call cut by its

@@ -11,6 +11,16 @@ import torch
 if os.environ.get("STANDIN_IMPORT_LOG"):
     with open(os.environ["STANDIN_IMPORT_LOG"], "a") as _f:
         _f.write("%d\n" % os.getpid())
+# STANDIN_CACHE_LOG gets a line per import: who imports (caliber's process, or FlagGems' own
+# pytest), and the cache folders Triton and FlagGems would use there.
+if os.environ.get("STANDIN_CACHE_LOG"):
+    import json as _json
+    with open(os.environ["STANDIN_CACHE_LOG"], "a") as _f:
+        _f.write(_json.dumps({"side": "caliber" if "caliber" in sys.modules else "flaggems",
+                              "argv0": sys.argv[0] if sys.argv else "",
+                              **{k: os.environ.get(k) for k in (
+                                  "TRITON_CACHE_DIR", "FLAGGEMS_CACHE_DIR", "FLAGGEMS_DB_URL")}})
+                 + "\n")
 time.sleep(float(os.environ.get("STANDIN_IMPORT_S", "0")))
 # STANDIN_SHARD_IMPORT_S: the same, in a parallel warmup's shards only (they run with --tune-shard).
 if any(a == "--tune-shard" or a.startswith("--tune-shard=") for a in sys.argv):
