@@ -305,6 +305,39 @@ class SideBySide(unittest.TestCase):
             text = f.read()
         self.assertIn("| FlagGems' pytest |", text)
         self.assertIn("| 2 failed, 2 passed, 2 errors |", text)
+        # the files pytest's FAILED and ERROR lines name: in a group, the others passed
+        with open(os.path.join(results, "side_by_side.json")) as f:
+            named = {w["op"]: w["flaggems_failed_files"] for w in json.load(f)["walls"]}
+        self.assertEqual(named, {"add": [], "failures": ["failures"]})
+
+    def test_a_groups_failure_is_booked_to_the_file_that_failed(self):
+        """A group whose FlagGems' own run failed in one file: that file is settled, the others
+        done (on 2026-12-06 embedding_backward's failure had kept index_select from done); a
+        state without the failed files books the group's outcome to every file, as before."""
+        results = os.path.join(tmpdir(), "booked")
+        rc, out = check(results, "--ops", "add,softmax", "--group")
+        self.assertEqual(rc, 0, out)
+        with open(os.path.join(results, "side_by_side.json")) as f:
+            state = json.load(f)
+        (w,) = state["walls"]
+        self.assertEqual((w["op"], w["flaggems_failed_files"]), ("add+softmax", []))
+        w.update(flaggems_result="1 failed, 3 passed", flaggems_failed_files=["softmax"])
+        for name, drop in (("named", False), ("old", True)):
+            if drop:
+                del w["flaggems_failed_files"]
+            saved = os.path.join(tmpdir(), name + ".json")
+            with open(saved, "w") as f:
+                json.dump(state, f)
+            merged = os.path.join(tmpdir(), name)
+            p = subprocess.run([sys.executable, SCRIPT, "--results", merged, "--merge", saved,
+                                "--merge-only", "--modes", "kernel"], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(os.path.join(merged, "side_by_side.md")) as f:
+                text = f.read()
+            self.assertIn("| softmax | FlagGems' own: 1 failed, 3 passed | ", text)
+            self.assertIn("| add | done | " if not drop else
+                          "| add | FlagGems' own: 1 failed, 3 passed | ", text)
 
     def test_each_file_names_its_card_and_a_table_of_two_cards_says_so(self):
         """walls.csv's card is the run identity's device; a later call into the same RESULTS that
