@@ -106,28 +106,41 @@ TEST_F(Trace, GraphPerReplayReadsTheReplaysSpanOverK) {
 }
 
 // A launcher's own work before each replay (torch's RNG prologue: two fill kernels, then the
-// host's gap to the graph launch) is outside the graph: its records carry no graph id and belong to
-// no launch. Back to back, the replay's span over K is the kernel's; per launch, the prologue's
-// run no longer makes the records count one launch too many (a fallback to events before).
-TEST_F(Trace, GraphReplayLeavesTheLaunchersOwnWorkOut) {
-  opt.timer = TimerKind::graph;
-  opt.l2 = L2Policy::warm;
-  opt.graph_per_launch = false;
-  dev.kernel_ms = [](long) { return 0.002; };
-  dev.replay_prologue_ms = 0.004;
-  dev.replay_prologue_gap_ms = 0.25;
-  const Measurement m = run([this] { dev.kernel(); });
+// host's gap to the graph launch) is outside the graph. The 2 us kernel's replays with that
+// prologue, back to back (warm, K launches a replay) or per launch (cold, a flush each).
+struct ReplayPrologue : Trace {
+  void SetUp() override {
+    Trace::SetUp();
+    opt.timer = TimerKind::graph;
+    dev.kernel_ms = [](long) { return 0.002; };
+    dev.replay_prologue_ms = 0.004;
+    dev.replay_prologue_gap_ms = 0.25;
+  }
+  Measurement back_to_back() {
+    opt.l2 = L2Policy::warm;
+    opt.graph_per_launch = false;
+    return run([this] { dev.kernel(); });
+  }
+  Measurement per_launch() {
+    opt.l2 = L2Policy::cold;
+    opt.graph_per_launch = true;
+    dev.flush_ms = 0.01;
+    return run([this] { dev.kernel(); });
+  }
+};
+
+// Its records carry no graph id and belong to no launch: back to back, the replay's span over K
+// is the kernel's; per launch, the prologue's run no longer makes the records count one launch
+// too many (a fallback to events before).
+TEST_F(ReplayPrologue, IsLeftOutOfTheLaunches) {
+  const Measurement m = back_to_back();
   ASSERT_TRUE(m.ok) << m.error;
   EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::kernel_trace);
   EXPECT_NEAR(m.latency_ms, 0.002, 1e-9);
   EXPECT_EQ(m.kernel_count, 1);
   // The events around the replay hold the prologue: only the trace can leave it out.
   EXPECT_GT(m.event_latency_ms, 0.002 + 0.25 / m.launches_per_sample);
-
-  opt.graph_per_launch = true;
-  opt.l2 = L2Policy::cold;
-  dev.flush_ms = 0.01;
-  const Measurement p = run([this] { dev.kernel(); });
+  const Measurement p = per_launch();
   ASSERT_TRUE(p.ok) << p.error;
   EXPECT_EQ(p.sample_method, caliber::core::SampleDelimiter::kernel_trace);
   EXPECT_FALSE(has(p.markers, kMarkerEventsNoTrace)) << p.note;
@@ -137,23 +150,13 @@ TEST_F(Trace, GraphReplayLeavesTheLaunchersOwnWorkOut) {
 // A backend whose records carry no graph id cannot tell the prologue from the graph's work: it is
 // kept (back to back it is in the span), and per launch the count no longer matches, so the
 // measurement falls back to the events, marked, rather than reading a wrong launch.
-TEST_F(Trace, WithoutGraphIdsTheLaunchersWorkIsKept) {
-  opt.timer = TimerKind::graph;
-  opt.l2 = L2Policy::warm;
-  opt.graph_per_launch = false;
+TEST_F(ReplayPrologue, IsKeptWithoutGraphIds) {
   dev.graph_ids = false;
-  dev.kernel_ms = [](long) { return 0.002; };
-  dev.replay_prologue_ms = 0.004;
-  dev.replay_prologue_gap_ms = 0.25;
-  const Measurement m = run([this] { dev.kernel(); });
+  const Measurement m = back_to_back();
   ASSERT_TRUE(m.ok) << m.error;
   EXPECT_EQ(m.sample_method, caliber::core::SampleDelimiter::kernel_trace);
   EXPECT_NEAR(m.latency_ms, 0.002 + 0.254 / m.launches_per_sample, 1e-9);
-
-  opt.graph_per_launch = true;
-  opt.l2 = L2Policy::cold;
-  dev.flush_ms = 0.01;
-  const Measurement p = run([this] { dev.kernel(); });
+  const Measurement p = per_launch();
   ASSERT_TRUE(p.ok) << p.error;
   EXPECT_TRUE(has(p.markers, kMarkerEventsNoTrace));
 }
