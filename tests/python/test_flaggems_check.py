@@ -455,6 +455,31 @@ class SideBySide(unittest.TestCase):
             self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
             self.assertIn(says, p.stderr)
 
+    def test_saved_states_merge_oldest_run_first_whatever_their_names(self):
+        """A folder of saved states merges by the newest run each holds, then by name: a newer
+        state whose name sorts first still gives the file's coverage."""
+        results = os.path.join(tmpdir(), "order")
+        rc, out = check(results, "--ops", "add")
+        self.assertEqual(rc, 0, out)
+        with open(os.path.join(results, "side_by_side.json")) as f:
+            state = json.load(f)
+        (w,) = state["walls"]
+        self.assertRegex(w["run_dir"], r"-\d{8}-\d{6}$")
+        saved = tmpdir()
+        with open(os.path.join(saved, "a-newer.json"), "w") as f:
+            json.dump(state, f)
+        w.update(run_dir=w["run_dir"][:-len("20260101-000000")] + "20000101-000000",
+                 flaggems_result="cut")
+        with open(os.path.join(saved, "b-older.json"), "w") as f:
+            json.dump(state, f)
+        merged = os.path.join(tmpdir(), "order-merged")
+        p = subprocess.run([sys.executable, SCRIPT, "--results", merged, "--merge", saved,
+                            "--merge-only", "--modes", "kernel"], capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(os.path.join(merged, "side_by_side.md")) as f:
+            self.assertIn("| add | done | ", f.read())
+
     def test_group_size_is_checked(self):
         for bad in (("--group-size", "0"), ("--group-size", "2", "--group")):
             rc, out = check(os.path.join(tmpdir(), "bad"), "--ops", "add", *bad)
