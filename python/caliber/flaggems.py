@@ -1332,10 +1332,7 @@ class Session:
                    "flops": c.flops, "bytes": c.bytes, "providers": c.providers,
                    # FlagGems' own record's spelling of the case, for `export --format
                    # flaggems-log`: torch's dtype text and the shape detail as its JSON holds it.
-                   "flaggems": {"dtype": c.torch_dtype, "shape_detail": _detail_json(c.detail)}}
-        ordered = _detail_ordered_text(c.detail)
-        if ordered is not None:
-            request["flaggems"]["shape_detail_json"] = ordered
+                   "flaggems": {"dtype": c.torch_dtype, **_detail_json(c.detail)}}
         if c.dims:
             request["dims"] = c.dims
         # The case ends with its last provider's timing: FlagGems' loop after it (its gc.collect,
@@ -1491,24 +1488,22 @@ def _same(a, b):
 
 def _detail_json(detail):
     """FlagGems' shape detail as its record's JSON holds it (BenchmarkResult.to_json: a torch.Size
-    is a list, a dtype its text), or its text when that is long or not JSON."""
+    is a list, a dtype its text), or its text when that is long or not JSON: {"shape_detail": ...},
+    and where it holds an object (a generative benchmark's {"size", "dtype", "device"}) also
+    "shape_detail_json", its JSON text in its own key order: FlagGems' --compare keys an input by
+    str() of the object it reads back, so the order is part of the key, and the run log's JSON
+    objects keep theirs sorted (docs/flaggems.md, "FlagGems' own record formats")."""
     try:
         text = json.dumps(detail, default=str, allow_nan=False)
     except (TypeError, ValueError):
-        return _detail_text(detail)
-    return json.loads(text) if len(text) <= 4000 else _detail_text(detail)
-
-
-def _detail_ordered_text(detail):
-    """The shape detail's JSON text in its own key order, where it holds an object (a generative
-    benchmark's {"size", "dtype", "device"}): FlagGems' --compare keys an input by str() of the
-    object it reads back, so the order is part of the key, and the run log's JSON objects keep
-    theirs sorted (docs/flaggems.md, "FlagGems' own record formats"). None where no object."""
-    try:
-        text = json.dumps(detail, default=str, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError):
-        return None
-    return text if "{" in text and len(text) <= 4000 else None
+        return {"shape_detail": _detail_text(detail)}
+    if len(text) > 4000:
+        return {"shape_detail": _detail_text(detail)}
+    value = json.loads(text)
+    out = {"shape_detail": value}
+    if "{" in text:
+        out["shape_detail_json"] = json.dumps(value, separators=(",", ":"))
+    return out
 
 
 def _detail_text(detail):
