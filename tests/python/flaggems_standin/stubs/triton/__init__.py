@@ -3,18 +3,42 @@
 Only FlagGems' own runs beside caliber's (scripts/flaggems-check, with STANDIN_OWN_DO_BENCH=1 in
 their environment) time through it: then do_bench and do_bench_cudagraph return the median wall
 time of a few calls in ms, as Triton's return a median. STANDIN_EXPECT_REP=MS makes them raise when
-FlagGems passed another `rep` (its --iter), so that a test sees the knob arrive."""
+FlagGems passed another `rep` (its --iter), so that a test sees the knob arrive;
+STANDIN_BREAKS_CAPTURE=OP breaks a capture for the rest of the process (_capture)."""
 
 import os
 import statistics
+import sys
 import time
 
 __version__ = "3.6.0+standin"
 
 
+_captures_broken = []  # the op whose capture failed in this process (STANDIN_BREAKS_CAPTURE)
+
+
+def _capture(name):
+    """STANDIN_BREAKS_CAPTURE=OP: do_bench_cudagraph of the benchmark whose op_name is OP fails,
+    and so does every later do_bench_cudagraph of the process, as on a GPU a backward op's
+    autograd under capture leaves torch's later captures failing."""
+    op = os.environ.get("STANDIN_BREAKS_CAPTURE")
+    if not op or name != "do_bench_cudagraph":
+        return
+    if _captures_broken:
+        raise RuntimeError("operation failed due to a previous error during capture (stand-in)")
+    frame = sys._getframe(2)
+    while frame is not None:
+        if getattr(frame.f_locals.get("self"), "op_name", None) == op:
+            _captures_broken.append(op)
+            raise RuntimeError("operation would make the legacy stream depend on a capturing "
+                               "blocking stream (stand-in, %s)" % op)
+        frame = frame.f_back
+
+
 def _own(fn, name, rep):
     if os.environ.get("STANDIN_OWN_DO_BENCH") != "1":
         raise RuntimeError("stand-in triton.testing.%s was called: caliber must time it" % name)
+    _capture(name)
     expect = os.environ.get("STANDIN_EXPECT_REP")
     if expect is not None and str(rep) != expect:
         raise RuntimeError("stand-in triton.testing.%s: rep=%r, expected %s" % (name, rep, expect))
