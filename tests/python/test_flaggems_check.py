@@ -378,6 +378,29 @@ class SideBySide(unittest.TestCase):
             self.assertTrue(os.path.isfile(os.path.join(
                 results, "native-softmax-add-cudagraph.alone.json")))
 
+    def test_a_file_run_again_in_one_mode_keeps_the_other_modes_figures(self):
+        """A second call into the same RESULTS that runs a file in cudagraph mode only (a
+        settled file taken again for its retries) replaces that mode's figures and wall and
+        keeps the kernel mode's: before, the file's rows were replaced whole and lost them."""
+        results = os.path.join(tmpdir(), "again")
+        rc, out = check(results, "--ops", "add")
+        self.assertEqual(rc, 0, out)
+        first = {(r["dtype"], r["shape"]): r for r in table(results, "side_by_side.csv")}
+        rc, out = check(results, "--ops", "add", "--modes", "cudagraph")
+        self.assertEqual(rc, 0, out)
+        rows = table(results, "side_by_side.csv")
+        self.assertEqual(len(rows), 9)
+        for r in rows:
+            was = first[(r["dtype"], r["shape"])]
+            for k in ("fg_kernel_gems_ms", "cal_kernel_gems_ms"):
+                self.assertEqual(r[k], was[k], r)
+            for k in ("fg_cudagraph_gems_ms", "cal_cudagraph_gems_ms"):
+                self.assertGreater(float(r[k]), 0, r)
+        self.assertEqual(sorted(w["mode"] for w in table(results, "walls.csv")),
+                         ["cudagraph", "kernel"])
+        with open(os.path.join(results, "side_by_side.md")) as f:
+            self.assertIn("| add | done | done |", f.read())
+
     def test_each_file_names_its_card_and_a_table_of_two_cards_says_so(self):
         """walls.csv's card is the run identity's device; a later call into the same RESULTS that
         got another card (faked here by editing the first call's state) makes the markdown say
