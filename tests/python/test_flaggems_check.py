@@ -519,6 +519,46 @@ class SideBySide(unittest.TestCase):
             self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
             self.assertIn(says, p.stderr)
 
+    def test_a_failure_never_retried_alone_is_taken_again_in_its_mode_only(self):
+        """A saved state from before the retries whose FlagGems' own cudagraph run failed: the
+        failure may have been another test's broken capture, so --pending takes the file again,
+        in cudagraph mode only, and keeps its kernel mode's figures and wall."""
+        results = os.path.join(tmpdir(), "unretried")
+        rc, out = check(results, "--ops", "add", "--modes", "kernel,cudagraph")
+        self.assertEqual(rc, 0, out)
+        with open(os.path.join(results, "side_by_side.json")) as f:
+            state = json.load(f)
+        for w in state["walls"]:
+            self.assertEqual(w["flaggems_retry_alone"], 8)
+            if w["mode"] == "cudagraph":
+                w.update(flaggems_result="1 failed", flaggems_failed_files=["add"])
+                del w["flaggems_retry_alone"]
+        kernel = {(r["dtype"], r["shape"]): r["fg_kernel_gems_ms"] for r in state["table"]}
+        saved = os.path.join(tmpdir(), "unretried.json")
+        with open(saved, "w") as f:
+            json.dump(state, f)
+        again = os.path.join(tmpdir(), "unretried-again")
+        rc, out = check(again, "--ops", "add", "--modes", "kernel,cudagraph", "--pending", "1",
+                        "--merge", saved)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("1 of the 1 --ops files left (neither complete nor settled); this call: "
+                      "add (cudagraph)", out)
+        walls = table(again, "walls.csv")
+        self.assertEqual([(w["mode"], w["flaggems_result"]) for w in walls],
+                         [("kernel", "1 passed"), ("cudagraph", "1 passed")], out)
+        for r in table(again, "side_by_side.csv"):
+            self.assertEqual(r["fg_kernel_gems_ms"], str(kernel[(r["dtype"], r["shape"])]))
+            self.assertGreater(float(r["fg_cudagraph_gems_ms"]), 0, r)
+        # merged alone, the unretried failure says so and is not settled
+        merged = os.path.join(tmpdir(), "unretried-merged")
+        p = subprocess.run([sys.executable, SCRIPT, "--results", merged, "--merge", saved,
+                            "--merge-only", "--modes", "kernel,cudagraph"], capture_output=True,
+                           text=True, timeout=60)
+        with open(os.path.join(merged, "side_by_side.md")) as f:
+            self.assertIn("| add | done | FlagGems' own: 1 failed (not yet retried alone) |",
+                          f.read())
+        self.assertIn("settled (FlagGems' own run failed there): none; not yet: add", p.stdout)
+
     def test_saved_states_merge_oldest_run_first_whatever_their_names(self):
         """A folder of saved states merges by the newest run each holds, then by name: a newer
         state whose name sorts first still gives the file's coverage."""
