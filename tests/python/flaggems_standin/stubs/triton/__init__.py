@@ -25,7 +25,8 @@ def _capture(name):
     if not op or name != "do_bench_cudagraph":
         return
     if _captures_broken:
-        raise RuntimeError("operation failed due to a previous error during capture (stand-in)")
+        raise RuntimeError("Offset increment outside graph capture encountered unexpectedly "
+                           "(stand-in)")
     frame = sys._getframe(2)
     while frame is not None:
         if getattr(frame.f_locals.get("self"), "op_name", None) == op:
