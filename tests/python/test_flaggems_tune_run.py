@@ -462,6 +462,66 @@ class TuneThroughFlagGems(unittest.TestCase):
         self.assertIn('"replay": 4', out)
         self.assertEqual(benched(self.log), 8, "the resumed record swept f32's keys alone")
 
+    def test_device_script_sweeps_alone_over_calls_then_records_and_replays(self):
+        """flaggems-check2 --tune-steps sweep: LibTuner's sweeps alone (nothing timed) into
+        --sweep-dir, resumed by a later call with the folder (mm at comprehensive level is
+        about 100 minutes of sweeps on one GPU); `sweep,record,replay` then sweeps only what
+        is missing, records with zero sweeps from it and replays. A sweep cut by its limit
+        stops the call, keeping its keys; an unknown step is refused (exit 2)."""
+        script, sqla, e = self.device_script()
+        sweeps = self.out("sweeps")
+
+        def call(results, *steps, dtypes="f16", timeout="900", extra=None):
+            p = subprocess.run(
+                [sys.executable, script, "--caliber", CALIBER_BIN, "--results", results,
+                 "--flaggems", ROOT, "--sqlalchemy", sqla, "--python", PYTHON, "--parts", "tune",
+                 "--backend", "cpu", "--run-flags", " ".join(QUICK[2:]), "--tune-dtypes", dtypes,
+                 "--timeout", timeout, *steps], capture_output=True, text=True,
+                env=dict(e, **(extra or {})), timeout=900)
+            return p.returncode, p.stdout + p.stderr
+
+        rc, out = call(self.out("s1"), "--tune-steps", "sweep", "--sweep-dir", sweeps)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("| sweep (%s) |" % sweeps, out)
+        self.assertIn("| 2 keys recorded, 2 new |", out)
+        self.assertNotIn("| record", out)
+        self.assertFalse(os.path.exists(os.path.join(self.out("s1"), "mmrec")))
+        self.assertEqual(benched(self.log), 8, "f16's two keys swept")
+        os.remove(self.log)
+        rc, out = call(self.out("s2"), "--tune-steps", "sweep,record,replay", "--sweep-dir",
+                       sweeps, dtypes="f16,f32")
+        self.assert_passed_but_for_host_noise(rc, out)
+        self.assertIn("| sweep (%s, resumed with 2 keys) |" % sweeps, out)
+        self.assertIn("| 4 keys recorded, 2 new |", out)
+        self.assertIn(", resumed from %s" % sweeps, out)
+        self.assertIn('"replay": 4', out)
+        self.assertEqual(benched(self.log), 8, "the sweep swept f32's keys alone; the record "
+                         "and the replay none")
+        with open(os.path.join(sweeps, "sweeps.json")) as f:
+            ledger = json.load(f)
+        self.assertEqual([(x["keys_before"], x["keys_after"], x["rc"]) for x in ledger],
+                         [(0, 2, 0), (2, 4, 0)])
+        self.assertNotIn("cards**", out)
+        ledger[0]["card"] = "Another card GPU-0"  # a session that got another card
+        with open(os.path.join(sweeps, "sweeps.json"), "w") as f:
+            json.dump(ledger, f)
+        rc, out = call(self.out("s2b"), "--tune-steps", "sweep", "--sweep-dir", sweeps,
+                       dtypes="f16,f32")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("| 4 keys recorded, 0 new |", out)
+        self.assertRegex(out, r"\*\*The sweep's keys come from 2 cards\*\* \([^)]*Another card "
+                         r"GPU-0[^)]*\): a record from it replays winners chosen on another card")
+        # cut: the stand-in's import outlasts the limit; nothing recorded after it
+        rc, out = call(self.out("s3"), "--tune-steps", "sweep,record", "--sweep-dir",
+                       self.out("sweeps-cut"), timeout="1", extra={"STANDIN_IMPORT_S": "5"})
+        self.assertEqual(rc, 1, out)
+        self.assertIn("flaggems-check2: FAIL: tune sweep: rc=124", out)
+        self.assertIn("cut (rc 124): --tune-steps sweep --sweep-dir", out)
+        self.assertNotIn("| record", out)
+        rc, out = call(self.out("s4"), "--tune-steps", "sweep,tune")
+        self.assertEqual(rc, 2, out)
+        self.assertIn("--tune-steps 'sweep,tune': tune; allowed sweep, record, replay", out)
+
     def test_device_script_compiles_the_records_configs_ahead_and_not_the_replays(self):
         """flaggems-check2 --compile-threads 4: the record compiles ahead (its report row says how
         many configs), the replay in the same call is run without the flag (with it, caliber
