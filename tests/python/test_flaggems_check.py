@@ -538,15 +538,17 @@ class SideBySide(unittest.TestCase):
         with open(saved, "w") as f:
             json.dump(state, f)
         again = os.path.join(tmpdir(), "unretried-again")
-        rc, out = check(again, "--ops", "add", "--modes", "kernel,cudagraph", "--pending", "1",
+        rc, out = check(again, "--ops", "mm,add", "--modes", "kernel,cudagraph", "--pending", "2",
                         "--merge", saved)
         self.assertEqual(rc, 0, out)
-        self.assertIn("1 of the 1 --ops files left (neither complete nor settled); this call: "
-                      "add (cudagraph)", out)
+        # files of the same pending modes side by side: add's one mode first, then mm's two
+        self.assertIn("2 of the 2 --ops files left (neither complete nor settled); this call: "
+                      "add (cudagraph),mm", out)
         walls = table(again, "walls.csv")
-        self.assertEqual([(w["mode"], w["flaggems_result"]) for w in walls],
-                         [("kernel", "1 passed"), ("cudagraph", "1 passed")], out)
-        for r in table(again, "side_by_side.csv"):
+        self.assertEqual([(w["op"], w["mode"], w["flaggems_result"]) for w in walls],
+                         [("add", "kernel", "1 passed"), ("add", "cudagraph", "1 passed"),
+                          ("mm", "kernel", "1 passed"), ("mm", "cudagraph", "1 passed")], out)
+        for r in [r for r in table(again, "side_by_side.csv") if r["op"] == "add"]:
             self.assertEqual(r["fg_kernel_gems_ms"], str(kernel[(r["dtype"], r["shape"])]))
             self.assertGreater(float(r["fg_cudagraph_gems_ms"]), 0, r)
         # merged alone, the unretried failure says so and is not settled
