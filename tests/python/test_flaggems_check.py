@@ -291,6 +291,45 @@ class SideBySide(unittest.TestCase):
                 self.assertGreater(float(r[col] or 0), 0, (col, r))
             self.assertFalse(r.get("fg_cudagraph_torch_ms") or r.get("fg_cudagraph_gems_ms"), r)
 
+    def test_a_call_cut_in_the_retries_keeps_flaggems_run_as_not_yet_retried(self):
+        """Cut while FlagGems' failed tests run again alone (softmax_backward's lone run held at
+        collection, then killed): FlagGems' run of the group is in the table (softmax's rows),
+        and its wall is pending as not yet retried, so the next --pending call takes it again."""
+        results = os.path.join(tmpdir(), "cut-retry")
+        release = results + "-release"
+        environ = env({"STANDIN_OWN_DO_BENCH": "1", "STANDIN_HOLD_SOFTMAX": release,
+                       "STANDIN_HOLD_SOFTMAX_AFTER": "2",  # caliber's run, FlagGems' own
+                       "STANDIN_BREAKS_CAPTURE": "softmax_backward"})
+        p = subprocess.Popen(
+            [sys.executable, SCRIPT, "--caliber", CALIBER_BIN, "--results", results,
+             "--flaggems", ROOT, "--sqlalchemy", sqlalchemy_standin(results + "-sqla"),
+             "--python", PYTHON, "--modes", "cudagraph", "--native-warmup", "1",
+             "--backend", "cpu", "--run-flags", " ".join(QUICK[2:]), "--ops", "softmax,add",
+             "--group"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=environ, start_new_session=True)
+        try:
+            seen = release + ".seen"
+            deadline = time.monotonic() + 300
+            while p.poll() is None and time.monotonic() < deadline:
+                if os.path.isfile(seen) and len(open(seen).read().split()) >= 3:
+                    time.sleep(0.5)
+                    break
+                time.sleep(0.1)
+            self.assertIsNone(p.poll(), "the check ended before the retry")
+        finally:
+            os.killpg(p.pid, signal.SIGKILL)
+            out = p.communicate()[0]
+        with open(os.path.join(results, "side_by_side.json")) as f:
+            (w,) = json.load(f)["walls"]
+        self.assertEqual((w["flaggems_result"], w["flaggems_rows"]), ("2 failed, 1 passed", 2),
+                         out)
+        self.assertNotIn("flaggems_retry_alone", w)
+        softmax = [r for r in table(results, "side_by_side.csv") if r["op"] == "softmax"]
+        self.assertTrue(softmax and all(float(r["fg_cudagraph_gems_ms"]) > 0 for r in softmax))
+        with open(os.path.join(results, "side_by_side.md")) as f:
+            self.assertIn("| add | FlagGems' own: 2 failed, 1 passed (not yet retried alone) |",
+                          f.read())
+
     def test_flaggems_own_outcome_is_in_the_walls(self):
         """FlagGems' own pytest's summary ("2 failed, 2 passed, 2 errors") is on each file's wall
         row and in the markdown, so a row without FlagGems' figures says why."""
