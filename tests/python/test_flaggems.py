@@ -20,6 +20,13 @@ STUBS = os.path.join(ROOT, "stubs")
 QUICK = ["--backend", "cpu", "--timeout", "0.2", "--peaks", "off", "--min-samples", "5"]
 
 
+def standin_copy(dest):
+    """A copy of the stand-in tree at `dest`, without Python's and pytest's caches, for a test
+    that edits its files or needs two trees; returns dest."""
+    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns("__pycache__", ".pytest*"))
+    return dest
+
+
 def interpreter():
     """A python3 with pytest and PyYAML (FlagGems needs both): this one, else Debian's."""
     for cand in (sys.executable, "/usr/bin/python3"):
@@ -484,7 +491,7 @@ class Knobs(unittest.TestCase):
         # the ops given, each refused unless the tree has its file (as batch refuses it); a file
         # in a folder of benchmark/ listed where it is
         tree = os.path.join(tmpdir(), "tree")
-        shutil.copytree(ROOT, tree)
+        standin_copy(tree)
         os.makedirs(os.path.join(tree, "benchmark", "test_sub"))
         shutil.copy(os.path.join(tree, "benchmark", "test_softmax.py"),
                     os.path.join(tree, "benchmark", "test_sub", "test_subsoftmax.py"))
@@ -579,9 +586,8 @@ class RowKeys(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        import shutil
         cls.root = os.path.join(tmpdir(), "tree")
-        shutil.copytree(ROOT, cls.root, ignore=shutil.ignore_patterns("__pycache__", ".pytest*"))
+        standin_copy(cls.root)
         # a second file whose first test is tril_out's too: neither file is the op's own
         again = TRIL.replace("def test_tril_out_transposed", "def test_tril_out_again")
         for name, text in (("test_tril.py", TRIL), ("test_blas_parallel.py", BLAS_PARALLEL),
@@ -663,9 +669,8 @@ class ObjectShapeDetail(unittest.TestCase):
     export: FlagGems' --compare keys an input by str() of the object (docs/flaggems.md)."""
 
     def test_the_export_keeps_flaggems_key_order(self):
-        import shutil
         root = os.path.join(tmpdir(), "tree")
-        shutil.copytree(ROOT, root, ignore=shutil.ignore_patterns("__pycache__", ".pytest*"))
+        standin_copy(root)
         with open(os.path.join(root, "benchmark", "test_rand.py"), "w") as f:
             f.write(RAND)
         out = tmpdir()
@@ -899,7 +904,7 @@ class BadInput(unittest.TestCase):
         self.assertEqual(p.stderr.splitlines()[0][:len("caliber: OP: 'nosuchop'")], "caliber: OP: 'nosuchop'")
         # a file that does not import: pytest's traceback still reaches the user, then the refusal
         tree = os.path.join(tmpdir(), "tree")
-        shutil.copytree(ROOT, tree)
+        standin_copy(tree)
         with open(os.path.join(tree, "benchmark", "test_broken.py"), "w") as f:
             f.write("import no_such_module_x\n\n\ndef test_broken():\n    pass\n")
         for dry in ([], ["--dry-run"]):
@@ -923,7 +928,7 @@ class BadInput(unittest.TestCase):
         """A FlagGems checkout run as committed, then with a tracked file of flag_gems edited:
         the same commit both times, but the identity's source digest differs and says dirty."""
         tree = os.path.join(tmpdir(), "tree")
-        shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns("__pycache__", ".pytest*"))
+        standin_copy(tree)
         git = ["git", "-C", tree, "-c", "user.name=t", "-c", "user.email=t@t",
                "-c", "commit.gpgsign=false"]
         for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "stand-in"]):

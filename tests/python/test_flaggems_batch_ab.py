@@ -7,7 +7,6 @@ finding the slower side."""
 import csv
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import CALIBER_BIN, tmpdir  # noqa: E402
-from test_flaggems import ROOT, QUICK, env  # noqa: E402
+from test_flaggems import ROOT, QUICK, env, standin_copy  # noqa: E402
 
 
 def caliber(*args, extra_env=None):
@@ -126,7 +125,7 @@ class FlagGemsBatch(unittest.TestCase):
         collects: caliber list and batch list them as ops, run and batch's children find their
         file, and the rows count for that op."""
         tree = os.path.join(tmpdir(), "FlagGems")
-        shutil.copytree(ROOT, tree)
+        standin_copy(tree)
         sub = os.path.join(tree, "benchmark", "test_SUB")
         os.makedirs(sub)
         with open(os.path.join(tree, "benchmark", "test_softmax.py")) as f:
@@ -207,8 +206,8 @@ class FlagGemsAb(unittest.TestCase):
     def test_two_trees_one_planted_slower(self):
         tmp = tmpdir()
         a, b = os.path.join(tmp, "A"), os.path.join(tmp, "B")
-        shutil.copytree(ROOT, a)
-        shutil.copytree(ROOT, b)
+        standin_copy(a)
+        standin_copy(b)
         init = os.path.join(b, "src", "flag_gems", "__init__.py")
         with open(init) as f:
             text = f.read()
@@ -244,7 +243,7 @@ class FlagGemsAb(unittest.TestCase):
         # What only FlagGems' side can check (its tree's ops, its import) is checked by a dry run
         # of each side's run before the A/B directory exists.
         b = os.path.join(tmp, "B")
-        shutil.copytree(ROOT, b)
+        standin_copy(b)
         for args, op, extra, needle in (
                 ([], "nosuchop", {}, "nosuchop"),
                 ([], "add", {"STANDIN_BREAK_IMPORT": "1"}, "sqlalchemy_standin_missing")):
