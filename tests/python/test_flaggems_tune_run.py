@@ -509,8 +509,19 @@ class TuneThroughFlagGems(unittest.TestCase):
                        dtypes="f16,f32")
         self.assertEqual(rc, 0, out)
         self.assertIn("| 4 keys recorded, 0 new |", out)
-        self.assertRegex(out, r"\*\*The sweep's keys come from 2 cards\*\* \([^)]*Another card "
-                         r"GPU-0[^)]*\): a record from it replays winners chosen on another card")
+        self.assertRegex(out, r"\*\*The sweep's keys come from 2 kinds of card\*\* \([^)]*Another "
+                         r"card GPU-0[^)]*\): a record from it replays winners chosen on another "
+                         r"kind")
+        # another card of the same kind (another session's machine) is said, not warned of
+        this_card = [x["card"] for x in ledger if x["card"] != "Another card GPU-0"][0]
+        ledger[0]["card"] = this_card + " GPU-abcdef12"
+        with open(os.path.join(sweeps, "sweeps.json"), "w") as f:
+            json.dump(ledger, f)
+        rc, out = call(self.out("s2c"), "--tune-steps", "sweep", "--sweep-dir", sweeps,
+                       dtypes="f16,f32")
+        self.assertEqual(rc, 0, out)
+        self.assertNotIn("kinds of card", out)
+        self.assertIn("cards of one kind", out)
         # cut: the stand-in's import outlasts the limit; nothing recorded after it
         rc, out = call(self.out("s3"), "--tune-steps", "sweep,record", "--sweep-dir",
                        self.out("sweeps-cut"), timeout="1", extra={"STANDIN_IMPORT_S": "5"})
