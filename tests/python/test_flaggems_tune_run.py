@@ -502,24 +502,25 @@ class TuneThroughFlagGems(unittest.TestCase):
         self.assertEqual([(x["keys_before"], x["keys_after"], x["rc"]) for x in ledger],
                          [(0, 2, 0), (2, 4, 0)])
         self.assertNotIn("cards**", out)
-        ledger[0]["card"] = "Another card GPU-0"  # a session that got another card
-        with open(os.path.join(sweeps, "sweeps.json"), "w") as f:
-            json.dump(ledger, f)
-        rc, out = call(self.out("s2b"), "--tune-steps", "sweep", "--sweep-dir", sweeps,
-                       dtypes="f16,f32")
-        self.assertEqual(rc, 0, out)
-        self.assertIn("| 4 keys recorded, 0 new |", out)
+        this_card = ledger[1]["card"]
+
+        def sweep_again(first_card, results):
+            """The folder's first sweep said to be another session's, on first_card."""
+            ledger[0]["card"] = first_card
+            with open(os.path.join(sweeps, "sweeps.json"), "w") as f:
+                json.dump(ledger, f)
+            rc, out = call(self.out(results), "--tune-steps", "sweep", "--sweep-dir", sweeps,
+                           dtypes="f16,f32")
+            self.assertEqual(rc, 0, out)
+            self.assertIn("| 4 keys recorded, 0 new |", out)
+            return out
+
+        out = sweep_again("Another card GPU-0", "s2b")  # another kind of card
         self.assertRegex(out, r"\*\*The sweep's keys come from 2 kinds of card\*\* \([^)]*Another "
                          r"card GPU-0[^)]*\): a record from it replays winners chosen on another "
                          r"kind")
         # another card of the same kind (another session's machine) is said, not warned of
-        this_card = [x["card"] for x in ledger if x["card"] != "Another card GPU-0"][0]
-        ledger[0]["card"] = this_card + " GPU-abcdef12"
-        with open(os.path.join(sweeps, "sweeps.json"), "w") as f:
-            json.dump(ledger, f)
-        rc, out = call(self.out("s2c"), "--tune-steps", "sweep", "--sweep-dir", sweeps,
-                       dtypes="f16,f32")
-        self.assertEqual(rc, 0, out)
+        out = sweep_again(this_card + " GPU-abcdef12", "s2c")
         self.assertNotIn("kinds of card", out)
         self.assertIn("cards of one kind", out)
         # cut: the stand-in's import outlasts the limit; nothing recorded after it
