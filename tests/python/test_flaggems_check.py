@@ -427,6 +427,40 @@ class SideBySide(unittest.TestCase):
             self.assertTrue(os.path.isfile(os.path.join(
                 results, "native-softmax-add-cudagraph.alone.json")))
 
+    def test_failed_tests_run_again_in_one_process_up_to_the_first_failure(self):
+        """Two broken captures in one group (softmax_backward, then linear_backward three tests
+        later): the retries run in one pytest that stops at its first failure, each failure
+        confirmed as the first test of its process. 4 processes for the 6 failed tests:
+        softmax_backward first (failed), add, custom_run and index_fill passed before
+        linear_backward failed, linear_backward first (failed), convert alone (passed). On an
+        H100 (2026-12-06) a retry process cost about 8 s beyond its test."""
+        results = os.path.join(tmpdir(), "batched")
+        rc, out = check(results, "--ops", "softmax,add,custom", "--group", "--modes", "cudagraph",
+                        extra_env={"STANDIN_BREAKS_CAPTURE": "softmax_backward,linear_backward"})
+        self.assertEqual(rc, 0, out)
+        with open(os.path.join(results, "side_by_side.json")) as f:
+            (w,) = json.load(f)["walls"]
+        self.assertEqual(w["flaggems_result"], "6 failed, 1 passed", out)
+        before = "passed (before the first failure of a run of 5)"
+        self.assertEqual(w["flaggems_retried"], {
+            "benchmark/test_softmax.py::test_softmax_backward": "1 failed",
+            "benchmark/test_add.py::test_add": before,
+            "benchmark/test_custom.py::test_custom_run": before,
+            "benchmark/test_custom.py::test_index_fill": before,
+            "benchmark/test_custom.py::test_linear_backward": "1 failed",
+            "benchmark/test_custom.py::test_convert_weight_to_int4pack": "1 passed"}, out)
+        self.assertEqual((w["flaggems_retry_runs"], w["flaggems_failed_files"]),
+                         (4, ["custom", "softmax"]))
+        got = {}
+        for r in table(results, "side_by_side.csv"):
+            got.setdefault(r["op"], set()).add(bool(r["fg_cudagraph_gems_ms"]))
+        # the passed tests' rows from the runs' records; none of the failed tests'
+        for op in ("add", "index_fill", "convert_weight_to_int4pack"):
+            self.assertEqual(got[op], {True}, (op, got))
+        for op in ("softmax_backward", "linear_backward"):
+            self.assertEqual(got[op], {False}, (op, got))
+        self.assertIn("6 failed, 1 passed; alone: 4 passed, 2 failed", out)
+
     def test_a_file_run_again_in_one_mode_keeps_the_other_modes_figures(self):
         """A second call into the same RESULTS that runs a file in cudagraph mode only (a
         settled file taken again for its retries) replaces that mode's figures and wall and

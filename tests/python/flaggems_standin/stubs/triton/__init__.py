@@ -4,7 +4,7 @@ Only FlagGems' own runs beside caliber's (scripts/flaggems-check, with STANDIN_O
 their environment) time through it: then do_bench and do_bench_cudagraph return the median wall
 time of a few calls in ms, as Triton's return a median. STANDIN_EXPECT_REP=MS makes them raise when
 FlagGems passed another `rep` (its --iter), so that a test sees the knob arrive;
-STANDIN_BREAKS_CAPTURE=OP breaks a capture for the rest of the process (_capture)."""
+STANDIN_BREAKS_CAPTURE=OP[,OP...] breaks a capture for the rest of the process (_capture)."""
 
 import os
 import statistics
@@ -18,18 +18,19 @@ _captures_broken = []  # the op whose capture failed in this process (STANDIN_BR
 
 
 def _capture(name):
-    """STANDIN_BREAKS_CAPTURE=OP: do_bench_cudagraph of the benchmark whose op_name is OP fails,
-    and so does every later do_bench_cudagraph of the process, as on a GPU a backward op's
-    autograd under capture leaves torch's later captures failing."""
-    op = os.environ.get("STANDIN_BREAKS_CAPTURE")
-    if not op or name != "do_bench_cudagraph":
+    """STANDIN_BREAKS_CAPTURE=OP[,OP...]: do_bench_cudagraph of a benchmark whose op_name is one
+    of the OPs fails, and so does every later do_bench_cudagraph of the process, as on a GPU a
+    backward op's autograd under capture leaves torch's later captures failing."""
+    ops = [x for x in os.environ.get("STANDIN_BREAKS_CAPTURE", "").split(",") if x]
+    if not ops or name != "do_bench_cudagraph":
         return
     if _captures_broken:
         raise RuntimeError("Offset increment outside graph capture encountered unexpectedly "
                            "(stand-in)")
     frame = sys._getframe(2)
     while frame is not None:
-        if getattr(frame.f_locals.get("self"), "op_name", None) == op:
+        op = getattr(frame.f_locals.get("self"), "op_name", None)
+        if op in ops:
             _captures_broken.append(op)
             raise RuntimeError("operation would make the legacy stream depend on a capturing "
                                "blocking stream (stand-in, %s)" % op)
