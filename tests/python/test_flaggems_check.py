@@ -682,18 +682,56 @@ class SideBySide(unittest.TestCase):
         self.assertIn("FAIL: add+nosuchop: no benchmark/test_nosuchop.py", out)
 
 
+def script_module():
+    """scripts/flaggems-check as a module, for its functions."""
+    import importlib.machinery
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "scripts", "flaggems-check")
+    loader = importlib.machinery.SourceFileLoader("flaggems_check", path)
+    spec = importlib.util.spec_from_loader("flaggems_check", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+class RetryRuns(unittest.TestCase):
+    def settle(self, tests, lines, rc, summary):
+        log = os.path.join(tmpdir(), "retry.log")
+        with open(log, "w") as f:
+            f.write("\n".join(lines + ["= %s in 1.0s =" % summary]) + "\n")
+        outcomes = {}
+        return script_module().run_of_several(tests, log, rc, summary, outcomes), outcomes
+
+    def test_a_run_of_several_books_only_a_failure_that_ran_first(self):
+        """pytest -x -rA over retried tests a, b, c: what its lines settle, in any order."""
+        a, b, c = ("benchmark/test_%s.py::test_%s" % (x, x) for x in "abc")
+        # b passed, then c failed: c leads the next run (it did not run first), a left
+        got, out = self.settle([a, b, c], ["PASSED " + b, "FAILED %s - boom" % c], 1,
+                               "1 failed, 1 passed")
+        self.assertEqual(got, ([b], [c, a]))
+        self.assertEqual(set(out), {b})
+        # a skipped test ran before b's failure: b was not alone either
+        got, out = self.settle([b, c], ["FAILED %s - boom" % b], 1, "1 failed, 1 skipped")
+        self.assertEqual((got, out), (([], [b, c]), {}))
+        # the first test failed: booked, the rest left
+        got, out = self.settle([a, b], ["FAILED %s - boom" % a], 1, "1 failed, 2 warnings")
+        self.assertEqual((got, out), (([], [b]), {a: "1 failed, 2 warnings"}))
+        # all ran: passed, and the one without a PASSED line (skipped) not passed
+        got, out = self.settle([a, b], ["PASSED " + a], 0, "1 passed, 1 skipped")
+        self.assertEqual(got, ([a], []))
+        self.assertEqual(out[b], "not passed: 1 passed, 1 skipped")
+        # lines that do not add up to the summary, a cut, a failure of no retried test: unknown
+        self.assertIsNone(self.settle([a, b], [], 0, "2 passed")[0])
+        self.assertIsNone(self.settle([a, b], ["PASSED " + a], 124, "cut")[0])
+        self.assertIsNone(self.settle([a, b], ["ERROR benchmark/test_z.py"], 1, "1 error")[0])
+
+
 class RecordReading(unittest.TestCase):
     def test_records_written_as_json_text_are_read(self):
         """FlagGems' int4pack benchmarks call conftest's update_result themselves with
         to_json(): their records in flaggems_result.json are JSON text, not objects."""
-        import importlib.machinery
-        import importlib.util
-        path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__)))), "scripts", "flaggems-check")
-        loader = importlib.machinery.SourceFileLoader("flaggems_check", path)
-        spec = importlib.util.spec_from_loader("flaggems_check", loader)
-        mod = importlib.util.module_from_spec(spec)
-        loader.exec_module(mod)
+        mod = script_module()
         obj = {"op_name": "add", "dtype": "torch.float16", "result": [{"latency": 1.0}]}
         text = json.dumps({"op_name": "int4pack", "dtype": "torch.bfloat16",
                            "result": [{"latency": 2.0}]})
