@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -43,6 +44,22 @@ def check(results, *extra, extra_env=None):
          " ".join(QUICK[2:]), *extra], capture_output=True, text=True,
         env=environ, timeout=900)
     return p.returncode, p.stdout + p.stderr
+
+
+def commands_of(results):
+    """The processes whose command line names RESULTS (the check's own caliber and pytest runs
+    write there), the check itself left out."""
+    pids = []
+    for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if any(results in x for x in argv) and not any(x.endswith("flaggems-check")
+                                                       for x in argv):
+            pids.append(int(pid))
+    return pids
 
 
 def table(results, name):
@@ -209,7 +226,10 @@ class SideBySide(unittest.TestCase):
 
     def test_a_call_cut_short_keeps_the_groups_it_finished(self):
         """--group-size 1: the tables are written after each file, so a device call cut by its
-        limit inside softmax (held at collection here, then killed) keeps add's rows."""
+        limit inside softmax (held at collection here, then SIGINT to the check's process group,
+        as gpu-check and the device tool send it) keeps add's rows, says what is left and what
+        to merge, exits 130, and leaves no command of its own running (each runs in a session
+        of its own, which the SIGINT does not reach)."""
         results = os.path.join(tmpdir(), "cut")
         release = results + "-release"
         environ = env({"STANDIN_OWN_DO_BENCH": "1", "STANDIN_HOLD_SOFTMAX": release})
@@ -226,9 +246,20 @@ class SideBySide(unittest.TestCase):
             while not os.path.isfile(walls) and p.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.1)
             self.assertIsNone(p.poll(), "the check ended before softmax was cut")
+            time.sleep(1)  # softmax's caliber run under way, held
+            self.assertTrue(commands_of(results), "no command of the check under way")
+            os.killpg(p.pid, signal.SIGINT)
+            out = p.communicate(timeout=60)[0]
         finally:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.communicate()
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.communicate()
+        self.assertEqual(p.returncode, 130, out)
+        self.assertIn("cut short: %s keeps every group finished" % results, out)
+        self.assertIn("give the next call --merge %s" % results, out)
+        self.assertIn("complete (both sides, modes kernel): 1 of 2 files; settled (FlagGems' own "
+                      "run failed there): none; not yet: softmax", out)
+        self.assertEqual(commands_of(results), [], "commands left running after the cut")
         self.assertEqual([w["op"] for w in table(results, "walls.csv")], ["add"])
         rows = table(results, "side_by_side.csv")
         self.assertEqual(({r["op"] for r in rows}, len(rows)), ({"add"}, 9))
@@ -460,6 +491,10 @@ class SideBySide(unittest.TestCase):
         for op in ("softmax_backward", "linear_backward"):
             self.assertEqual(got[op], {False}, (op, got))
         self.assertIn("6 failed, 1 passed; alone: 4 passed, 2 failed", out)
+        # the group's line says where its wall went, the retries' runs and seconds included
+        self.assertRegex(out, r"\[1/1\] softmax\+add\+custom: \d+ rows in \d+ s \(cudagraph: "
+                         r"caliber \d+ s, FlagGems \d+ s \+ 4 retry runs %.0f s\)" %
+                         w["flaggems_retry_s"])
 
     def test_a_file_run_again_in_one_mode_keeps_the_other_modes_figures(self):
         """A second call into the same RESULTS that runs a file in cudagraph mode only (a
@@ -634,6 +669,16 @@ class SideBySide(unittest.TestCase):
         for r in [r for r in table(again, "side_by_side.csv") if r["op"] == "add"]:
             self.assertEqual(r["fg_kernel_gems_ms"], str(kernel[(r["dtype"], r["shape"])]))
             self.assertGreater(float(r["fg_cudagraph_gems_ms"]), 0, r)
+        # the files of the same modes left go first together, before the call takes its N: mm
+        # comes first in --ops but lacks both modes, add only cudagraph
+        first = os.path.join(tmpdir(), "unretried-first")
+        rc, out = check(first, "--ops", "mm,add", "--modes", "kernel,cudagraph", "--pending", "1",
+                        "--merge", saved)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("2 of the 2 --ops files left (neither complete nor settled); this call: "
+                      "add (cudagraph)\n", out)
+        self.assertEqual([(w["op"], w["mode"]) for w in table(first, "walls.csv")],
+                         [("add", "kernel"), ("add", "cudagraph")], out)
         # merged alone, the unretried failure says so and is not settled
         merged = os.path.join(tmpdir(), "unretried-merged")
         p = subprocess.run([sys.executable, SCRIPT, "--results", merged, "--merge", saved,
@@ -747,3 +792,29 @@ class RecordReading(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Interrupt(unittest.TestCase):
+    def test_a_sigint_while_a_command_runs_ends_the_command_and_starts_no_other(self):
+        """timed() runs each command in a session of its own (a hung run is killed whole), out
+        of the reach of the caller's SIGINT: interrupted while it waits, it ends the command
+        (SIGINT, then SIGKILL) before passing the interrupt on, and starts nothing after it.
+        flaggems-check2 times its runs with it too. Before this, a device call cut by its limit
+        left its caliber run going on the GPU into the next call (2026-12-06: the next call's
+        first minute of cases read up to 41% slow; docs/measurements.md)."""
+        fc = script_module()
+        where = tmpdir()
+        marker = os.path.join(where, "held")
+        timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            with self.assertRaises(KeyboardInterrupt):
+                fc.timed([sys.executable, "-c", "import time, sys; time.sleep(60)", marker],
+                         os.path.join(where, "held.log"), dict(os.environ), timeout=120)
+        finally:
+            timer.cancel()
+        self.assertEqual(commands_of(marker), [], "the command outlived the interrupt")
+        self.assertTrue(fc.STOP.is_set())
+        rc, took = fc.timed([sys.executable, "-c", "pass"], os.path.join(where, "after.log"),
+                            dict(os.environ))
+        self.assertEqual((rc, took), (-2, 0.0), "a command started after the interrupt")
