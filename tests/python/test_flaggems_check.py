@@ -227,9 +227,14 @@ class SideBySide(unittest.TestCase):
     def test_a_call_cut_short_keeps_the_groups_it_finished(self):
         """--group-size 1: the tables are written after each file, so a device call cut by its
         limit inside softmax (held at collection here, then SIGINT to the check's process group,
-        as gpu-check and the device tool send it) keeps add's rows, says what is left and what
-        to merge, exits 130, and leaves no command of its own running (each runs in a session
-        of its own, which the SIGINT does not reach)."""
+        as gpu-check sends it, or SIGTERM, as `timeout` does) keeps add's rows, says what is left
+        and what to merge, exits 130, and leaves no command of its own running (each runs in a
+        session of its own, which the signal does not reach)."""
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with self.subTest(signal=sig.name):
+                self.cut_short_by(sig)
+
+    def cut_short_by(self, sig):
         results = os.path.join(tmpdir(), "cut")
         release = results + "-release"
         environ = env({"STANDIN_OWN_DO_BENCH": "1", "STANDIN_HOLD_SOFTMAX": release})
@@ -248,7 +253,7 @@ class SideBySide(unittest.TestCase):
             self.assertIsNone(p.poll(), "the check ended before softmax was cut")
             time.sleep(1)  # softmax's caliber run under way, held
             self.assertTrue(commands_of(results), "no command of the check under way")
-            os.killpg(p.pid, signal.SIGINT)
+            os.killpg(p.pid, sig)
             out = p.communicate(timeout=60)[0]
         finally:
             if p.poll() is None:

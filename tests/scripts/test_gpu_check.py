@@ -188,6 +188,47 @@ class GpuCheck(unittest.TestCase):
         self.assertIn("results/devices-json.log", names)
         self.assertFalse([n for n in names if "/src/" in n], names)
 
+    def test_a_terminated_check_ends_its_running_command_and_says_so(self):
+        """SIGTERM to gpu-check (as `timeout` sends it, to gpu-check's group: the step's command
+        has a session of its own and does not get it): the command is stopped, not left running
+        on the GPU into the next call; the step is a FAIL that says why, the summary and the
+        tarball are written, exit 130."""
+        e = dict(os.environ, PATH=self.fakebin + os.pathsep + os.environ["PATH"],
+                 FAKE_LOG=self.log, FAKE_BATCH_SLEEP="60")
+        p = subprocess.Popen([sys.executable, SCRIPT, "--prefix", self.prefix, "--results",
+                              self.results, "--steps", "devices,comp", "--ops", "mm"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e,
+                             start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            while not any(c.startswith("caliber batch") for c in self.calls()) and \
+                    time.monotonic() < deadline:
+                time.sleep(0.1)
+            self.assertTrue(self.commands(), "the batch is not running")
+            os.killpg(p.pid, signal.SIGTERM)
+            out = p.communicate(timeout=60)[0]
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.communicate()
+        self.assertEqual(p.returncode, 130, out)
+        self.assertRegex(out, r"comp\s+\S+\s+FAIL\s+\d+\s+interrupted: gpu-check was cut")
+        self.assertRegex(out, r"devices\s+devices-json\s+PASS")
+        self.assertTrue(os.path.exists(self.results + ".tar.gz"))
+        self.assertEqual(self.commands(), [], "the step's command outlived gpu-check")
+
+    def commands(self):
+        """The fake caliber's processes still running (their command lines name the prefix)."""
+        pids = []
+        for pid in [x for x in os.listdir("/proc") if x.isdigit()]:
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    if self.prefix.encode() in f.read():
+                        pids.append(int(pid))
+            except OSError:
+                continue
+        return pids
+
     def test_a_failing_command_makes_the_exit_non_zero(self):
         r = self.run_check("--steps", "devices,plan", FAKE_FAIL="plan")
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
