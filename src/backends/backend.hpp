@@ -118,6 +118,10 @@ struct ClockSample {
   bool power_cap_only = false;
   double power_w = 0;        // board power now, 0 when unknown
   double power_limit_w = 0;  // the enforced power limit, 0 when unknown
+  // Other processes with work on the device (not this one, nor its ancestors): their kernels
+  // share the memory and the SMs with the timed ones (docs/timing.md, "Another process on the
+  // device"). -1 when the backend cannot tell.
+  int other_processes = -1;
   // The reasons the clock is held down, decoded into names the backend chooses ("power_cap",
   // "thermal", "idle", ...); empty when none or unknown.
   std::vector<std::string> reasons;

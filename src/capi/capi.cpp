@@ -348,7 +348,8 @@ CALIBER_C_EXPORT int caliber_c_markers(char* reply, int64_t cap) {
            {"timer_direct", mk::timer_direct},
            {"power_capped", mk::power_capped},
            {"stop_missed", mk::stop_missed},
-           {"events_no_trace", mk::events_no_trace}}
+           {"events_no_trace", mk::events_no_trace},
+           {"device_shared", mk::device_shared}}
           .dump());
   return 0;
 }

@@ -6,11 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
@@ -585,6 +588,43 @@ std::vector<pid_t> live_children() {
     if (pg > 0) out.push_back(pg);
   }
   return out;
+}
+
+std::vector<pid_t> ancestors() {
+  std::vector<pid_t> out;
+  pid_t pid = ::getppid();
+  while (pid > 1 && out.size() < 64) {
+    out.push_back(pid);
+    // /proc/PID/stat: "PID (comm) STATE PPID ..."; comm may hold spaces and parentheses, so the
+    // fields are read after its last ')'.
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) break;
+    std::istringstream rest(stat.substr(close + 1));
+    char state = 0;
+    pid_t parent = 0;
+    if (!(rest >> state >> parent)) break;
+    pid = parent;
+  }
+  return out;
+}
+
+int other_processes(const std::vector<unsigned>& on_device, pid_t self,
+                    const std::vector<pid_t>& ancestors) {
+  const auto pid_of = [](unsigned x) { return static_cast<pid_t>(x); };
+  if (std::none_of(on_device.begin(), on_device.end(),
+                   [&](unsigned x) { return pid_of(x) == self; }))
+    return -1;
+  std::vector<pid_t> others;  // once each: a driver may list a process once per context
+  for (const unsigned x : on_device) {
+    const pid_t pid = pid_of(x);
+    if (pid == self || std::find(ancestors.begin(), ancestors.end(), pid) != ancestors.end() ||
+        std::find(others.begin(), others.end(), pid) != others.end())
+      continue;
+    others.push_back(pid);
+  }
+  return static_cast<int>(others.size());
 }
 
 }  // namespace caliber::run

@@ -184,4 +184,14 @@ class SignalGuard {
 // Process groups of live children (maintained by Child; used by the second-signal path).
 [[nodiscard]] std::vector<pid_t> live_children();
 
+// This process's parent, its parent's parent, ... up to init (Linux /proc; empty where unreadable).
+[[nodiscard]] std::vector<pid_t> ancestors();
+
+// How many of the processes a driver lists with work on a device are others: not `self`, nor one
+// of its `ancestors` (a caliber parent, a batch). -1 when the list cannot say, because `self`,
+// which has work on the device while it times, is not on it: the driver gives another PID
+// namespace's ids (a container's) or hides them (docs/timing.md, "Another process on the device").
+[[nodiscard]] int other_processes(const std::vector<unsigned>& on_device, pid_t self,
+                                  const std::vector<pid_t>& ancestors);
+
 }  // namespace caliber::run

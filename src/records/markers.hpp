@@ -20,6 +20,10 @@ inline constexpr const char* stop_missed = "STOP_NOT_CONVERGED";
 // could not be used: no tracer library, another activity subscriber (a profiler) active, or
 // records missing for a timed launch; the row is timed by its events instead.
 inline constexpr const char* events_no_trace = "SAMPLE_METHOD_EVENTS_NO_TRACE";
+// Another process had work on the device while the samples ran (docs/timing.md, "Another process
+// on the device"): its kernels shared the memory and the SMs, and the figures may read slow with
+// low noise.
+inline constexpr const char* device_shared = "DEVICE_SHARED";
 // A skip guard of the op was lifted by one of the backend's compat rules (the case row's own).
 inline constexpr const char* compat_lifted = "compat_lifted";
 

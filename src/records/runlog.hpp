@@ -114,6 +114,7 @@ inline constexpr const char* sm_clock_min_mhz = "sm_clock_min_mhz";
 inline constexpr const char* sm_clock_max_mhz = "sm_clock_max_mhz";
 inline constexpr const char* power_w = "power_w";
 inline constexpr const char* power_limit_w = "power_limit_w";
+inline constexpr const char* other_processes = "other_processes";
 inline constexpr const char* clock_reasons = "clock_reasons";
 inline constexpr const char* wall_s = "wall_s";
 inline constexpr const char* note = "note";

@@ -264,6 +264,7 @@ void provider_fields(V& v, Row& p) {
   v(k::sm_clock_max_mhz, p.sm_clock_max_mhz);
   v(k::power_w, p.power_w);
   v(k::power_limit_w, p.power_limit_w);
+  v(k::other_processes, p.other_processes);
   v(k::clock_reasons, p.clock_reasons);
   v(k::wall_s, p.wall_s);
   v(k::note, p.note);

@@ -91,6 +91,7 @@ struct ProviderRow {
   std::optional<int> sm_clock_max_mhz;
   std::optional<double> power_w;
   std::optional<double> power_limit_w;
+  std::optional<int> other_processes;  // the most other processes seen on the device
   std::optional<std::vector<std::string>> clock_reasons;
   std::optional<double> wall_s;
   std::optional<std::string> note;

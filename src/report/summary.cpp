@@ -31,6 +31,7 @@ void add_row(Accumulator& a, const core::CaseRow& row) {
   if (row_has_marker(row, kPoisonedMarker)) ++a.g.poisoned;
   if (row_has_marker(row, kPowerCappedMarker)) ++a.g.power_capped;
   if (row_has_marker(row, kStopMissedMarker)) ++a.g.stop_missed;
+  if (row_has_marker(row, core::markers::device_shared)) ++a.g.device_shared;
   if (auto s = row_speedup(row)) {
     a.speedups.push_back(*s);
   } else {
@@ -222,8 +223,8 @@ Table host_table(const Summary& s) {
 }
 
 // The summary table's notes: what its rows leave out, and what the runs' logs held.
-void add_summary_notes(Table& t, const Summary& s, int excluded, int power_capped,
-                       int stop_missed) {
+void add_summary_notes(Table& t, const Summary& s, int excluded, int power_capped, int stop_missed,
+                       int device_shared) {
   t.notes.push_back(
       "geomean and its bootstrap 95% CI are over the speedup_rows only; n=1: one row, no "
       "interval across rows (a row's own interval: caliber run's closing table, speedup_ci)");
@@ -240,6 +241,10 @@ void add_summary_notes(Table& t, const Summary& s, int excluded, int power_cappe
                       " row(s) carry STOP_NOT_CONVERGED: a provider stopped on its timeout below "
                       "--min-samples or above the --max-noise target, so its figure is less "
                       "precise than asked");
+  if (device_shared > 0)
+    t.notes.push_back(std::to_string(device_shared) +
+                      " row(s) carry DEVICE_SHARED: another process had work on the device while "
+                      "they were timed, so their figures may read slow even with low noise");
   if (!s.split_folders.empty()) {
     std::string names;
     for (const auto& f : s.split_folders) names += (names.empty() ? "" : ", ") + f;
@@ -278,7 +283,7 @@ Report summary_report(const Summary& s) {
   t.columns = {"source",   "op",       "dtype",       "rows",   "speedup_rows",
                "geomean",  "ci95_lo",  "ci95_hi",     "min",    "max",
                "fallback", "poisoned", "stop_missed", "failed", "skipped"};
-  int excluded = 0, power_capped = 0, stop_missed = 0;
+  int excluded = 0, power_capped = 0, stop_missed = 0, device_shared = 0;
   // One row has no interval across rows: its cells say n=1 (null in JSON and CSV), never a
   // bootstrap of one value ("1.518-1.518").
   const auto ci_cell = [](const SummaryGroup& g, const std::optional<double>& v) {
@@ -299,9 +304,10 @@ Report summary_report(const Summary& s) {
     excluded += o.no_speedup;
     power_capped += o.power_capped;
     stop_missed += o.stop_missed;
+    device_shared += o.device_shared;
   }
   for (; gi < s.groups.size(); ++gi) add(s.groups[gi]);
-  add_summary_notes(t, s, excluded, power_capped, stop_missed);
+  add_summary_notes(t, s, excluded, power_capped, stop_missed, device_shared);
   r.tables.push_back(std::move(t));
   if (!s.phases.empty()) r.tables.push_back(phase_table(s));
   if (std::any_of(s.overall.begin(), s.overall.end(),

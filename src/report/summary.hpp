@@ -29,8 +29,9 @@ struct SummaryGroup {
   int no_speedup = 0;  // rows counted but excluded: baseline-only, failed accuracy, failed, skipped
   int fallback = 0;
   int poisoned = 0;
-  int power_capped = 0;  // rows marked CLOCK_POWER_CAPPED (said in a note)
-  int stop_missed = 0;   // rows marked STOP_NOT_CONVERGED (a column and a note)
+  int power_capped = 0;   // rows marked CLOCK_POWER_CAPPED (said in a note)
+  int stop_missed = 0;    // rows marked STOP_NOT_CONVERGED (a column and a note)
+  int device_shared = 0;  // rows marked DEVICE_SHARED (said in a note)
   int failed = 0;
   int skipped = 0;
   std::optional<double> geomean, ci_lo, ci_hi, min, max;

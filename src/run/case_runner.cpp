@@ -77,6 +77,7 @@ void write_timing(ProviderRow& prow, const timing::Measurement& m, double flops,
     if (m.clock.power_limit_w > 0) prow.power_limit_w = m.clock.power_limit_w;
     prow.clock_reasons = m.clock.reasons;
   }
+  if (m.clock.other_processes >= 0) prow.other_processes = m.clock.other_processes;
   prow.wall_s = m.wall_s;
   if (!m.note.empty()) prow.note = m.note;
   if (m.ok && m.latency_ms > 0) {

@@ -156,10 +156,13 @@ void absorb(Measurement& m, const detail::SampleRun& r) {
   // Carried only when every call carried.
   if (r.settle == "settled" || m.settle.empty()) m.settle = r.settle;
   const ClockSummary& c = r.clock;
+  m.clock.other_processes = std::max(m.clock.other_processes, c.other_processes);
   if (!c.known) return;
   ClockSummary& t = m.clock;
   if (!t.known) {
+    const int others = t.other_processes;
     t = c;
+    t.other_processes = std::max(others, c.other_processes);
     return;
   }
   const int n = t.readings + c.readings;
@@ -176,10 +179,12 @@ void absorb(Measurement& m, const detail::SampleRun& r) {
   t.readings = n;
 }
 
-// The markers every timer adds at the end: a power-limited clock, a missed stopping rule.
+// The markers every timer adds at the end: a power-limited clock, a missed stopping rule, another
+// process's work on the device.
 void finish_markers(Measurement& m) {
   if (m.power_capped > 0) m.markers.push_back(kMarkerPowerCapped);
   if (!m.converged) m.markers.push_back(kMarkerStopMissed);
+  if (m.clock.other_processes > 0) m.markers.push_back(core::markers::device_shared);
 }
 
 // A sample's value: the summed spans of its `k` launches' own records where the trace reads them

@@ -94,6 +94,7 @@ bool past_burst(const std::optional<backends::ClockSample>& c, const RegimeRule&
 class ClockAccumulator {
  public:
   void add(const std::optional<backends::ClockSample>& c) {
+    if (c) s_.other_processes = std::max(s_.other_processes, c->other_processes);
     if (!c || c->sm_mhz <= 0) return;
     s_.known = true;
     ++s_.readings;

@@ -228,6 +228,7 @@ struct ClockSummary {
   double power_limit_w = 0;
   std::vector<std::string> reasons;  // every reason seen, once each
   int readings = 0;
+  int other_processes = -1;  // the most other processes seen on the device, -1 when unknown
 };
 
 struct Measurement {

@@ -14,8 +14,13 @@
 #endif
 #include "backends/cuda/cuda_kernels.hpp"
 #include "backends/cuda/nvml.hpp"
+#include "proc/process.hpp"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <utility>
+#include <vector>
 
 namespace caliber::backends::cuda {
 
@@ -387,7 +392,23 @@ std::optional<ClockSample> CudaDevice::clocks() {
       {0x40, "hw_thermal"}, {0x80, "hw_power_brake"},   {0x100, "display_clock_setting"}};
   for (const auto& [bit, name] : kNames)
     if ((r & bit) != 0) out.reasons.emplace_back(name);
+  out.other_processes = other_processes();
   return out;
+}
+
+int CudaDevice::other_processes() {
+  // The process list costs more than a clock reading, and a process that shares the device
+  // for less than this is not the steady drain it looks for (docs/timing.md, "Another process
+  // on the device").
+  constexpr double kOthersEvery = 0.5;
+  const double now =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (now - others_read_at_ < kOthersEvery) return other_processes_;
+  others_read_at_ = now;
+  static const std::vector<pid_t> kAncestors = run::ancestors();
+  const auto pids = Nvml::get().compute_pids(nvml_handle_);
+  other_processes_ = pids ? run::other_processes(*pids, ::getpid(), kAncestors) : -1;
+  return other_processes_;
 }
 
 bool CudaDevice::healthy() noexcept {

@@ -51,6 +51,8 @@ class CudaDevice final : public Device {
   double timer_resolution_us() const override;
   void launch_empty() override;
   std::optional<ClockSample> clocks() override;
+  // The processes besides this one and its ancestors with work on the device (NVML), -1 unknown.
+  int other_processes();
   bool healthy() noexcept override;
   int take_last_error() noexcept override;
   TraceOpen trace_open(const TraceShare& share) override;
@@ -81,6 +83,9 @@ class CudaDevice final : public Device {
   int pending_error_ = 0;  // an error seen (and cleared) by healthy(), kept for take_last_error
   void* nvml_handle_ = nullptr;
   bool static_read_ = false;  // sm_max_mhz_ and power_limit_mw_ hold NVML's values
+  // The other processes on the device, read at most every kOthersEvery s (clocks()).
+  int other_processes_ = -1;
+  double others_read_at_ = -1e9;
   int sm_max_mhz_ = 0;
   unsigned power_limit_mw_ = 0;
   GeneratorState generator_;

@@ -16,6 +16,15 @@ struct NvmlMemoryV1 {
   unsigned long long used;
 };
 
+// nvmlProcessInfo_t as nvmlDeviceGetComputeRunningProcesses_v3 and _v2 fill it.
+struct NvmlProcessInfo {
+  unsigned pid;
+  unsigned long long used_gpu_memory;
+  unsigned gpu_instance_id;
+  unsigned compute_instance_id;
+};
+constexpr int kInsufficientSize = 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+
 template <class F>
 void bind(void* lib, const char* name, F& fn) {
   fn = reinterpret_cast<F>(dlsym(lib, name));
@@ -50,6 +59,10 @@ Nvml::Nvml() {
   bind(lib_, "nvmlDeviceGetMemoryInfo", memory_info_);
   bind(lib_, "nvmlDeviceGetPowerUsage", power_usage_);
   bind(lib_, "nvmlDeviceGetEnforcedPowerLimit", power_limit_);
+  bind(lib_, "nvmlDeviceGetComputeRunningProcesses_v3", compute_processes_);
+  if (compute_processes_ == nullptr) {
+    bind(lib_, "nvmlDeviceGetComputeRunningProcesses_v2", compute_processes_);
+  }
   if (init_ == nullptr) {
     status_ = "NVML loaded but nvmlInit_v2 is missing";
     return;
@@ -113,6 +126,24 @@ std::optional<NvmlMemory> Nvml::memory(void* handle) const {
   NvmlMemoryV1 m{};
   if (memory_info_(handle, &m) != 0) return std::nullopt;
   return NvmlMemory{m.total, m.used};
+}
+
+std::optional<std::vector<unsigned>> Nvml::compute_pids(void* handle) const {
+  if (!ok_ || handle == nullptr || compute_processes_ == nullptr) return std::nullopt;
+  std::vector<NvmlProcessInfo> infos(16);
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    unsigned n = static_cast<unsigned>(infos.size());
+    const int rc = compute_processes_(handle, &n, infos.data());
+    if (rc == kInsufficientSize) {  // n holds the count now; more may start meanwhile
+      infos.resize(static_cast<std::size_t>(n) + 16);
+      continue;
+    }
+    if (rc != 0) return std::nullopt;
+    std::vector<unsigned> pids;
+    for (unsigned i = 0; i < n && i < infos.size(); ++i) pids.push_back(infos[i].pid);
+    return pids;
+  }
+  return std::nullopt;
 }
 
 std::string Nvml::uuid(void* handle) const {

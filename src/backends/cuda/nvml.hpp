@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace caliber::backends::cuda {
 
@@ -40,6 +41,9 @@ class Nvml {
   [[nodiscard]] std::optional<NvmlClocks> clocks(void* handle, bool full = true) const;
   [[nodiscard]] std::optional<NvmlMemory> memory(void* handle) const;
   [[nodiscard]] std::string uuid(void* handle) const;
+  // The ids of the processes with a compute context on the device, as the driver gives them (its
+  // PID namespace's); nullopt when unknown.
+  [[nodiscard]] std::optional<std::vector<unsigned>> compute_pids(void* handle) const;
 
   Nvml(const Nvml&) = delete;
   Nvml& operator=(const Nvml&) = delete;
@@ -63,6 +67,7 @@ class Nvml {
   int (*memory_info_)(Dev, void*) = nullptr;
   int (*power_usage_)(Dev, unsigned*) = nullptr;
   int (*power_limit_)(Dev, unsigned*) = nullptr;
+  int (*compute_processes_)(Dev, unsigned*, void*) = nullptr;
 };
 
 }  // namespace caliber::backends::cuda

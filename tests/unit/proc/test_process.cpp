@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -342,4 +343,43 @@ TEST(Process, RunCaptureMergesStderrWhenAsked) {
   EXPECT_NE(merged.out.find("refused"), std::string::npos);
   const auto plain = caliber::run::run_capture(argv, 10);
   EXPECT_EQ(plain.out, "names\n");
+}
+
+// The processes a driver lists on a device: this one and its ancestors are not others; a list
+// without this process (another PID namespace's ids) cannot say (docs/timing.md, "Another
+// process on the device").
+TEST(Process, OtherProcessesOnADeviceLeaveOutThisOneAndItsAncestors) {
+  using caliber::run::other_processes;
+  EXPECT_EQ(other_processes({100}, 100, {50, 1}), 0);
+  EXPECT_EQ(other_processes({100, 50}, 100, {50, 7}), 0);  // a caliber parent's own context
+  EXPECT_EQ(other_processes({100, 321}, 100, {50}), 1);
+  EXPECT_EQ(other_processes({321, 100, 321, 400}, 100, {50}), 2);  // listed twice: one process
+  EXPECT_EQ(other_processes({321, 400}, 100, {50}), -1);           // this process missing: unknown
+  EXPECT_EQ(other_processes({}, 100, {50}), -1);
+}
+
+TEST(Process, AncestorsClimbFromTheParent) {
+  const auto mine = caliber::run::ancestors();
+  ASSERT_FALSE(mine.empty());
+  EXPECT_EQ(mine.front(), ::getppid());
+  for (const pid_t p : mine) EXPECT_GT(p, 1);
+  // A child's are this process, then this process's own.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const auto up = caliber::run::ancestors();
+    const bool same = up.size() == mine.size() + 1 && up.front() == ::getppid() &&
+                      std::equal(mine.begin(), mine.end(), up.begin() + 1);
+    const char c = same ? 'y' : 'n';
+    (void)!::write(fds[1], &c, 1);
+    ::_exit(0);
+  }
+  char c = 0;
+  EXPECT_EQ(::read(fds[0], &c, 1), 1);
+  ::waitpid(child, nullptr, 0);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  EXPECT_EQ(c, 'y');
 }

@@ -146,6 +146,21 @@ TEST(Summary, PowerCappedRowsAreCountedAndSaid) {
   EXPECT_NE(text.find("2 row(s) carry CLOCK_POWER_CAPPED"), std::string::npos) << text;
 }
 
+TEST(Summary, RowsTimedBesideAnotherProcessAreCountedAndSaid) {
+  TempDir t;
+  const auto run = write_run(t.path(), "gelu-20261206-155138",
+                             {speedup_row("gelu", "f32", "1", 0.96, {"DEVICE_SHARED"}),
+                              speedup_row("gelu", "f32", "2", 0.96)});
+  const auto s = summarize({run});
+  const auto* g = find_group(s, "gelu", "f32");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->device_shared, 1);
+  const std::string text = caliber::report::render_text(summary_report(s));
+  EXPECT_NE(text.find("1 row(s) carry DEVICE_SHARED: another process had work on the device"),
+            std::string::npos)
+      << text;
+}
+
 TEST(Summary, StopMissesAreCountedInAColumnAndSaid) {
   TempDir t;
   const auto run = write_run(t.path(), "add-20261130-101010",
