@@ -32,11 +32,21 @@ case "$1 ${2:-}" in
     fi ;;
   "devices "*) echo "cuda: 1 device" ;;
   "batch "*) sleep "${FAKE_BATCH_SLEEP:-0}" ;;
+  "run add")  # a run directory whose one row says what the device showed ($FAKE_APPS: a load)
+    out=""; prev=""; for a in "$@"; do [ "$prev" = --out ] && out="$a"; prev="$a"; done
+    mkdir -p "$out/add-20261206-000000"
+    if [ -n "${FAKE_BLIND:-}" ]; then seen=''; elif [ -e "${FAKE_APPS:-/none}" ]; then
+      seen='"other_processes": 1, "markers": ["DEVICE_SHARED"], '; else
+      seen='"other_processes": 0, "markers": [], '; fi
+    row='{"type": "case", "op": "add", "dtype": "f16", "shape": "64", "status": "ok", '
+    echo "$row\"providers\": [{${seen}\"name\": \"torch\"}]}" > "$out/add-20261206-000000/run.log" ;;
+  "run mm") [ -n "${FAKE_APPS:-}" ] && touch "$FAKE_APPS"; exec sleep "${FAKE_LOAD_SLEEP:-0}" ;;
   "plan "*) [ "${4:-}" = cpu ] && echo "timer: direct" || echo "timer: graph" ;;
 esac
 exit 0
 """
 FAKE_SMI = r"""#!/usr/bin/env bash
+if [ "${1:-}" = --query-compute-apps=pid ] && [ -e "${FAKE_APPS:-/none}" ]; then echo 4242; fi
 if [ "${1:-}" = -L ]; then
   for i in $(seq 0 $(( ${FAKE_GPUS:-1} - 1 ))); do echo "GPU $i: NVIDIA H200 (UUID: GPU-$i)"; done
 fi
@@ -228,6 +238,26 @@ class GpuCheck(unittest.TestCase):
             except OSError:
                 continue
         return pids
+
+    def test_shared_checks_the_marker_alone_and_beside_a_load(self):
+        """The `shared` step: alone, every provider must read other_processes 0 unmarked; beside
+        a second caliber process on the GPU, every provider must carry DEVICE_SHARED. A build
+        whose rows cannot tell (no other_processes) fails alone, and says what it saw."""
+        apps = os.path.join(self.tmp.name, "apps")
+        r = self.run_check("--steps", "shared", FAKE_APPS=apps, FAKE_LOAD_SLEEP="30")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"shared\s+shared-alone\s+PASS")
+        self.assertRegex(r.stdout, r"shared\s+shared-beside\s+PASS")
+        self.assertIn("beside mm: 1 providers, other_processes ['1'], 1 marked; the load still "
+                      "ran", r.stdout)
+        self.assertIn("caliber run mm --backend cuda --level comprehensive", "\n".join(self.calls()))
+        os.remove(apps)
+        r = self.run_check("--steps", "shared", FAKE_APPS=apps, FAKE_LOAD_SLEEP="30",
+                           FAKE_BLIND="1")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"shared-alone\s+FAIL\s+\d+\s+1 providers, other_processes "
+                         r"\['absent'\] \(must be 0 on each\)")
+        self.assertRegex(r.stdout, r"shared-beside\s+FAIL\s+\d+\s+0 of 1 providers marked")
 
     def test_a_failing_command_makes_the_exit_non_zero(self):
         r = self.run_check("--steps", "devices,plan", FAKE_FAIL="plan")
