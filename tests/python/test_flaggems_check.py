@@ -807,10 +807,6 @@ class RecordReading(unittest.TestCase):
         self.assertEqual(rows[("int4pack", "bf16", 0)], {"latency": 2.0})
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class Interrupt(unittest.TestCase):
     def test_a_sigint_while_a_command_runs_ends_the_command_and_starts_no_other(self):
         """timed() runs each command in a session of its own (a hung run is killed whole), out
@@ -835,3 +831,33 @@ class Interrupt(unittest.TestCase):
         rc, took = fc.timed([sys.executable, "-c", "pass"], os.path.join(where, "after.log"),
                             dict(os.environ))
         self.assertEqual((rc, took), (-2, 0.0), "a command started after the interrupt")
+
+
+class SharedDevice(unittest.TestCase):
+    def test_rows_timed_beside_another_process_are_flagged_in_the_table(self):
+        """caliber's DEVICE_SHARED on a row (docs/timing.md, "Another process on the device")
+        becomes the table's cal_MODE_shared, in any round, and the markdown says how many rows."""
+        mod = script_module()
+
+        def row(shape, *markers):
+            return {"op": "gelu", "dtype": "f32", "shape": shape, "status": "ok",
+                    "params": {"ordinal": "0"}, "latency_ms": 3.2, "latency_base_ms": 3.1,
+                    "markers": list(markers)}
+
+        kernel = [([row("1024"), row("64")], {})]
+        graph = [([row("1024"), row("64")], {}), ([row("1024", "DEVICE_SHARED"), row("64")], {})]
+        table = mod.join_rows("gelu", {"kernel": kernel, "cudagraph": graph})
+        self.assertEqual([(r["shape"], r.get("cal_kernel_shared"), r.get("cal_cudagraph_shared"))
+                          for r in table], [("1024", None, 1), ("64", None, None)])
+        results = tmpdir()
+        mod.write_tables(results, table, [])
+        with open(os.path.join(results, "side_by_side.md")) as f:
+            self.assertIn("**1 rows were timed while another process had work on the GPU**",
+                          f.read())
+        mod.write_tables(results, mod.join_rows("gelu", {"kernel": kernel}), [])
+        with open(os.path.join(results, "side_by_side.md")) as f:
+            self.assertNotIn("another process", f.read())
+
+
+if __name__ == "__main__":
+    unittest.main()
