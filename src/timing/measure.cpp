@@ -160,9 +160,9 @@ void absorb(Measurement& m, const detail::SampleRun& r) {
   if (!c.known) return;
   ClockSummary& t = m.clock;
   if (!t.known) {
-    const int others = t.other_processes;
+    const int others = t.other_processes;  // already the most of both
     t = c;
-    t.other_processes = std::max(others, c.other_processes);
+    t.other_processes = others;
     return;
   }
   const int n = t.readings + c.readings;
