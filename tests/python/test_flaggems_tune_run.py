@@ -7,6 +7,7 @@ benchmarks, so "zero sweeps" is counted, not inferred."""
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -488,6 +489,13 @@ class TuneThroughFlagGems(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.out("s1"), "mmrec")))
         self.assertEqual(benched(self.log), 8, "f16's two keys swept")
         os.remove(self.log)
+        # the folder as git keeps it between sessions: the SQL text and the ledger, no database
+        kept = self.out("sweeps-kept")
+        os.makedirs(kept)
+        for name in ("flaggems_tune.sql", "sweeps.json"):
+            shutil.copy(os.path.join(sweeps, name), kept)
+        shutil.rmtree(sweeps)
+        sweeps = kept
         rc, out = call(self.out("s2"), "--tune-steps", "sweep,record,replay", "--sweep-dir",
                        sweeps, dtypes="f16,f32")
         self.assert_passed_but_for_host_noise(rc, out)
