@@ -552,6 +552,40 @@ def count_keys(db):
                    for t in _tables(con) if _is_config_table(_columns(con, t)))
 
 
+def dump_winners(db, path):
+    """Writes the winners of LibTuner's database `db` (its config tables, key -> chosen config)
+    as SQL text to `path`, replaced whole; returns the rows written. The benchmark tables (every
+    config's p50/p20/p80, 28097 rows for mm's first 191 keys at comprehensive level, 10 MB of
+    text) stay out: a lookup, a resumed sweep and a replay read the winners alone. Tables and
+    rows come sorted, so the text of a sweep resumed later differs by the keys it added: a form
+    git keeps well between sessions (docs/flaggems.md)."""
+    rows = 0
+    with sqlite3.connect("file:%s?mode=ro" % db, uri=True) as con, \
+            open(path + ".part", "w") as f:
+        tables = _tables(con)
+        for table in sorted(tables):
+            cols = _columns(con, table)
+            if not _is_config_table(cols):
+                continue
+            f.write("%s;\n" % tables[table])
+            names = ['"%s"' % c.replace('"', '""') for c in cols]
+            q = table.replace('"', '""')
+            for (values,) in con.execute('SELECT %s FROM "%s" ORDER BY %s' % (
+                    " || ',' || ".join("quote(%s)" % n for n in names), q, ", ".join(names))):
+                f.write('INSERT INTO "%s" VALUES(%s);\n' % (q, values))
+                rows += 1
+    os.replace(path + ".part", path)
+    return rows
+
+
+def load_sql(path, db):
+    """Builds LibTuner's database `db` from dump_winners' text at `path` (one transaction)."""
+    with open(path) as f:
+        text = f.read()
+    with sqlite3.connect(db) as con:
+        con.executescript("BEGIN;\n%s\nCOMMIT;" % text)
+
+
 def merge_shard_dbs(shard_dbs, into):
     """Merges every shard database's tables into `into` (created when missing; rows it already
     has are kept). A config table's key tuned by several shards keeps the first shard's winner
