@@ -502,9 +502,14 @@ class TuneThroughFlagGems(unittest.TestCase):
             shutil.copy(os.path.join(sweeps, name), kept)
         shutil.rmtree(sweeps)
         sweeps = kept
+        # the record and the replay of one test of the file (--tune-tests), as a level too long
+        # for one call is recorded a test a call
         rc, out = call(self.out("s2"), "--tune-steps", "sweep,record,replay", "--sweep-dir",
-                       sweeps, dtypes="f16,f32")
+                       sweeps, "--tune-tests", "test_mm", dtypes="f16,f32")
         self.assert_passed_but_for_host_noise(rc, out)
+        for log in ("mmsweep.log", "mmrec.log", "mmrep.log"):
+            with open(os.path.join(self.out("s2"), log)) as f:
+                self.assertIn(" benchmark/test_mm.py::test_mm --backend", f.readline())
         self.assertIn("| sweep (%s, resumed with 2 keys) |" % sweeps, out)
         self.assertIn("| 4 keys recorded, 2 new |", out)
         self.assertIn(", resumed from %s" % sweeps, out)
@@ -544,6 +549,16 @@ class TuneThroughFlagGems(unittest.TestCase):
         self.assertIn("flaggems-check2: FAIL: tune sweep: rc=124", out)
         self.assertIn("cut (rc 124): --tune-steps sweep --sweep-dir", out)
         self.assertNotIn("| record", out)
+        # a test the file does not have: caliber's shard refuses the node, the sweep fails and
+        # says where caliber's message is (not "cut": nothing to resume)
+        rc, out = call(self.out("s5"), "--tune-steps", "sweep", "--sweep-dir",
+                       self.out("sweeps-none"), "--tune-tests", "test_nope")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("flaggems-check2: FAIL: tune sweep: rc=1", out)
+        self.assertIn("; failed (rc 1): %s says why |" % os.path.join(self.out("s5"),
+                                                                       "mmsweep.log"), out)
+        with open(os.path.join(self.out("s5"), "mmsweep.log")) as f:
+            self.assertIn("'benchmark/test_mm.py::test_nope': no such test", f.read())
         rc, out = call(self.out("s4"), "--tune-steps", "sweep,tune")
         self.assertEqual(rc, 2, out)
         self.assertIn("--tune-steps 'sweep,tune': tune; allowed sweep, record, replay", out)
