@@ -804,7 +804,51 @@ class RecordReading(unittest.TestCase):
         with open(f, "w") as fh:
             json.dump(data, fh)
         rows = mod.native_rows(f)
-        self.assertEqual(rows[("int4pack", "bf16", 0)], {"latency": 2.0})
+        self.assertEqual(rows[("int4pack", "bf16", 1, 0)], {"latency": 2.0})
+
+    def test_tests_that_share_an_op_name_get_their_own_records(self):
+        """FlagGems' test_div_tensor_mode runs with rounding modes None, trunc (float32 alone)
+        and floor under one op name; its record keeps the three float32 records in the order
+        they ran and no test name. Each of caliber's rows gets the record of its own test (the
+        k-th of its op and dtype); before, the last record (floor's) stood for all three. Where
+        FlagGems has fewer records than caliber has tests, the order says nothing: no figure."""
+        mod = script_module()
+        modes = ["None", "trunc", "floor"]
+
+        def det(dtype, base):
+            return {"op_name": "div_tensor_mode", "dtype": "torch." + dtype,
+                    "result": [{"latency": base + i, "latency_base": 1.0} for i in range(2)]}
+
+        def record(dets):
+            f = os.path.join(tmpdir(), "record.json")
+            with open(f, "w") as fh:
+                json.dump({"div_tensor_mode": {"details": dets}}, fh)
+            return mod.native_rows(f)
+
+        def row(dtype, k, mode, i):
+            return {"op": "div_tensor_mode", "dtype": dtype, "status": "ok", "latency_ms": 1.0,
+                    "shape": "%dx%d%s" % (i, i, "#%d" % (k + 1) if k else ""),
+                    "params": {"ordinal": str(i), "test": "benchmark/test_div.py::"
+                               "test_div_tensor_mode[%s]" % mode}}
+
+        rows = [row(dtype, k, m, i) for dtype, ms in (("f16", ["None", "floor"]), ("f32", modes))
+                for k, m in enumerate(ms) for i in range(2)]
+        # the order FlagGems ran them: None (f16, f32), trunc (f32), floor (f16, f32)
+        native = record([det("float16", 10), det("float32", 20), det("float32", 30),
+                         det("float16", 40), det("float32", 50)])
+        table = mod.join_rows("div", {"kernel": [(rows, native)]})
+        self.assertEqual([(r["dtype"], r["shape"], r["fg_kernel_gems_ms"]) for r in table], [
+            ("f16", "0x0", 10), ("f16", "1x1", 11), ("f16", "0x0#2", 40), ("f16", "1x1#2", 41),
+            ("f32", "0x0", 20), ("f32", "1x1", 21), ("f32", "0x0#2", 30), ("f32", "1x1#2", 31),
+            ("f32", "0x0#3", 50), ("f32", "1x1#3", 51)])
+        # FlagGems' run lost trunc: float32's two records are not said to be None's and floor's
+        native = record([det("float16", 10), det("float32", 20), det("float16", 40),
+                         det("float32", 50)])
+        table = mod.join_rows("div", {"kernel": [(rows, native)]})
+        self.assertEqual([r["fg_kernel_gems_ms"] for r in table if r["dtype"] == "f32"],
+                         [None] * 6)
+        self.assertEqual([r["fg_kernel_gems_ms"] for r in table if r["dtype"] == "f16"],
+                         [10, 11, 40, 41])
 
 
 class Interrupt(unittest.TestCase):
