@@ -188,7 +188,7 @@ std::vector<Pooled> pool(const SideCase& c) {
       auto it = std::find_if(out.begin(), out.end(),
                              [&](const Pooled& x) { return x.role == p.role && x.name == p.name; });
       if (it == out.end()) {
-        out.push_back({p.role, p.name, {}, {}});
+        out.push_back({p.role, p.name, {}, {}, {}});
         it = out.end() - 1;
       }
       it->samples.insert(it->samples.end(), p.samples_ms.begin(), p.samples_ms.end());
