@@ -256,12 +256,16 @@ class SideBySide(unittest.TestCase):
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ,
             start_new_session=True)
         try:
-            walls = os.path.join(results, "walls.csv")
+            # softmax's caliber run, held at its collection, which says so in release.seen:
+            # add is then finished on both sides (before, this waited for add's first table
+            # and one second more, and on a loaded host FlagGems' own run of add was still
+            # going when the signal came)
+            seen = release + ".seen"
             deadline = time.monotonic() + 300
-            while not os.path.isfile(walls) and p.poll() is None and time.monotonic() < deadline:
+            while not (os.path.isfile(seen) and open(seen).read().split()) and \
+                    p.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.1)
             self.assertIsNone(p.poll(), "the check ended before softmax was cut")
-            time.sleep(1)  # softmax's caliber run under way, held
             self.assertTrue(commands_of(results), "no command of the check under way")
             os.killpg(p.pid, sig)
             out = p.communicate(timeout=60)[0]
