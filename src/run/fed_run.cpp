@@ -524,12 +524,11 @@ RunOutcome run_fed(const RunRequest& req, std::ostream& out, std::ostream& err) 
   std::string stop;
   if (!req.tune_shard.empty()) {
     // A parallel-warmup shard (python/caliber/flaggems_warmup.py): the feeder prepares its
-    // share of the cases into its LibTuner database and opens no run.
+    // share of the cases into its LibTuner database and opens no run. Its stop comes before any
+    // run opens, as a refusal does in a run of its own: bad input, exit 2 there as here.
     stop = the_feeder()(knobs_json(k, s, req), run);
-    if (!stop.empty()) err << "caliber run: shard " << req.tune_shard << ": " << stop << "\n";
-    RunOutcome shard;
-    shard.exit_code = stop.empty() ? 0 : 1;
-    return shard;
+    if (!stop.empty()) throw UsageError("shard " + req.tune_shard + ": " + stop);
+    return RunOutcome{};
   }
   try {
     stop = the_feeder()(knobs_json(k, s, req), run);

@@ -554,8 +554,8 @@ class TuneThroughFlagGems(unittest.TestCase):
         rc, out = call(self.out("s5"), "--tune-steps", "sweep", "--sweep-dir",
                        self.out("sweeps-none"), "--tune-tests", "test_nope")
         self.assertEqual(rc, 1, out)
-        self.assertIn("flaggems-check2: FAIL: tune sweep: rc=1", out)
-        self.assertIn("; failed (rc 1): %s says why |" % os.path.join(self.out("s5"),
+        self.assertIn("flaggems-check2: FAIL: tune sweep: rc=2", out)
+        self.assertIn("; failed (rc 2): %s says why |" % os.path.join(self.out("s5"),
                                                                        "mmsweep.log"), out)
         with open(os.path.join(self.out("s5"), "mmsweep.log")) as f:
             self.assertIn("'benchmark/test_mm.py::test_nope': no such test", f.read())
