@@ -502,6 +502,15 @@ class TuneThroughFlagGems(unittest.TestCase):
             shutil.copy(os.path.join(sweeps, name), kept)
         shutil.rmtree(sweeps)
         sweeps = kept
+        # a record resumed straight from such a folder (its database made from the text):
+        # f16's two keys found, none swept again
+        text_only = self.out("sweeps-text-only")
+        shutil.copytree(kept, text_only)
+        rc, out = call(self.out("s1b"), "--tune-steps", "record", "--resume-from", text_only)
+        self.assert_passed_but_for_host_noise(rc, out)
+        self.assertIn(", resumed from %s" % text_only, out)
+        self.assertEqual(benched(self.log), 0, "the record swept what the folder's text holds")
+        os.remove(self.log)
         # the record and the replay of one test of the file (--tune-tests), as a level too long
         # for one call is recorded a test a call
         rc, out = call(self.out("s2"), "--tune-steps", "sweep,record,replay", "--sweep-dir",
