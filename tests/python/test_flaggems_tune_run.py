@@ -572,6 +572,51 @@ class TuneThroughFlagGems(unittest.TestCase):
         self.assertEqual(rc, 2, out)
         self.assertIn("--tune-steps 'sweep,tune': tune; allowed sweep, record, replay", out)
 
+    def test_device_script_cut_with_the_call_reports_what_it_kept(self):
+        """flaggems-check2 cut by its call's limit (gpu-check's SIGINT to its process group, the
+        commands under way in sessions of their own): exit 130 with RESULTS/flaggems2.md all the
+        same. Cut in the record, after the sweep finished, the report keeps the sweep's line;
+        cut in the sweep, the folder's ledger and the report say `cut (rc 130)`, so the keys
+        LibTuner committed go on from the folder in the next call."""
+        script, sqla, e = self.device_script()
+        e["STANDIN_IMPORT_S"] = "3"  # each caliber child is still loading when the cut comes
+
+        def cut_in(results, step_log, sweeps):
+            p = subprocess.Popen(
+                [sys.executable, script, "--caliber", CALIBER_BIN, "--results", results,
+                 "--flaggems", ROOT, "--sqlalchemy", sqla, "--python", PYTHON, "--parts", "tune",
+                 "--backend", "cpu", "--run-flags", " ".join(QUICK[2:]), "--tune-dtypes", "f16",
+                 "--tune-steps", "sweep,record,replay", "--sweep-dir", sweeps],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e,
+                start_new_session=True)
+            t0 = time.monotonic()
+            while not os.path.exists(os.path.join(results, step_log)) and p.poll() is None \
+                    and time.monotonic() - t0 < 300:
+                time.sleep(0.05)
+            time.sleep(0.5)
+            os.killpg(p.pid, signal.SIGINT)
+            out, _ = p.communicate(timeout=120)
+            with open(os.path.join(results, "flaggems2.md")) as f:
+                return p.returncode, out, f.read()
+
+        sweeps = self.out("sweeps")
+        rc, out, md = cut_in(self.out("c1"), "mmrec.log", sweeps)
+        self.assertEqual(rc, 130, out)
+        self.assertIn("| sweep (%s) |" % sweeps, md)
+        self.assertIn("| 2 keys recorded, 2 new |", md)
+        self.assertIn("**Cut short** (SIGINT or SIGTERM", md)
+        self.assertNotIn("| replay", md)
+        self.assertIn("flaggems-check2: FAIL: the call was cut short", out)
+
+        sweeps = self.out("sweeps-cut")
+        rc, out, md = cut_in(self.out("c2"), "mmsweep.log", sweeps)
+        self.assertEqual(rc, 130, out)
+        self.assertIn("; cut (rc 130): --tune-steps sweep --sweep-dir %s resumes it |" % sweeps,
+                      md)
+        self.assertNotIn("| record", md)
+        with open(os.path.join(sweeps, "sweeps.json")) as f:
+            self.assertEqual([x["rc"] for x in json.load(f)], [130])
+
     def test_device_script_compiles_the_records_configs_ahead_and_not_the_replays(self):
         """flaggems-check2 --compile-threads 4: the record compiles ahead (its report row says how
         many configs), the replay in the same call is run without the flag (with it, caliber
