@@ -445,6 +445,9 @@ class TuneThroughFlagGems(unittest.TestCase):
         # Every pair compared (the verdicts are the host's noise on the cpu backend: not asserted).
         counts = json.loads(out.split("compare record -> replay: ", 1)[1].splitlines()[0])
         self.assertEqual(sum(counts.values()), 8, counts)  # 4 cases, 2 providers
+        # Each provider's ratios read against the other's: torch's rows are the run-to-run band.
+        self.assertRegex(out, r"\| gems \| 4 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-4] \| [0-4] \|")
+        self.assertRegex(out, r"\| torch \| 4 \| [0-9.]+ \|")
         self.assertEqual(benched(self.log), 0, "the second call's replay swept nothing")
         os.makedirs(self.out("empty"))
         rc, out = call(self.out("call3"), "--tune-steps", "replay", "--record-run",
